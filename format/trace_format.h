@@ -1,0 +1,284 @@
+/*
+ * trace_format.h - the event log: records, the writer and the reader.
+ *
+ * This is the only code that encodes or decodes records; the preload and the
+ * replayer both go through it.  format/FORMAT.md is the specification; this
+ * header is its C face.
+ *
+ * A log is a sequence of zstd frames (content checksum on).  Each frame
+ * decompresses to a run of records; every frame starts with a FRAME record that
+ * resets the delta bases, so a frame decodes without the frames before it
+ * (except for the ids its events refer to, which are defined once, earlier).
+ */
+#ifndef TRACE_FORMAT_H
+#define TRACE_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TF_VERSION_MAJOR 1
+#define TF_VERSION_MINOR 0
+
+/* Record kinds.  Definitions (< 32) give ids meaning; events (>= 32) carry a
+ * sequence number.  A reader skips kinds it does not know (records are
+ * length-prefixed) as long as the major version matches. */
+enum tf_kind {
+    TF_REC_HEADER = 1,        /* first record of the file */
+    TF_REC_FRAME = 2,         /* first record of every frame: delta bases */
+    TF_REC_STRING = 3,        /* interned string: id, bytes */
+    TF_REC_MODULE_LOAD = 4,   /* id, path, base, build-id, segments */
+    TF_REC_MODULE_UNLOAD = 5, /* id */
+    TF_REC_PY_CODE = 6,       /* id, file, function, first line */
+    TF_REC_NATIVE_STACK = 7,  /* id, instruction pointers (innermost first) */
+    TF_REC_PY_STACK = 8,      /* id, (code id, line) pairs (innermost first) */
+    TF_REC_THREAD = 9,        /* tid, name */
+    TF_REC_POOL = 10,         /* pool id, name */
+    TF_REC_INFO = 11,         /* key, value: facts learnt after start */
+
+    TF_EV_CUDA_ALLOC = 32,
+    TF_EV_CUDA_FREE = 33,
+    TF_EV_POOL_ALLOC = 34,
+    TF_EV_POOL_FREE = 35,
+    TF_EV_POOL_OP_BEGIN = 36,
+    TF_EV_POOL_OP_END = 37,
+    TF_EV_POOL_SEGMENT = 38,
+    TF_EV_GC_START = 39,
+    TF_EV_GC_STOP = 40,
+    TF_EV_HOST_ALLOC = 41,
+    TF_EV_HOST_FREE = 42,
+    TF_EV_PY_DOUBLE_INIT = 43,
+    TF_EV_MARK = 44,
+    TF_EV_END = 45,
+    TF_EV_PY_ALLOC = 46,      /* opt-in: one GC-object allocation */
+    TF_KIND_MAX = 64
+};
+
+/* The CUDA entry points we record.  Numbers are part of the format: append
+ * only.  tf_api_name() gives the C name. */
+enum tf_api {
+    TF_API_UNKNOWN = 0,
+    TF_API_cudaMalloc, TF_API_cudaFree, TF_API_cudaMallocAsync, TF_API_cudaFreeAsync,
+    TF_API_cudaMallocManaged, TF_API_cudaMallocHost, TF_API_cudaHostAlloc,
+    TF_API_cudaFreeHost, TF_API_cudaMallocPitch, TF_API_cudaMallocFromPoolAsync,
+    TF_API_cuMemAlloc_v2, TF_API_cuMemFree_v2, TF_API_cuMemAllocAsync,
+    TF_API_cuMemFreeAsync, TF_API_cuMemAllocFromPoolAsync, TF_API_cuMemAllocManaged,
+    TF_API_cuMemAllocPitch_v2, TF_API_cuMemAllocHost_v2, TF_API_cuMemHostAlloc,
+    TF_API_cuMemFreeHost, TF_API_cuMemCreate, TF_API_cuMemRelease, TF_API_cuMemMap,
+    TF_API_cuMemUnmap, TF_API_cuMemAddressReserve, TF_API_cuMemAddressFree,
+    TF_API_COUNT
+};
+const char *tf_api_name(uint32_t api);   /* "api#N" style text for unknown */
+const char *tf_kind_name(uint32_t kind); /* "cuda_alloc", ...; NULL if unknown */
+
+/* pool_op_begin.op */
+enum tf_pool_op { TF_POOL_OP_ALLOC = 1, TF_POOL_OP_FREE = 2, TF_POOL_OP_OTHER = 3 };
+/* pool_segment.grow */
+enum tf_segment_change { TF_SEGMENT_RELEASE = 0, TF_SEGMENT_GROW = 1 };
+/* host_alloc.domain: the Python allocator domain, or 0 for other sources */
+enum tf_host_domain { TF_HOST_OTHER = 0, TF_HOST_RAW = 1, TF_HOST_MEM = 2, TF_HOST_OBJ = 3 };
+
+/* One decoded event.  Fields a kind does not use are zero. */
+typedef struct tf_event {
+    uint32_t kind;          /* enum tf_kind, >= 32 */
+    uint32_t tid;           /* OS thread id */
+    uint64_t seq;           /* global order, starts at 1, no gaps */
+    uint64_t t_ns;          /* CLOCK_MONOTONIC */
+    uint64_t parent;        /* seq of the enclosing operation on this thread, 0 if none */
+    uint32_t native_stack;  /* stack id, 0 if none */
+    uint32_t py_stack;      /* stack id, 0 if none */
+    union {
+        struct {            /* cuda_alloc, cuda_free */
+            uint32_t api;   /* enum tf_api */
+            int32_t device;
+            int32_t result; /* cudaError_t / CUresult */
+            uint32_t flags;
+            uint64_t ptr;   /* device pointer, VA, or handle for cuMemCreate */
+            uint64_t size;  /* pitch allocations: total bytes; frees: 0 if unknown */
+            uint64_t stream;
+        } cuda;
+        struct {            /* pool_alloc, pool_free */
+            uint32_t pool;
+            uint64_t ptr;
+            uint64_t requested; /* pool_free: 0 if unknown */
+            uint64_t granted;   /* pool_free: 0 if unknown */
+            uint64_t stream;
+        } pool;
+        struct {            /* pool_op_begin, pool_op_end */
+            uint32_t pool;
+            uint32_t op;    /* enum tf_pool_op */
+            uint64_t begin; /* pool_op_end: seq of its begin; begin: 0 */
+            uint64_t arg;   /* begin: requested size or pointer freed */
+        } pool_op;
+        struct {            /* pool_segment */
+            uint32_t pool;
+            uint32_t grow;  /* enum tf_segment_change */
+            uint64_t ptr;
+            uint64_t size;
+        } segment;
+        struct {            /* gc_start, gc_stop */
+            int32_t generation;
+            uint64_t collected;      /* stop */
+            uint64_t uncollectable;  /* stop */
+            uint64_t duration_ns;    /* stop */
+            uint64_t allocs[3];      /* start: GC-tracked allocations since the
+                                        last collection of generation 0, 1, 2 */
+        } gc;
+        struct {            /* host_alloc, host_free, py_alloc */
+            uint32_t domain; /* enum tf_host_domain */
+            uint64_t ptr;
+            uint64_t size;   /* host_free: 0 if unknown */
+        } host;
+        struct {            /* py_double_init */
+            uint64_t obj;
+            uint32_t type_name; /* string id */
+        } double_init;
+        struct {            /* mark */
+            uint32_t text;  /* string id */
+        } mark;
+        struct {            /* end: counts of everything written */
+            uint64_t events;
+            uint64_t strings;
+            uint64_t native_stacks;
+            uint64_t py_stacks;
+            uint64_t frames;
+        } end;
+    } u;
+} tf_event;
+
+typedef struct tf_header {
+    uint32_t version_major, version_minor;
+    uint32_t pid, ppid;
+    uint64_t wall_start_ns;   /* CLOCK_REALTIME */
+    uint64_t mono_start_ns;   /* CLOCK_MONOTONIC */
+    const char *hostname;
+    const char *cmdline;      /* arguments joined by single spaces */
+    const char *exe;
+    const char *tracer_version;
+    const char *settings;     /* "key=value;key=value" */
+    const char *python_version; /* "" when unknown at start (see INFO) */
+    int32_t cuda_runtime_version; /* 0 when unknown */
+    int32_t cuda_driver_version;
+} tf_header;
+
+typedef struct tf_segment { uint64_t vaddr, memsz; uint32_t flags; } tf_segment;
+
+typedef struct tf_module {
+    uint32_t id;
+    const char *path;
+    uint64_t base;            /* load bias: runtime address = base + ELF vaddr */
+    const uint8_t *build_id;
+    uint32_t build_id_len;
+    const tf_segment *segments; /* PT_LOAD segments, ELF vaddrs */
+    uint32_t nsegments;
+} tf_module;
+
+typedef struct tf_py_frame { uint32_t code; uint32_t line; } tf_py_frame;
+
+typedef struct tf_py_code {
+    uint32_t id;
+    uint32_t file;            /* string id */
+    uint32_t function;        /* string id */
+    uint32_t first_line;
+} tf_py_code;
+
+/* ------------------------------------------------------------------ writer */
+
+typedef struct tf_writer tf_writer;
+
+/* A run of encoded records, not yet compressed.  Buffers are swapped, not
+ * copied, between the writer and its caller. */
+typedef struct tf_chunk { uint8_t *data; size_t len, cap; } tf_chunk;
+
+/* Start a log: encodes the HEADER record into the first chunk.  Allocates; the
+ * rest of the writer only allocates when an intern table or the chunk grows. */
+tf_writer *tf_writer_new(const tf_header *h);
+void tf_writer_free(tf_writer *w);
+
+/* Definitions.  The interning calls return the existing id for content already
+ * written (ids start at 1; 0 means "none"). */
+uint32_t tf_write_string(tf_writer *w, const char *s, size_t n);
+uint32_t tf_write_native_stack(tf_writer *w, const uint64_t *ips, uint32_t n);
+uint32_t tf_write_py_code(tf_writer *w, uint32_t file, uint32_t function, uint32_t first_line);
+uint32_t tf_write_py_stack(tf_writer *w, const tf_py_frame *frames, uint32_t n);
+uint32_t tf_write_module_load(tf_writer *w, const char *path, uint64_t base,
+                              const uint8_t *build_id, uint32_t build_id_len,
+                              const tf_segment *segs, uint32_t nsegs);
+void tf_write_module_unload(tf_writer *w, uint32_t module_id);
+void tf_write_thread(tf_writer *w, uint32_t tid, const char *name);
+void tf_write_pool(tf_writer *w, uint32_t pool, const char *name);
+void tf_write_info(tf_writer *w, const char *key, const char *value);
+
+/* Events: e->seq must be the previous event's seq + 1. */
+void tf_write_event(tf_writer *w, const tf_event *e);
+
+/* Bytes encoded since the last seal. */
+size_t tf_writer_pending(const tf_writer *w);
+
+/* Hand the records encoded since the last seal to the caller in *out, taking
+ * *out's old buffer in exchange (so steady state allocates nothing).  The next
+ * record starts a new frame. */
+void tf_writer_seal(tf_writer *w, tf_chunk *out);
+
+/* Compress a sealed chunk into one checksummed zstd frame and write all of it.
+ * cctx is a ZSTD_CCtx* the caller keeps (NULL: one is made and freed).
+ * Returns 0, or -errno of the failed write. */
+int tf_chunk_write(int fd, const tf_chunk *c, void *cctx, int level);
+
+/* ------------------------------------------------------------------ reader */
+
+typedef struct tf_reader tf_reader;
+
+typedef struct tf_read_status {
+    uint64_t events;          /* events returned */
+    uint64_t frames;          /* frames decoded (whole or in part) */
+    uint64_t corrupt_frames;  /* frames whose checksum or records failed */
+    int clean_end;            /* an END record was read */
+    int truncated;            /* the file stops inside a frame or record */
+    uint64_t last_seq;        /* seq of the last event returned */
+} tf_read_status;
+
+/* Open a log.  NULL with a message in err when the file cannot be read, is not
+ * a log, or has another major version ("log format version 2.x; this reader
+ * understands 1.x"). */
+tf_reader *tf_reader_open(const char *path, char *err, size_t errlen);
+/* Same, over a memory buffer the caller keeps alive (fuzzers, tests). */
+tf_reader *tf_reader_open_mem(const void *data, size_t len, char *err, size_t errlen);
+void tf_reader_close(tf_reader *r);
+
+/* Next event in file order (which is seq order).  Definitions met on the way
+ * are absorbed.  Returns 1 with *e filled, 0 at the end of what is readable. */
+int tf_reader_next(tf_reader *r, tf_event *e);
+const tf_read_status *tf_reader_status(const tf_reader *r);
+/* One line describing damage ("truncated after event 1234", "frame 7 corrupt
+ * (checksum), resumed at frame 8"), or NULL when the log is whole. */
+const char *tf_reader_damage(const tf_reader *r);
+
+const tf_header *tf_reader_header(const tf_reader *r);
+const char *tf_reader_string(const tf_reader *r, uint32_t id, size_t *len);
+int tf_reader_native_stack(const tf_reader *r, uint32_t id, const uint64_t **ips, uint32_t *n);
+int tf_reader_py_stack(const tf_reader *r, uint32_t id, const tf_py_frame **frames, uint32_t *n);
+const tf_py_code *tf_reader_py_code(const tf_reader *r, uint32_t id);
+const char *tf_reader_thread_name(const tf_reader *r, uint32_t tid);
+const char *tf_reader_pool_name(const tf_reader *r, uint32_t pool);
+/* Modules loaded at this point of the read, and the one holding ip (NULL if
+ * none).  Unloaded modules stay reachable by id for symbolising old stacks. */
+const tf_module *tf_reader_module_for(const tf_reader *r, uint64_t ip);
+const tf_module *tf_reader_module(const tf_reader *r, uint32_t id);
+uint32_t tf_reader_module_count(const tf_reader *r);
+/* INFO records read so far, in order: key/value of the i-th, 0-based. */
+uint32_t tf_reader_info_count(const tf_reader *r);
+int tf_reader_info(const tf_reader *r, uint32_t i, const char **key, const char **value);
+/* Lists of threads and pools, for reports. */
+uint32_t tf_reader_thread_count(const tf_reader *r);
+int tf_reader_thread_at(const tf_reader *r, uint32_t i, uint32_t *tid, const char **name);
+uint32_t tf_reader_pool_count(const tf_reader *r);
+int tf_reader_pool_at(const tf_reader *r, uint32_t i, uint32_t *pool, const char **name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,56 @@
+/*
+ * recorder.h - the one door through which events enter the log.
+ *
+ * Every hook (CUDA, Python, the pool-annotation API) fills a tf_event with its
+ * kind's own fields and calls rec_event(); the recorder gives it its place in
+ * the total order (seq), thread id, time, parent operation and stacks, and
+ * encodes it.  Safe from any thread; never allocates a Python object; holds no
+ * lock across a call out of the recorder.
+ */
+#ifndef TRACE_RECORDER_H
+#define TRACE_RECORDER_H
+
+#include <stdint.h>
+#include "trace_format.h"
+
+/* Flags for rec_event. */
+#define REC_NATIVE_STACK 0x1u /* capture the native stack (up to the configured depth) */
+#define REC_PY_STACK     0x2u /* capture the Python stack when this thread may read it */
+#define REC_OPEN         0x4u /* the event opens an operation: events on this
+                                 thread nest under it until rec_close() */
+#define REC_STACKS (REC_NATIVE_STACK | REC_PY_STACK)
+
+/* Nonzero once the recorder writes events (started, not refused, not failed). */
+int rec_active(void);
+
+/* Record one event.  Fills e->seq, tid, t_ns, parent, native_stack, py_stack.
+ * Returns the event's seq, or 0 when nothing was recorded. */
+uint64_t rec_event(tf_event *e, unsigned flags);
+
+/* Close the operation opened by the event with this seq (the innermost open
+ * one on this thread).  Call it before recording the closing event, whose
+ * parent is then the operation's own parent. */
+void rec_close(uint64_t seq);
+
+/* Definitions, interned under the recorder's lock. */
+uint32_t rec_string(const char *s);
+void rec_pool(uint32_t pool, const char *name);
+void rec_info(const char *key, const char *value);
+void rec_thread_name(uint32_t tid, const char *name);
+
+/*
+ * The Python side plugs its stack reader in here.  capture() runs outside the
+ * recorder's lock on the thread recording the event: it returns 0 when this
+ * thread may not read Python state (no GIL, no interpreter), else the number
+ * of raw frames written (innermost first, at most max).  intern() runs under
+ * the lock, on the same thread right after, and turns raw frames into a
+ * py_stack id with tf_write_py_code/tf_write_py_stack.
+ */
+typedef struct rec_py_raw { uint64_t code; uint64_t where; } rec_py_raw;
+typedef struct rec_py_provider {
+    int (*capture)(rec_py_raw *frames, int max);
+    uint32_t (*intern)(tf_writer *w, const rec_py_raw *frames, int n);
+} rec_py_provider;
+void rec_set_py_provider(const rec_py_provider *p);
+
+#endif
