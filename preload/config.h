@@ -1,0 +1,26 @@
+/*
+ * config.h - the tracer's settings, read once from the environment at start.
+ * README.md documents each variable.
+ */
+#ifndef TRACE_CONFIG_H
+#define TRACE_CONFIG_H
+
+#include <stdint.h>
+
+typedef struct trace_config {
+    char output[4096];         /* TRACE_OUTPUT, %p expanded; default ./trace-%p.tlog */
+    int stack_depth;           /* TRACE_STACK_DEPTH: native frames kept, default 32, 0 = none */
+    int python;                /* TRACE_PYTHON: Python hooks on (1, default) or off (0) */
+    int host_buffers;          /* TRACE_HOST_BUFFERS: large host buffers on (1, default) or off */
+    uint64_t host_threshold;   /* TRACE_HOST_THRESHOLD: bytes, default 1 MiB */
+    uint32_t py_alloc_sample;  /* TRACE_PY_ALLOCS: record one GC-object allocation in N (0 = off) */
+    int quiet;                 /* TRACE_QUIET=1: no line at exit, no warnings */
+} trace_config;
+
+/* Parse the environment (called once, from the constructor). */
+void trace_config_load(void);
+const trace_config *trace_config_get(void);
+/* "key=value;..." for the log header. */
+const char *trace_config_describe(void);
+
+#endif

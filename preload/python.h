@@ -1,0 +1,13 @@
+/*
+ * python.h - the CPython side of the tracer, as the core sees it.
+ */
+#ifndef TRACE_PYTHON_H
+#define TRACE_PYTHON_H
+
+/* Called once from the library constructor, after the recorder has started.
+ * In a process without CPython it does nothing; otherwise it arranges to
+ * attach (audit hook, then GC callback, stack reader, allocator wrappers and
+ * double-init check) and says once on stderr if it cannot. */
+void python_start(void);
+
+#endif
