@@ -1,0 +1,38 @@
+# scripts/lib/setup.sh - shared by scripts/test and scripts/quickstart.
+#
+# Installs what a fresh Debian 12 machine lacks (only what is missing, so a
+# second run costs a few dpkg queries) and configures and builds the project.
+
+# Debian packages the build and the tests need.
+TRACE_PACKAGES="build-essential cmake pkg-config libunwind-dev libzstd-dev libdw-dev \
+libelf-dev zstd clang libclang-rt-14-dev heaptrack python3 python3.11-dev"
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+missing_packages() {
+    for p in $TRACE_PACKAGES ${TRACE_EXTRA_PACKAGES:-}; do
+        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' \
+            || printf '%s ' "$p"
+    done
+}
+
+ensure_packages() {
+    missing=$(missing_packages)
+    [ -z "$missing" ] && return 0
+    echo "setup: installing $missing"
+    as_root apt-get update -qq
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends $missing \
+        >/dev/null
+}
+
+# build DIR [cmake options...]: configure once, then build incrementally.
+build() {
+    dir=$1; shift
+    if [ ! -f "$dir/CMakeCache.txt" ]; then
+        cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+    fi
+    cmake --build "$dir" -j"$(nproc)" >"$dir.log" 2>&1 || { cat "$dir.log"; return 1; }
+}
