@@ -1,0 +1,127 @@
+/*
+ * python_alloc.c - wrappers around the three Python allocator domains.
+ *
+ * Installed after initialisation with PyMem_SetAllocator, each wrapper
+ * forwards to the allocator it replaced (so blocks allocated before we came
+ * are freed correctly, and PYTHONMALLOC choices are kept).  They serve three
+ * purposes:
+ *  - large host buffers (python_host.c), in every domain;
+ *  - the always-on allocation counters carried by gc_start (u.gc.allocs): we
+ *    count allocations in the OBJ domain, which is where objects are made.
+ *    This counts every object allocation (GC-tracked or not, plus the small
+ *    buffers some types take from PyObject_Malloc); the interpreter's own
+ *    generation counters are not reachable without per-version offsets and
+ *    net out deallocations, which is not the question asked;
+ *  - the opt-in sample of allocations (TRACE_PY_ALLOCS=N): one py_alloc event
+ *    with both stacks every N OBJ-domain allocations.
+ * The OBJ and MEM domains are only called with the GIL held, so their counters
+ * need no atomics; RAW can be called from any thread and only does the
+ * large-buffer check.
+ */
+#include "python_internal.h"
+#include "config.h"
+#include "recorder.h"
+
+typedef struct domain_wrapper {
+    py_allocator prev;
+    int domain;
+} domain_wrapper;
+
+static domain_wrapper wrappers[3];
+static uint64_t host_threshold = UINT64_MAX;   /* UINT64_MAX: large buffers off */
+static uint32_t sample_every;
+static uint32_t sample_countdown;
+static uint64_t obj_allocs;                    /* OBJ-domain allocations so far */
+static uint64_t obj_allocs_at_collection[3];   /* ... at the last collection of gen g */
+
+static void count_object_allocation(void *p, size_t size)
+{
+    obj_allocs++;
+    if (sample_every && --sample_countdown == 0) {
+        sample_countdown = sample_every;
+        tf_event e = { .kind = TF_EV_PY_ALLOC };
+        e.u.host.domain = TF_HOST_OBJ;
+        e.u.host.ptr = (uint64_t)(uintptr_t)p;
+        e.u.host.size = size;
+        rec_event(&e, REC_STACKS);
+    }
+}
+
+static void after_allocation(const domain_wrapper *w, void *p, size_t size)
+{
+    if (!p)
+        return;
+    if (w->domain == PY_DOMAIN_OBJ)
+        count_object_allocation(p, size);
+    if (size >= host_threshold)
+        python_host_allocated(w->domain, p, size);
+}
+
+static void *wrapped_malloc(void *ctx, size_t size)
+{
+    domain_wrapper *w = ctx;
+    void *p = w->prev.malloc(w->prev.ctx, size);
+    after_allocation(w, p, size);
+    return p;
+}
+
+static void *wrapped_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+    domain_wrapper *w = ctx;
+    void *p = w->prev.calloc(w->prev.ctx, nelem, elsize);
+    after_allocation(w, p, nelem * elsize);
+    return p;
+}
+
+/* A realloc of a large buffer is a free and an allocation: the free is
+ * recorded before the block can be reused by another thread. */
+static void *wrapped_realloc(void *ctx, void *ptr, size_t size)
+{
+    domain_wrapper *w = ctx;
+    int was_large = ptr && python_host_releasing(w->domain, ptr);
+    void *p = w->prev.realloc(w->prev.ctx, ptr, size);
+    if (p)
+        after_allocation(w, p, size);
+    else if (was_large && size)
+        python_host_allocated(w->domain, ptr, size);   /* failed: still there */
+    return p;
+}
+
+static void wrapped_free(void *ctx, void *ptr)
+{
+    domain_wrapper *w = ctx;
+    if (ptr)
+        python_host_releasing(w->domain, ptr);
+    w->prev.free(w->prev.ctx, ptr);
+}
+
+static void wrap_domain(int domain)
+{
+    domain_wrapper *w = &wrappers[domain];
+    w->domain = domain;
+    py.PyMem_GetAllocator(domain, &w->prev);
+    py_allocator ours = { w, wrapped_malloc, wrapped_calloc, wrapped_realloc, wrapped_free };
+    py.PyMem_SetAllocator(domain, &ours);
+}
+
+void python_alloc_install(void)
+{
+    const trace_config *c = trace_config_get();
+    if (c->host_buffers)
+        host_threshold = c->host_threshold ? c->host_threshold : 1;
+    sample_every = c->py_alloc_sample;
+    sample_countdown = sample_every;
+    wrap_domain(PY_DOMAIN_OBJ);
+    if (c->host_buffers) {
+        wrap_domain(PY_DOMAIN_MEM);
+        wrap_domain(PY_DOMAIN_RAW);
+    }
+}
+
+void python_alloc_counts(int generation, uint64_t allocs[3])
+{
+    for (int g = 0; g < 3; g++)
+        allocs[g] = obj_allocs - obj_allocs_at_collection[g];
+    for (int g = 0; g <= generation && g < 3; g++)
+        obj_allocs_at_collection[g] = obj_allocs;
+}

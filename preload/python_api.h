@@ -1,0 +1,87 @@
+/*
+ * python_api.h - the few CPython C API functions the tracer calls, found at run
+ * time with dlsym so that one libtrace.so serves every interpreter (3.8 to
+ * 3.13, shared libpython or a static executable that exports its symbols).
+ *
+ * We never include Python.h: a PyObject is opaque here, and the handful of
+ * structure fields we read go through per-version offsets (python_layout.h).
+ */
+#ifndef TRACE_PYTHON_API_H
+#define TRACE_PYTHON_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct py_object py_object;
+
+/* PyMethodDef, stable since 3.0. */
+typedef py_object *(*py_cfunction)(py_object *self, py_object *args);
+typedef struct py_method_def {
+    const char *name;
+    py_cfunction meth;
+    int flags;
+    const char *doc;
+} py_method_def;
+#define PY_METH_VARARGS 0x0001
+
+/* PyMemAllocatorEx and its domains, stable since 3.5. */
+typedef struct py_allocator {
+    void *ctx;
+    void *(*malloc)(void *ctx, size_t size);
+    void *(*calloc)(void *ctx, size_t nelem, size_t elsize);
+    void *(*realloc)(void *ctx, void *ptr, size_t new_size);
+    void (*free)(void *ctx, void *ptr);
+} py_allocator;
+enum py_alloc_domain { PY_DOMAIN_RAW = 0, PY_DOMAIN_MEM = 1, PY_DOMAIN_OBJ = 2 };
+
+typedef int (*py_audit_hook)(const char *event, py_object *args, void *user);
+
+typedef struct py_api {
+    int minor;                 /* 8 .. 13, known once attached */
+    int micro;
+    /* Present in every CPython 3.8+; resolved before anything else. */
+    int (*Py_IsInitialized)(void);
+    int (*PySys_AddAuditHook)(py_audit_hook hook, void *user);
+    const char *(*Py_GetVersion)(void);
+    py_object *(*PyImport_ImportModule)(const char *name);
+    py_object *(*PyImport_GetModule)(py_object *name);
+    py_object *(*PyObject_GetAttrString)(py_object *o, const char *name);
+    int (*PyObject_SetAttrString)(py_object *o, const char *name, py_object *v);
+    py_object *(*PyObject_CallFunctionObjArgs)(py_object *callable, ...);
+    int (*PyList_Append)(py_object *list, py_object *item);
+    py_object *(*PyCFunction_NewEx)(py_method_def *def, py_object *self, py_object *module);
+    py_object *(*PyUnicode_InternFromString)(const char *s);
+    py_object *(*PyUnicode_FromString)(const char *s);
+    int (*PyUnicode_CompareWithASCIIString)(py_object *u, const char *s);
+    py_object *(*PyTuple_GetItem)(py_object *t, ssize_t i);
+    ssize_t (*PyTuple_Size)(py_object *t);
+    py_object *(*PyDict_GetItem)(py_object *d, py_object *key);
+    ssize_t (*PyLong_AsSsize_t)(py_object *o);
+    unsigned long long (*PyLong_AsUnsignedLongLongMask)(py_object *o);
+    void (*Py_IncRef)(py_object *o);
+    void (*Py_DecRef)(py_object *o);
+    py_object *(*PyErr_Occurred)(void);
+    void (*PyErr_Clear)(void);
+    void (*PyErr_Fetch)(py_object **t, py_object **v, py_object **tb);
+    void (*PyErr_Restore)(py_object *t, py_object *v, py_object *tb);
+    int (*PyCode_Addr2Line)(py_object *code, int offset);
+    void *(*PyGILState_GetThisThreadState)(void);
+    void *(*current_tstate)(void);   /* PyThreadState_GetUnchecked or _PyThreadState_UncheckedGet */
+    void (*PyMem_GetAllocator)(int domain, py_allocator *a);
+    void (*PyMem_SetAllocator)(int domain, py_allocator *a);
+    py_object *none;           /* &_Py_NoneStruct */
+    py_object *code_type;      /* &PyCode_Type */
+} py_api;
+
+extern py_api py;
+
+/* Nonzero when this process has a CPython interpreter (PySys_AddAuditHook is
+ * reachable); fills the functions that need no interpreter. */
+int py_api_probe(void);
+
+/* Once the interpreter is initialised: the rest of the table and the version.
+ * Returns 0 when something we rely on is missing (message in why). */
+int py_api_resolve(const char **why);
+
+#endif

@@ -1,0 +1,27 @@
+/*
+ * python_internal.h - how the Python-side files of the tracer see each other.
+ * Everything here runs with the GIL held unless said otherwise.
+ */
+#ifndef TRACE_PYTHON_INTERNAL_H
+#define TRACE_PYTHON_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "python_api.h"
+
+/* python_gc.c: append our callable to gc.callbacks.  0 on failure. */
+int python_gc_install(void);
+
+/* python_alloc.c: wrap the allocator domains (after initialisation). */
+void python_alloc_install(void);
+/* OBJ-domain allocations since the last collection of each generation, read
+ * at gc_start of `generation` (which then resets generations 0..generation). */
+void python_alloc_counts(int generation, uint64_t allocs[3]);
+
+/* python_host.c: large buffers.  Any thread, GIL or not.  domain is
+ * enum py_alloc_domain.  releasing() returns 1 when p was a tracked buffer. */
+void python_host_allocated(int domain, void *p, size_t size);
+int python_host_releasing(int domain, void *p);
+unsigned long python_host_untracked(void);
+
+#endif
