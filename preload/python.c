@@ -88,6 +88,8 @@ static void install_hooks(void)
 {
     py_object *type, *value, *traceback;
     py.PyErr_Fetch(&type, &value, &traceback);
+    if (!python_stack_install())
+        say_once("Python stacks off: unknown interpreter layout");
     if (!python_gc_install()) {
         py.PyErr_Clear();
         say_once("GC events off: could not append to gc.callbacks");

@@ -9,6 +9,10 @@
 #include <stdint.h>
 #include "python_api.h"
 
+/* python_stack.c: plug the Python stack reader into the recorder.  0 when
+ * this interpreter's frame layout is unknown. */
+int python_stack_install(void);
+
 /* python_gc.c: append our callable to gc.callbacks.  0 on failure. */
 int python_gc_install(void);
 

@@ -1,0 +1,94 @@
+/*
+ * python_layout.c - per-version structure offsets (see python_layout.h).
+ * Values for 3.8 to 3.12 come from each version's headers on x86-64/aarch64
+ * (LP64); 3.13's are read from the interpreter itself.
+ */
+#include "python_layout.h"
+#include "python_api.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+#define FRAME_OBJECTS(lasti_offset, unit) \
+    .tstate_frame = 24, .tstate_cframe = PY_NO_FIELD, .cframe_frame = PY_NO_FIELD, \
+    .frame_code = 32, .frame_back = 24, .frame_instr = lasti_offset, \
+    .frame_owner = PY_NO_FIELD, .instr_is_lasti = 1, .lasti_unit = unit, .owner_cstack = -1, \
+    .code_filename = 104, .code_name = 112, .code_firstlineno = 40, .code_bytecode = PY_NO_FIELD
+
+#define STR_WITH_WSTR \
+    .str_length = 16, .str_state = 32, .ascii_size = 48, .compact_size = 72, \
+    .compact_utf8 = 56, .compact_utf8_length = 48
+#define STR_WITHOUT_WSTR \
+    .str_length = 16, .str_state = 32, .ascii_size = 40, .compact_size = 56, \
+    .compact_utf8 = 48, .compact_utf8_length = 40
+
+static const py_layout layout_3_8 = { FRAME_OBJECTS(104, 1), STR_WITH_WSTR };
+static const py_layout layout_3_9 = { FRAME_OBJECTS(104, 1), STR_WITH_WSTR };
+static const py_layout layout_3_10 = { FRAME_OBJECTS(96, 2), STR_WITH_WSTR };
+
+static const py_layout layout_3_11 = {
+    .tstate_frame = PY_NO_FIELD, .tstate_cframe = 56, .cframe_frame = 8,
+    .frame_code = 32, .frame_back = 48, .frame_instr = 56, .frame_owner = 69,
+    .owner_cstack = -1,
+    .code_filename = 112, .code_name = 128 /* co_qualname */, .code_firstlineno = 72,
+    .code_bytecode = 184,
+    STR_WITH_WSTR
+};
+
+static const py_layout layout_3_12 = {
+    .tstate_frame = PY_NO_FIELD, .tstate_cframe = 56, .cframe_frame = 0,
+    .frame_code = 0, .frame_back = 8, .frame_instr = 56, .frame_owner = 70,
+    .owner_cstack = 3,
+    .code_filename = 112, .code_name = 128, .code_firstlineno = 68, .code_bytecode = 192,
+    STR_WITHOUT_WSTR
+};
+
+/* The head of 3.13's _Py_DebugOffsets, which starts _PyRuntime.  Its layout is
+ * fixed within a minor version; we read the groups up to the code object. */
+typedef struct debug_offsets_3_13 {
+    char cookie[8];
+    uint64_t version;
+    uint64_t free_threaded;
+    uint64_t runtime_state[3];
+    uint64_t interpreter_state[13];
+    struct { uint64_t size, prev, next, interp, current_frame, thread_id,
+             native_thread_id, datastack_chunk, status; } thread_state;
+    struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } frame;
+    struct { uint64_t size, filename, name, qualname, linetable, firstlineno,
+             argcount, localsplusnames, localspluskinds, co_code_adaptive; } code;
+} debug_offsets_3_13;
+
+static py_layout layout_3_13;
+
+static const py_layout *read_debug_offsets(void)
+{
+    const debug_offsets_3_13 *d = dlsym(RTLD_DEFAULT, "_PyRuntime");
+    if (!d || memcmp(d->cookie, "xdebugpy", 8) != 0 || d->free_threaded)
+        return NULL;
+    if ((d->version >> 16) != 0x030D)
+        return NULL;
+    layout_3_13 = (py_layout){
+        .tstate_frame = d->thread_state.current_frame,
+        .tstate_cframe = PY_NO_FIELD, .cframe_frame = PY_NO_FIELD,
+        .frame_code = d->frame.executable, .frame_back = d->frame.previous,
+        .frame_instr = d->frame.instr_ptr, .frame_owner = d->frame.owner,
+        .owner_cstack = 3,
+        .code_filename = d->code.filename, .code_name = d->code.qualname,
+        .code_firstlineno = d->code.firstlineno, .code_bytecode = d->code.co_code_adaptive,
+        STR_WITHOUT_WSTR
+    };
+    return &layout_3_13;
+}
+
+const py_layout *py_layout_get(void)
+{
+    switch (py.minor) {
+    case 8: return &layout_3_8;
+    case 9: return &layout_3_9;
+    case 10: return &layout_3_10;
+    case 11: return &layout_3_11;
+    case 12: return &layout_3_12;
+    case 13: return read_debug_offsets();
+    default: return NULL;
+    }
+}

@@ -1,0 +1,36 @@
+/*
+ * python_layout.h - where the fields we read live in this interpreter's
+ * structures.  3.13 publishes them in _PyRuntime.debug_offsets; 3.8 to 3.12
+ * need our own per-version tables (checked against each version's headers by
+ * tests/python/layout_check.c).
+ */
+#ifndef TRACE_PYTHON_LAYOUT_H
+#define TRACE_PYTHON_LAYOUT_H
+
+#include <stddef.h>
+
+#define PY_NO_FIELD ((size_t)-1)
+
+typedef struct py_layout {
+    /* Thread state -> innermost frame: tstate[frame] on 3.8-3.10 (a
+     * PyFrameObject) and 3.13 (an interpreter frame); on 3.11/3.12 through the
+     * C frame, tstate[cframe][cframe_frame]. */
+    size_t tstate_frame, tstate_cframe, cframe_frame;
+    /* Frame fields.  instr is f_lasti (int) on 3.8-3.10, else a pointer to
+     * the current instruction; owner is PY_NO_FIELD where frames of C calls
+     * do not exist. */
+    size_t frame_code, frame_back, frame_instr, frame_owner;
+    int instr_is_lasti;        /* f_lasti (an int) rather than a pointer */
+    int lasti_unit;            /* bytes per f_lasti step: 1 (3.8/3.9), 2 (3.10) */
+    int owner_cstack;          /* owner value of C-stack shim frames, -1 if none */
+    /* Code objects. */
+    size_t code_filename, code_name, code_firstlineno, code_bytecode;
+    /* str objects: PyASCIIObject size, PyCompactUnicodeObject size, the
+     * cached UTF-8 pointer and its length. */
+    size_t str_length, str_state, ascii_size, compact_size, compact_utf8, compact_utf8_length;
+} py_layout;
+
+/* The layout of the running interpreter (py.minor known); NULL if unknown. */
+const py_layout *py_layout_get(void);
+
+#endif
