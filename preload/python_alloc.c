@@ -28,6 +28,10 @@ typedef struct domain_wrapper {
 } domain_wrapper;
 
 static domain_wrapper wrappers[3];
+/* Set while a large request is inside the allocator it was forwarded to:
+ * pymalloc hands large blocks to PyMem_RawMalloc, which is wrapped too, and
+ * the block must be recorded once, by the outermost domain. */
+static __thread int in_large_request __attribute__((tls_model("initial-exec")));
 static uint64_t host_threshold = UINT64_MAX;   /* UINT64_MAX: large buffers off */
 static uint32_t sample_every;
 static uint32_t sample_countdown;
@@ -53,14 +57,31 @@ static void after_allocation(const domain_wrapper *w, void *p, size_t size)
         return;
     if (w->domain == PY_DOMAIN_OBJ)
         count_object_allocation(p, size);
-    if (size >= host_threshold)
+    if (size >= host_threshold && !in_large_request)
         python_host_allocated(w->domain, p, size);
+}
+
+/* Brackets the forwarded call of a large request (see in_large_request). */
+static int enter_large(size_t size)
+{
+    if (size < host_threshold || in_large_request)
+        return 0;
+    in_large_request = 1;
+    return 1;
+}
+
+static void leave_large(int entered)
+{
+    if (entered)
+        in_large_request = 0;
 }
 
 static void *wrapped_malloc(void *ctx, size_t size)
 {
     domain_wrapper *w = ctx;
+    int entered = enter_large(size);
     void *p = w->prev.malloc(w->prev.ctx, size);
+    leave_large(entered);
     after_allocation(w, p, size);
     return p;
 }
@@ -68,7 +89,9 @@ static void *wrapped_malloc(void *ctx, size_t size)
 static void *wrapped_calloc(void *ctx, size_t nelem, size_t elsize)
 {
     domain_wrapper *w = ctx;
+    int entered = enter_large(nelem * elsize);
     void *p = w->prev.calloc(w->prev.ctx, nelem, elsize);
+    leave_large(entered);
     after_allocation(w, p, nelem * elsize);
     return p;
 }
@@ -78,12 +101,14 @@ static void *wrapped_calloc(void *ctx, size_t nelem, size_t elsize)
 static void *wrapped_realloc(void *ctx, void *ptr, size_t size)
 {
     domain_wrapper *w = ctx;
-    int was_large = ptr && python_host_releasing(w->domain, ptr);
+    uint64_t old_size = ptr ? python_host_releasing(w->domain, ptr) : 0;
+    int entered = enter_large(size);
     void *p = w->prev.realloc(w->prev.ctx, ptr, size);
+    leave_large(entered);
     if (p)
         after_allocation(w, p, size);
-    else if (was_large && size)
-        python_host_allocated(w->domain, ptr, size);   /* failed: still there */
+    else if (old_size && size)
+        python_host_allocated(w->domain, ptr, old_size);   /* failed: still there */
     return p;
 }
 

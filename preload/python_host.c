@@ -77,7 +77,7 @@ void python_host_allocated(int domain, void *p, size_t size)
     rec_event(&e, REC_STACKS);
 }
 
-int python_host_releasing(int domain, void *p)
+uint64_t python_host_releasing(int domain, void *p)
 {
     uint64_t size;
     if (!live_remove(p, &size))
@@ -87,7 +87,7 @@ int python_host_releasing(int domain, void *p)
     e.u.host.ptr = (uint64_t)(uintptr_t)p;
     e.u.host.size = size;
     rec_event(&e, REC_STACKS);
-    return 1;
+    return size;
 }
 
 unsigned long python_host_untracked(void)

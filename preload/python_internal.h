@@ -23,9 +23,10 @@ void python_alloc_install(void);
 void python_alloc_counts(int generation, uint64_t allocs[3]);
 
 /* python_host.c: large buffers.  Any thread, GIL or not.  domain is
- * enum py_alloc_domain.  releasing() returns 1 when p was a tracked buffer. */
+ * enum py_alloc_domain.  releasing() records the free of a tracked buffer
+ * and returns its size, or returns 0 when p is not one. */
 void python_host_allocated(int domain, void *p, size_t size);
-int python_host_releasing(int domain, void *p);
+uint64_t python_host_releasing(int domain, void *p);
 unsigned long python_host_untracked(void);
 
 #endif

@@ -85,7 +85,7 @@ static int capture(rec_py_raw *out, int max)
 #define CODE_CACHE 4096u
 #define LINE_CACHE 8192u
 typedef struct code_entry { uintptr_t code, file, name; int first_line; uint32_t id; } code_entry;
-typedef struct line_entry { uintptr_t code; int64_t where; int line; } line_entry;
+typedef struct line_entry { uintptr_t code; int64_t where; uint32_t code_id; int line; } line_entry;
 static code_entry code_cache[CODE_CACHE];
 static line_entry line_cache[LINE_CACHE];
 static tf_writer *cached_for;
@@ -117,14 +117,18 @@ static uint32_t code_id(tf_writer *w, void *code)
     return id;
 }
 
-static int line_of(void *code, int64_t where)
+/* code_id tells a reused address from the code object that lived there. */
+static int line_of(void *code, uint32_t code_id, int64_t where)
 {
     line_entry *e = &line_cache[slot_of((uintptr_t)code, (uint64_t)where, LINE_CACHE)];
-    if (e->code == (uintptr_t)code && e->where == where)
+    if (e->code == (uintptr_t)code && e->where == where && e->code_id == code_id)
         return e->line;
-    int line = where < 0 ? FIELD(code, layout->code_firstlineno, int)
-                         : py.PyCode_Addr2Line(code, (int)where);
-    *e = (line_entry){ (uintptr_t)code, where, line };
+    /* Before the first instruction, or on one with no line (3.11+'s
+     * prologue), the frame is at its first line. */
+    int line = where < 0 ? -1 : py.PyCode_Addr2Line(code, (int)where);
+    if (line <= 0)
+        line = FIELD(code, layout->code_firstlineno, int);
+    *e = (line_entry){ (uintptr_t)code, where, code_id, line };
     return line;
 }
 
@@ -143,8 +147,8 @@ static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
     tf_py_frame frames[n > 0 ? n : 1];
     for (int i = 0; i < n; i++) {
         void *code = (void *)(uintptr_t)raw[i].code;
-        int line = line_of(code, (int64_t)raw[i].where);
         frames[i].code = code_id(w, code);
+        int line = line_of(code, frames[i].code, (int64_t)raw[i].where);
         frames[i].line = line > 0 ? (uint32_t)line : 0;
     }
     return tf_write_py_stack(w, frames, (uint32_t)n);
