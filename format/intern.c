@@ -1,0 +1,112 @@
+/*
+ * intern.c - open-addressing tables from byte strings to ids.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "intern.h"
+
+/* A multiply-xorshift hash over 8-byte words: stacks are long and the writer
+ * hashes one per event, so it must be cheap; quality only needs to be good
+ * enough for linear probing. */
+uint64_t tf_intern_hash(const void *key, size_t len)
+{
+    const uint8_t *p = key;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (len * 0xff51afd7ed558ccdull);
+    for (; len >= 8; p += 8, len -= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+        h ^= h >> 32;
+    }
+    if (len) {
+        uint64_t w = 0;
+        memcpy(&w, p, len);
+        h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    }
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 32);
+}
+
+static int slot_matches(const tf_intern *t, const tf_intern_slot *s, const void *key,
+                        size_t len, uint64_t hash)
+{
+    return s->hash == hash && s->key_len == len && memcmp(t->keys + s->key_off, key, len) == 0;
+}
+
+uint32_t tf_intern_find(const tf_intern *t, const void *key, size_t len, uint64_t hash)
+{
+    if (!t->slots)
+        return 0;
+    for (size_t i = hash & t->mask;; i = (i + 1) & t->mask) {
+        const tf_intern_slot *s = &t->slots[i];
+        if (s->id == 0)
+            return 0;
+        if (slot_matches(t, s, key, len, hash))
+            return s->id;
+    }
+}
+
+static void place(tf_intern_slot *slots, size_t mask, const tf_intern_slot *s)
+{
+    size_t i = s->hash & mask;
+    while (slots[i].id != 0)
+        i = (i + 1) & mask;
+    slots[i] = *s;
+}
+
+static int grow_slots(tf_intern *t)
+{
+    size_t size = t->slots ? (t->mask + 1) * 2 : 64;
+    tf_intern_slot *slots = calloc(size, sizeof *slots);
+    if (!slots)
+        return -1;
+    if (t->slots) {
+        for (size_t i = 0; i <= t->mask; i++)
+            if (t->slots[i].id != 0)
+                place(slots, size - 1, &t->slots[i]);
+        free(t->slots);
+    }
+    t->slots = slots;
+    t->mask = size - 1;
+    return 0;
+}
+
+static int reserve_keys(tf_intern *t, size_t len)
+{
+    if (t->keys_cap - t->keys_len >= len)
+        return 0;
+    size_t cap = t->keys_cap ? t->keys_cap : 4096;
+    while (cap - t->keys_len < len)
+        cap *= 2;
+    uint8_t *keys = realloc(t->keys, cap);
+    if (!keys)
+        return -1;
+    t->keys = keys;
+    t->keys_cap = cap;
+    return 0;
+}
+
+uint32_t tf_intern_add(tf_intern *t, const void *key, size_t len, uint64_t hash)
+{
+    if (len > UINT32_MAX || t->count == UINT32_MAX - 1)
+        return 0;
+    if ((!t->slots || (size_t)t->count + 1 > (t->mask + 1) / 2) && grow_slots(t) < 0)
+        return 0;
+    if (reserve_keys(t, len) < 0)
+        return 0;
+    if (len)
+        memcpy(t->keys + t->keys_len, key, len);
+    tf_intern_slot s = { hash, t->keys_len, (uint32_t)len, t->count + 1 };
+    t->keys_len += len;
+    place(t->slots, t->mask, &s);
+    return ++t->count;
+}
+
+void tf_intern_free(tf_intern *t)
+{
+    free(t->slots);
+    free(t->keys);
+    memset(t, 0, sizeof *t);
+}

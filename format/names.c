@@ -1,0 +1,67 @@
+/*
+ * names.c - printable names of record kinds and CUDA entry points.
+ * Both tables follow the numbering in trace_format.h, which is part of the
+ * format (FORMAT.md, "Kind table" and "API table").
+ */
+#include <stdio.h>
+
+#include "trace_format.h"
+
+static const char *const api_names[TF_API_COUNT] = {
+    [TF_API_UNKNOWN] = "unknown",
+#define API(name) [TF_API_##name] = #name
+    API(cudaMalloc), API(cudaFree), API(cudaMallocAsync), API(cudaFreeAsync),
+    API(cudaMallocManaged), API(cudaMallocHost), API(cudaHostAlloc),
+    API(cudaFreeHost), API(cudaMallocPitch), API(cudaMallocFromPoolAsync),
+    API(cuMemAlloc_v2), API(cuMemFree_v2), API(cuMemAllocAsync),
+    API(cuMemFreeAsync), API(cuMemAllocFromPoolAsync), API(cuMemAllocManaged),
+    API(cuMemAllocPitch_v2), API(cuMemAllocHost_v2), API(cuMemHostAlloc),
+    API(cuMemFreeHost), API(cuMemCreate), API(cuMemRelease), API(cuMemMap),
+    API(cuMemUnmap), API(cuMemAddressReserve), API(cuMemAddressFree),
+#undef API
+};
+
+const char *tf_api_name(uint32_t api)
+{
+    /* Unknown numbers come from newer writers; one static buffer per thread
+     * keeps the function allocation-free. */
+    static _Thread_local char text[16];
+    if (api < TF_API_COUNT)
+        return api_names[api];
+    snprintf(text, sizeof text, "api#%u", api);
+    return text;
+}
+
+static const char *const kind_names[TF_KIND_MAX] = {
+    [TF_REC_HEADER] = "header",
+    [TF_REC_FRAME] = "frame",
+    [TF_REC_STRING] = "string",
+    [TF_REC_MODULE_LOAD] = "module_load",
+    [TF_REC_MODULE_UNLOAD] = "module_unload",
+    [TF_REC_PY_CODE] = "py_code",
+    [TF_REC_NATIVE_STACK] = "native_stack",
+    [TF_REC_PY_STACK] = "py_stack",
+    [TF_REC_THREAD] = "thread",
+    [TF_REC_POOL] = "pool",
+    [TF_REC_INFO] = "info",
+    [TF_EV_CUDA_ALLOC] = "cuda_alloc",
+    [TF_EV_CUDA_FREE] = "cuda_free",
+    [TF_EV_POOL_ALLOC] = "pool_alloc",
+    [TF_EV_POOL_FREE] = "pool_free",
+    [TF_EV_POOL_OP_BEGIN] = "pool_op_begin",
+    [TF_EV_POOL_OP_END] = "pool_op_end",
+    [TF_EV_POOL_SEGMENT] = "pool_segment",
+    [TF_EV_GC_START] = "gc_start",
+    [TF_EV_GC_STOP] = "gc_stop",
+    [TF_EV_HOST_ALLOC] = "host_alloc",
+    [TF_EV_HOST_FREE] = "host_free",
+    [TF_EV_PY_DOUBLE_INIT] = "py_double_init",
+    [TF_EV_MARK] = "mark",
+    [TF_EV_END] = "end",
+    [TF_EV_PY_ALLOC] = "py_alloc",
+};
+
+const char *tf_kind_name(uint32_t kind)
+{
+    return kind < TF_KIND_MAX ? kind_names[kind] : NULL;
+}

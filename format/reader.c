@@ -1,0 +1,514 @@
+/*
+ * reader.c - frames, records and events (FORMAT.md, "Reading").
+ *
+ * The file is walked frame by frame.  A complete frame is decompressed whole
+ * and its checksum verified before any of its records is used; a frame cut
+ * short by the end of the file is decompressed as far as it goes and its
+ * complete records are used (that is what a killed process leaves).  A frame
+ * that fails is reported and reading resumes at the next zstd frame magic.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "reader_internal.h"
+
+#define FRAME_CONTENT_MAX (64u << 20) /* FORMAT.md: a frame holds at most 64 MiB */
+#define WINDOW_LOG_MAX 26
+#define ZSTD_MAGIC 0xFD2FB528u
+#define SKIPPABLE_MAGIC 0x184D2A50u /* low 4 bits free */
+#define HEADER_MAGIC "gputrace"
+
+enum frame_outcome { FRAME_NONE, FRAME_WHOLE, FRAME_CUT, FRAME_BAD };
+
+/* ------------------------------------------------------------ damage */
+
+static void compose_damage(tf_reader *r)
+{
+    size_t n = 0;
+    r->damage[0] = '\0';
+    for (unsigned i = 0; i < r->nnotes; i++)
+        n += (size_t)snprintf(r->damage + n, sizeof r->damage - n, "%s%s", i ? "; " : "",
+                              r->notes[i]);
+    if (r->dropped_notes)
+        snprintf(r->damage + n, sizeof r->damage - n, "; and %u more", r->dropped_notes);
+}
+
+static void note(tf_reader *r, const char *fmt, ...)
+{
+    if (r->nnotes == TF_DAMAGE_NOTES) {
+        r->dropped_notes++;
+    } else {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->notes[r->nnotes++], sizeof r->notes[0], fmt, ap);
+        va_end(ap);
+    }
+    compose_damage(r);
+}
+
+/* Completes the latest note about a corrupt frame once a frame reads again. */
+static void note_resumed(tf_reader *r)
+{
+    if (!r->resume_pending)
+        return;
+    r->resume_pending = 0;
+    if (r->dropped_notes == 0 && r->nnotes) {
+        char *last = r->notes[r->nnotes - 1];
+        size_t n = strlen(last);
+        snprintf(last + n, sizeof r->notes[0] - n, ", resumed at frame %llu",
+                 (unsigned long long)r->frame_index);
+        compose_damage(r);
+    }
+}
+
+static void frame_corrupt(tf_reader *r, const char *why)
+{
+    r->st.corrupt_frames++;
+    note(r, "frame %llu corrupt (%s)", (unsigned long long)r->frame_index, why);
+    r->resume_pending = 1;
+    r->buf_pos = r->buf_len = 0;
+}
+
+/* ------------------------------------------------------------ frames */
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static int magic_at(const tf_reader *r, size_t off)
+{
+    return r->size - off >= 4 && le32(r->data + off) == ZSTD_MAGIC;
+}
+
+static size_t next_magic(const tf_reader *r, size_t from)
+{
+    static const uint8_t magic[4] = { 0x28, 0xB5, 0x2F, 0xFD };
+    if (from >= r->size)
+        return r->size;
+    const uint8_t *p = memmem(r->data + from, r->size - from, magic, 4);
+    return p ? (size_t)(p - r->data) : r->size;
+}
+
+static int grow_buf(tf_reader *r)
+{
+    if (r->buf_cap >= FRAME_CONTENT_MAX)
+        return -1;
+    size_t cap = r->buf_cap ? r->buf_cap * 2 : 1u << 20;
+    uint8_t *buf = realloc(r->buf, cap);
+    if (!buf)
+        return -1;
+    r->buf = buf;
+    r->buf_cap = cap;
+    return 0;
+}
+
+static const char *zstd_reason(size_t err)
+{
+    return ZSTD_getErrorCode(err) == ZSTD_error_checksum_wrong ? "checksum" : "compressed data";
+}
+
+/* Decompresses the frame at r->off.  A frame the file cuts short is only
+ * taken as truncation when no frame follows it; otherwise it is damage. */
+static int decompress_frame(tf_reader *r, const char **why)
+{
+    size_t at = r->off;
+    ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
+    ZSTD_inBuffer in = { r->data + at, r->size - at, 0 };
+    r->buf_len = r->buf_pos = 0;
+    for (;;) {
+        if (r->buf_len == r->buf_cap && grow_buf(r) < 0) {
+            *why = "too large";
+            return FRAME_BAD;
+        }
+        ZSTD_outBuffer out = { r->buf + r->buf_len, r->buf_cap - r->buf_len, 0 };
+        size_t ret = ZSTD_decompressStream(r->dctx, &out, &in);
+        r->buf_len += out.pos;
+        if (ZSTD_isError(ret)) {
+            *why = zstd_reason(ret);
+            return FRAME_BAD;
+        }
+        if (ret == 0) {
+            r->off = at + in.pos;
+            return FRAME_WHOLE;
+        }
+        if (in.pos == in.size && out.pos < out.size) {
+            if (next_magic(r, at + 1) < r->size) {
+                *why = "incomplete";
+                return FRAME_BAD;
+            }
+            r->off = r->size;
+            return FRAME_CUT;
+        }
+    }
+}
+
+/* Loads the next frame into r->buf.  Skippable frames are stepped over;
+ * bytes that are not a frame, and frames that fail, are reported as corrupt
+ * frames and the search resumes at the next frame magic. */
+static int load_frame(tf_reader *r)
+{
+    while (r->off < r->size) {
+        size_t at = r->off;
+        r->frame_index = r->frames_seen++;
+        if (r->size - at >= 8 && (le32(r->data + at) & ~0xFu) == SKIPPABLE_MAGIC) {
+            uint64_t len = le32(r->data + at + 4);
+            r->off = len < r->size - at - 8 ? at + 8 + len : r->size;
+            r->frames_seen--;
+            continue;
+        }
+        const char *why = "not a zstd frame";
+        int outcome = magic_at(r, at) ? decompress_frame(r, &why) : FRAME_BAD;
+        if (outcome == FRAME_BAD) {
+            frame_corrupt(r, why);
+            r->off = next_magic(r, at + 1);
+            continue;
+        }
+        r->frame_partial = outcome == FRAME_CUT;
+        r->frame_has_bases = 0;
+        r->st.frames++;
+        note_resumed(r);
+        return outcome;
+    }
+    return FRAME_NONE;
+}
+
+/* ------------------------------------------------------------ records */
+
+enum { NEXT_RECORD, NEXT_FRAME_END, NEXT_BAD };
+
+/* Splits the next record off the frame buffer.  A record cut by the end of
+ * the file ends the frame quietly; one that overruns a whole frame is damage. */
+static int next_record(tf_reader *r, uint32_t *kind, tf_cursor *payload)
+{
+    tf_cursor c = { r->buf + r->buf_pos, r->buf + r->buf_len, 0 };
+    uint64_t k = tf_get_uv(&c);
+    uint64_t len = tf_get_uv(&c);
+    if (c.bad || len > (uint64_t)(c.end - c.p)) {
+        r->buf_pos = r->buf_len;
+        return r->frame_partial ? NEXT_FRAME_END : NEXT_BAD;
+    }
+    if (k > UINT32_MAX)
+        return NEXT_BAD;
+    *kind = (uint32_t)k;
+    *payload = (tf_cursor){ c.p, c.p + len, 0 };
+    r->buf_pos = (size_t)(c.p + len - r->buf);
+    return NEXT_RECORD;
+}
+
+static int absorb_frame_record(tf_reader *r, tf_cursor *c)
+{
+    tf_get_uv(c); /* the writer's frame index: ours counts damaged frames too */
+    uint64_t seq = tf_get_uv(c), t = tf_get_uv(c);
+    if (c->bad)
+        return TF_REC_BAD;
+    r->seq = seq;
+    r->t_ns = t;
+    r->tid = 0;
+    memset(r->ptr, 0, sizeof r->ptr);
+    r->frame_has_bases = 1;
+    return TF_REC_OK;
+}
+
+/* ------------------------------------------------------------ events */
+
+static void get_field(tf_reader *r, tf_cursor *c, tf_event *e, const tf_field *f)
+{
+    uint8_t *dst = (uint8_t *)e + f->offset;
+    uint64_t v = tf_get_uv(c);
+    uint32_t v32;
+    switch (f->enc) {
+    case TF_ENC_U32:
+        if (v > UINT32_MAX)
+            c->bad = 1;
+        v32 = (uint32_t)v;
+        memcpy(dst, &v32, 4);
+        return;
+    case TF_ENC_S32: {
+        int64_t s = tf_unzigzag(v);
+        if (s < INT32_MIN || s > INT32_MAX)
+            c->bad = 1;
+        int32_t s32 = (int32_t)s;
+        memcpy(dst, &s32, 4);
+        return;
+    }
+    case TF_ENC_PTR:
+        v = r->ptr[f->ptr_class] += (uint64_t)tf_unzigzag(v);
+        break;
+    case TF_ENC_SEQREL:
+        v = e->seq - v;
+        break;
+    default:
+        break;
+    }
+    memcpy(dst, &v, 8);
+}
+
+static uint32_t get_u32(tf_cursor *c)
+{
+    uint64_t v = tf_get_uv(c);
+    if (v > UINT32_MAX)
+        c->bad = 1;
+    return (uint32_t)v;
+}
+
+static void get_common(tf_reader *r, tf_cursor *c, uint64_t present, tf_event *e)
+{
+    e->seq = r->seq + 1 + (present & 1 ? tf_get_uv(c) : 0);
+    e->tid = present & 2 ? get_u32(c) : r->tid;
+    e->t_ns = r->t_ns + (present & 4 ? (uint64_t)tf_unzigzag(tf_get_uv(c)) : 0);
+    e->parent = present & 8 ? e->seq - tf_get_uv(c) : 0;
+    e->native_stack = present & 16 ? get_u32(c) : 0;
+    e->py_stack = present & 32 ? get_u32(c) : 0;
+}
+
+/* Decodes an event record.  1: *e is an event to return; 0: an event kind
+ * this version does not know (its common fields still move the bases). */
+static int decode_event(tf_reader *r, uint32_t kind, tf_cursor *c, tf_event *e)
+{
+    memset(e, 0, sizeof *e);
+    e->kind = kind;
+    uint64_t present = tf_get_uv(c);
+    get_common(r, c, present, e);
+    const tf_event_layout *layout = tf_event_layout_of(kind);
+    for (unsigned i = 0; layout && i < layout->nfields; i++)
+        if (present >> (TF_COMMON_FIELDS + i) & 1)
+            get_field(r, c, e, &layout->fields[i]);
+    if (c->bad)
+        return TF_REC_BAD;
+    r->seq = e->seq;
+    r->t_ns = e->t_ns;
+    r->tid = e->tid;
+    return layout != NULL;
+}
+
+/* ------------------------------------------------------------ the walk */
+
+static void finish(tf_reader *r)
+{
+    if (r->finished)
+        return;
+    r->finished = 1;
+    unsigned long long last = (unsigned long long)r->st.last_seq;
+    if (r->st.truncated)
+        note(r, "truncated after event %llu", last);
+    else if (!r->st.clean_end)
+        note(r, "ends after event %llu without an END record", last);
+}
+
+/* The next record of the file, or 0 at the end of what is readable. */
+static int read_record(tf_reader *r, uint32_t *kind, tf_cursor *payload)
+{
+    for (;;) {
+        if (r->buf_pos >= r->buf_len) {
+            if (r->frame_partial) {
+                r->st.truncated = 1;
+                r->frame_partial = 0;
+            }
+            if (load_frame(r) == FRAME_NONE)
+                return 0;
+            continue;
+        }
+        int rc = next_record(r, kind, payload);
+        if (rc == NEXT_RECORD)
+            return 1;
+        if (rc == NEXT_BAD)
+            frame_corrupt(r, "records");
+    }
+}
+
+int tf_reader_next(tf_reader *r, tf_event *e)
+{
+    uint32_t kind;
+    tf_cursor c;
+    while (!r->finished && read_record(r, &kind, &c)) {
+        int rc;
+        if (kind == TF_REC_FRAME)
+            rc = absorb_frame_record(r, &c);
+        else if (!r->frame_has_bases || kind == TF_REC_HEADER)
+            rc = TF_REC_BAD;  /* every frame opens with FRAME; HEADER only opens the file */
+        else if (kind >= 32)
+            rc = decode_event(r, kind, &c, e);
+        else
+            rc = tf_defs_absorb(&r->defs, kind, &c);
+        if (rc == TF_REC_NOMEM) {
+            note(r, "out of memory at frame %llu", (unsigned long long)r->frame_index);
+            break;
+        }
+        if (rc == TF_REC_BAD) {
+            frame_corrupt(r, "records");
+            continue;
+        }
+        if (kind >= 32 && rc == 1) {
+            r->st.events++;
+            r->st.last_seq = e->seq;
+            if (kind == TF_EV_END)
+                r->st.clean_end = 1;
+            return 1;
+        }
+    }
+    finish(r);
+    return 0;
+}
+
+/* ------------------------------------------------------------ open */
+
+static int get_header_str(tf_reader *r, tf_cursor *c, const char **out)
+{
+    uint64_t n;
+    const uint8_t *s = tf_get_bytes(c, &n);
+    *out = c->bad ? "" : tf_arena_strndup(&r->defs.arena, s, n);
+    return *out ? 0 : -1;
+}
+
+static int decode_header(tf_reader *r, tf_cursor *c, char *err, size_t errlen)
+{
+    tf_header *h = &r->header;
+    if (c->end - c->p < 8 || memcmp(c->p, HEADER_MAGIC, 8) != 0) {
+        snprintf(err, errlen, "not a trace log (no header)");
+        return -1;
+    }
+    c->p += 8;
+    h->version_major = get_u32(c);
+    h->version_minor = get_u32(c);
+    if (!c->bad && h->version_major != TF_VERSION_MAJOR) {
+        snprintf(err, errlen, "log format version %u.%u; this reader understands %u.x",
+                 h->version_major, h->version_minor, TF_VERSION_MAJOR);
+        return -1;
+    }
+    h->pid = get_u32(c);
+    h->ppid = get_u32(c);
+    h->wall_start_ns = tf_get_uv(c);
+    h->mono_start_ns = tf_get_uv(c);
+    const char **strs[] = { &h->hostname, &h->cmdline, &h->exe, &h->tracer_version,
+                            &h->settings, &h->python_version };
+    for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+        if (get_header_str(r, c, strs[i]) < 0) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    h->cuda_runtime_version = (int32_t)tf_unzigzag(tf_get_uv(c));
+    h->cuda_driver_version = (int32_t)tf_unzigzag(tf_get_uv(c));
+    if (c->bad) {
+        snprintf(err, errlen, "not a trace log (damaged header)");
+        return -1;
+    }
+    return 0;
+}
+
+static void blank_header(tf_header *h)
+{
+    h->hostname = h->cmdline = h->exe = h->tracer_version = h->settings = h->python_version = "";
+}
+
+/* Reads the HEADER that opens the first frame.  A first frame that is
+ * damaged leaves the header blank and the rest of the file readable. */
+static int read_header(tf_reader *r, char *err, size_t errlen)
+{
+    blank_header(&r->header);
+    if (!magic_at(r, 0)) {
+        snprintf(err, errlen, "not a trace log (it does not start with a zstd frame)");
+        return -1;
+    }
+    uint64_t corrupt_before = r->st.corrupt_frames;
+    int outcome = load_frame(r);
+    if (r->st.corrupt_frames > corrupt_before) {
+        snprintf(r->notes[0] + strlen(r->notes[0]), sizeof r->notes[0] - strlen(r->notes[0]),
+                 ", header lost");
+        compose_damage(r);
+        return 0;
+    }
+    uint32_t kind;
+    tf_cursor c;
+    if (outcome == FRAME_NONE || next_record(r, &kind, &c) != NEXT_RECORD ||
+        kind != TF_REC_HEADER) {
+        snprintf(err, errlen, "not a trace log (no header)");
+        return -1;
+    }
+    return decode_header(r, &c, err, errlen);
+}
+
+tf_reader *tf_reader_open_mem(const void *data, size_t len, char *err, size_t errlen)
+{
+    tf_reader *r = calloc(1, sizeof *r);
+    if (!r || !(r->dctx = ZSTD_createDCtx())) {
+        snprintf(err, errlen, "out of memory");
+        free(r);
+        return NULL;
+    }
+    ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_windowLogMax, WINDOW_LOG_MAX);
+    r->data = data;
+    r->size = len;
+    if (read_header(r, err, errlen) < 0) {
+        tf_reader_close(r);
+        return NULL;
+    }
+    return r;
+}
+
+tf_reader *tf_reader_open(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    if (sb.st_size == 0) {
+        close(fd);
+        snprintf(err, errlen, "%s: not a trace log (empty file)", path);
+        return NULL;
+    }
+    void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    tf_reader *r = tf_reader_open_mem(map, (size_t)sb.st_size, err, errlen);
+    if (!r) {
+        munmap(map, (size_t)sb.st_size);
+        return NULL;
+    }
+    r->map = map;
+    return r;
+}
+
+void tf_reader_close(tf_reader *r)
+{
+    if (!r)
+        return;
+    if (r->map)
+        munmap(r->map, r->size);
+    ZSTD_freeDCtx(r->dctx);
+    free(r->buf);
+    tf_defs_free(&r->defs);
+    free(r);
+}
+
+const tf_read_status *tf_reader_status(const tf_reader *r)
+{
+    return &r->st;
+}
+
+const char *tf_reader_damage(const tf_reader *r)
+{
+    return r->nnotes ? r->damage : NULL;
+}
+
+const tf_header *tf_reader_header(const tf_reader *r)
+{
+    return &r->header;
+}

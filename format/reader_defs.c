@@ -1,0 +1,395 @@
+/*
+ * reader_defs.c - definition records (strings, stacks, code objects, modules,
+ * threads, pools, INFO) and the look-ups the reader offers over them.
+ *
+ * Every count read from the file is checked against the bytes left in its
+ * record before anything is allocated, so a hostile length cannot make the
+ * reader allocate more than a small multiple of what it actually decoded.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader_internal.h"
+
+static void *list_push(tf_list *l, size_t size)
+{
+    if (l->count == l->cap) {
+        uint32_t cap = l->cap ? l->cap * 2 : 16;
+        if (cap <= l->cap)
+            return NULL;
+        void *items = realloc(l->items, (size_t)cap * size);
+        if (!items)
+            return NULL;
+        l->items = items;
+        l->cap = cap;
+    }
+    return (char *)l->items + (size_t)l->count++ * size;
+}
+
+static void *list_at(const tf_list *l, uint32_t i, size_t size)
+{
+    return (char *)l->items + (size_t)i * size;
+}
+
+/* Append an item known by id (a later definition of the same id wins). */
+static void *define(tf_list *l, tf_idmap *ids, uint32_t id, size_t size)
+{
+    void *item = list_push(l, size);
+    if (!item)
+        return NULL;
+    if (tf_idmap_put(ids, id, l->count - 1) < 0) {
+        l->count--;
+        return NULL;
+    }
+    return item;
+}
+
+static const void *lookup(const tf_list *l, const tf_idmap *ids, uint32_t id, size_t size)
+{
+    uint32_t pos;
+    return tf_idmap_get(ids, id, &pos) ? list_at(l, pos, size) : NULL;
+}
+
+static uint32_t get_u32(tf_cursor *c)
+{
+    uint64_t v = tf_get_uv(c);
+    if (v > UINT32_MAX)
+        c->bad = 1;
+    return (uint32_t)v;
+}
+
+/* Reads a count of items that take at least min_bytes each. */
+static uint32_t get_count(tf_cursor *c, size_t min_bytes)
+{
+    uint32_t n = get_u32(c);
+    if ((uint64_t)n * min_bytes > (uint64_t)(c->end - c->p))
+        c->bad = 1;
+    return c->bad ? 0 : n;
+}
+
+static const char *get_str(tf_defs *d, tf_cursor *c, uint32_t *len)
+{
+    uint64_t n;
+    const uint8_t *s = tf_get_bytes(c, &n);
+    if (len)
+        *len = (uint32_t)n;
+    return c->bad ? NULL : tf_arena_strndup(&d->arena, s, n);
+}
+
+static int absorb_string(tf_defs *d, tf_cursor *c)
+{
+    uint32_t id = get_u32(c), len;
+    const char *s = get_str(d, c, &len);
+    if (c->bad)
+        return TF_REC_BAD;
+    tf_span *e = s ? define(&d->strings, &d->string_ids, id, sizeof *e) : NULL;
+    if (!e)
+        return TF_REC_NOMEM;
+    *e = (tf_span){ s, len };
+    return TF_REC_OK;
+}
+
+static int absorb_native_stack(tf_defs *d, tf_cursor *c)
+{
+    uint32_t id = get_u32(c), n = get_count(c, 1);
+    if (c->bad)
+        return TF_REC_BAD;
+    uint64_t *ips = tf_arena_alloc(&d->arena, (size_t)n * sizeof *ips + 1);
+    if (!ips)
+        return TF_REC_NOMEM;
+    uint64_t prev = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t v = tf_get_uv(c);
+        ips[i] = prev = i == 0 ? v : prev + (uint64_t)tf_unzigzag(v);
+    }
+    if (c->bad)
+        return TF_REC_BAD;
+    tf_span *e = define(&d->natives, &d->native_ids, id, sizeof *e);
+    if (!e)
+        return TF_REC_NOMEM;
+    *e = (tf_span){ ips, n };
+    return TF_REC_OK;
+}
+
+static int absorb_py_stack(tf_defs *d, tf_cursor *c)
+{
+    uint32_t id = get_u32(c), n = get_count(c, 2);
+    if (c->bad)
+        return TF_REC_BAD;
+    tf_py_frame *frames = tf_arena_alloc(&d->arena, (size_t)n * sizeof *frames + 1);
+    if (!frames)
+        return TF_REC_NOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        frames[i].code = get_u32(c);
+        frames[i].line = get_u32(c);
+    }
+    if (c->bad)
+        return TF_REC_BAD;
+    tf_span *e = define(&d->py_stacks, &d->py_stack_ids, id, sizeof *e);
+    if (!e)
+        return TF_REC_NOMEM;
+    *e = (tf_span){ frames, n };
+    return TF_REC_OK;
+}
+
+static int absorb_py_code(tf_defs *d, tf_cursor *c)
+{
+    tf_py_code code;
+    code.id = get_u32(c);
+    code.file = get_u32(c);
+    code.function = get_u32(c);
+    code.first_line = get_u32(c);
+    if (c->bad)
+        return TF_REC_BAD;
+    tf_py_code *stored = tf_arena_alloc(&d->arena, sizeof *stored);
+    tf_py_code **e = stored ? define(&d->py_codes, &d->py_code_ids, code.id, sizeof *e) : NULL;
+    if (!e)
+        return TF_REC_NOMEM;
+    *stored = code;
+    *e = stored;
+    return TF_REC_OK;
+}
+
+static int read_segments(tf_defs *d, tf_cursor *c, tf_module *m)
+{
+    m->nsegments = get_count(c, 3);
+    if (c->bad)
+        return TF_REC_BAD;
+    tf_segment *segs = tf_arena_alloc(&d->arena, (size_t)m->nsegments * sizeof *segs + 1);
+    if (!segs)
+        return TF_REC_NOMEM;
+    for (uint32_t i = 0; i < m->nsegments; i++) {
+        segs[i].vaddr = tf_get_uv(c);
+        segs[i].memsz = tf_get_uv(c);
+        segs[i].flags = get_u32(c);
+    }
+    m->segments = segs;
+    return c->bad ? TF_REC_BAD : TF_REC_OK;
+}
+
+static int absorb_module_load(tf_defs *d, tf_cursor *c)
+{
+    tf_module *m = tf_arena_alloc(&d->arena, sizeof *m);
+    if (!m)
+        return TF_REC_NOMEM;
+    memset(m, 0, sizeof *m);
+    m->id = get_u32(c);
+    m->path = get_str(d, c, NULL);
+    m->base = tf_get_uv(c);
+    uint64_t n;
+    const uint8_t *bid = tf_get_bytes(c, &n);
+    if (c->bad)
+        return TF_REC_BAD;
+    m->build_id = (const uint8_t *)tf_arena_strndup(&d->arena, bid, n);
+    m->build_id_len = (uint32_t)n;
+    if (!m->path || !m->build_id)
+        return TF_REC_NOMEM;
+    int rc = read_segments(d, c, m);
+    if (rc != TF_REC_OK)
+        return rc;
+    tf_module_entry *e = define(&d->modules, &d->module_ids, m->id, sizeof *e);
+    if (!e)
+        return TF_REC_NOMEM;
+    *e = (tf_module_entry){ m, 1 };
+    return TF_REC_OK;
+}
+
+static int absorb_module_unload(tf_defs *d, tf_cursor *c)
+{
+    uint32_t id = get_u32(c);
+    if (c->bad)
+        return TF_REC_BAD;
+    uint32_t pos;
+    if (tf_idmap_get(&d->module_ids, id, &pos))
+        ((tf_module_entry *)list_at(&d->modules, pos, sizeof(tf_module_entry)))->loaded = 0;
+    return TF_REC_OK;
+}
+
+/* THREAD and POOL: a renamed thread keeps its place in the list. */
+static int absorb_named(tf_defs *d, tf_list *l, tf_idmap *ids, tf_cursor *c)
+{
+    uint32_t num = get_u32(c);
+    const char *name = get_str(d, c, NULL);
+    if (c->bad)
+        return TF_REC_BAD;
+    if (!name)
+        return TF_REC_NOMEM;
+    uint32_t pos;
+    tf_named *e = tf_idmap_get(ids, num, &pos) ? list_at(l, pos, sizeof *e)
+                                               : define(l, ids, num, sizeof *e);
+    if (!e)
+        return TF_REC_NOMEM;
+    *e = (tf_named){ num, name };
+    return TF_REC_OK;
+}
+
+static int absorb_info(tf_defs *d, tf_cursor *c)
+{
+    const char *key = get_str(d, c, NULL);
+    const char *value = key ? get_str(d, c, NULL) : NULL;
+    if (c->bad)
+        return TF_REC_BAD;
+    tf_info *e = value ? list_push(&d->infos, sizeof *e) : NULL;
+    if (!e)
+        return TF_REC_NOMEM;
+    *e = (tf_info){ key, value };
+    return TF_REC_OK;
+}
+
+int tf_defs_absorb(tf_defs *d, uint32_t kind, tf_cursor *c)
+{
+    switch (kind) {
+    case TF_REC_STRING: return absorb_string(d, c);
+    case TF_REC_NATIVE_STACK: return absorb_native_stack(d, c);
+    case TF_REC_PY_STACK: return absorb_py_stack(d, c);
+    case TF_REC_PY_CODE: return absorb_py_code(d, c);
+    case TF_REC_MODULE_LOAD: return absorb_module_load(d, c);
+    case TF_REC_MODULE_UNLOAD: return absorb_module_unload(d, c);
+    case TF_REC_THREAD: return absorb_named(d, &d->threads, &d->thread_ids, c);
+    case TF_REC_POOL: return absorb_named(d, &d->pools, &d->pool_ids, c);
+    case TF_REC_INFO: return absorb_info(d, c);
+    default: return TF_REC_OK;  /* a newer minor version's definition: skipped */
+    }
+}
+
+void tf_defs_free(tf_defs *d)
+{
+    tf_list *lists[] = { &d->strings, &d->natives, &d->py_stacks, &d->py_codes,
+                         &d->modules, &d->threads, &d->pools, &d->infos };
+    tf_idmap *maps[] = { &d->string_ids, &d->native_ids, &d->py_stack_ids, &d->py_code_ids,
+                         &d->module_ids, &d->thread_ids, &d->pool_ids };
+    for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
+        free(lists[i]->items);
+    for (size_t i = 0; i < sizeof maps / sizeof *maps; i++)
+        tf_idmap_free(maps[i]);
+    tf_arena_free(&d->arena);
+}
+
+/* ------------------------------------------------------------ look-ups */
+
+const char *tf_reader_string(const tf_reader *r, uint32_t id, size_t *len)
+{
+    const tf_span *s = lookup(&r->defs.strings, &r->defs.string_ids, id, sizeof *s);
+    if (len)
+        *len = s ? s->n : 0;
+    return s ? s->items : NULL;
+}
+
+int tf_reader_native_stack(const tf_reader *r, uint32_t id, const uint64_t **ips, uint32_t *n)
+{
+    const tf_span *s = lookup(&r->defs.natives, &r->defs.native_ids, id, sizeof *s);
+    if (!s)
+        return 0;
+    *ips = s->items;
+    *n = s->n;
+    return 1;
+}
+
+int tf_reader_py_stack(const tf_reader *r, uint32_t id, const tf_py_frame **frames, uint32_t *n)
+{
+    const tf_span *s = lookup(&r->defs.py_stacks, &r->defs.py_stack_ids, id, sizeof *s);
+    if (!s)
+        return 0;
+    *frames = s->items;
+    *n = s->n;
+    return 1;
+}
+
+const tf_py_code *tf_reader_py_code(const tf_reader *r, uint32_t id)
+{
+    tf_py_code *const *c = lookup(&r->defs.py_codes, &r->defs.py_code_ids, id, sizeof *c);
+    return c ? *c : NULL;
+}
+
+static const char *named_lookup(const tf_list *l, const tf_idmap *ids, uint32_t num)
+{
+    const tf_named *e = lookup(l, ids, num, sizeof *e);
+    return e ? e->name : NULL;
+}
+
+const char *tf_reader_thread_name(const tf_reader *r, uint32_t tid)
+{
+    return named_lookup(&r->defs.threads, &r->defs.thread_ids, tid);
+}
+
+const char *tf_reader_pool_name(const tf_reader *r, uint32_t pool)
+{
+    return named_lookup(&r->defs.pools, &r->defs.pool_ids, pool);
+}
+
+static int module_holds(const tf_module *m, uint64_t ip)
+{
+    for (uint32_t i = 0; i < m->nsegments; i++) {
+        uint64_t start = m->base + m->segments[i].vaddr;
+        if (ip >= start && ip - start < m->segments[i].memsz)
+            return 1;
+    }
+    return 0;
+}
+
+const tf_module *tf_reader_module_for(const tf_reader *r, uint64_t ip)
+{
+    const tf_module_entry *e = r->defs.modules.items;
+    /* Newest first: an address reused after an unload belongs to the later
+     * module. */
+    for (uint32_t i = r->defs.modules.count; i-- > 0;)
+        if (e[i].loaded && module_holds(e[i].m, ip))
+            return e[i].m;
+    return NULL;
+}
+
+const tf_module *tf_reader_module(const tf_reader *r, uint32_t id)
+{
+    const tf_module_entry *e = lookup(&r->defs.modules, &r->defs.module_ids, id, sizeof *e);
+    return e ? e->m : NULL;
+}
+
+uint32_t tf_reader_module_count(const tf_reader *r)
+{
+    return r->defs.modules.count;
+}
+
+uint32_t tf_reader_info_count(const tf_reader *r)
+{
+    return r->defs.infos.count;
+}
+
+int tf_reader_info(const tf_reader *r, uint32_t i, const char **key, const char **value)
+{
+    if (i >= r->defs.infos.count)
+        return 0;
+    const tf_info *e = list_at(&r->defs.infos, i, sizeof *e);
+    *key = e->key;
+    *value = e->value;
+    return 1;
+}
+
+static int named_at(const tf_list *l, uint32_t i, uint32_t *num, const char **name)
+{
+    if (i >= l->count)
+        return 0;
+    const tf_named *e = list_at(l, i, sizeof *e);
+    *num = e->num;
+    *name = e->name;
+    return 1;
+}
+
+uint32_t tf_reader_thread_count(const tf_reader *r)
+{
+    return r->defs.threads.count;
+}
+
+int tf_reader_thread_at(const tf_reader *r, uint32_t i, uint32_t *tid, const char **name)
+{
+    return named_at(&r->defs.threads, i, tid, name);
+}
+
+uint32_t tf_reader_pool_count(const tf_reader *r)
+{
+    return r->defs.pools.count;
+}
+
+int tf_reader_pool_at(const tf_reader *r, uint32_t i, uint32_t *pool, const char **name)
+{
+    return named_at(&r->defs.pools, i, pool, name);
+}

@@ -1,0 +1,79 @@
+/*
+ * reader_internal.h - the reader's state, shared by reader.c (frames, records,
+ * events, damage) and reader_defs.c (definitions and their look-ups).
+ */
+#ifndef TF_READER_INTERNAL_H
+#define TF_READER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "event_fields.h"
+#include "idmap.h"
+#include "trace_format.h"
+#include "varint.h"
+
+/* A growable array of fixed-size items. */
+typedef struct tf_list {
+    void *items;
+    uint32_t count, cap;
+} tf_list;
+
+typedef struct tf_span { const void *items; uint32_t n; } tf_span;    /* stacks, strings */
+typedef struct tf_module_entry { tf_module *m; int loaded; } tf_module_entry;
+typedef struct tf_named { uint32_t num; const char *name; } tf_named; /* threads, pools */
+typedef struct tf_info { const char *key, *value; } tf_info;
+
+/* Everything the definition records have told us so far. */
+typedef struct tf_defs {
+    tf_arena arena;                 /* the bytes behind every pointer below */
+    tf_list strings;    tf_idmap string_ids;    /* tf_span of char */
+    tf_list natives;    tf_idmap native_ids;    /* tf_span of uint64_t */
+    tf_list py_stacks;  tf_idmap py_stack_ids;  /* tf_span of tf_py_frame */
+    tf_list py_codes;   tf_idmap py_code_ids;   /* tf_py_code * */
+    tf_list modules;    tf_idmap module_ids;    /* tf_module_entry */
+    tf_list threads;    tf_idmap thread_ids;    /* tf_named */
+    tf_list pools;      tf_idmap pool_ids;      /* tf_named */
+    tf_list infos;                              /* tf_info */
+} tf_defs;
+
+/* Outcome of decoding one record. */
+enum { TF_REC_OK = 0, TF_REC_BAD = -1, TF_REC_NOMEM = -2 };
+
+/* Absorb one definition record (kind < 32); unknown kinds are ignored. */
+int tf_defs_absorb(tf_defs *d, uint32_t kind, tf_cursor *payload);
+void tf_defs_free(tf_defs *d);
+
+#define TF_DAMAGE_NOTES 4
+
+struct tf_reader {
+    const uint8_t *data;        /* the whole file */
+    size_t size;
+    void *map;                  /* our mapping of it, when we opened the path */
+    size_t off;                 /* where the next frame starts */
+    void *dctx;                 /* ZSTD_DCtx */
+
+    uint8_t *buf;               /* the current frame, decompressed */
+    size_t buf_len, buf_cap, buf_pos;
+    int frame_partial;          /* the file ends inside the current frame */
+    int frame_has_bases;        /* its FRAME record has been read */
+    uint64_t frame_index;       /* ordinal of the current frame in the file */
+    uint64_t frames_seen;       /* frames met so far, damaged ones included */
+
+    uint64_t seq, t_ns;         /* delta bases */
+    uint32_t tid;
+    uint64_t ptr[TF_PTR_CLASSES];
+
+    tf_read_status st;
+    tf_header header;
+    tf_defs defs;
+
+    char notes[TF_DAMAGE_NOTES][160];
+    unsigned nnotes, dropped_notes;
+    int resume_pending;         /* a corrupt frame awaits "resumed at" */
+    int finished;
+    char damage[TF_DAMAGE_NOTES * 160 + 64];
+};
+
+#endif

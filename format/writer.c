@@ -1,0 +1,437 @@
+/*
+ * writer.c - encodes records into the current chunk (FORMAT.md, "Records").
+ *
+ * Every record is kind, payload length, payload.  The writer keeps the delta
+ * bases of the frame being built; the first record after a seal is a FRAME
+ * record that restates the bases, so each frame decodes on its own.
+ *
+ * Events are the hot path: tf_write_event encodes into a buffer reserved up
+ * front and allocates nothing while the chunk has room (a caller that seals
+ * regularly gets the previous buffer back at each seal).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "event_fields.h"
+#include "intern.h"
+#include "trace_format.h"
+#include "varint.h"
+
+#define FIRST_CHUNK_CAP (512u * 1024)
+#define HEADER_MAGIC "gputrace"
+/* Room for the FRAME record that may precede any record. */
+#define FRAME_RECORD_MAX (2 + 3 * TF_VARINT_MAX)
+/* Room for a record's kind and length prefixes. */
+#define RECORD_PREFIX_MAX (2 * TF_VARINT_MAX)
+
+struct tf_writer {
+    tf_chunk chunk;
+    int frame_open;          /* a FRAME record starts the current chunk */
+    uint64_t frames_sealed;  /* non-empty chunks handed out so far */
+    /* Delta bases.  seq and t carry over between frames (FRAME restates
+     * them); tid and the pointer classes restart from 0 in every frame. */
+    uint64_t seq, t_ns;
+    uint32_t tid;
+    uint64_t ptr[TF_PTR_CLASSES];
+    tf_intern strings, native_stacks, py_codes, py_stacks;
+    uint32_t modules;
+    uint64_t events;
+};
+
+static int reserve(tf_writer *w, size_t need)
+{
+    tf_chunk *c = &w->chunk;
+    if (c->cap - c->len >= need)
+        return 0;
+    size_t cap = c->cap ? c->cap : FIRST_CHUNK_CAP;
+    while (cap - c->len < need)
+        cap *= 2;
+    uint8_t *data = realloc(c->data, cap);
+    if (!data)
+        return -1;
+    c->data = data;
+    c->cap = cap;
+    return 0;
+}
+
+/* The length prefix is first reserved as one byte; record_end moves the
+ * payload when it turns out longer than 127 bytes. */
+static uint8_t *record_begin_raw(tf_writer *w, uint32_t kind)
+{
+    uint8_t *p = tf_put_uv(w->chunk.data + w->chunk.len, kind);
+    return p + 1;
+}
+
+static void record_end(tf_writer *w, uint8_t *payload, const uint8_t *end)
+{
+    size_t n = (size_t)(end - payload);
+    uint8_t len_bytes[TF_VARINT_MAX];
+    size_t extra = (size_t)(tf_put_uv(len_bytes, n) - len_bytes) - 1;
+    if (extra)
+        memmove(payload + extra, payload, n);
+    tf_put_uv(payload - 1, n);
+    w->chunk.len = (size_t)(payload + extra + n - w->chunk.data);
+}
+
+static void write_frame_record(tf_writer *w)
+{
+    uint8_t *payload = record_begin_raw(w, TF_REC_FRAME);
+    uint8_t *p = tf_put_uv(payload, w->frames_sealed);
+    p = tf_put_uv(p, w->seq);
+    p = tf_put_uv(p, w->t_ns);
+    record_end(w, payload, p);
+    w->tid = 0;
+    memset(w->ptr, 0, sizeof w->ptr);
+    w->frame_open = 1;
+}
+
+/* Makes room for a record of at most max_payload bytes, opening the frame
+ * first if needed; returns where the payload goes, or NULL when out of memory
+ * (the record is then dropped). */
+static uint8_t *record_begin(tf_writer *w, uint32_t kind, size_t max_payload)
+{
+    if (reserve(w, FRAME_RECORD_MAX + RECORD_PREFIX_MAX + max_payload) < 0)
+        return NULL;
+    if (!w->frame_open)
+        write_frame_record(w);
+    return record_begin_raw(w, kind);
+}
+
+static uint8_t *put_bytes(uint8_t *p, const void *s, size_t n)
+{
+    p = tf_put_uv(p, n);
+    if (n)
+        memcpy(p, s, n);
+    return p + n;
+}
+
+static uint8_t *put_str(uint8_t *p, const char *s)
+{
+    return put_bytes(p, s, s ? strlen(s) : 0);
+}
+
+static size_t str_len(const char *s)
+{
+    return s ? strlen(s) : 0;
+}
+
+static size_t header_size(const tf_header *h)
+{
+    return sizeof HEADER_MAGIC + 16 * TF_VARINT_MAX + str_len(h->hostname) +
+           str_len(h->cmdline) + str_len(h->exe) + str_len(h->tracer_version) +
+           str_len(h->settings) + str_len(h->python_version);
+}
+
+static int write_header(tf_writer *w, const tf_header *h)
+{
+    if (reserve(w, RECORD_PREFIX_MAX + header_size(h)) < 0)
+        return -1;
+    uint8_t *payload = record_begin_raw(w, TF_REC_HEADER);
+    uint8_t *p = payload;
+    memcpy(p, HEADER_MAGIC, 8);
+    p += 8;
+    p = tf_put_uv(p, TF_VERSION_MAJOR);
+    p = tf_put_uv(p, TF_VERSION_MINOR);
+    p = tf_put_uv(p, h->pid);
+    p = tf_put_uv(p, h->ppid);
+    p = tf_put_uv(p, h->wall_start_ns);
+    p = tf_put_uv(p, h->mono_start_ns);
+    p = put_str(p, h->hostname);
+    p = put_str(p, h->cmdline);
+    p = put_str(p, h->exe);
+    p = put_str(p, h->tracer_version);
+    p = put_str(p, h->settings);
+    p = put_str(p, h->python_version);
+    p = tf_put_uv(p, tf_zigzag(h->cuda_runtime_version));
+    p = tf_put_uv(p, tf_zigzag(h->cuda_driver_version));
+    record_end(w, payload, p);
+    return 0;
+}
+
+tf_writer *tf_writer_new(const tf_header *h)
+{
+    tf_writer *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    if (write_header(w, h) < 0) {
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void tf_writer_free(tf_writer *w)
+{
+    if (!w)
+        return;
+    free(w->chunk.data);
+    tf_intern_free(&w->strings);
+    tf_intern_free(&w->native_stacks);
+    tf_intern_free(&w->py_codes);
+    tf_intern_free(&w->py_stacks);
+    free(w);
+}
+
+/* Interns key in t; a new key gets its definition record from encode(). */
+typedef uint8_t *(*def_encoder)(uint8_t *p, const void *key, size_t len);
+
+static uint32_t intern(tf_writer *w, tf_intern *t, uint32_t kind, const void *key, size_t len,
+                       size_t max_payload, def_encoder encode)
+{
+    uint64_t hash = tf_intern_hash(key, len);
+    uint32_t id = tf_intern_find(t, key, len, hash);
+    if (id)
+        return id;
+    uint8_t *payload = record_begin(w, kind, TF_VARINT_MAX + max_payload);
+    if (!payload)
+        return 0;
+    id = tf_intern_add(t, key, len, hash);
+    if (!id)
+        return 0;  /* the half-built record is abandoned: chunk.len is unchanged */
+    uint8_t *p = tf_put_uv(payload, id);
+    record_end(w, payload, encode(p, key, len));
+    return id;
+}
+
+static uint8_t *encode_string(uint8_t *p, const void *key, size_t len)
+{
+    return put_bytes(p, key, len);
+}
+
+uint32_t tf_write_string(tf_writer *w, const char *s, size_t n)
+{
+    return intern(w, &w->strings, TF_REC_STRING, s ? s : "", s ? n : 0,
+                  TF_VARINT_MAX + n, encode_string);
+}
+
+static uint8_t *encode_native_stack(uint8_t *p, const void *key, size_t len)
+{
+    uint32_t n = (uint32_t)(len / sizeof(uint64_t));
+    p = tf_put_uv(p, n);
+    uint64_t prev = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t ip;
+        memcpy(&ip, (const uint8_t *)key + i * sizeof ip, sizeof ip);
+        p = tf_put_uv(p, i == 0 ? ip : tf_zigzag((int64_t)(ip - prev)));
+        prev = ip;
+    }
+    return p;
+}
+
+uint32_t tf_write_native_stack(tf_writer *w, const uint64_t *ips, uint32_t n)
+{
+    size_t len = (size_t)n * sizeof *ips;
+    return intern(w, &w->native_stacks, TF_REC_NATIVE_STACK, n ? (const void *)ips : "", len,
+                  TF_VARINT_MAX * (1 + (size_t)n), encode_native_stack);
+}
+
+static uint8_t *encode_py_code(uint8_t *p, const void *key, size_t len)
+{
+    uint32_t v[3];
+    memcpy(v, key, len);
+    for (int i = 0; i < 3; i++)
+        p = tf_put_uv(p, v[i]);
+    return p;
+}
+
+uint32_t tf_write_py_code(tf_writer *w, uint32_t file, uint32_t function, uint32_t first_line)
+{
+    uint32_t key[3] = { file, function, first_line };
+    return intern(w, &w->py_codes, TF_REC_PY_CODE, key, sizeof key, 3 * TF_VARINT_MAX,
+                  encode_py_code);
+}
+
+static uint8_t *encode_py_stack(uint8_t *p, const void *key, size_t len)
+{
+    uint32_t n = (uint32_t)(len / sizeof(tf_py_frame));
+    p = tf_put_uv(p, n);
+    for (uint32_t i = 0; i < n; i++) {
+        tf_py_frame f;
+        memcpy(&f, (const uint8_t *)key + i * sizeof f, sizeof f);
+        p = tf_put_uv(p, f.code);
+        p = tf_put_uv(p, f.line);
+    }
+    return p;
+}
+
+uint32_t tf_write_py_stack(tf_writer *w, const tf_py_frame *frames, uint32_t n)
+{
+    size_t len = (size_t)n * sizeof *frames;
+    return intern(w, &w->py_stacks, TF_REC_PY_STACK, n ? (const void *)frames : "", len,
+                  TF_VARINT_MAX * (1 + 2 * (size_t)n), encode_py_stack);
+}
+
+uint32_t tf_write_module_load(tf_writer *w, const char *path, uint64_t base,
+                              const uint8_t *build_id, uint32_t build_id_len,
+                              const tf_segment *segs, uint32_t nsegs)
+{
+    size_t max = 4 * TF_VARINT_MAX + str_len(path) + build_id_len +
+                 3 * TF_VARINT_MAX * (size_t)nsegs;
+    uint8_t *payload = record_begin(w, TF_REC_MODULE_LOAD, max);
+    if (!payload)
+        return 0;
+    uint32_t id = ++w->modules;
+    uint8_t *p = tf_put_uv(payload, id);
+    p = put_str(p, path);
+    p = tf_put_uv(p, base);
+    p = put_bytes(p, build_id, build_id ? build_id_len : 0);
+    p = tf_put_uv(p, nsegs);
+    for (uint32_t i = 0; i < nsegs; i++) {
+        p = tf_put_uv(p, segs[i].vaddr);
+        p = tf_put_uv(p, segs[i].memsz);
+        p = tf_put_uv(p, segs[i].flags);
+    }
+    record_end(w, payload, p);
+    return id;
+}
+
+void tf_write_module_unload(tf_writer *w, uint32_t module_id)
+{
+    uint8_t *payload = record_begin(w, TF_REC_MODULE_UNLOAD, TF_VARINT_MAX);
+    if (payload)
+        record_end(w, payload, tf_put_uv(payload, module_id));
+}
+
+/* THREAD, POOL and INFO share one shape: a number or string, then a string. */
+static void write_named(tf_writer *w, uint32_t kind, uint32_t num, const char *key,
+                        const char *value)
+{
+    uint8_t *payload = record_begin(w, kind, 2 * TF_VARINT_MAX + str_len(key) + str_len(value));
+    if (!payload)
+        return;
+    uint8_t *p = kind == TF_REC_INFO ? put_str(payload, key) : tf_put_uv(payload, num);
+    record_end(w, payload, put_str(p, value));
+}
+
+void tf_write_thread(tf_writer *w, uint32_t tid, const char *name)
+{
+    write_named(w, TF_REC_THREAD, tid, NULL, name);
+}
+
+void tf_write_pool(tf_writer *w, uint32_t pool, const char *name)
+{
+    write_named(w, TF_REC_POOL, pool, NULL, name);
+}
+
+void tf_write_info(tf_writer *w, const char *key, const char *value)
+{
+    write_named(w, TF_REC_INFO, 0, key, value);
+}
+
+/* The END event's counts, where the caller left them zero: events written
+ * before END, distinct strings / native stacks / Python stacks defined, and
+ * frames in the log once the chunk holding END is sealed. */
+static void fill_end_counts(const tf_writer *w, tf_event *e)
+{
+    if (!e->u.end.events) e->u.end.events = w->events;
+    if (!e->u.end.strings) e->u.end.strings = w->strings.count;
+    if (!e->u.end.native_stacks) e->u.end.native_stacks = w->native_stacks.count;
+    if (!e->u.end.py_stacks) e->u.end.py_stacks = w->py_stacks.count;
+    if (!e->u.end.frames) e->u.end.frames = w->frames_sealed + 1;
+}
+
+static uint8_t *put_field(tf_writer *w, uint8_t *p, const tf_event *e, const tf_field *f,
+                          int *present)
+{
+    const uint8_t *src = (const uint8_t *)e + f->offset;
+    uint32_t v32;
+    uint64_t v64;
+    switch (f->enc) {
+    case TF_ENC_U32:
+    case TF_ENC_S32:
+        memcpy(&v32, src, 4);
+        if (!(*present = v32 != 0))
+            return p;
+        return tf_put_uv(p, f->enc == TF_ENC_U32 ? v32 : tf_zigzag((int32_t)v32));
+    case TF_ENC_PTR:
+        memcpy(&v64, src, 8);
+        if (!(*present = v64 != 0))
+            return p;
+        p = tf_put_uv(p, tf_zigzag((int64_t)(v64 - w->ptr[f->ptr_class])));
+        w->ptr[f->ptr_class] = v64;
+        return p;
+    default: /* TF_ENC_U64, TF_ENC_SEQREL */
+        memcpy(&v64, src, 8);
+        if (!(*present = v64 != 0))
+            return p;
+        return tf_put_uv(p, f->enc == TF_ENC_U64 ? v64 : e->seq - v64);
+    }
+}
+
+static uint8_t *put_common(tf_writer *w, uint8_t *p, const tf_event *e, uint32_t *present)
+{
+    if (e->seq != w->seq + 1) {
+        *present |= 1u << 0;
+        p = tf_put_uv(p, e->seq - w->seq - 1);
+    }
+    if (e->tid != w->tid) {
+        *present |= 1u << 1;
+        p = tf_put_uv(p, e->tid);
+    }
+    if (e->t_ns != w->t_ns) {
+        *present |= 1u << 2;
+        p = tf_put_uv(p, tf_zigzag((int64_t)(e->t_ns - w->t_ns)));
+    }
+    if (e->parent) {
+        *present |= 1u << 3;
+        p = tf_put_uv(p, e->seq - e->parent);
+    }
+    if (e->native_stack) {
+        *present |= 1u << 4;
+        p = tf_put_uv(p, e->native_stack);
+    }
+    if (e->py_stack) {
+        *present |= 1u << 5;
+        p = tf_put_uv(p, e->py_stack);
+    }
+    return p;
+}
+
+void tf_write_event(tf_writer *w, const tf_event *ev)
+{
+    const tf_event_layout *layout = tf_event_layout_of(ev->kind);
+    if (!layout)
+        return;  /* only kinds this version defines can be encoded */
+    tf_event end;
+    if (ev->kind == TF_EV_END) {
+        end = *ev;
+        fill_end_counts(w, &end);
+        ev = &end;
+    }
+    uint8_t *payload = record_begin(w, ev->kind, TF_EVENT_MAX_BYTES);
+    if (!payload)
+        return;
+    uint8_t fields[TF_EVENT_MAX_BYTES];
+    uint32_t present = 0;
+    uint8_t *p = put_common(w, fields, ev, &present);
+    for (unsigned i = 0; i < layout->nfields; i++) {
+        int bit;
+        p = put_field(w, p, ev, &layout->fields[i], &bit);
+        present |= (uint32_t)bit << (TF_COMMON_FIELDS + i);
+    }
+    uint8_t *q = tf_put_uv(payload, present);
+    memcpy(q, fields, (size_t)(p - fields));
+    record_end(w, payload, q + (p - fields));
+    w->seq = ev->seq;
+    w->t_ns = ev->t_ns;
+    w->tid = ev->tid;
+    w->events++;
+}
+
+size_t tf_writer_pending(const tf_writer *w)
+{
+    return w->chunk.len;
+}
+
+void tf_writer_seal(tf_writer *w, tf_chunk *out)
+{
+    if (w->chunk.len == 0) {
+        out->len = 0;
+        return;
+    }
+    tf_chunk old = *out;
+    *out = w->chunk;
+    w->chunk = (tf_chunk){ old.data, 0, old.data ? old.cap : 0 };
+    w->frames_sealed++;
+    w->frame_open = 0;
+}
