@@ -95,6 +95,7 @@ static void install_hooks(void)
         say_once("GC events off: could not append to gc.callbacks");
     }
     python_alloc_install();
+    python_init_check_install();
     py.PyErr_Restore(type, value, traceback);
 }
 

@@ -22,6 +22,9 @@ void python_alloc_install(void);
  * at gc_start of `generation` (which then resets generations 0..generation). */
 void python_alloc_counts(int generation, uint64_t allocs[3]);
 
+/* python_init_check.c: start checking PyObject_Init calls (or say why not). */
+void python_init_check_install(void);
+
 /* python_host.c: large buffers.  Any thread, GIL or not.  domain is
  * enum py_alloc_domain.  releasing() records the free of a tracked buffer
  * and returns its size, or returns 0 when p is not one. */
