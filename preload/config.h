@@ -20,6 +20,8 @@ typedef struct trace_config {
 /* Parse the environment (called once, from the constructor). */
 void trace_config_load(void);
 const trace_config *trace_config_get(void);
+/* A forked child writes its own log: expand %p in TRACE_OUTPUT again. */
+void trace_config_set_pid(int pid);
 /* "key=value;..." for the log header. */
 const char *trace_config_describe(void);
 

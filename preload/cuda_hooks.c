@@ -1,0 +1,331 @@
+/*
+ * cuda_hooks.c - the memory entry points: call the real function, record
+ * one cuda_alloc or cuda_free event (failed calls too, with their code).
+ *
+ * What goes where (README.md has the table):
+ *   allocations, reservations, creates, maps  -> cuda_alloc
+ *   frees, releases, unmaps, address frees     -> cuda_free
+ *   ptr: the pointer or VA; for cuMemCreate/cuMemRelease the allocation handle.
+ *   size: bytes (pitch allocations: pitch * height); frees of unknown size: 0.
+ *   stream: the stream; for cuMemMap the allocation handle mapped.
+ *   flags: the call's flags argument, else 0.
+ */
+#include "cuda_hooks.h"
+#include "cuda_record.h"
+#include "trace_format.h"
+
+#define CALL(type, args) (real ? ((type)real)args : CUDA_NO_REAL)
+
+static uint64_t out_ptr(int r, void **p)
+{
+    return r == 0 && p ? (uint64_t)(uintptr_t)*p : 0;
+}
+
+static uint64_t out_dptr(int r, const cu_deviceptr *p)
+{
+    return r == 0 && p ? *p : 0;
+}
+
+static void alloc_event(uint32_t api, int r, uint64_t ptr, uint64_t size, const void *stream,
+                        uint64_t flags)
+{
+    cuda_record(&(struct cuda_call_record){
+        .kind = TF_EV_CUDA_ALLOC, .api = api, .result = r, .device = CUDA_DEVICE_CURRENT,
+        .ptr = ptr, .size = size, .stream = (uint64_t)(uintptr_t)stream, .flags = (uint32_t)flags });
+}
+
+static void free_event(uint32_t api, int r, uint64_t ptr, uint64_t size, const void *stream)
+{
+    cuda_record(&(struct cuda_call_record){
+        .kind = TF_EV_CUDA_FREE, .api = api, .result = r, .device = CUDA_DEVICE_CURRENT,
+        .ptr = ptr, .size = size, .stream = (uint64_t)(uintptr_t)stream });
+}
+
+/* ------------------------------------------------------------- runtime */
+
+int cuda_hook_cudaMalloc(void *real, void **p, size_t size)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(void **, size_t), (p, size));
+    if (outer)
+        alloc_event(TF_API_cudaMalloc, r, out_ptr(r, p), size, NULL, 0);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cudaFree(void *real, void *p)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(void *), (p));
+    if (outer)
+        free_event(TF_API_cudaFree, r, (uintptr_t)p, 0, NULL);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cudaMallocAsync(void *real, void **p, size_t size, cu_stream s)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(void **, size_t, cu_stream), (p, size, s));
+    if (outer)
+        alloc_event(TF_API_cudaMallocAsync, r, out_ptr(r, p), size, s, 0);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cudaFreeAsync(void *real, void *p, cu_stream s)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(void *, cu_stream), (p, s));
+    if (outer)
+        free_event(TF_API_cudaFreeAsync, r, (uintptr_t)p, 0, s);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cudaMallocManaged(void *real, void **p, size_t size, unsigned flags)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(void **, size_t, unsigned), (p, size, flags));
+    if (outer)
+        alloc_event(TF_API_cudaMallocManaged, r, out_ptr(r, p), size, NULL, flags);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cudaMallocHost(void *real, void **p, size_t size)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(void **, size_t), (p, size));
+    if (outer)
+        alloc_event(TF_API_cudaMallocHost, r, out_ptr(r, p), size, NULL, 0);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cudaHostAlloc(void *real, void **p, size_t size, unsigned flags)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(void **, size_t, unsigned), (p, size, flags));
+    if (outer)
+        alloc_event(TF_API_cudaHostAlloc, r, out_ptr(r, p), size, NULL, flags);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cudaFreeHost(void *real, void *p)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(void *), (p));
+    if (outer)
+        free_event(TF_API_cudaFreeHost, r, (uintptr_t)p, 0, NULL);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cudaMallocPitch(void *real, void **p, size_t *pitch, size_t width, size_t height)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(void **, size_t *, size_t, size_t), (p, pitch, width, height));
+    if (outer)
+        alloc_event(TF_API_cudaMallocPitch, r, out_ptr(r, p),
+                    (r == 0 && pitch ? *pitch : width) * height, NULL, 0);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cudaMallocFromPoolAsync(void *real, void **p, size_t size, cu_mempool pool,
+                                      cu_stream s)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(void **, size_t, cu_mempool, cu_stream), (p, size, pool, s));
+    if (outer)
+        alloc_event(TF_API_cudaMallocFromPoolAsync, r, out_ptr(r, p), size, s, 0);
+    cuda_call_end();
+    return r;
+}
+
+/* -------------------------------------------------------------- driver */
+
+int cuda_hook_cuMemAlloc_v2(void *real, cu_deviceptr *p, size_t size)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(cu_deviceptr *, size_t), (p, size));
+    if (outer)
+        alloc_event(TF_API_cuMemAlloc_v2, r, out_dptr(r, p), size, NULL, 0);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cuMemFree_v2(void *real, cu_deviceptr p)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(cu_deviceptr), (p));
+    if (outer)
+        free_event(TF_API_cuMemFree_v2, r, p, 0, NULL);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cuMemAllocAsync(void *real, cu_deviceptr *p, size_t size, cu_stream s)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(cu_deviceptr *, size_t, cu_stream), (p, size, s));
+    if (outer)
+        alloc_event(TF_API_cuMemAllocAsync, r, out_dptr(r, p), size, s, 0);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cuMemFreeAsync(void *real, cu_deviceptr p, cu_stream s)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(cu_deviceptr, cu_stream), (p, s));
+    if (outer)
+        free_event(TF_API_cuMemFreeAsync, r, p, 0, s);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cuMemAllocFromPoolAsync(void *real, cu_deviceptr *p, size_t size, cu_mempool pool,
+                                      cu_stream s)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(cu_deviceptr *, size_t, cu_mempool, cu_stream), (p, size, pool, s));
+    if (outer)
+        alloc_event(TF_API_cuMemAllocFromPoolAsync, r, out_dptr(r, p), size, s, 0);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cuMemAllocManaged(void *real, cu_deviceptr *p, size_t size, unsigned flags)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(cu_deviceptr *, size_t, unsigned), (p, size, flags));
+    if (outer)
+        alloc_event(TF_API_cuMemAllocManaged, r, out_dptr(r, p), size, NULL, flags);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cuMemAllocPitch_v2(void *real, cu_deviceptr *p, size_t *pitch, size_t width,
+                                 size_t height, unsigned elem)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(cu_deviceptr *, size_t *, size_t, size_t, unsigned),
+                 (p, pitch, width, height, elem));
+    if (outer)
+        alloc_event(TF_API_cuMemAllocPitch_v2, r, out_dptr(r, p),
+                    (r == 0 && pitch ? *pitch : width) * height, NULL, 0);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cuMemAllocHost_v2(void *real, void **p, size_t size)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(void **, size_t), (p, size));
+    if (outer)
+        alloc_event(TF_API_cuMemAllocHost_v2, r, out_ptr(r, p), size, NULL, 0);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cuMemHostAlloc(void *real, void **p, size_t size, unsigned flags)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(void **, size_t, unsigned), (p, size, flags));
+    if (outer)
+        alloc_event(TF_API_cuMemHostAlloc, r, out_ptr(r, p), size, NULL, flags);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cuMemFreeHost(void *real, void *p)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(void *), (p));
+    if (outer)
+        free_event(TF_API_cuMemFreeHost, r, (uintptr_t)p, 0, NULL);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cuMemCreate(void *real, cu_mem_handle *h, size_t size, const cu_mem_alloc_prop *prop,
+                          unsigned long long flags)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(cu_mem_handle *, size_t, const cu_mem_alloc_prop *, unsigned long long),
+                 (h, size, prop, flags));
+    if (outer)
+        cuda_record(&(struct cuda_call_record){
+            .kind = TF_EV_CUDA_ALLOC, .api = TF_API_cuMemCreate, .result = r,
+            .device = prop ? prop->location.id : -1, .ptr = r == 0 && h ? *h : 0, .size = size,
+            .flags = (uint32_t)flags });
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cuMemRelease(void *real, cu_mem_handle h)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(cu_mem_handle), (h));
+    if (outer)
+        cuda_record(&(struct cuda_call_record){ .kind = TF_EV_CUDA_FREE,
+                                                .api = TF_API_cuMemRelease, .result = r,
+                                                .device = -1, .ptr = h });
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cuMemMap(void *real, cu_deviceptr p, size_t size, size_t offset, cu_mem_handle h,
+                       unsigned long long flags)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(cu_deviceptr, size_t, size_t, cu_mem_handle, unsigned long long),
+                 (p, size, offset, h, flags));
+    if (outer)
+        cuda_record(&(struct cuda_call_record){
+            .kind = TF_EV_CUDA_ALLOC, .api = TF_API_cuMemMap, .result = r, .device = -1,
+            .ptr = p, .size = size, .stream = h, .flags = (uint32_t)flags });
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cuMemUnmap(void *real, cu_deviceptr p, size_t size)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(cu_deviceptr, size_t), (p, size));
+    if (outer)
+        cuda_record(&(struct cuda_call_record){ .kind = TF_EV_CUDA_FREE, .api = TF_API_cuMemUnmap,
+                                                .result = r, .device = -1, .ptr = p,
+                                                .size = size });
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cuMemAddressReserve(void *real, cu_deviceptr *p, size_t size, size_t align,
+                                  cu_deviceptr addr, unsigned long long flags)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(cu_deviceptr *, size_t, size_t, cu_deviceptr, unsigned long long),
+                 (p, size, align, addr, flags));
+    if (outer)
+        cuda_record(&(struct cuda_call_record){
+            .kind = TF_EV_CUDA_ALLOC, .api = TF_API_cuMemAddressReserve, .result = r,
+            .device = -1, .ptr = out_dptr(r, p), .size = size, .flags = (uint32_t)flags });
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cuMemAddressFree(void *real, cu_deviceptr p, size_t size)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(cu_deviceptr, size_t), (p, size));
+    if (outer)
+        cuda_record(&(struct cuda_call_record){ .kind = TF_EV_CUDA_FREE,
+                                                .api = TF_API_cuMemAddressFree, .result = r,
+                                                .device = -1, .ptr = p, .size = size });
+    cuda_call_end();
+    return r;
+}

@@ -1,0 +1,32 @@
+/*
+ * cuda_record.h - turning one CUDA call into one event.
+ *
+ * One allocation is recorded once, not once per layer: a thread-local depth
+ * counts traced CUDA calls in progress, and only the outermost records (the
+ * runtime's cudaMalloc, not the cuMemAlloc_v2 it makes underneath).
+ */
+#ifndef TRACE_CUDA_RECORD_H
+#define TRACE_CUDA_RECORD_H
+
+#include <stdint.h>
+
+/* Returns nonzero for the outermost traced CUDA call on this thread. */
+int cuda_call_begin(void);
+void cuda_call_end(void);
+
+/* Ask the driver for the current device (call only after a call that
+ * succeeded, when a context is current). */
+#define CUDA_DEVICE_CURRENT (-2)
+
+struct cuda_call_record {
+    uint32_t kind;     /* TF_EV_CUDA_ALLOC or TF_EV_CUDA_FREE */
+    uint32_t api;      /* enum tf_api */
+    int result;
+    int device;        /* or CUDA_DEVICE_CURRENT */
+    uint64_t ptr, size, stream;
+    uint32_t flags;
+};
+
+void cuda_record(const struct cuda_call_record *r);
+
+#endif

@@ -1,0 +1,145 @@
+/*
+ * cuda_symbols.c - finding real CUDA functions and handing out wrappers.
+ */
+#include "cuda_symbols.h"
+#include "dl_hooks.h"
+#include "native_stack.h"
+#include "warn.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <stdatomic.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- slots */
+
+static void *slot_for(enum cuda_entry entry, void *real)
+{
+    if (native_stack_is_ours((uintptr_t)real))
+        return real;                    /* already one of ours */
+    for (int i = 0; i < CUDA_SLOTS; i++) {
+        void *bound = atomic_load(&cuda_slot_real[entry][i]);
+        if (!bound && atomic_compare_exchange_strong(&cuda_slot_real[entry][i], &bound, real))
+            return cuda_slot_wrapper[entry][i];
+        if (bound == real)
+            return cuda_slot_wrapper[entry][i];
+    }
+    static _Atomic int warned;
+    if (!atomic_exchange(&warned, 1))
+        trace_warn("more than %d versions of %s in one process; the rest are not traced",
+                   CUDA_SLOTS, cuda_entry_name[entry]);
+    return real;
+}
+
+void *cuda_symbol_wrap(const char *name, void *real)
+{
+    if (name[0] != 'c' || name[1] != 'u')
+        return real;
+    for (int e = 0; e < CUDA_ENTRY_COUNT; e++)
+        if (!strcmp(name, cuda_entry_name[e]))
+            return slot_for((enum cuda_entry)e, real);
+    return real;
+}
+
+/* cuGetProcAddress takes base names and returns the newest version the
+ * caller's CUDA version allows (or the _ptsz variant, asked by flag: same
+ * signature, so the same wrapper fits).  Versions below min_version get an
+ * older signature we do not trace. */
+static const struct {
+    const char *name;
+    enum cuda_entry entry;
+    int min_version;
+} driver_names[] = {
+    { "cuMemAlloc", CUDA_cuMemAlloc_v2, 3020 },
+    { "cuMemFree", CUDA_cuMemFree_v2, 3020 },
+    { "cuMemAllocPitch", CUDA_cuMemAllocPitch_v2, 3020 },
+    { "cuMemAllocHost", CUDA_cuMemAllocHost_v2, 3020 },
+    { "cuMemHostAlloc", CUDA_cuMemHostAlloc, 0 },
+    { "cuMemFreeHost", CUDA_cuMemFreeHost, 0 },
+    { "cuMemAllocManaged", CUDA_cuMemAllocManaged, 0 },
+    { "cuMemAllocAsync", CUDA_cuMemAllocAsync, 0 },
+    { "cuMemFreeAsync", CUDA_cuMemFreeAsync, 0 },
+    { "cuMemAllocFromPoolAsync", CUDA_cuMemAllocFromPoolAsync, 0 },
+    { "cuMemCreate", CUDA_cuMemCreate, 0 },
+    { "cuMemRelease", CUDA_cuMemRelease, 0 },
+    { "cuMemMap", CUDA_cuMemMap, 0 },
+    { "cuMemUnmap", CUDA_cuMemUnmap, 0 },
+    { "cuMemAddressReserve", CUDA_cuMemAddressReserve, 0 },
+    { "cuMemAddressFree", CUDA_cuMemAddressFree, 0 },
+    /* Asked for itself: from 12.0 on the answer has the 5-argument form. */
+    { "cuGetProcAddress", CUDA_cuGetProcAddress_v2, 12000 },
+    { "cuGetProcAddress", CUDA_cuGetProcAddress, 0 },
+};
+
+void *cuda_driver_symbol_wrap(const char *name, void *real, int version)
+{
+    if (!real || name[0] != 'c' || name[1] != 'u')
+        return real;
+    for (size_t i = 0; i < sizeof driver_names / sizeof *driver_names; i++)
+        if (version >= driver_names[i].min_version && !strcmp(name, driver_names[i].name))
+            return slot_for(driver_names[i].entry, real);
+    return real;
+}
+
+/* ------------------------------------------------- exported symbols' reals */
+
+/* Call sites seen per entry, and the real function for each.  Call sites
+ * are few (one per line of source that calls cudaMalloc), lookups lock-free. */
+#define CALL_SITES 64
+
+struct call_site {
+    _Atomic uintptr_t ret;   /* published last */
+    void *real;
+};
+
+static struct call_site sites[CUDA_ENTRY_COUNT][CALL_SITES];
+static _Atomic int sites_lock;
+
+/* The definition the caller's object binds to: search its own scope (its
+ * dependencies, where RTLD_LOCAL libraries live), skipping ourselves; for
+ * the main program and anything else in the global scope, the next
+ * definition after libtrace.so. */
+static void *resolve_for_caller(const char *name, const void *ret)
+{
+    Dl_info info;
+    struct link_map *map = NULL;
+    void *real = NULL;
+    if (dladdr1(ret, &info, (void **)&map, RTLD_DL_LINKMAP) && map && map->l_name[0]) {
+        void *handle = dl_real_dlopen(map->l_name, RTLD_LAZY | RTLD_NOLOAD);
+        if (handle) {
+            real = dl_real_dlsym(handle, name);
+            dl_real_dlclose(handle);
+        }
+    }
+    if (!real || native_stack_is_ours((uintptr_t)real))
+        real = dl_real_dlsym(RTLD_NEXT, name);
+    return real;
+}
+
+void *cuda_real_for_caller(enum cuda_entry entry, const void *ret)
+{
+    struct call_site *s = sites[entry];
+    for (int i = 0; i < CALL_SITES; i++) {
+        uintptr_t key = atomic_load_explicit(&s[i].ret, memory_order_acquire);
+        if (key == (uintptr_t)ret)
+            return s[i].real;
+        if (!key)
+            break;
+    }
+    void *real = resolve_for_caller(cuda_entry_name[entry], ret);
+    if (!real)
+        return NULL;
+    /* Remember it; a full table only costs the lookup above next time. */
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&sites_lock, &expected, 1))
+        return real;
+    for (int i = 0; i < CALL_SITES; i++) {
+        if (!atomic_load_explicit(&s[i].ret, memory_order_relaxed)) {
+            s[i].real = real;
+            atomic_store_explicit(&s[i].ret, (uintptr_t)ret, memory_order_release);
+            break;
+        }
+    }
+    atomic_store(&sites_lock, 0);
+    return real;
+}

@@ -1,0 +1,147 @@
+/*
+ * dl_hooks.c - dlopen, dlclose and dlsym, interposed.
+ *
+ * dlopen/dlclose: the set of loaded objects changed; record it (modules.c).
+ * dlsym on a library handle: ctypes, cuda-python and hand-rolled loaders get
+ * CUDA entry points this way, bypassing LD_PRELOAD; hand back our wrapper for
+ * the names we trace (cuda_symbols.c).
+ *
+ * dlsym(RTLD_NEXT) and dlsym(RTLD_DEFAULT) answer relative to the calling
+ * object, which glibc finds from the return address.  A C wrapper would make
+ * every such lookup look like ours (and break, among others, the sanitizer
+ * runtimes, which find the next definition this way), so dlsym's entry is a
+ * few instructions of assembly that jump to glibc's dlsym for those two
+ * handles with the caller's return address untouched.
+ */
+#include "dl_hooks.h"
+#include "cuda_symbols.h"
+#include "modules.h"
+#include "recorder.h"
+
+#include <dlfcn.h>
+#include <stddef.h>
+
+typedef void *(*dlsym_fn)(void *, const char *);
+typedef void *(*dlvsym_fn)(void *, const char *, const char *);
+typedef void *(*dlopen_fn)(const char *, int);
+typedef int (*dlclose_fn)(void *);
+
+/* Read by the assembly below. */
+__attribute__((visibility("hidden"))) dlsym_fn trace_real_dlsym_ptr;
+static dlopen_fn real_dlopen;
+static dlclose_fn real_dlclose;
+
+/* Called by the assembly, with the caller's arguments saved, the first time
+ * anyone calls dlsym (possibly before our constructor: other preloaded
+ * libraries look up their next definitions early).  dlvsym is not
+ * interposed, so RTLD_NEXT here skips to glibc. */
+__attribute__((visibility("hidden"))) dlsym_fn trace_dlsym_resolve(void)
+{
+    static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17" };
+    for (size_t i = 0; !trace_real_dlsym_ptr && i < sizeof versions / sizeof *versions; i++)
+        trace_real_dlsym_ptr = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+    return trace_real_dlsym_ptr;
+}
+
+void *dl_real_dlsym(void *handle, const char *name)
+{
+    dlsym_fn real = trace_real_dlsym_ptr ? trace_real_dlsym_ptr : trace_dlsym_resolve();
+    return real ? real(handle, name) : NULL;
+}
+
+/* dlsym on an explicit handle (the assembly sends the rest to glibc). */
+__attribute__((visibility("hidden"))) void *trace_dlsym_on_handle(void *handle, const char *name)
+{
+    void *p = dl_real_dlsym(handle, name);
+    return p ? cuda_symbol_wrap(name, p) : NULL;
+}
+
+#if defined(__x86_64__)
+__asm__(".text\n"
+        ".globl dlsym\n"
+        ".type dlsym,@function\n"
+        "dlsym:\n"
+        "    cmpq $-1, %rdi\n"                 /* RTLD_NEXT */
+        "    je 1f\n"
+        "    testq %rdi, %rdi\n"               /* RTLD_DEFAULT */
+        "    je 1f\n"
+        "    jmp trace_dlsym_on_handle\n"
+        "1:  movq trace_real_dlsym_ptr(%rip), %rax\n"
+        "    testq %rax, %rax\n"
+        "    jz 2f\n"
+        "    jmp *%rax\n"
+        "2:  pushq %rdi\n"
+        "    pushq %rsi\n"
+        "    subq $8, %rsp\n"                  /* keep the stack 16-byte aligned */
+        "    call trace_dlsym_resolve\n"
+        "    addq $8, %rsp\n"
+        "    popq %rsi\n"
+        "    popq %rdi\n"
+        "    testq %rax, %rax\n"
+        "    jz 3f\n"
+        "    jmp *%rax\n"
+        "3:  ret\n"
+        ".size dlsym, .-dlsym\n");
+#elif defined(__aarch64__)
+__asm__(".text\n"
+        ".globl dlsym\n"
+        ".type dlsym,%function\n"
+        "dlsym:\n"
+        "    cmn x0, #1\n"                     /* RTLD_NEXT */
+        "    b.eq 1f\n"
+        "    cbz x0, 1f\n"                     /* RTLD_DEFAULT */
+        "    b trace_dlsym_on_handle\n"
+        "1:  adrp x16, trace_real_dlsym_ptr\n"
+        "    ldr x16, [x16, :lo12:trace_real_dlsym_ptr]\n"
+        "    cbz x16, 2f\n"
+        "    br x16\n"
+        "2:  stp x29, x30, [sp, #-32]!\n"
+        "    stp x0, x1, [sp, #16]\n"
+        "    bl trace_dlsym_resolve\n"
+        "    mov x16, x0\n"
+        "    ldp x0, x1, [sp, #16]\n"
+        "    ldp x29, x30, [sp], #32\n"
+        "    cbz x16, 3f\n"
+        "    br x16\n"
+        "3:  mov x0, #0\n"
+        "    ret\n"
+        ".size dlsym, .-dlsym\n");
+#else
+#error "dlsym's entry needs a few lines of assembly for this architecture"
+#endif
+
+static void resolve_loader(void)
+{
+    if (!real_dlopen)
+        real_dlopen = (dlopen_fn)dl_real_dlsym(RTLD_NEXT, "dlopen");
+    if (!real_dlclose)
+        real_dlclose = (dlclose_fn)dl_real_dlsym(RTLD_NEXT, "dlclose");
+}
+
+void *dl_real_dlopen(const char *file, int mode)
+{
+    resolve_loader();
+    return real_dlopen ? real_dlopen(file, mode) : NULL;
+}
+
+int dl_real_dlclose(void *handle)
+{
+    resolve_loader();
+    return real_dlclose ? real_dlclose(handle) : -1;
+}
+
+void *dlopen(const char *file, int mode)
+{
+    void *handle = dl_real_dlopen(file, mode);
+    if (handle && rec_active())
+        modules_rescan();
+    return handle;
+}
+
+int dlclose(void *handle)
+{
+    int rc = dl_real_dlclose(handle);
+    if (rc == 0 && rec_active())
+        modules_rescan();
+    return rc;
+}

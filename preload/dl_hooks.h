@@ -1,0 +1,13 @@
+/*
+ * dl_hooks.h - the loader's real functions, for code that must not go
+ * through our own dlopen/dlclose/dlsym.
+ */
+#ifndef TRACE_DL_HOOKS_H
+#define TRACE_DL_HOOKS_H
+
+/* glibc's dlsym.  Called from libtrace.so, so RTLD_NEXT means "after us". */
+void *dl_real_dlsym(void *handle, const char *name);
+void *dl_real_dlopen(const char *file, int mode);
+int dl_real_dlclose(void *handle);
+
+#endif

@@ -1,0 +1,134 @@
+/*
+ * flusher.c - the background flusher.
+ *
+ * Sealing takes the recorder's lock for a pointer swap; compressing and
+ * writing happen outside it, under the write token (owner tid, like the
+ * recorder's lock), which keeps frames in seal order and lets a fatal-signal
+ * flush tell "another thread is writing, wait" from "I was writing, give up".
+ * The thread sleeps on a futex with a 100 ms timeout; a full chunk wakes it.
+ */
+#include "flusher.h"
+#include "log_file.h"
+#include "recorder_core.h"
+#include "warn.h"
+
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#define FLUSH_INTERVAL_NS 100000000L
+/* A fatal-signal flush waits at most this long for another thread's write. */
+#define SIGNAL_WAIT_NS 200000000L
+
+static pthread_t thread;
+enum { NOT_STARTED, RUNNING, NO_THREAD };
+static _Atomic int started;
+static _Atomic int stopping;
+static _Atomic int kick_word;  /* futex: 1 when there is work */
+static _Atomic pid_t token_owner;
+static tf_chunk chunk;         /* swapped with the writer's buffer on seal */
+static ZSTD_CCtx *cctx;        /* made once; a fatal-signal flush reuses it */
+
+static void futex_wait(_Atomic int *word, int value, long timeout_ns)
+{
+    struct timespec ts = { timeout_ns / 1000000000L, timeout_ns % 1000000000L };
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, &ts, NULL, 0);
+}
+
+static void futex_wake(_Atomic int *word)
+{
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static int token_take(int from_signal)
+{
+    pid_t me = rec_tid();
+    if (atomic_load(&token_owner) == me)
+        return 0;
+    struct timespec nap = { 0, 1000000 };
+    for (long waited = 0;; waited += nap.tv_nsec) {
+        pid_t expected = 0;
+        if (atomic_compare_exchange_strong(&token_owner, &expected, me))
+            return 1;
+        if (from_signal && waited >= SIGNAL_WAIT_NS)
+            return 0;
+        nanosleep(&nap, NULL);
+    }
+}
+
+int flush_now(int from_signal)
+{
+    if (!token_take(from_signal))
+        return -1;
+    if (!cctx)
+        cctx = ZSTD_createCCtx();
+    int rc = 0;
+    if (rec_seal(&chunk) > 0)
+        rc = log_write(&chunk, cctx);
+    atomic_store(&token_owner, 0);
+    return rc;
+}
+
+static void *flusher_main(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&stopping)) {
+        futex_wait(&kick_word, 0, FLUSH_INTERVAL_NS);
+        atomic_store(&kick_word, 0);
+        flush_now(0);
+    }
+    return NULL;
+}
+
+void flusher_ensure_started(void)
+{
+    int expected = NOT_STARTED;
+    if (atomic_load_explicit(&started, memory_order_relaxed) != NOT_STARTED ||
+        !atomic_compare_exchange_strong(&started, &expected, RUNNING))
+        return;
+    /* The app's signals are the app's business: block them all in our
+     * thread so no handler of the app ever runs on it. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&thread, NULL, flusher_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        /* Still correct, only later: exit and fatal signals flush. */
+        atomic_store(&started, NO_THREAD);
+        trace_warn("cannot start the flusher thread; the log is written at exit");
+        return;
+    }
+    pthread_setname_np(thread, "trace-flush");
+}
+
+void flusher_kick(void)
+{
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&kick_word, &expected, 1))
+        futex_wake(&kick_word);
+}
+
+void flusher_stop(void)
+{
+    if (atomic_load(&started) != RUNNING)
+        return;
+    atomic_store(&stopping, 1);
+    atomic_store(&kick_word, 1);
+    futex_wake(&kick_word);
+    pthread_join(thread, NULL);
+    atomic_store(&started, NOT_STARTED);
+}
+
+void flusher_fork_child(void)
+{
+    atomic_store(&started, NOT_STARTED);
+    atomic_store(&stopping, 0);
+    atomic_store(&kick_word, 0);
+    atomic_store(&token_owner, 0);
+}

@@ -1,0 +1,15 @@
+/*
+ * modules.h - which ELF objects are loaded where, so native stacks resolve
+ * later, on another machine (path, load bias, build-id, PT_LOAD segments).
+ */
+#ifndef TRACE_MODULES_H
+#define TRACE_MODULES_H
+
+/* Record objects not recorded yet (every one at start), and MODULE_UNLOAD
+ * for those that went away: at start and after each dlopen/dlclose. */
+void modules_rescan(void);
+
+/* In a forked child: the table described the parent's log. */
+void modules_fork_child(void);
+
+#endif

@@ -1,0 +1,323 @@
+/*
+ * recorder.c - one total order for every event from every thread.
+ *
+ * One spinlock guards the writer.  Under it an event gets its seq and is
+ * encoded, so file order is seq order.  Everything slow happens outside it:
+ * stacks are captured before taking it, compression and writing happen in the
+ * flusher (flusher.c).  The lock word holds the owner's thread id, so a signal
+ * handler that interrupts its own thread inside the recorder sees that and
+ * drops its event instead of deadlocking.  fork() takes the lock in the
+ * prepare handler, so no child inherits it held.
+ */
+#include "recorder.h"
+#include "recorder_core.h"
+#include "config.h"
+#include "flusher.h"
+#include "native_stack.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_OPEN_OPS 64
+#define MAX_PY_FRAMES 128
+
+/* Thread-local state.  initial-exec: the library is preloaded, and the
+ * default model may call __tls_get_addr, which can allocate on first use
+ * (not something to do inside a signal handler). */
+#define TLS static __thread __attribute__((tls_model("initial-exec")))
+TLS pid_t my_tid;
+TLS uint32_t my_named_generation;  /* writer generation our THREAD record went to */
+TLS uint32_t open_count;
+TLS uint64_t open_ops[MAX_OPEN_OPS];
+
+static tf_writer *writer;
+static _Atomic int recording;
+static _Atomic pid_t lock_owner;
+static uint64_t last_seq;                 /* under the lock */
+static _Atomic uint64_t dropped;
+static _Atomic uint32_t generation = 1;   /* a new writer after fork is a new generation */
+static int fork_took_lock;
+static const rec_py_provider *_Atomic py_provider;
+
+pid_t rec_tid(void)
+{
+    if (!my_tid)
+        my_tid = (pid_t)syscall(SYS_gettid);
+    return my_tid;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+/* Returns 0 when this thread already holds the lock (re-entered from a
+ * signal handler): the caller must drop what it was about to write. */
+static int lock_take(pid_t tid)
+{
+    if (atomic_load_explicit(&lock_owner, memory_order_relaxed) == tid)
+        return 0;
+    for (unsigned spins = 0;; spins++) {
+        pid_t expected = 0;
+        if (atomic_compare_exchange_weak_explicit(&lock_owner, &expected, tid,
+                                                  memory_order_acquire, memory_order_relaxed))
+            return 1;
+        if (spins > 64)
+            sched_yield();
+        else
+            cpu_relax();
+    }
+}
+
+static void lock_release(void)
+{
+    atomic_store_explicit(&lock_owner, 0, memory_order_release);
+}
+
+int rec_active(void)
+{
+    return atomic_load_explicit(&recording, memory_order_relaxed);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int rec_start(const tf_header *h)
+{
+    writer = tf_writer_new(h);
+    if (!writer)
+        return -1;
+    atomic_store(&recording, 1);
+    return 0;
+}
+
+void rec_set_py_provider(const rec_py_provider *p)
+{
+    atomic_store(&py_provider, p);
+}
+
+/* What a thread knows before taking the lock. */
+struct captured {
+    uint64_t ips[NATIVE_STACK_MAX];
+    int nips;
+    rec_py_raw py[MAX_PY_FRAMES];
+    int npy;
+    const rec_py_provider *provider;
+    char thread_name[17];  /* set when this writer has no THREAD record for us yet */
+};
+
+static void capture(struct captured *c, unsigned flags)
+{
+    c->nips = flags & REC_NATIVE_STACK ? native_stack_capture(c->ips, trace_config_get()->stack_depth)
+                                       : 0;
+    c->provider = atomic_load_explicit(&py_provider, memory_order_acquire);
+    c->npy = flags & REC_PY_STACK && c->provider ? c->provider->capture(c->py, MAX_PY_FRAMES) : 0;
+    c->thread_name[0] = '\0';
+    if (my_named_generation != atomic_load_explicit(&generation, memory_order_relaxed)) {
+        if (prctl(PR_GET_NAME, c->thread_name) != 0)
+            strcpy(c->thread_name, "?");
+        c->thread_name[16] = '\0';
+    }
+}
+
+/* Under the lock: definitions this event refers to, then the event. */
+static uint64_t encode(tf_event *e, const struct captured *c, pid_t tid)
+{
+    if (c->thread_name[0]) {
+        tf_write_thread(writer, (uint32_t)tid, c->thread_name);
+        my_named_generation = atomic_load_explicit(&generation, memory_order_relaxed);
+    }
+    e->seq = ++last_seq;
+    e->tid = (uint32_t)tid;
+    e->t_ns = now_ns();
+    e->parent = open_count ? open_ops[open_count - 1] : 0;
+    e->native_stack = c->nips ? tf_write_native_stack(writer, c->ips, (uint32_t)c->nips) : 0;
+    e->py_stack = c->npy > 0 ? c->provider->intern(writer, c->py, c->npy) : 0;
+    tf_write_event(writer, e);
+    return e->seq;
+}
+
+uint64_t rec_event(tf_event *e, unsigned flags)
+{
+    if (!rec_active())
+        return 0;
+    struct captured c;
+    capture(&c, flags);
+    pid_t tid = rec_tid();
+    if (!lock_take(tid)) {
+        atomic_fetch_add(&dropped, 1);
+        return 0;
+    }
+    uint64_t seq = 0;
+    size_t pending = 0;
+    if (rec_active()) {
+        seq = encode(e, &c, tid);
+        pending = tf_writer_pending(writer);
+    }
+    lock_release();
+    if (seq && flags & REC_OPEN && open_count < MAX_OPEN_OPS)
+        open_ops[open_count++] = seq;
+    flusher_ensure_started();
+    if (pending >= REC_SEAL_BYTES)
+        flusher_kick();
+    return seq;
+}
+
+void rec_close(uint64_t seq)
+{
+    /* Normally the innermost; after a mismatch (an operation whose end was
+     * never reported) close everything opened inside it too. */
+    for (uint32_t i = open_count; i > 0; i--) {
+        if (open_ops[i - 1] == seq) {
+            open_count = i - 1;
+            return;
+        }
+    }
+}
+
+/* Definitions: run fn under the lock when recording. */
+void rec_define(void (*fn)(tf_writer *w, void *arg), void *arg)
+{
+    if (!rec_active() || !lock_take(rec_tid()))
+        return;
+    if (rec_active())
+        fn(writer, arg);
+    lock_release();
+}
+
+struct string_arg { const char *s; uint32_t id; };
+
+static void define_string(tf_writer *w, void *arg)
+{
+    struct string_arg *a = arg;
+    a->id = tf_write_string(w, a->s, strlen(a->s));
+}
+
+uint32_t rec_string(const char *s)
+{
+    struct string_arg a = { s, 0 };
+    rec_define(define_string, &a);
+    return a.id;
+}
+
+struct named_arg { uint32_t num; const char *key, *value; };
+
+static void define_pool(tf_writer *w, void *arg)
+{
+    struct named_arg *a = arg;
+    tf_write_pool(w, a->num, a->value);
+}
+
+void rec_pool(uint32_t pool, const char *name)
+{
+    struct named_arg a = { pool, NULL, name };
+    rec_define(define_pool, &a);
+}
+
+static void define_info(tf_writer *w, void *arg)
+{
+    struct named_arg *a = arg;
+    tf_write_info(w, a->key, a->value);
+}
+
+void rec_info(const char *key, const char *value)
+{
+    struct named_arg a = { 0, key, value };
+    rec_define(define_info, &a);
+}
+
+static void define_thread(tf_writer *w, void *arg)
+{
+    struct named_arg *a = arg;
+    tf_write_thread(w, a->num, a->value);
+}
+
+void rec_thread_name(uint32_t tid, const char *name)
+{
+    struct named_arg a = { tid, NULL, name };
+    rec_define(define_thread, &a);
+}
+
+void rec_end(void)
+{
+    if (!rec_active() || !lock_take(rec_tid()))
+        return;
+    if (rec_active()) {
+        tf_event e = { .kind = TF_EV_END };
+        encode(&e, &(struct captured){ .nips = 0 }, rec_tid());
+        atomic_store(&recording, 0);
+    }
+    lock_release();
+}
+
+void rec_stop(void)
+{
+    atomic_store(&recording, 0);
+}
+
+size_t rec_seal(tf_chunk *out)
+{
+    pid_t tid = rec_tid();
+    if (!writer || !lock_take(tid))
+        return 0;
+    tf_writer_seal(writer, out);
+    lock_release();
+    return out->len;
+}
+
+uint64_t rec_event_count(void)
+{
+    return last_seq;
+}
+
+uint64_t rec_dropped_count(void)
+{
+    return atomic_load(&dropped);
+}
+
+void rec_fork_prepare(void)
+{
+    /* A fork from a signal handler that interrupted the recorder on this
+     * thread finds the lock ours already: the interrupted code releases it,
+     * and the child starts over anyway. */
+    fork_took_lock = writer && lock_take(rec_tid());
+}
+
+void rec_fork_parent(void)
+{
+    if (fork_took_lock)
+        lock_release();
+    fork_took_lock = 0;
+}
+
+void rec_fork_child(const tf_header *h)
+{
+    my_tid = 0;
+    fork_took_lock = 0;
+    atomic_store(&lock_owner, 0);
+    if (!writer)
+        return;
+    /* The parent's writer holds the parent's unflushed records: drop them
+     * with it.  The open operations belong to the parent's log too. */
+    tf_writer_free(writer);
+    writer = NULL;
+    open_count = 0;
+    last_seq = 0;
+    atomic_fetch_add(&generation, 1);
+    atomic_store(&recording, 0);
+    if (h)
+        rec_start(h);
+}

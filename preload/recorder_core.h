@@ -1,0 +1,48 @@
+/*
+ * recorder_core.h - the recorder's side door, for the parts of the tracer
+ * that run it rather than feed it: start-up, the flusher, module tracking,
+ * fork handling and exit.  Hooks use recorder.h only.
+ */
+#ifndef TRACE_RECORDER_CORE_H
+#define TRACE_RECORDER_CORE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include "trace_format.h"
+
+/* Chunks are handed to the flusher once this much is encoded. */
+#define REC_SEAL_BYTES (256u * 1024u)
+
+/* Start recording into a new writer whose first record is h.  0 or -1. */
+int rec_start(const tf_header *h);
+
+/* Record END (the writer fills its counts); every later event is dropped. */
+void rec_end(void);
+
+/* Stop recording for good (the log cannot be written). */
+void rec_stop(void);
+
+/* Move what was encoded since the last seal into *out (see tf_writer_seal).
+ * Returns the number of bytes handed over. */
+size_t rec_seal(tf_chunk *out);
+
+/* Run fn with the writer under the recorder's lock, if recording: for
+ * definitions that are not events (modules).  fn must not call out. */
+void rec_define(void (*fn)(tf_writer *w, void *arg), void *arg);
+
+/* Events recorded so far, and events dropped (recorded from a signal handler
+ * that interrupted its own thread inside the recorder). */
+uint64_t rec_event_count(void);
+uint64_t rec_dropped_count(void);
+
+/* The calling thread's kernel id, cached (reset in a forked child). */
+pid_t rec_tid(void);
+
+/* fork(): the prepare handler takes the lock so the child starts from a
+ * consistent writer; the child then throws the parent's writer away
+ * (its unflushed data belongs to the parent's log) and starts a new one. */
+void rec_fork_prepare(void);
+void rec_fork_parent(void);
+void rec_fork_child(const tf_header *h);
+
+#endif

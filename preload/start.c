@@ -1,0 +1,143 @@
+/*
+ * start.c - libtrace.so's constructor and destructor: settings, the log
+ * header, the recorder, modules, fatal signals, fork, the Python side; at
+ * exit the END event, the last flush and one line on stderr.
+ */
+#include "config.h"
+#include "fatal_signals.h"
+#include "flusher.h"
+#include "log_file.h"
+#include "modules.h"
+#include "native_stack.h"
+#include "pool_api.h"
+#include "python.h"
+#include "recorder.h"
+#include "recorder_core.h"
+#include "warn.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <time.h>
+#include <unistd.h>
+
+static char hostname[256];
+static char cmdline[4096];
+static char exe[4096];
+static int started;
+
+static uint64_t clock_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* /proc/self/cmdline, arguments joined by single spaces. */
+static void read_cmdline(void)
+{
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, cmdline, sizeof cmdline - 1) : 0;
+    if (fd >= 0)
+        close(fd);
+    if (n < 0)
+        n = 0;
+    while (n > 0 && cmdline[n - 1] == '\0')
+        n--;
+    for (ssize_t i = 0; i < n; i++)
+        if (cmdline[i] == '\0')
+            cmdline[i] = ' ';
+    cmdline[n] = '\0';
+}
+
+static void read_process_facts(void)
+{
+    if (gethostname(hostname, sizeof hostname - 1) != 0)
+        hostname[0] = '\0';
+    read_cmdline();
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+}
+
+static tf_header make_header(void)
+{
+    return (tf_header){
+        .version_major = TF_VERSION_MAJOR,
+        .version_minor = TF_VERSION_MINOR,
+        .pid = (uint32_t)getpid(),
+        .ppid = (uint32_t)getppid(),
+        .wall_start_ns = clock_ns(CLOCK_REALTIME),
+        .mono_start_ns = clock_ns(CLOCK_MONOTONIC),
+        .hostname = hostname,
+        .cmdline = cmdline,
+        .exe = exe,
+        .tracer_version = TRACE_VERSION,
+        .settings = trace_config_describe(),
+        .python_version = "",
+    };
+}
+
+static void fork_prepare(void)
+{
+    rec_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+    rec_fork_parent();
+}
+
+/* The child writes its own log, under its own pid, from scratch. */
+static void fork_child(void)
+{
+    trace_config_set_pid(getpid());
+    tf_header h = make_header();
+    rec_fork_child(&h);
+    log_fork_child();
+    flusher_fork_child();
+    modules_fork_child();
+    pool_api_fork_child();
+}
+
+__attribute__((constructor)) static void trace_start(void)
+{
+    trace_config_load();
+    if (getauxval(AT_SECURE)) {
+        trace_warn("secure-execution (setuid/setgid/capabilities) process: not tracing");
+        return;
+    }
+    native_stack_init();
+    read_process_facts();
+    tf_header h = make_header();
+    if (rec_start(&h) < 0) {
+        trace_warn("out of memory at start: not tracing");
+        return;
+    }
+    started = 1;
+    modules_rescan();
+    fatal_signals_install();
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    python_start();
+}
+
+__attribute__((destructor)) static void trace_finish(void)
+{
+    if (!started)
+        return;
+    rec_end();
+    flusher_stop();
+    flush_now(0);
+    log_close();
+    if (log_failed())
+        return;   /* said once already */
+    uint64_t dropped = rec_dropped_count();
+    if (dropped)
+        trace_warn("%llu events -> %s (%llu dropped: recorded from a signal handler inside the "
+                   "recorder)",
+                   (unsigned long long)rec_event_count(), trace_config_get()->output,
+                   (unsigned long long)dropped);
+    else
+        trace_warn("%llu events -> %s", (unsigned long long)rec_event_count(),
+                   trace_config_get()->output);
+}
