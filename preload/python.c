@@ -96,6 +96,7 @@ static void install_hooks(void)
     }
     python_alloc_install();
     python_init_check_install();
+    python_cupy_prepare();
     py.PyErr_Restore(type, value, traceback);
 }
 
@@ -121,7 +122,11 @@ static void attach(void)
  * raises more audit events: the PY_ATTACHING state turns those away. */
 static int on_audit_event(const char *event, py_object *args, void *user)
 {
-    (void)event, (void)args, (void)user;
+    (void)user;
+    if (attach_state == PY_ATTACHED) {
+        python_cupy_on_audit_event(event, args);
+        return 0;
+    }
     if (attach_state != PY_WAITING || !py.Py_IsInitialized())
         return 0;
     attach_state = PY_ATTACHING;

@@ -57,6 +57,12 @@ int py_api_resolve(const char **why)
     RESOLVE(PyUnicode_CompareWithASCIIString, "PyUnicode_CompareWithASCIIString");
     RESOLVE(PyTuple_GetItem, "PyTuple_GetItem");
     RESOLVE(PyTuple_Size, "PyTuple_Size");
+    RESOLVE(PyTuple_Pack, "PyTuple_Pack");
+    RESOLVE(PyDict_New, "PyDict_New");
+    RESOLVE(PyDict_SetItemString, "PyDict_SetItemString");
+    RESOLVE(PyObject_SetItem, "PyObject_SetItem");
+    RESOLVE(PyStaticMethod_New, "PyStaticMethod_New");
+    RESOLVE(PyEval_SetProfile, "PyEval_SetProfile");
     RESOLVE(PyDict_GetItem, "PyDict_GetItem");
     RESOLVE(PyLong_AsSsize_t, "PyLong_AsSsize_t");
     RESOLVE(PyLong_AsUnsignedLongLongMask, "PyLong_AsUnsignedLongLongMask");
@@ -72,10 +78,11 @@ int py_api_resolve(const char **why)
     RESOLVE(PyMem_SetAllocator, "PyMem_SetAllocator");
     py.none = dlsym(RTLD_DEFAULT, "_Py_NoneStruct");
     py.code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
+    py.type_type = dlsym(RTLD_DEFAULT, "PyType_Type");
     resolve_current_tstate();
 
     void **first = (void **)&py.Py_IsInitialized;
-    void **last = (void **)&py.code_type;
+    void **last = (void **)&py.type_type;
     for (void **f = first; f <= last; f++) {
         if (!*f) {
             *why = "a CPython C API function is missing";

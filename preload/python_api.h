@@ -24,6 +24,7 @@ typedef struct py_method_def {
     const char *doc;
 } py_method_def;
 #define PY_METH_VARARGS 0x0001
+#define PY_METH_KEYWORDS 0x0002
 
 /* PyMemAllocatorEx and its domains, stable since 3.5. */
 typedef struct py_allocator {
@@ -45,7 +46,7 @@ typedef struct py_api {
     int (*PySys_AddAuditHook)(py_audit_hook hook, void *user);
     const char *(*Py_GetVersion)(void);
     py_object *(*PyImport_ImportModule)(const char *name);
-    py_object *(*PyImport_GetModule)(py_object *name);
+    py_object *(*PyImport_GetModule)(py_object *name);   /* new reference */
     py_object *(*PyObject_GetAttrString)(py_object *o, const char *name);
     int (*PyObject_SetAttrString)(py_object *o, const char *name, py_object *v);
     py_object *(*PyObject_CallFunctionObjArgs)(py_object *callable, ...);
@@ -55,6 +56,12 @@ typedef struct py_api {
     py_object *(*PyUnicode_FromString)(const char *s);
     int (*PyUnicode_CompareWithASCIIString)(py_object *u, const char *s);
     py_object *(*PyTuple_GetItem)(py_object *t, ssize_t i);
+    py_object *(*PyTuple_Pack)(ssize_t n, ...);
+    py_object *(*PyDict_New)(void);
+    int (*PyDict_SetItemString)(py_object *d, const char *key, py_object *v);
+    int (*PyObject_SetItem)(py_object *o, py_object *key, py_object *v);
+    py_object *(*PyStaticMethod_New)(py_object *callable);
+    void (*PyEval_SetProfile)(void *func, py_object *arg);
     ssize_t (*PyTuple_Size)(py_object *t);
     py_object *(*PyDict_GetItem)(py_object *d, py_object *key);
     ssize_t (*PyLong_AsSsize_t)(py_object *o);
@@ -72,6 +79,7 @@ typedef struct py_api {
     void (*PyMem_SetAllocator)(int domain, py_allocator *a);
     py_object *none;           /* &_Py_NoneStruct */
     py_object *code_type;      /* &PyCode_Type */
+    py_object *type_type;      /* &PyType_Type */
 } py_api;
 
 extern py_api py;

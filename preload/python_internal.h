@@ -25,6 +25,11 @@ void python_alloc_counts(int generation, uint64_t allocs[3]);
 /* python_init_check.c: start checking PyObject_Init calls (or say why not). */
 void python_init_check_install(void);
 
+/* python_cupy.c: prepare() at attach time; then every audit event goes to
+ * on_audit_event(), which installs CuPy's MemoryHook once cupy is imported. */
+void python_cupy_prepare(void);
+void python_cupy_on_audit_event(const char *event, py_object *args);
+
 /* python_host.c: large buffers.  Any thread, GIL or not.  domain is
  * enum py_alloc_domain.  releasing() records the free of a tracked buffer
  * and returns its size, or returns 0 when p is not one. */

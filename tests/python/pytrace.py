@@ -1,0 +1,162 @@
+"""Helpers for the Python-side tests: find interpreters, run a program under
+the preload, read its log back through pylog.
+
+Every test script takes: --preload PATH --pylog PATH [--python PATH ...].
+Without --python it runs on every interpreter found (PYENV_ROOT or ~/.pyenv
+versions 3.8 to 3.13, and the system's python3.X), or those listed in
+TRACE_TEST_PYTHONS (colon-separated).  Exit status 77 means "skipped".
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def parse_args(extra=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--preload", required=True)
+    p.add_argument("--pylog", required=True)
+    p.add_argument("--python", action="append", default=[])
+    if extra:
+        extra(p)
+    return p.parse_args()
+
+
+def version_of(python):
+    out = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                         capture_output=True, text=True)
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def supported(version):
+    return version is not None and version.startswith("3.") and 8 <= int(version[2:]) <= 13
+
+
+def find_interpreters(requested=()):
+    """[(path, "3.X")] for the interpreters to test, deduplicated by path."""
+    if requested:
+        candidates = list(requested)
+    elif os.environ.get("TRACE_TEST_PYTHONS"):
+        candidates = os.environ["TRACE_TEST_PYTHONS"].split(":")
+    else:
+        root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+        candidates = sorted(glob.glob(os.path.join(root, "versions", "3.*", "bin", "python3.*")))
+        candidates = [c for c in candidates if re.search(r"python3\.\d+$", c)]
+        candidates += sorted(glob.glob("/usr/bin/python3.[0-9]*"))
+        candidates = [c for c in candidates if re.search(r"python3\.\d+$", c)]
+    found, seen = [], set()
+    for c in candidates:
+        real = os.path.realpath(c)
+        if real in seen or not os.access(real, os.X_OK):
+            continue
+        seen.add(real)
+        v = version_of(c)
+        if supported(v):
+            found.append((c, v))
+    return found
+
+
+def is_static(python):
+    """True for an interpreter without a shared libpython (Debian's)."""
+    out = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_config_var('Py_ENABLE_SHARED'))"],
+                         capture_output=True, text=True)
+    return out.stdout.strip() != "1"
+
+
+class Run:
+    def __init__(self, proc, events, infos, pools):
+        self.proc = proc
+        self.events = events
+        self.infos = infos
+        self.pools = pools
+
+    def of(self, kind):
+        return [e for e in self.events if e["kind"] == kind]
+
+    def info(self, key):
+        return [v for k, v in self.infos if k == key]
+
+    def by_seq(self):
+        return {e["seq"]: e for e in self.events}
+
+
+def read_log(pylog, path):
+    out = subprocess.run([pylog, path], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise AssertionError("pylog failed on %s: %s" % (path, out.stderr))
+    events, infos, pools = [], [], {}
+    for line in out.stdout.splitlines():
+        rec = json.loads(line)
+        if rec["kind"] == "infos":
+            infos, pools = rec["infos"], rec["pools"]
+        else:
+            events.append(rec)
+    return events, infos, pools
+
+
+def run_traced(args, preload, pylog, env=None, cwd=None, timeout=300, trace=True):
+    """Runs args (a list) with the preload; returns a Run (events empty when
+    no log was written)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = os.path.join(tmp, "trace.tlog")
+        full_env = dict(os.environ)
+        for k in list(full_env):
+            if k.startswith("TRACE_") and k != "TRACE_TEST_PYTHONS":
+                del full_env[k]
+        full_env["TRACE_OUTPUT"] = log
+        if trace:
+            full_env["LD_PRELOAD"] = preload
+        else:
+            full_env.pop("LD_PRELOAD", None)
+        full_env.update(env or {})
+        proc = subprocess.run(args, capture_output=True, text=True, env=full_env,
+                              cwd=cwd, timeout=timeout)
+        if os.path.exists(log):
+            events, infos, pools = read_log(pylog, log)
+        else:
+            events, infos, pools = [], [], {}
+        return Run(proc, events, infos, pools)
+
+
+class Failures:
+    """Collects failed checks so one run reports all of them."""
+
+    def __init__(self):
+        self.messages = []
+
+    def check(self, cond, message):
+        if not cond:
+            self.messages.append(message)
+            print("FAIL: " + message)
+        return cond
+
+    def finish(self):
+        if self.messages:
+            print("%d check(s) failed" % len(self.messages))
+            sys.exit(1)
+        print("all checks passed")
+        sys.exit(0)
+
+
+def innermost(event):
+    return event["py"][0] if event["py"] else None
+
+
+def workload(name):
+    return os.path.join(HERE, "workloads", name)
+
+
+def line_of(path, marker):
+    """The line number of the source line holding '# LINE:<marker>'."""
+    with open(path) as f:
+        for number, text in enumerate(f, 1):
+            if text.rstrip().endswith("# LINE:" + marker):
+                return number
+    raise AssertionError("no LINE:%s in %s" % (marker, path))

@@ -1,0 +1,92 @@
+"""Attaching to CPython: on every interpreter, the tracer attaches before site
+customisation, records from the first audit event after initialisation on,
+leaves the program's output and exit status alone, stays out with
+TRACE_PYTHON=0, says once that Python hooks are off under the debug allocator
+(PYTHONMALLOC=debug, PYTHONDEVMODE=1, -X dev) instead of crashing at exit,
+and leaves non-Python processes to CUDA tracing."""
+import os
+import tempfile
+
+import pytrace as pt
+
+args = pt.parse_args()
+fails = pt.Failures()
+hello = pt.workload("hello.py")
+collect_line = pt.line_of(hello, "collect")
+
+
+def traced(python, extra_args=(), env=None, cwd=None):
+    return pt.run_traced([python, *extra_args, hello], args.preload, args.pylog, env=env, cwd=cwd)
+
+
+def check_attached(python, version):
+    bare = pt.run_traced([python, hello], args.preload, args.pylog, trace=False)
+    run = traced(python)
+    tag = "%s (%s)" % (version, python)
+    fails.check(run.proc.returncode == bare.proc.returncode == 3,
+                "%s: exit status %s traced, %s bare" % (tag, run.proc.returncode, bare.proc.returncode))
+    fails.check(run.proc.stdout == bare.proc.stdout, "%s: output changed: %r vs %r"
+                % (tag, run.proc.stdout, bare.proc.stdout))
+    fails.check(any(v.startswith(version + ".") for v in run.info("python_version")),
+                "%s: no python_version INFO (got %s)" % (tag, run.info("python_version")))
+    at_line = [e for e in run.of("gc_start")
+               if e["py"] and e["py"][0][0].endswith("hello.py") and e["py"][0][1] == collect_line
+               and e["py"][0][2] in ("main",)]
+    fails.check(len(at_line) == 1, "%s: expected one gc_start at hello.py:%d in main, got %d"
+                % (tag, collect_line, len(at_line)))
+    fails.check(not run.of("py_double_init"), "%s: py_double_init on an ordinary program" % tag)
+
+
+def check_before_sitecustomize(python, version):
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "sitecustomize.py"), "w") as f:
+            f.write("import gc\ngc.collect()\n")
+        run = traced(python, env={"PYTHONPATH": tmp})
+    hits = [e for e in run.of("gc_start") if e["py"] and e["py"][0][0].endswith("sitecustomize.py")]
+    fails.check(len(hits) == 1, "%s: the collection in sitecustomize.py was not recorded "
+                "(attached too late?)" % version)
+
+
+def check_switched_off(python, version):
+    run = traced(python, env={"TRACE_PYTHON": "0"})
+    fails.check(run.proc.returncode == 3, "%s TRACE_PYTHON=0: exit status %s" % (version, run.proc.returncode))
+    fails.check(not run.of("gc_start") and not run.info("python_version"),
+                "%s TRACE_PYTHON=0: Python events were recorded" % version)
+
+
+def check_debug_allocator(python, version):
+    bare = pt.run_traced([python, hello], args.preload, args.pylog, trace=False)
+    cases = [("PYTHONMALLOC=debug", [], {"PYTHONMALLOC": "debug"}),
+             ("PYTHONDEVMODE=1", [], {"PYTHONDEVMODE": "1"}),
+             ("-X dev", ["-X", "dev"], {})]
+    for name, extra, env in cases:
+        run = traced(python, extra, env)
+        tag = "%s %s" % (version, name)
+        fails.check(run.proc.returncode == 3, "%s: exit status %s (stderr %s)"
+                    % (tag, run.proc.returncode, run.proc.stderr[-500:]))
+        fails.check(run.proc.stdout == bare.proc.stdout, "%s: output changed" % tag)
+        fails.check(run.proc.stderr.count("Python hooks off") == 1,
+                    "%s: expected one 'Python hooks off' line, stderr: %r" % (tag, run.proc.stderr))
+        fails.check(not run.of("gc_start"), "%s: Python hooks ran under the debug allocator" % tag)
+        fails.check(any("off" in v for v in run.info("python")), "%s: no INFO python=off..." % tag)
+
+
+def check_not_python():
+    run = pt.run_traced(["/bin/sh", "-c", "exit 5"], args.preload, args.pylog)
+    fails.check(run.proc.returncode == 5, "sh: exit status %s" % run.proc.returncode)
+    fails.check(not run.info("python_version") and not run.info("python"),
+                "sh: Python INFO in a non-Python process")
+
+
+interpreters = pt.find_interpreters(args.python)
+if not interpreters:
+    print("no CPython 3.8-3.13 found")
+    raise SystemExit(pt.SKIP)
+for python, version in interpreters:
+    print("==", version, python)
+    check_attached(python, version)
+    check_before_sitecustomize(python, version)
+    check_switched_off(python, version)
+    check_debug_allocator(python, version)
+check_not_python()
+fails.finish()

@@ -1,0 +1,76 @@
+"""CuPy's memory pool through its MemoryHook, against a stand-in cupy package
+(fake_cupy/) that calls the hooks as CuPy does: every request gives
+pool_op_begin / pool_alloc or pool_free / pool_op_end with requested and
+granted sizes and pointers, on every thread that allocates, with no change to
+the program; a collection that frees pooled memory during a malloc is nested
+in that malloc."""
+import os
+
+import pytrace as pt
+
+args = pt.parse_args()
+fails = pt.Failures()
+script = pt.workload("cupy_pool.py")
+FAKE = os.path.join(pt.HERE, "fake_cupy")
+ALLOC, FREE = 1, 2
+
+
+def ops(run):
+    """[(begin, [events inside], end)] for every pool operation."""
+    by_seq = run.by_seq()
+    ends = {e["begin"]: e for e in run.of("pool_op_end")}
+    out = []
+    for b in run.of("pool_op_begin"):
+        inside = [e for e in run.events if e["parent"] == b["seq"]]
+        out.append((b, inside, ends.get(b["seq"])))
+    return out, by_seq
+
+
+def check(python, version):
+    tag = "%s (%s)" % (version, python)
+    env = {"PYTHONPATH": FAKE}
+    bare = pt.run_traced([python, script], args.preload, args.pylog, env=env, trace=False)
+    run = pt.run_traced([python, script], args.preload, args.pylog, env=env)
+    if not fails.check(run.proc.returncode == 0 and run.proc.stdout == bare.proc.stdout,
+                       "%s: program changed: rc %d, %r vs %r, %s" % (tag, run.proc.returncode, run.proc.stdout,
+                                                                     bare.proc.stdout, run.proc.stderr[-600:])):
+        return
+    fails.check(any(v.startswith("on") for v in run.info("cupy")), "%s: no 'cupy on' INFO: %s" % (tag, run.info("cupy")))
+    fails.check("cupy" in run.pools.values(), "%s: no pool named cupy: %s" % (tag, run.pools))
+    all_ops, by_seq = ops(run)
+    mallocs = [o for o in all_ops if o[0]["op"] == ALLOC]
+    frees = [o for o in all_ops if o[0]["op"] == FREE]
+    fails.check(len(mallocs) == 10, "%s: %d malloc operations, expected 10" % (tag, len(mallocs)))
+    fails.check(len(frees) == 10, "%s: %d free operations, expected 10" % (tag, len(frees)))
+    fails.check(all(end is not None and end["tid"] == b["tid"] for b, _, end in all_ops),
+                "%s: an operation without its pool_op_end" % tag)
+    for b, inside, _ in mallocs:
+        got = [e for e in inside if e["kind"] == "pool_alloc"]
+        if fails.check(len(got) == 1, "%s: malloc %d holds %d pool_alloc" % (tag, b["seq"], len(got))):
+            a = got[0]
+            fails.check(a["requested"] == b["arg"] and a["granted"] == (a["requested"] + 511) // 512 * 512
+                        and a["ptr"] != 0, "%s: pool_alloc fields wrong: %s (begin arg %d)" % (tag, a, b["arg"]))
+    for b, inside, _ in frees:
+        got = [e for e in inside if e["kind"] == "pool_free"]
+        fails.check(len(got) == 1 and got[0]["ptr"] == b["arg"] and got[0]["granted"] > 0,
+                    "%s: free %d: %s" % (tag, b["seq"], got))
+    nested = [b for b, _, _ in frees
+              if by_seq.get(b["parent"], {}).get("kind") == "gc_start"
+              and by_seq.get(by_seq[b["parent"]]["parent"], {}).get("kind") == "pool_op_begin"]
+    fails.check(len(nested) == 6, "%s: %d frees nested in a collection inside a malloc, expected 6"
+                % (tag, len(nested)))
+    ladder = pt.line_of(script, "ladder")
+    outer = [by_seq[by_seq[b["parent"]]["parent"]] for b in nested]
+    fails.check(all(o["py"] and o["py"][-1][1] == ladder for o in outer),
+                "%s: the malloc holding the collection is not at cupy_pool.py:%d" % (tag, ladder))
+    threads = {b["tid"] for b, _, _ in mallocs}
+    fails.check(len(threads) == 2, "%s: mallocs recorded on %d threads, expected 2" % (tag, len(threads)))
+
+
+interpreters = pt.find_interpreters(args.python)
+if not interpreters:
+    raise SystemExit(pt.SKIP)
+for python, version in interpreters:
+    print("==", version, python)
+    check(python, version)
+fails.finish()

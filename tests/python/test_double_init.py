@@ -1,0 +1,80 @@
+"""Seed 001, an object initialised twice: the fixture extension's tp_alloc +
+PyObject_Init (and PyObject_InitVar) gives exactly one py_double_init per
+construction, with both stacks, and the correct patterns give none.  On a
+static interpreter the check cannot interpose PyObject_Init: an INFO record
+says it is off, and nothing is reported.  numpy, when installed, must give no
+event at all."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytrace as pt
+
+args = pt.parse_args()
+fails = pt.Failures()
+FIXTURE = os.path.join(pt.HERE, "..", "fixtures", "double_init", "double_init.c")
+N = 7
+
+PROGRAM = """
+import double_init as d
+for i in range(%d):
+    d.make_twice()
+    d.make_var_twice()
+    d.make_once()
+    d.make_from_raw()
+""" % N
+
+
+def build_fixture(python, into):
+    cfg = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['include']); "
+                          "print(sysconfig.get_config_var('EXT_SUFFIX'))"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    out = os.path.join(into, "double_init" + cfg[1])
+    cc = os.environ.get("CC", "cc")
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-I" + cfg[0], FIXTURE, "-o", out], check=True)
+
+
+def check(python, version):
+    tag = "%s (%s)" % (version, python)
+    with tempfile.TemporaryDirectory() as tmp:
+        build_fixture(python, tmp)
+        run = pt.run_traced([python, "-c", PROGRAM], args.preload, args.pylog, env={"PYTHONPATH": tmp})
+    if not fails.check(run.proc.returncode == 0, "%s: program failed: %s" % (tag, run.proc.stderr[-800:])):
+        return
+    events = run.of("py_double_init")
+    state = run.info("py_double_init")
+    if pt.is_static(python):
+        fails.check(state and state[0].startswith("off:"), "%s: static interpreter without "
+                    "'py_double_init off' INFO (got %s)" % (tag, state))
+        fails.check(not events, "%s: events although the check is off" % tag)
+        return
+    fails.check(state and state[0].startswith("on"), "%s: check not on (INFO %s)" % (tag, state))
+    types = sorted(e["type"] for e in events)
+    want = sorted(["double_init.Thing"] * N + ["double_init.VarThing"] * N)
+    fails.check(types == want, "%s: expected %d events per buggy constructor, got %s"
+                % (tag, N, {t: types.count(t) for t in set(types)}))
+    fails.check(all(e["native_depth"] > 0 and e["py"] and e["py"][0][0] == "<string>" for e in events),
+                "%s: py_double_init without both stacks" % tag)
+
+
+def check_numpy(python, version):
+    has = subprocess.run([python, "-c", "import numpy"], capture_output=True).returncode == 0
+    if not has:
+        print("%s: numpy not installed, its check skipped" % version)
+        return
+    run = pt.run_traced([python, "-c", "import numpy as np; np.arange(10).sum(); "
+                         "[np.dtype('f8') for _ in range(100)]"], args.preload, args.pylog)
+    fails.check(run.proc.returncode == 0, "%s numpy: program failed" % version)
+    fails.check(not run.of("py_double_init"), "%s numpy: %d py_double_init events"
+                % (version, len(run.of("py_double_init"))))
+
+
+interpreters = pt.find_interpreters(args.python)
+if not interpreters:
+    raise SystemExit(pt.SKIP)
+for python, version in interpreters:
+    print("==", version, python)
+    check(python, version)
+    check_numpy(python, version)
+fails.finish()

@@ -1,0 +1,56 @@
+# Records "mark" events through libtrace's public API, reached with ctypes:
+# CDLL releases the GIL around the call, PyDLL keeps it.  Only calls made with
+# the GIL held may carry a Python stack, and never another thread's.
+import ctypes
+import threading
+
+
+class Api(ctypes.Structure):
+    _fields_ = [("pool_register", ctypes.c_void_p), ("pool_op_begin", ctypes.c_void_p),
+                ("pool_op_end", ctypes.c_void_p), ("pool_alloc", ctypes.c_void_p),
+                ("pool_free", ctypes.c_void_p), ("pool_segment", ctypes.c_void_p),
+                ("mark", ctypes.c_void_p)]
+
+
+def mark_function(loader):
+    lib = loader(None)
+    get = lib.trace_api_v1
+    get.restype = ctypes.POINTER(Api)
+    addr = get().contents.mark
+    proto = ctypes.CFUNCTYPE(None, ctypes.c_char_p) if loader is ctypes.CDLL \
+        else ctypes.PYFUNCTYPE(None, ctypes.c_char_p)
+    return proto(addr)
+
+
+mark_released = mark_function(ctypes.CDLL)
+mark_held = mark_function(ctypes.PyDLL)
+
+
+def inner_with_gil():
+    mark_held(b"held")                     # LINE:held
+
+
+def outer_with_gil():
+    inner_with_gil()                       # LINE:outer
+
+
+def worker(n):
+    for i in range(n):
+        mark_released(b"released-thread")
+    mark_held(b"held-thread")              # LINE:held-thread
+
+
+def spin(stop):
+    while not stop.is_set():               # the main thread holds the GIL here
+        sum(range(100))
+
+
+outer_with_gil()
+mark_released(b"released")
+stop = threading.Event()
+t = threading.Thread(target=worker, args=(300,))
+t.start()
+spin_until = threading.Thread(target=lambda: (t.join(), stop.set()))
+spin_until.start()
+spin(stop)
+spin_until.join()
