@@ -95,24 +95,47 @@ struct call_site {
 static struct call_site sites[CUDA_ENTRY_COUNT][CALL_SITES];
 static _Atomic int sites_lock;
 
-/* The definition the caller's object binds to: search its own scope (its
- * dependencies, where RTLD_LOCAL libraries live), skipping ourselves; for
- * the main program and anything else in the global scope, the next
- * definition after libtrace.so. */
+/* name's definition in the object loaded as path, unless it is ours. */
+static void *lookup_in(const char *path, const char *name)
+{
+    void *handle = dl_real_dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    if (!handle)
+        return NULL;
+    void *real = dl_real_dlsym(handle, name);
+    dl_real_dlclose(handle);
+    return real && !native_stack_is_ours((uintptr_t)real) ? real : NULL;
+}
+
+struct search { const char *name; void *real; };
+
+static int search_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct search *s = arg;
+    if (info->dlpi_name && info->dlpi_name[0])
+        s->real = lookup_in(info->dlpi_name, s->name);
+    return s->real != NULL;
+}
+
+/* The definition the caller's object binds to: first its own scope (its
+ * dependencies, where RTLD_LOCAL libraries live), then the global scope
+ * after libtrace.so (the main program and its libraries), and last any
+ * loaded object that defines it (a caller holding a pointer to our export
+ * that it took from a library it opened RTLD_LOCAL). */
 static void *resolve_for_caller(const char *name, const void *ret)
 {
     Dl_info info;
     struct link_map *map = NULL;
     void *real = NULL;
-    if (dladdr1(ret, &info, (void **)&map, RTLD_DL_LINKMAP) && map && map->l_name[0]) {
-        void *handle = dl_real_dlopen(map->l_name, RTLD_LAZY | RTLD_NOLOAD);
-        if (handle) {
-            real = dl_real_dlsym(handle, name);
-            dl_real_dlclose(handle);
-        }
-    }
-    if (!real || native_stack_is_ours((uintptr_t)real))
+    if (dladdr1(ret, &info, (void **)&map, RTLD_DL_LINKMAP) && map && map->l_name[0])
+        real = lookup_in(map->l_name, name);
+    if (!real)
         real = dl_real_dlsym(RTLD_NEXT, name);
+    if (!real) {
+        struct search s = { name, NULL };
+        dl_iterate_phdr(search_object, &s);
+        real = s.real;
+    }
     return real;
 }
 

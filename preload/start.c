@@ -121,9 +121,11 @@ __attribute__((constructor)) static void trace_start(void)
     python_start();
 }
 
+/* A process that recorded nothing (a shell or helper run under the preload
+ * on the way to the real program) leaves no log and says nothing. */
 __attribute__((destructor)) static void trace_finish(void)
 {
-    if (!started)
+    if (!started || rec_event_count() == 0)
         return;
     rec_end();
     flusher_stop();

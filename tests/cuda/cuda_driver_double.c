@@ -1,0 +1,183 @@
+/*
+ * cuda_driver_double.c - a test double of libcuda.so.1 for machines without
+ * a GPU.  Memory comes from one big reservation at a fixed hint address,
+ * handed out by a bump pointer and never reused, so addresses are the same
+ * on every run.  Functions are reachable by name and through
+ * cuGetProcAddress(_v2), like the real driver's.
+ */
+#include "cuda_abi.h"
+
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define CUDA_SUCCESS 0
+#define CUDA_ERROR_INVALID_VALUE 1
+#define CUDA_ERROR_OUT_OF_MEMORY 2
+#define CUDA_ERROR_NOT_FOUND 500
+
+#define ARENA_HINT ((void *)0x200000000000ull)
+#define ARENA_SIZE (64ull << 30)
+#define ALIGN 256u
+#define MAX_ALLOCATION (16ull << 30)  /* larger requests fail: the OOM path */
+
+static char *arena;
+static _Atomic uint64_t arena_used;
+static _Atomic uint64_t next_handle = 0x1000;
+static const int export_table_marker = 42;
+
+__attribute__((constructor)) static void reserve_arena(void)
+{
+    void *p = mmap(ARENA_HINT, ARENA_SIZE, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    arena = p == MAP_FAILED ? NULL : p;
+}
+
+static int bump(size_t size, cu_deviceptr *out)
+{
+    if (!arena || size == 0 || size > MAX_ALLOCATION)
+        return size == 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_OUT_OF_MEMORY;
+    uint64_t rounded = (size + ALIGN - 1) / ALIGN * ALIGN;
+    uint64_t offset = atomic_fetch_add(&arena_used, rounded);
+    if (offset + rounded > ARENA_SIZE)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *out = (uint64_t)(uintptr_t)(arena + offset);
+    return CUDA_SUCCESS;
+}
+
+int cuInit(unsigned flags) { (void)flags; return CUDA_SUCCESS; }
+int cuDriverGetVersion(int *v) { *v = 13000; return CUDA_SUCCESS; }
+int cuCtxGetDevice(int *device) { *device = 0; return CUDA_SUCCESS; }
+
+int cuGetExportTable(const void **table, const void *id)
+{
+    (void)id;
+    *table = &export_table_marker;
+    return CUDA_SUCCESS;
+}
+
+int cuMemAlloc_v2(cu_deviceptr *p, size_t size) { return bump(size, p); }
+int cuMemFree_v2(cu_deviceptr p) { (void)p; return CUDA_SUCCESS; }
+
+int cuMemAllocAsync(cu_deviceptr *p, size_t size, cu_stream s)
+{
+    (void)s;
+    return bump(size, p);
+}
+
+int cuMemFreeAsync(cu_deviceptr p, cu_stream s)
+{
+    (void)p, (void)s;
+    return CUDA_SUCCESS;
+}
+
+int cuMemAllocFromPoolAsync(cu_deviceptr *p, size_t size, cu_mempool pool, cu_stream s)
+{
+    (void)pool, (void)s;
+    return bump(size, p);
+}
+
+int cuMemAllocManaged(cu_deviceptr *p, size_t size, unsigned flags)
+{
+    (void)flags;
+    return bump(size, p);
+}
+
+int cuMemAllocPitch_v2(cu_deviceptr *p, size_t *pitch, size_t width, size_t height, unsigned elem)
+{
+    (void)elem;
+    *pitch = (width + 511) / 512 * 512;
+    return bump(*pitch * height, p);
+}
+
+int cuMemAllocHost_v2(void **p, size_t size)
+{
+    return bump(size, (cu_deviceptr *)p);
+}
+
+int cuMemHostAlloc(void **p, size_t size, unsigned flags)
+{
+    (void)flags;
+    return bump(size, (cu_deviceptr *)p);
+}
+
+int cuMemFreeHost(void *p) { (void)p; return CUDA_SUCCESS; }
+
+int cuMemCreate(cu_mem_handle *h, size_t size, const cu_mem_alloc_prop *prop,
+                unsigned long long flags)
+{
+    (void)prop, (void)flags;
+    if (size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *h = atomic_fetch_add(&next_handle, 1);
+    return CUDA_SUCCESS;
+}
+
+int cuMemRelease(cu_mem_handle h) { (void)h; return CUDA_SUCCESS; }
+
+int cuMemMap(cu_deviceptr p, size_t size, size_t offset, cu_mem_handle h, unsigned long long flags)
+{
+    (void)p, (void)size, (void)offset, (void)h, (void)flags;
+    return CUDA_SUCCESS;
+}
+
+int cuMemUnmap(cu_deviceptr p, size_t size) { (void)p, (void)size; return CUDA_SUCCESS; }
+
+int cuMemAddressReserve(cu_deviceptr *p, size_t size, size_t align, cu_deviceptr addr,
+                        unsigned long long flags)
+{
+    (void)align, (void)addr, (void)flags;
+    return bump(size, p);
+}
+
+int cuMemAddressFree(cu_deviceptr p, size_t size) { (void)p, (void)size; return CUDA_SUCCESS; }
+
+int cuGetProcAddress_v2(const char *sym, void **pfn, int version, uint64_t flags, int *status);
+
+/* Base names, as the real driver takes them; the newest version is handed
+ * out (every caller here is 12.0 or later). */
+static const struct { const char *name; void *fn; } procs[] = {
+    { "cuInit", (void *)cuInit },
+    { "cuDriverGetVersion", (void *)cuDriverGetVersion },
+    { "cuCtxGetDevice", (void *)cuCtxGetDevice },
+    { "cuGetExportTable", (void *)cuGetExportTable },
+    { "cuGetProcAddress", (void *)cuGetProcAddress_v2 },
+    { "cuMemAlloc", (void *)cuMemAlloc_v2 },
+    { "cuMemFree", (void *)cuMemFree_v2 },
+    { "cuMemAllocAsync", (void *)cuMemAllocAsync },
+    { "cuMemFreeAsync", (void *)cuMemFreeAsync },
+    { "cuMemAllocFromPoolAsync", (void *)cuMemAllocFromPoolAsync },
+    { "cuMemAllocManaged", (void *)cuMemAllocManaged },
+    { "cuMemAllocPitch", (void *)cuMemAllocPitch_v2 },
+    { "cuMemAllocHost", (void *)cuMemAllocHost_v2 },
+    { "cuMemHostAlloc", (void *)cuMemHostAlloc },
+    { "cuMemFreeHost", (void *)cuMemFreeHost },
+    { "cuMemCreate", (void *)cuMemCreate },
+    { "cuMemRelease", (void *)cuMemRelease },
+    { "cuMemMap", (void *)cuMemMap },
+    { "cuMemUnmap", (void *)cuMemUnmap },
+    { "cuMemAddressReserve", (void *)cuMemAddressReserve },
+    { "cuMemAddressFree", (void *)cuMemAddressFree },
+};
+
+int cuGetProcAddress_v2(const char *sym, void **pfn, int version, uint64_t flags, int *status)
+{
+    (void)version, (void)flags;
+    for (size_t i = 0; i < sizeof procs / sizeof *procs; i++) {
+        if (!strcmp(sym, procs[i].name)) {
+            *pfn = procs[i].fn;
+            if (status)
+                *status = 0;
+            return CUDA_SUCCESS;
+        }
+    }
+    *pfn = NULL;
+    if (status)
+        *status = 1;
+    return CUDA_ERROR_NOT_FOUND;
+}
+
+int cuGetProcAddress(const char *sym, void **pfn, int version, uint64_t flags)
+{
+    return cuGetProcAddress_v2(sym, pfn, version, flags, NULL);
+}
