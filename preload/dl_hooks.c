@@ -33,9 +33,11 @@ static dlclose_fn real_dlclose;
 
 /* Called by the assembly, with the caller's arguments saved, the first time
  * anyone calls dlsym (possibly before our constructor: other preloaded
- * libraries look up their next definitions early).  dlvsym is not
- * interposed, so RTLD_NEXT here skips to glibc. */
-__attribute__((visibility("hidden"))) dlsym_fn trace_dlsym_resolve(void)
+ * libraries look up their next definitions early; the sanitizer runtime
+ * does it before its shadow memory exists, hence no instrumentation here).
+ * dlvsym is not interposed, so RTLD_NEXT here skips to glibc. */
+__attribute__((visibility("hidden"), no_sanitize("address", "undefined")))
+dlsym_fn trace_dlsym_resolve(void)
 {
     static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17" };
     for (size_t i = 0; !trace_real_dlsym_ptr && i < sizeof versions / sizeof *versions; i++)
