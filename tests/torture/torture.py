@@ -1,0 +1,361 @@
+"""Torture tests for the recorder: one scenario per ctest test.
+
+    torture.py SCENARIO --bin DIR --preload LIBS --doubles DIR --work DIR
+               [--python EXE] [--trace-dump EXE] [--trace-replay EXE]
+
+Scenarios: kill9, threads, pythreads, fork, segv, sigstorm, fulldisk.  Every
+log a scenario leaves is read by torture_check (order and counts), by
+trace-dump --summary and by trace-replay check with each model: none of them
+may die of a signal, and the tools exit 0, or 1 for a damaged log.
+"""
+import argparse
+import os
+import random
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+MODELS = ["cupy", "cupy5", "torch", "tf-bfc"]
+KILL_RUNS = 20
+# A kill -9 may lose at most this much of the tail (two flush periods).
+KILL_LOSS_NS = 200_000_000
+THREADS = 32
+DISK_BYTES = 64 * 1024
+
+
+class Failure(Exception):
+    pass
+
+
+def expect(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+# ------------------------------------------------------------------ running
+
+def traced_env(opts, output, **extra):
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = opts.preload
+    env["LD_LIBRARY_PATH"] = opts.doubles + os.pathsep + env.get("LD_LIBRARY_PATH", "")
+    env["TRACE_OUTPUT"] = output
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def bare_env(opts):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env["LD_LIBRARY_PATH"] = opts.doubles + os.pathsep + env.get("LD_LIBRARY_PATH", "")
+    return env
+
+
+def run(cmd, env, timeout=240, **kw):
+    try:
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, **kw)
+    except subprocess.TimeoutExpired as e:
+        raise Failure(f"{cmd[0]} still running after {timeout} s (deadlock?): "
+                      f"{(e.stderr or b'')[-2000:]!r}")
+
+
+def program(opts, name):
+    return os.path.join(opts.bin, name)
+
+
+# ------------------------------------------------------------ reading logs
+
+class Log:
+    """What torture_check says about one log."""
+
+    def __init__(self, path, text, rc):
+        self.path, self.rc = path, rc
+        self.counts, self.nested, self.marks = {}, {}, []
+        self.errors, self.damage, self.clean_end, self.pid, self.ppid = [], None, 0, 0, 0
+        for line in text.splitlines():
+            word, _, rest = line.partition(" ")
+            if word == "kind":
+                name, count, nested = rest.split()
+                self.counts[name], self.nested[name] = int(count), int(nested)
+            elif word == "mark":
+                t, _, mark = rest.partition(" ")
+                self.marks.append((int(t), mark))
+            elif word == "header":
+                self.pid, self.ppid = map(int, rest.split())
+            elif word in ("error", "open_failed"):
+                self.errors.append(rest)
+            elif word == "damage":
+                self.damage = rest
+            elif word == "clean_end":
+                self.clean_end = int(rest)
+
+    def count(self, kind):
+        return self.counts.get(kind, 0)
+
+    def mark_texts(self):
+        return [m for _, m in self.marks]
+
+
+def check_log(opts, path, lenient_frees=False):
+    cmd = [program(opts, "torture_check")] + (["--lenient-frees"] if lenient_frees else []) + [path]
+    p = run(cmd, None)
+    expect(p.returncode in (0, 1, 2), f"torture_check died on {path}: rc {p.returncode}")
+    log = Log(path, p.stdout, p.returncode)
+    expect(not log.errors, f"{path}: order broken: {log.errors[:5]}")
+    return log
+
+
+def check_with_tools(opts, path, models=MODELS):
+    """trace-dump and trace-replay (model-free, then each of models) read the
+    log without dying."""
+    if opts.trace_dump:
+        p = run([opts.trace_dump, "--summary", path], None)
+        expect(p.returncode in (0, 1), f"trace-dump --summary {path}: rc {p.returncode}\n{p.stderr}")
+        if p.returncode == 1:
+            said = (p.stdout + p.stderr).lower()
+            expect("truncat" in said or "corrupt" in said or "damage" in said,
+                   f"trace-dump exit 1 without saying why: {said[-500:]}")
+    if opts.trace_replay:
+        for model in [None] + list(models):
+            cmd = [opts.trace_replay, "check"] + (["--model", model] if model else []) + [path]
+            p = run(cmd, None)
+            expect(p.returncode in (0, 1),
+                   f"{' '.join(cmd)}: rc {p.returncode}\n{p.stdout[-1000:]}{p.stderr[-1000:]}")
+
+
+def fresh_dir(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+# ---------------------------------------------------------------- scenarios
+
+def scenario_kill9(opts):
+    """kill -9 at random moments; marks older than 200 ms before the kill
+    must be in the log, and every log must read back consistently."""
+    seed = int(os.environ.get("TORTURE_SEED", time.time_ns() % 1_000_000))
+    print(f"kill9: seed {seed} (TORTURE_SEED={seed} repeats this run)")
+    rng = random.Random(seed)
+    work = fresh_dir(opts.work)
+    for i in range(KILL_RUNS):
+        path = os.path.join(work, f"kill{i}.tlog")
+        proc = subprocess.Popen([program(opts, "busy_app")], env=traced_env(opts, path),
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        time.sleep(rng.uniform(0.05, 1.0))
+        kill_ns = time.monotonic_ns()
+        proc.kill()
+        out, _ = proc.communicate()
+        expect(proc.returncode == -signal.SIGKILL, f"run {i}: busy_app exited {proc.returncode}")
+        printed = [tuple(map(int, line.split())) for line in out.splitlines() if line.count(" ") == 1]
+        due = {k for k, t in printed if t < kill_ns - KILL_LOSS_NS}
+        log = check_log(opts, path)
+        present = {int(m.split()[1]) for m in log.mark_texts() if m.startswith("progress ")}
+        missing = sorted(due - present)
+        expect(not missing, f"run {i}: {len(missing)} marks older than 200 ms before the kill "
+                            f"are missing (first {missing[:5]}, {len(due)} due, {len(present)} present)")
+        # Logs of millions of events: one model per run, all of them over the runs.
+        check_with_tools(opts, path, models=[MODELS[i % len(MODELS)]])
+        print(f"kill9 run {i}: {log.count('mark')} marks, {sum(log.counts.values())} events, "
+              f"{len(due)} due; damage: {log.damage}")
+
+
+def scenario_threads(opts):
+    rounds = 1000
+    path = os.path.join(fresh_dir(opts.work), "threads.tlog")
+    p = run([program(opts, "threads_app"), str(rounds)], traced_env(opts, path))
+    expect(p.returncode == 0, f"threads_app rc {p.returncode}: {p.stderr}")
+    log = check_log(opts, path)
+    n = THREADS * rounds
+    want = {"cuda_alloc": n, "cuda_free": n, "pool_alloc": n, "pool_free": n,
+            "pool_op_begin": 2 * n, "pool_op_end": 2 * n, "mark": THREADS}
+    got = {k: log.count(k) for k in want}
+    expect(got == want, f"counts differ: got {got}, want {want}")
+    expect(log.nested.get("cuda_alloc") == n and log.nested.get("pool_alloc") == n,
+           f"CUDA calls and pool events not nested in their operations: {log.nested}")
+    expect(log.clean_end, "no END record")
+    check_with_tools(opts, path)
+    print(f"threads: {sum(log.counts.values())} events from {THREADS} threads, counts match")
+
+
+def scenario_pythreads(opts):
+    rounds = 200
+    path = os.path.join(fresh_dir(opts.work), "pythreads.tlog")
+    p = run([opts.python, os.path.join(opts.src, "threads_gc.py"), opts.doubles, str(rounds)],
+            traced_env(opts, path))
+    expect(p.returncode == 0, f"threads_gc.py rc {p.returncode}: {p.stderr[-2000:]}")
+    log = check_log(opts, path)
+    n = THREADS * rounds
+    want = {"cuda_alloc": n, "cuda_free": n, "pool_alloc": n, "pool_free": n,
+            "pool_op_begin": 2 * n, "pool_op_end": 2 * n}
+    got = {k: log.count(k) for k in want}
+    expect(got == want, f"counts differ: got {got}, want {want}")
+    expect(log.count("gc_start") >= 1 and log.count("gc_start") == log.count("gc_stop"),
+           f"collections: {log.count('gc_start')} starts, {log.count('gc_stop')} stops")
+    expect(log.nested.get("gc_start", 0) >= 1, "no collection nested in a pool operation")
+    expect(log.clean_end, "no END record")
+    check_with_tools(opts, path)
+    print(f"pythreads: {sum(log.counts.values())} events, {log.count('gc_start')} collections, "
+          "counts match")
+
+
+def scenario_fork(opts):
+    forks, execs = 3, 2
+    work = fresh_dir(opts.work)
+    p = run([program(opts, "fork_app"), str(forks), str(execs)],
+            traced_env(opts, os.path.join(work, "fork-%p.tlog")))
+    expect(p.returncode == 0, f"fork_app rc {p.returncode}: {p.stderr}")
+    children = [line.split()[1:] for line in p.stdout.splitlines() if line.startswith("child ")]
+    parent = int(p.stdout.split("parent ")[1].split()[0])
+    expect(len(children) == forks + execs, f"children: {children}")
+    logs = {}
+    for name in sorted(os.listdir(work)):
+        log = check_log(opts, os.path.join(work, name))
+        expect(name == f"fork-{log.pid}.tlog", f"{name} holds the log of pid {log.pid}")
+        expect(log.clean_end, f"{name}: no END record")
+        check_with_tools(opts, log.path)
+        logs[log.pid] = log
+    expect(sorted(logs) == sorted([parent] + [int(pid) for pid, _ in children]),
+           f"logs for pids {sorted(logs)}; processes {parent} and {children}")
+    expect(logs[parent].mark_texts() == ["parent-before", "parent-after"],
+           f"parent's marks: {logs[parent].mark_texts()}")
+    for pid, how in children:
+        log = logs[int(pid)]
+        expect(log.ppid == parent, f"child {pid}: ppid {log.ppid}")
+        want = ["fork-child"] if how == "fork" else ["exec-child"]
+        expect(log.mark_texts() == want, f"{how} child {pid}: marks {log.mark_texts()}")
+        expect(log.count("cuda_alloc") == 1, f"{how} child {pid}: {log.counts}")
+    print(f"fork: {len(logs)} logs, one per process, all readable")
+
+
+def segv_case(opts, app, mode, work):
+    """The same run bare and traced: same output, same exit."""
+    bare = run([program(opts, app), mode], bare_env(opts))
+    path = os.path.join(work, f"{app}-{mode}.tlog")
+    traced = run([program(opts, app), mode], traced_env(opts, path))
+    expect((traced.stdout, traced.returncode) == (bare.stdout, bare.returncode),
+           f"{app} {mode}: traced {traced.returncode} {traced.stdout!r}, "
+           f"bare {bare.returncode} {bare.stdout!r}")
+    log = check_log(opts, path)
+    check_with_tools(opts, path)
+    return bare, log
+
+
+def scenario_segv(opts):
+    work = fresh_dir(opts.work)
+    for app in ("segv_app", "segv_app_early"):
+        bare, log = segv_case(opts, app, "recover", work)
+        expect(bare.returncode == 0 and "handled 1" in bare.stdout, f"{app}: {bare.stdout!r}")
+        if app == "segv_app_early":
+            expect("installed first 1" in bare.stdout, "the early handler did not go in first")
+        expect(log.mark_texts() == ["before-fault", "after-recovery"] and log.clean_end,
+               f"{app} recover: marks {log.mark_texts()}, clean end {log.clean_end}")
+        bare, log = segv_case(opts, app, "crash", work)
+        expect(bare.returncode == -signal.SIGSEGV, f"{app} crash: rc {bare.returncode}")
+        expect(log.mark_texts() == ["before-fault", "after-recovery", "final"],
+               f"{app} crash after a handled fault: the log holds {log.mark_texts()}; "
+               "the real segfault did not flush it")
+    bare, log = segv_case(opts, "segv_app", "plain", work)
+    expect(bare.returncode == -signal.SIGSEGV, f"plain crash: rc {bare.returncode}")
+    expect(log.mark_texts() == ["final"], f"plain crash: marks {log.mark_texts()}")
+    print("segv: handlers before and after the preload run unchanged; crashes flush the log")
+
+
+def scenario_sigstorm(opts):
+    rounds = 100000
+    path = os.path.join(fresh_dir(opts.work), "storm.tlog")
+    p = run([program(opts, "sigstorm_app"), str(rounds)], traced_env(opts, path), timeout=180)
+    expect(p.returncode == 0, f"sigstorm_app rc {p.returncode}: {p.stderr}")
+    m = re.search(r"rounds (\d+) threads (\d+) ticks (\d+)", p.stdout)
+    expect(m, f"sigstorm_app said {p.stdout!r}")
+    n, ticks = int(m[1]) * int(m[2]), int(m[3])
+    expect(ticks > 100, f"only {ticks} signals arrived: no storm")
+    log = check_log(opts, path, lenient_frees=True)
+    expect(log.count("pool_alloc") == n and log.count("pool_op_begin") == 2 * n,
+           f"the loops' events were lost: {log.counts} for {n} rounds")
+    # The handler's own events (one extra call before the storm) may be dropped.
+    expect(n <= log.count("cuda_alloc") <= n + ticks + 1, f"cuda_alloc {log.count('cuda_alloc')}")
+    expect(log.count("mark") <= ticks + 1, f"marks {log.count('mark')} for {ticks} ticks")
+    expect(log.clean_end, "no END record")
+    check_with_tools(opts, path)
+    print(f"sigstorm: {ticks} signals during {n} rounds; {log.count('mark')} handler marks "
+          "recorded, no deadlock")
+
+
+def full_disk(work):
+    """A directory on a filesystem of DISK_BYTES, and how to undo it; or None
+    when mounting is not allowed here."""
+    disk = os.path.join(work, "disk")
+    os.makedirs(disk)
+    if os.geteuid() == 0:
+        p = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_BYTES}", "tmpfs", disk],
+                           capture_output=True)
+        if p.returncode == 0:
+            return disk, lambda: subprocess.run(["umount", disk])
+    return None
+
+
+def limit_file_size():
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (DISK_BYTES, DISK_BYTES))
+
+
+def scenario_fulldisk(opts):
+    work = fresh_dir(opts.work)
+    cmd = [program(opts, "fulldisk_app"), "200000"]
+    bare = run(cmd, bare_env(opts))
+    mounted = full_disk(work)
+    where = mounted[0] if mounted else work
+    path = os.path.join(where, "full.tlog")
+    try:
+        traced = run(cmd, traced_env(opts, path), preexec_fn=None if mounted else limit_file_size)
+        size = os.path.getsize(path)
+        expect((traced.stdout, traced.returncode) == (bare.stdout, bare.returncode) == (
+            bare.stdout, 3), f"traced {traced.returncode} {traced.stdout!r}, bare "
+                             f"{bare.returncode} {bare.stdout!r}")
+        warnings = [l for l in traced.stderr.splitlines() if l.startswith("trace:")]
+        expect(len(warnings) == 1, f"expected one warning, got {warnings}")
+        expect(size >= DISK_BYTES // 2, f"the log stopped at {size} bytes: the disk never filled")
+        print(f"fulldisk ({'tmpfs' if mounted else 'RLIMIT_FSIZE'}): log stopped at {size} bytes; "
+              f"app unchanged; said: {warnings[0]}")
+        log_copy = os.path.join(work, "full.tlog")
+        shutil.copy(path, log_copy)
+    finally:
+        if mounted:
+            mounted[1]()
+    p = run([program(opts, "torture_check"), log_copy], None)
+    expect(p.returncode in (0, 1, 2), f"torture_check died on the full-disk log: {p.returncode}")
+    check_with_tools(opts, log_copy)
+
+
+SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items()
+             if name.startswith("scenario_")}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("scenario", choices=sorted(SCENARIOS))
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--preload", required=True)
+    ap.add_argument("--doubles", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--trace-dump")
+    ap.add_argument("--trace-replay")
+    opts = ap.parse_args()
+    opts.src = os.path.dirname(os.path.abspath(__file__))
+    started = time.monotonic()
+    try:
+        SCENARIOS[opts.scenario](opts)
+    except Failure as e:
+        print(f"FAIL torture.{opts.scenario}: {e}")
+        return 1
+    print(f"ok torture.{opts.scenario} ({time.monotonic() - started:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
