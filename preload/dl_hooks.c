@@ -2,6 +2,7 @@
  * dl_hooks.c - dlopen, dlclose and dlsym, interposed.
  *
  * dlopen/dlclose: the set of loaded objects changed; record it (modules.c).
+ * A bare name is first looked up in the caller's RUNPATH (dl_search.c).
  * dlsym on a library handle: ctypes, cuda-python and hand-rolled loaders get
  * CUDA entry points this way, bypassing LD_PRELOAD; hand back our wrapper for
  * the names we trace (cuda_symbols.c).
@@ -15,10 +16,12 @@
  */
 #include "dl_hooks.h"
 #include "cuda_symbols.h"
+#include "dl_search.h"
 #include "modules.h"
 #include "recorder.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <stddef.h>
 
 typedef void *(*dlsym_fn)(void *, const char *);
@@ -134,7 +137,9 @@ int dl_real_dlclose(void *handle)
 
 void *dlopen(const char *file, int mode)
 {
-    void *handle = dl_real_dlopen(file, mode);
+    char path[PATH_MAX];
+    void *handle = dl_real_dlopen(
+        dl_search_for_caller(file, __builtin_return_address(0), path, sizeof path), mode);
     if (handle && rec_active())
         modules_rescan();
     return handle;

@@ -312,6 +312,14 @@ def test_modules():
     check("libtrace.so" in by_name, "libtrace.so itself")
 
 
+def test_runpath():
+    """A bare name the program's RUNPATH finds is still found under the preload."""
+    rc, out, err = run([prog("prog_runpath")], env_for(doubles=False))
+    check(rc == 0 and out == "ok\n", "exit %d: %r %r" % (rc, out, err))
+    mods = of_type(decode(only_log()), "module")
+    check(any(m["path"].endswith("/doubles/libcuda.so.1") for m in mods), "module recorded")
+
+
 def test_settings():
     rc, out, err = run([prog("prog_exit")], env_for(TRACE_STACK_DEPTH=3))
     lines = err.splitlines()

@@ -1,0 +1,122 @@
+/*
+ * dl_search.c - the calling object's DT_RPATH/DT_RUNPATH, applied by hand.
+ *
+ * glibc's order for a bare name: already loaded (by soname), the caller's
+ * DT_RPATH when it has no DT_RUNPATH, LD_LIBRARY_PATH, the caller's
+ * DT_RUNPATH, then the cache and the default directories.  We handle the
+ * caller's own entries (with $ORIGIN) and leave everything else to glibc;
+ * RPATH inherited from the loading chain is not followed.
+ */
+#include "dl_search.h"
+#include "dl_hooks.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct search_path {
+    const char *list;     /* colon-separated, or NULL */
+    int is_runpath;
+};
+
+static struct search_path caller_search_path(const struct link_map *map)
+{
+    const char *strtab = NULL;
+    ElfW(Xword) rpath = 0, runpath = 0;
+    int has_rpath = 0, has_runpath = 0;
+    for (const ElfW(Dyn) *d = map->l_ld; d && d->d_tag != DT_NULL; d++) {
+        if (d->d_tag == DT_STRTAB)
+            strtab = (const char *)d->d_un.d_ptr;
+        else if (d->d_tag == DT_RPATH)
+            rpath = d->d_un.d_val, has_rpath = 1;
+        else if (d->d_tag == DT_RUNPATH)
+            runpath = d->d_un.d_val, has_runpath = 1;
+    }
+    /* glibc relocates DT_STRTAB in place on most targets; where it does
+     * not, the value is still an offset from the load address. */
+    if (strtab && (uintptr_t)strtab < map->l_addr)
+        strtab += map->l_addr;
+    if (!strtab || (!has_rpath && !has_runpath))
+        return (struct search_path){ NULL, 0 };
+    if (has_runpath)
+        return (struct search_path){ strtab + runpath, 1 };
+    return (struct search_path){ strtab + rpath, 0 };
+}
+
+/* dir (one entry, len bytes, $ORIGIN expanded) + "/" + file into buf. */
+static int join(char *buf, size_t cap, const char *dir, size_t len, const char *origin,
+                const char *file)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len && n < cap; ) {
+        const char *var = !strncmp(dir + i, "$ORIGIN", 7)     ? "$ORIGIN"
+                          : !strncmp(dir + i, "${ORIGIN}", 9) ? "${ORIGIN}"
+                                                              : NULL;
+        if (var) {
+            n += (size_t)snprintf(buf + n, cap - n, "%s", origin);
+            i += strlen(var);
+        } else if (dir[i] == '$') {
+            return 0;   /* $LIB, $PLATFORM: leave it to glibc */
+        } else {
+            buf[n++] = dir[i++];
+        }
+    }
+    if (n >= cap)
+        return 0;
+    return snprintf(buf + n, cap - n, "/%s", file) < (int)(cap - n);
+}
+
+static const char *find_in(const char *list, const char *origin, const char *file, char *buf,
+                           size_t cap)
+{
+    for (const char *p = list; p && *p;) {
+        size_t len = strcspn(p, ":");
+        if (len && join(buf, cap, p, len, origin, file) && access(buf, F_OK) == 0)
+            return buf;
+        p += len + (p[len] == ':');
+    }
+    return NULL;
+}
+
+static void origin_of(const struct link_map *map, char *origin, size_t cap)
+{
+    const char *path = map->l_name;
+    char exe[4096];
+    if (!path || !path[0]) {
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        exe[n > 0 ? n : 0] = '\0';
+        path = exe;
+    }
+    const char *slash = strrchr(path, '/');
+    size_t len = slash ? (size_t)(slash - path) : 0;
+    snprintf(origin, cap, "%.*s", (int)len, path);
+}
+
+const char *dl_search_for_caller(const char *file, const void *caller, char *buf, size_t cap)
+{
+    if (!file || strchr(file, '/'))
+        return file;
+    void *loaded = dl_real_dlopen(file, RTLD_LAZY | RTLD_NOLOAD);
+    if (loaded) {
+        dl_real_dlclose(loaded);
+        return file;
+    }
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (!dladdr1(caller, &info, (void **)&map, RTLD_DL_LINKMAP) || !map)
+        return file;
+    struct search_path sp = caller_search_path(map);
+    if (!sp.list)
+        return file;
+    char origin[4096];
+    origin_of(map, origin, sizeof origin);
+    /* LD_LIBRARY_PATH comes before DT_RUNPATH: if it has the file, glibc
+     * finds it there with the bare name. */
+    if (sp.is_runpath && find_in(getenv("LD_LIBRARY_PATH"), origin, file, buf, cap))
+        return file;
+    const char *found = find_in(sp.list, origin, file, buf, cap);
+    return found ? found : file;
+}
