@@ -41,7 +41,10 @@ typedef struct tf_event_layout {
 /* The layout of an event kind, or NULL for a kind this version does not know. */
 const tf_event_layout *tf_event_layout_of(uint32_t kind);
 
-/* Longest encoding of one event record, kind and length prefix included. */
-#define TF_EVENT_MAX_BYTES (2 + 2 + (TF_COMMON_FIELDS + TF_KIND_FIELDS_MAX) * TF_VARINT_MAX)
+/* Longest event payload: the 2-byte presence map, the common fields
+ * (seq gap, tid, time, parent, two stack ids) and the longest kind (gc).
+ * Below 128, so an event's length prefix is always one byte. */
+#define TF_EVENT_PAYLOAD_MAX (2 + 45 + 5 + 6 * TF_VARINT_MAX)
+_Static_assert(TF_EVENT_PAYLOAD_MAX < 128, "event length must fit one byte");
 
 #endif

@@ -6,27 +6,39 @@
 
 #include "intern.h"
 
-/* A multiply-xorshift hash over 8-byte words: stacks are long and the writer
- * hashes one per event, so it must be cheap; quality only needs to be good
- * enough for linear probing. */
+/* A multiply-xorshift hash over 8-byte words in four independent lanes:
+ * the recorder hashes a 32-frame stack per event, so the multiplies must
+ * overlap rather than chain; quality only needs to suit linear probing. */
+static uint64_t mix(uint64_t h, uint64_t w)
+{
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 32);
+}
+
 uint64_t tf_intern_hash(const void *key, size_t len)
 {
     const uint8_t *p = key;
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ (len * 0xff51afd7ed558ccdull);
+    uint64_t lane[4] = { 0x9e3779b97f4a7c15ull ^ len, 0xff51afd7ed558ccdull,
+                         0xbf58476d1ce4e5b9ull, 0x94d049bb133111ebull };
+    for (; len >= 32; p += 32, len -= 32) {
+        uint64_t w[4];
+        memcpy(w, p, 32);
+        for (int i = 0; i < 4; i++)
+            lane[i] = mix(lane[i], w[i]);
+    }
+    uint64_t h = mix(mix(mix(lane[0], lane[1]), lane[2]), lane[3]);
     for (; len >= 8; p += 8, len -= 8) {
         uint64_t w;
         memcpy(&w, p, 8);
-        h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-        h ^= h >> 32;
+        h = mix(h, w);
     }
     if (len) {
         uint64_t w = 0;
         memcpy(&w, p, len);
-        h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+        h = mix(h, w);
     }
-    h ^= h >> 29;
     h *= 0xbf58476d1ce4e5b9ull;
-    return h ^ (h >> 32);
+    return h ^ (h >> 29);
 }
 
 static int slot_matches(const tf_intern *t, const tf_intern_slot *s, const void *key,

@@ -262,7 +262,7 @@ static uint32_t get_u32(tf_cursor *c)
     return (uint32_t)v;
 }
 
-static void get_common(tf_reader *r, tf_cursor *c, uint64_t present, tf_event *e)
+static void get_common(tf_reader *r, tf_cursor *c, uint32_t present, tf_event *e)
 {
     e->seq = r->seq + 1 + (present & 1 ? tf_get_uv(c) : 0);
     e->tid = present & 2 ? get_u32(c) : r->tid;
@@ -278,7 +278,10 @@ static int decode_event(tf_reader *r, uint32_t kind, tf_cursor *c, tf_event *e)
 {
     memset(e, 0, sizeof *e);
     e->kind = kind;
-    uint64_t present = tf_get_uv(c);
+    if (c->end - c->p < 2)
+        return TF_REC_BAD;
+    uint32_t present = (uint32_t)c->p[0] | (uint32_t)c->p[1] << 8;
+    c->p += 2;
     get_common(r, c, present, e);
     const tf_event_layout *layout = tf_event_layout_of(kind);
     for (unsigned i = 0; layout && i < layout->nfields; i++)

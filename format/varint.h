@@ -43,6 +43,8 @@ typedef struct tf_cursor {
 
 static inline uint64_t tf_get_uv(tf_cursor *c)
 {
+    if (c->p < c->end && *c->p < 0x80)  /* most values fit one byte */
+        return *c->p++;
     uint64_t v = 0;
     for (unsigned shift = 0; shift < 64 && c->p < c->end; shift += 7) {
         uint8_t b = *c->p++;

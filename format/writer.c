@@ -331,7 +331,7 @@ static void fill_end_counts(const tf_writer *w, tf_event *e)
 }
 
 static uint8_t *put_field(tf_writer *w, uint8_t *p, const tf_event *e, const tf_field *f,
-                          int *present)
+                          uint32_t *present, uint32_t bit)
 {
     const uint8_t *src = (const uint8_t *)e + f->offset;
     uint32_t v32;
@@ -340,20 +340,23 @@ static uint8_t *put_field(tf_writer *w, uint8_t *p, const tf_event *e, const tf_
     case TF_ENC_U32:
     case TF_ENC_S32:
         memcpy(&v32, src, 4);
-        if (!(*present = v32 != 0))
+        if (v32 == 0)
             return p;
+        *present |= bit;
         return tf_put_uv(p, f->enc == TF_ENC_U32 ? v32 : tf_zigzag((int32_t)v32));
     case TF_ENC_PTR:
         memcpy(&v64, src, 8);
-        if (!(*present = v64 != 0))
+        if (v64 == 0)
             return p;
+        *present |= bit;
         p = tf_put_uv(p, tf_zigzag((int64_t)(v64 - w->ptr[f->ptr_class])));
         w->ptr[f->ptr_class] = v64;
         return p;
     default: /* TF_ENC_U64, TF_ENC_SEQREL */
         memcpy(&v64, src, 8);
-        if (!(*present = v64 != 0))
+        if (v64 == 0)
             return p;
+        *present |= bit;
         return tf_put_uv(p, f->enc == TF_ENC_U64 ? v64 : e->seq - v64);
     }
 }
@@ -387,6 +390,9 @@ static uint8_t *put_common(tf_writer *w, uint8_t *p, const tf_event *e, uint32_t
     return p;
 }
 
+/* Event records are encoded in place: the kind fits one byte, the payload
+ * never exceeds TF_EVENT_PAYLOAD_MAX (< 128) so the length does too, and the
+ * presence map is a fixed two bytes filled in last. */
 void tf_write_event(tf_writer *w, const tf_event *ev)
 {
     const tf_event_layout *layout = tf_event_layout_of(ev->kind);
@@ -398,20 +404,21 @@ void tf_write_event(tf_writer *w, const tf_event *ev)
         fill_end_counts(w, &end);
         ev = &end;
     }
-    uint8_t *payload = record_begin(w, ev->kind, TF_EVENT_MAX_BYTES);
-    if (!payload)
+    if (reserve(w, FRAME_RECORD_MAX + 2 + TF_EVENT_PAYLOAD_MAX) < 0)
         return;
-    uint8_t fields[TF_EVENT_MAX_BYTES];
+    if (!w->frame_open)
+        write_frame_record(w);
+    uint8_t *rec = w->chunk.data + w->chunk.len;
+    uint8_t *payload = rec + 2;
     uint32_t present = 0;
-    uint8_t *p = put_common(w, fields, ev, &present);
-    for (unsigned i = 0; i < layout->nfields; i++) {
-        int bit;
-        p = put_field(w, p, ev, &layout->fields[i], &bit);
-        present |= (uint32_t)bit << (TF_COMMON_FIELDS + i);
-    }
-    uint8_t *q = tf_put_uv(payload, present);
-    memcpy(q, fields, (size_t)(p - fields));
-    record_end(w, payload, q + (p - fields));
+    uint8_t *p = put_common(w, payload + 2, ev, &present);
+    for (unsigned i = 0; i < layout->nfields; i++)
+        p = put_field(w, p, ev, &layout->fields[i], &present, 1u << (TF_COMMON_FIELDS + i));
+    rec[0] = (uint8_t)ev->kind;
+    rec[1] = (uint8_t)(p - payload);
+    payload[0] = (uint8_t)present;
+    payload[1] = (uint8_t)(present >> 8);
+    w->chunk.len = (size_t)(p - w->chunk.data);
     w->seq = ev->seq;
     w->t_ns = ev->t_ns;
     w->tid = ev->tid;

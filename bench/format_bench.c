@@ -1,0 +1,270 @@
+/*
+ * format_bench.c - writer and reader throughput and compressed size on a
+ * realistic event stream (driven by format_bench.sh; not a test).
+ *
+ * The stream: pool alloc/free pairs from several threads, each with one of a
+ * few hundred 32-frame native stacks and a Python stack, sizes and addresses
+ * from a simple bump-and-reuse pool, an occasional cudaMalloc nested in a
+ * pool operation, and a GC start/stop pair every few thousand events.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "trace_format.h"
+
+#define NTHREADS 6
+#define NSTACKS 400
+#define NPYSTACKS 150
+#define DEPTH 32
+#define CHUNK_SEAL (256u * 1024)
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+    rng ^= rng >> 12;
+    rng ^= rng << 25;
+    rng ^= rng >> 27;
+    return rng * 0x2545f4914f6cdd1dull;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* CPU time: the machine may be shared */
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t stacks[NSTACKS][DEPTH];
+
+static void make_stacks(tf_writer *w, uint32_t *native_ids, uint32_t *py_ids)
+{
+    /* Frames come from a handful of libraries; stacks share their outer part. */
+    static const uint64_t bases[4] = { 0x7f3a12000000ull, 0x7f3a20400000ull,
+                                       0x55d0c8a00000ull, 0x7f3a33c00000ull };
+    for (int s = 0; s < NSTACKS; s++) {
+        for (int d = 0; d < DEPTH; d++) {
+            int shared = d >= DEPTH / 2 && s > 0;
+            stacks[s][d] = shared ? stacks[s / 2][d]
+                                  : bases[rnd() % 4] + (rnd() % 0x200000);
+        }
+        native_ids[s] = tf_write_native_stack(w, stacks[s], DEPTH);
+    }
+    uint32_t code[64];
+    for (int c = 0; c < 64; c++) {
+        char name[32];
+        int n = snprintf(name, sizeof name, "module_%d.py", c % 16);
+        uint32_t file = tf_write_string(w, name, (size_t)n);
+        n = snprintf(name, sizeof name, "function_%d", c);
+        code[c] = tf_write_py_code(w, file, tf_write_string(w, name, (size_t)n), 10 + c);
+    }
+    for (int s = 0; s < NPYSTACKS; s++) {
+        tf_py_frame f[16];
+        uint32_t n = 4 + (uint32_t)(rnd() % 12);
+        for (uint32_t i = 0; i < n; i++)
+            f[i] = (tf_py_frame){ code[rnd() % 64], 10 + (uint32_t)(rnd() % 400) };
+        py_ids[s] = tf_write_py_stack(w, f, n);
+    }
+}
+
+/* A training loop: every iteration runs the same program of steps (same
+ * stacks, same sizes, and with a caching pool mostly the same addresses),
+ * with timing jitter, a few data-dependent sizes, loader threads doing host
+ * allocations, a nested cudaMalloc while the pool warms up, and a GC every
+ * few thousand events.  This is the stream the recorder sees in practice. */
+#define STEPS 240
+typedef struct step {
+    uint32_t kind, native, py, tid, gap_ns;
+    uint64_t size, ptr;
+    int frees;          /* a free step releases the block of step `frees` */
+} step;
+
+/* An earlier allocation step not yet freed, or -1. */
+static int unfreed_alloc(const step *prog, int k)
+{
+    int start = (int)(rnd() % (uint64_t)k);
+    for (int d = 0; d < k; d++) {
+        int j = (start + d) % k;
+        if ((prog[j].kind == TF_EV_POOL_ALLOC || prog[j].kind == TF_EV_HOST_ALLOC) &&
+            prog[j].frees == -1)
+            return j;
+    }
+    return -1;
+}
+
+static void make_program(step *prog, const uint32_t *native_ids, const uint32_t *py_ids)
+{
+    uint64_t next_ptr = 0x7f0000000000ull;
+    for (int k = 0; k < STEPS; k++) {
+        step *p = &prog[k];
+        p->native = native_ids[rnd() % NSTACKS];
+        p->py = py_ids[rnd() % NPYSTACKS];
+        p->gap_ns = 200 + (uint32_t)(rnd() % 3000);
+        p->tid = rnd() % 10 ? 41000 : 41000 + 7 * (1 + (uint32_t)(rnd() % (NTHREADS - 1)));
+        p->frees = -1;
+        int j = k >= 8 && rnd() % 2 == 0 ? unfreed_alloc(prog, k) : -1;
+        if (j >= 0) {
+            prog[j].frees = -2;  /* taken */
+            p->kind = prog[j].kind == TF_EV_HOST_ALLOC ? TF_EV_HOST_FREE : TF_EV_POOL_FREE;
+            p->frees = j;
+            p->tid = prog[j].tid;
+            continue;
+        }
+        p->kind = p->tid == 41000 ? TF_EV_POOL_ALLOC : TF_EV_HOST_ALLOC;
+        p->size = (rnd() & 1) ? (uint64_t)512 << (rnd() % 12) : 512 * (1 + rnd() % 64);
+        p->ptr = p->kind == TF_EV_HOST_ALLOC ? 0x5600000000ull + (rnd() % 4096) * 4096 : next_ptr;
+        next_ptr += p->size;
+    }
+}
+
+static tf_event *emit(tf_event *ev, size_t *i, uint64_t *seq, uint64_t t)
+{
+    tf_event *e = &ev[(*i)++];
+    memset(e, 0, sizeof *e);
+    e->seq = ++*seq;
+    e->t_ns = t;
+    return e;
+}
+
+/* Fills ev[0..n) with the stream; returns how many were made. */
+static size_t make_loop_stream(tf_event *ev, size_t n, const uint32_t *native_ids,
+                               const uint32_t *py_ids)
+{
+    static step prog[STEPS];
+    make_program(prog, native_ids, py_ids);
+    uint64_t t = 1000000, seq = 0, ptrs[STEPS] = { 0 };
+    size_t i = 0;
+    for (int iter = 0; i + 4 < n; iter++) {
+        for (int k = 0; k < STEPS && i + 4 < n; k++) {
+            const step *p = &prog[k];
+            t += p->gap_ns + rnd() % 64;
+            tf_event *e = emit(ev, &i, &seq, t);
+            e->kind = p->kind;
+            e->tid = p->tid;
+            e->native_stack = p->native;
+            e->py_stack = p->py;
+            if (p->kind == TF_EV_POOL_FREE || p->kind == TF_EV_HOST_FREE) {
+                e->u.pool.ptr = ptrs[p->frees];  /* host.ptr shares the offset */
+                if (p->kind == TF_EV_HOST_FREE)
+                    e->u.host = (typeof(e->u.host)){ TF_HOST_OTHER, ptrs[p->frees], 0 };
+                continue;
+            }
+            uint64_t size = rnd() % 16 ? p->size : p->size + 512 * (rnd() % 8);
+            ptrs[k] = rnd() % 32 ? p->ptr : p->ptr + 0x100000000ull + 512 * (rnd() % 1024);
+            if (p->kind == TF_EV_HOST_ALLOC) {
+                e->u.host = (typeof(e->u.host)){ TF_HOST_OTHER, ptrs[k], size };
+                continue;
+            }
+            e->u.pool = (typeof(e->u.pool)){ 0, ptrs[k], size - size % 512 / 2, size, 0 };
+            if (iter < 3 && rnd() % 8 == 0) {  /* the pool grows while warming up */
+                tf_event *c = emit(ev, &i, &seq, t + 40);
+                c->kind = TF_EV_CUDA_ALLOC;
+                c->tid = e->tid;
+                c->parent = e->seq;
+                c->native_stack = native_ids[0];
+                c->u.cuda.api = TF_API_cudaMalloc;
+                c->u.cuda.ptr = ptrs[k] & ~0x1fffffull;
+                c->u.cuda.size = 2u << 20;
+            }
+        }
+        if (iter % 10 == 9) {  /* a generation-0 collection */
+            tf_event *g = emit(ev, &i, &seq, t += 500);
+            g->kind = TF_EV_GC_START;
+            g->tid = 41000;
+            g->native_stack = native_ids[1];
+            g->py_stack = py_ids[1];
+            g->u.gc.allocs[0] = 701 + rnd() % 20;
+            g = emit(ev, &i, &seq, t += 30000 + rnd() % 20000);
+            g->kind = TF_EV_GC_STOP;
+            g->tid = 41000;
+            g->u.gc.collected = rnd() % 100;
+            g->u.gc.duration_ns = 30000;
+        }
+    }
+    return i;
+}
+
+int main(int argc, char **argv)
+{
+    size_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 4000000;
+    int level = argc > 2 ? atoi(argv[2]) : 1;
+    tf_event *ev = malloc(n * sizeof *ev);
+    tf_header h = { .pid = 1, .cmdline = "bench" };
+    tf_writer *w = tf_writer_new(&h);
+    uint32_t native_ids[NSTACKS], py_ids[NPYSTACKS];
+    make_stacks(w, native_ids, py_ids);
+    n = make_loop_stream(ev, n, native_ids, py_ids);
+
+    /* Allocate the output's pages up front so the timing is ours, not the
+     * kernel's page clearing. */
+    int fd = memfd_create("bench", 0);
+    if (fd < 0 || fallocate(fd, 0, 0, (off_t)(n * 16)) != 0) {
+        perror("memfd");
+        return 1;
+    }
+    ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    tf_chunk chunk = { 0 };
+    double t0 = now();
+    for (size_t i = 0; i < n; i++) {
+        tf_write_event(w, &ev[i]);
+        if (tf_writer_pending(w) >= CHUNK_SEAL) {
+            tf_writer_seal(w, &chunk);
+            tf_chunk_write(fd, &chunk, cctx, level);
+        }
+    }
+    tf_writer_seal(w, &chunk);
+    tf_chunk_write(fd, &chunk, cctx, level);
+    double t_write = now() - t0;
+
+    /* The recorder interns each event's stack: measure the lookup alone. */
+    t0 = now();
+    uint32_t sink = 0;
+    for (size_t i = 0; i < n; i++)
+        sink += tf_write_native_stack(w, stacks[i % NSTACKS], DEPTH);
+    double t_intern = now() - t0;
+
+    off_t bytes = lseek(fd, 0, SEEK_CUR);
+    if (ftruncate(fd, bytes) != 0) {
+        perror("ftruncate");
+        return 1;
+    }
+    char path[64], err[256];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    t0 = now();
+    tf_reader *r = tf_reader_open(path, err, sizeof err);
+    if (!r) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    tf_event e;
+    size_t got = 0;
+    uint64_t check = 0;
+    while (tf_reader_next(r, &e)) {
+        got++;
+        check += e.u.pool.ptr;
+    }
+    double t_read = now() - t0;
+    tf_reader_close(r);
+    if (got != n) {
+        fprintf(stderr, "read %zu events of %zu\n", got, n);
+        return 1;
+    }
+    printf("events            %zu (zstd level %d, checksum %llx, sink %u)\n", n, level,
+           (unsigned long long)check, sink & 1);
+    printf("writer            %.1f M events/s (encode + compress + write)\n", n / t_write / 1e6);
+    printf("reader            %.1f M events/s (decompress + decode)\n", n / t_read / 1e6);
+    printf("compressed        %.2f bytes/event (%lld bytes)\n", (double)bytes / n,
+           (long long)bytes);
+    printf("stack intern hit  %.1f ns/lookup (32 frames)\n", t_intern / n * 1e9);
+    tf_writer_free(w);
+    free(chunk.data);
+    free(ev);
+    return 0;
+}
