@@ -1,0 +1,135 @@
+/*
+ * report.h - what `trace-replay report` tells about a log, gathered in one
+ * pass and then printed as text, JSON or HTML.
+ *
+ * The pass feeds every event to the model-free checks (checks.h: the same
+ * code `check` runs) and keeps, beside them, the accounting a reader of a bug
+ * report wants: memory over time, allocation sites, collections, and the
+ * memory that only a collection gave back.  Stacks and strings stay ids; the
+ * printers resolve them through the reader, which stays open.
+ */
+#ifndef RP_REPORT_H
+#define RP_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "finding.h"
+#include "report_series.h"
+#include "stacks.h"
+#include "trace_format.h"
+
+/* An allocation site: the innermost Python frame and the innermost native
+ * frame outside the tracer.  Either may be absent (0). */
+typedef struct rpt_site {
+    uint32_t py_code, py_line;
+    uint64_t native_ip;
+    uint32_t native_stack, py_stack;   /* stacks of its first allocation */
+    uint32_t native_index;             /* native_ip's frame in native_stack */
+    uint64_t dev_bytes, dev_count;     /* device memory handed to the program */
+    uint64_t host_bytes, host_count;   /* large host buffers */
+    uint64_t gc_dev_bytes, gc_dev_count;   /* freed only inside a collection */
+    uint64_t gc_host_bytes, gc_host_count;
+} rpt_site;
+
+/* Device allocations by whole stack, for the flame graph. */
+typedef struct rpt_stack_tally {
+    uint32_t py_stack, native_stack;
+    uint64_t bytes, count;
+} rpt_stack_tally;
+
+/* Double initialisations of one type from one place. */
+typedef struct rpt_double_init {
+    uint32_t type_name;                /* string id */
+    uint32_t native_stack, py_stack;
+    uint64_t count, first_seq, first_obj;
+} rpt_double_init;
+
+typedef struct rpt_gc_gen {
+    uint64_t collections, collected, uncollectable;
+    uint64_t pause_ns, max_pause_ns;
+} rpt_gc_gen;
+
+/* A collection, for the chart and the trace export. */
+typedef struct rpt_collection {
+    uint64_t t_start, t_stop;          /* t_stop 0: never stopped */
+    int32_t generation;
+    uint32_t tid;
+} rpt_collection;
+
+typedef struct rpt_peak { uint64_t bytes, seq, t_ns; } rpt_peak;
+
+typedef struct rpt_thread { uint32_t tid; uint64_t events; } rpt_thread;
+
+#define RPT_MAX_VIOLATIONS 64
+#define RPT_MAX_FRAMES 128              /* frames of a stack printed */
+
+typedef struct rpt {
+    const tf_reader *reader;
+    const char *path;
+    uint64_t events, kinds[TF_KIND_MAX];
+    uint64_t t_first, t_last;          /* monotonic ns of the first and last event */
+    rpt_thread *threads;
+    uint32_t nthreads;
+
+    rpt_peak peak_reserved, peak_allocated, peak_host;
+    rpt_series series;                 /* reserved, allocated, host over time */
+
+    rpt_site *sites;
+    uint32_t nsites;
+    rpt_stack_tally *dev_stacks;
+    uint32_t ndev_stacks;
+
+    rpt_gc_gen gc[3];
+    rpt_collection *collections;
+    uint32_t ncollections;
+    uint64_t gc_dev_bytes, gc_host_bytes;  /* totals of the sites' gc_ figures */
+
+    rpt_double_init *dinits;
+    uint32_t ndinits;
+
+    rp_finding violations[RPT_MAX_VIOLATIONS];
+    uint32_t nviolations;
+    uint64_t total_violations;
+    const rp_finding *warnings;
+    uint32_t nwarnings;
+    uint64_t total_warnings;
+
+    const tf_read_status *status;
+    const char *damage;                /* NULL when the log is whole */
+    void *priv;                        /* the pass's own state */
+} rpt;
+
+/* Read the whole log at path.  0, or -1 with a message in err. */
+int rpt_collect(rpt *r, const char *path, char *err, size_t errlen);
+void rpt_free(rpt *r);
+
+/* The interpreter's version: the header's, or the one learnt later (INFO). */
+const char *rpt_python_version(const rpt *r);
+
+/* Seconds from the start of the process (or the first event) to t_ns. */
+double rpt_seconds(const rpt *r, uint64_t t_ns);
+
+/* Sites ordered for a table: indices of the sites with nonzero figure, by
+ * that figure, largest first.  which: 'd' device bytes, 'h' host bytes,
+ * 'g' memory freed only inside collections (device + host).  Caller frees. */
+uint32_t *rpt_sites_by(const rpt *r, int which, uint32_t *n);
+uint64_t rpt_site_figure(const rpt_site *s, int which, uint64_t *count);
+
+/* Text for a site: "file.py:12 (func)" and "func (file.c:3) libfoo.so+0x1c". */
+void rpt_site_python(const rpt *r, const rpt_site *s, char *buf, size_t len);
+void rpt_site_native(rp_stacks *st, const rpt_site *s, char *buf, size_t len);
+/* One native frame as text. */
+void rpt_native_frame_text(const rp_native_frame *f, char *buf, size_t len);
+
+/* The printers.  Each returns 0, or -1 when the output failed. */
+int rpt_print_text(const rpt *r, rp_stacks *st, FILE *out);
+int rpt_print_json(const rpt *r, rp_stacks *st, FILE *out);
+int rpt_print_html(const rpt *r, rp_stacks *st, FILE *out);
+
+/* "1.5 MiB", "10.0 MiB", "512 B" */
+void rpt_bytes(uint64_t n, char *buf, size_t len);
+
+int cmd_report(int argc, char **argv);
+
+#endif

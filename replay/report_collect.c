@@ -1,0 +1,498 @@
+/*
+ * report_collect.c - the one pass over a log behind `report`.
+ *
+ * Violations and warnings come from the model-free checks (checks.c), fed
+ * exactly as the replay driver feeds them.  Beside them this pass keeps what
+ * the checks have no use for: who allocated each live block (so a free can be
+ * charged to its allocation site), whether a free ran inside a collection,
+ * and the memory figures over time.
+ */
+#include "report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "checks.h"
+#include "progress.h"
+#include "ptrmap.h"
+#include "xalloc.h"
+
+/* An operation or collection still open on a thread. */
+typedef struct open_frame {
+    uint64_t seq;
+    uint32_t kind, pool;
+    int in_gc;                 /* it, or one of its ancestors, is a collection */
+} open_frame;
+
+typedef struct tstack {
+    uint32_t tid;
+    open_frame *f;
+    size_t n, cap;
+} tstack;
+
+/* Live blocks of one kind of memory: address -> site, address -> size. */
+typedef struct live {
+    rp_ptrmap site, size;
+    uint64_t bytes;
+} live;
+
+typedef struct pass {
+    rp_checks *checks;
+    tstack *ts;
+    size_t nts, capts;
+    live direct_dev;           /* device allocations outside any pool */
+    live pool_blocks;
+    live host;
+    rp_ptrmap site_index;      /* key hash -> site index */
+    rp_ptrmap dinit_index;     /* key hash -> double-init group */
+    rp_ptrmap native_site;     /* native stack id -> index of its site frame */
+    rp_ptrmap stack_index;     /* (py stack, native stack) -> dev_stacks index */
+    uint32_t *pools;           /* pool ids seen, for the totals */
+    size_t npools, cappools;
+    size_t capsites, capstacks, capdinits, capcoll, capthreads;
+} pass;
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdULL;
+    return h ^ (h >> 33);
+}
+
+/* A slot in an index map for hash h, probing past entries that hold other
+ * keys (same() says whether the entry at an index is ours). */
+static uint64_t *index_slot(rp_ptrmap *m, uint64_t h, int (*same)(const void *ctx, uint64_t idx), const void *ctx,
+                            uint64_t *key)
+{
+    for (;; h++) {
+        if (h == RP_PTRMAP_EMPTY)
+            continue;
+        uint64_t *v = rp_ptrmap_get(m, h);
+        *key = h;
+        if (!v || same(ctx, *v))
+            return v;
+    }
+}
+
+static void live_init(live *l)
+{
+    rp_ptrmap_init(&l->site);
+    rp_ptrmap_init(&l->size);
+    l->bytes = 0;
+}
+
+static void live_free(live *l)
+{
+    rp_ptrmap_free(&l->site);
+    rp_ptrmap_free(&l->size);
+}
+
+static void live_add(live *l, uint64_t ptr, uint64_t size, uint32_t site)
+{
+    uint64_t old;
+    if (rp_ptrmap_del(&l->size, ptr, &old))
+        l->bytes -= old;       /* allocated again without a free we saw */
+    rp_ptrmap_put(&l->site, ptr, site);
+    rp_ptrmap_put(&l->size, ptr, size);
+    l->bytes += size;
+}
+
+/* 1 with the block's site and size when ptr was live. */
+static int live_del(live *l, uint64_t ptr, uint32_t *site, uint64_t *size)
+{
+    uint64_t s;
+    if (!rp_ptrmap_del(&l->site, ptr, &s))
+        return 0;
+    rp_ptrmap_del(&l->size, ptr, size);
+    l->bytes -= *size;
+    *site = (uint32_t)s;
+    return 1;
+}
+
+/* ----------------------------------------------------------------- sites */
+
+static int is_tracer(const tf_module *m)
+{
+    const char *base = m && m->path ? strrchr(m->path, '/') : NULL;
+    base = base ? base + 1 : m ? m->path : NULL;
+    return base && !strncmp(base, "libtrace.so", 11);
+}
+
+/* The innermost frame outside the tracer itself (its hooks are on every
+ * stack and tell nothing about the program): 1 with its index and address. */
+static int native_site_of(rpt *r, pass *ps, uint32_t stack, uint32_t *index, uint64_t *ip)
+{
+    const uint64_t *ips;
+    uint32_t n;
+    if (!tf_reader_native_stack(r->reader, stack, &ips, &n))
+        return 0;
+    uint64_t *cached = rp_ptrmap_get(&ps->native_site, stack);
+    if (!cached) {
+        uint32_t i = 0;
+        while (i < n && is_tracer(tf_reader_module_for(r->reader, ips[i])))
+            i++;
+        rp_ptrmap_put(&ps->native_site, stack, i);
+        cached = rp_ptrmap_get(&ps->native_site, stack);
+    }
+    if (*cached >= n)
+        return 0;
+    *index = (uint32_t)*cached;
+    *ip = ips[*index];
+    return 1;
+}
+
+typedef struct site_key { const rpt *r; uint32_t code, line; uint64_t ip; } site_key;
+
+static int same_site(const void *ctx, uint64_t idx)
+{
+    const site_key *k = ctx;
+    const rpt_site *s = &k->r->sites[idx];
+    return s->py_code == k->code && s->py_line == k->line && s->native_ip == k->ip;
+}
+
+static uint32_t site_of(rpt *r, pass *ps, const tf_event *e)
+{
+    site_key k = {r, 0, 0, 0};
+    const tf_py_frame *f;
+    uint32_t n;
+    if (e->py_stack && tf_reader_py_stack(r->reader, e->py_stack, &f, &n) && n) {
+        k.code = f[0].code;
+        k.line = f[0].line;
+    }
+    uint32_t index = 0;
+    if (e->native_stack && !native_site_of(r, ps, e->native_stack, &index, &k.ip))
+        k.ip = 0;
+    uint64_t key;
+    uint64_t *idx = index_slot(&ps->site_index, mix(mix(mix(1, k.code), k.line), k.ip), same_site, &k, &key);
+    if (idx)
+        return (uint32_t)*idx;
+    rp_grow(&r->sites, &ps->capsites, r->nsites + 1, sizeof *r->sites);
+    rpt_site *s = &r->sites[r->nsites];
+    memset(s, 0, sizeof *s);
+    s->py_code = k.code;
+    s->py_line = k.line;
+    s->native_ip = k.ip;
+    s->native_stack = e->native_stack;
+    s->native_index = index;
+    s->py_stack = e->py_stack;
+    rp_ptrmap_put(&ps->site_index, key, r->nsites);
+    return r->nsites++;
+}
+
+/* ---------------------------------------------------------------- nesting */
+
+static tstack *tstack_of(rpt *r, pass *ps, uint32_t tid)
+{
+    for (size_t i = 0; i < ps->nts; i++)
+        if (ps->ts[i].tid == tid) {
+            r->threads[i].events++;
+            return &ps->ts[i];
+        }
+    rp_grow(&ps->ts, &ps->capts, ps->nts + 1, sizeof *ps->ts);
+    rp_grow(&r->threads, &ps->capthreads, r->nthreads + 1, sizeof *r->threads);
+    memset(&ps->ts[ps->nts], 0, sizeof *ps->ts);
+    ps->ts[ps->nts].tid = tid;
+    r->threads[r->nthreads++] = (rpt_thread){tid, 1};
+    return &ps->ts[ps->nts++];
+}
+
+/* Pop what e shows is closed; returns the frame e is nested in (NULL: none). */
+static const open_frame *enter(tstack *t, const tf_event *e)
+{
+    if (e->kind == TF_EV_POOL_OP_END) {
+        while (t->n && t->f[--t->n].seq != e->u.pool_op.begin)
+            ;
+    } else if (e->kind == TF_EV_GC_STOP) {
+        while (t->n && t->f[--t->n].kind != TF_EV_GC_START)
+            ;
+    } else {
+        while (t->n && t->f[t->n - 1].seq != e->parent)
+            t->n--;
+    }
+    return t->n ? &t->f[t->n - 1] : NULL;
+}
+
+static void open_frame_push(tstack *t, const tf_event *e, const open_frame *up)
+{
+    rp_grow(&t->f, &t->cap, t->n + 1, sizeof *t->f);
+    t->f[t->n++] = (open_frame){e->seq, e->kind, e->kind == TF_EV_POOL_OP_BEGIN ? e->u.pool_op.pool : 0,
+                                e->kind == TF_EV_GC_START || (up && up->in_gc)};
+}
+
+/* ------------------------------------------------------------ accounting */
+
+static int is_device_api(uint32_t api)
+{
+    switch (api) {
+    case TF_API_cudaMalloc: case TF_API_cudaMallocAsync: case TF_API_cudaMallocManaged:
+    case TF_API_cudaMallocPitch: case TF_API_cudaMallocFromPoolAsync: case TF_API_cuMemAlloc_v2:
+    case TF_API_cuMemAllocAsync: case TF_API_cuMemAllocFromPoolAsync: case TF_API_cuMemAllocManaged:
+    case TF_API_cuMemAllocPitch_v2: case TF_API_cudaFree: case TF_API_cudaFreeAsync:
+    case TF_API_cuMemFree_v2: case TF_API_cuMemFreeAsync:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static void note_pool(pass *ps, uint32_t pool)
+{
+    for (size_t i = 0; i < ps->npools; i++)
+        if (ps->pools[i] == pool)
+            return;
+    rp_grow(&ps->pools, &ps->cappools, ps->npools + 1, sizeof *ps->pools);
+    ps->pools[ps->npools++] = pool;
+}
+
+static void charge_gc_free(rpt *r, uint32_t site, uint64_t size, int device)
+{
+    rpt_site *s = &r->sites[site];
+    if (device) {
+        s->gc_dev_bytes += size;
+        s->gc_dev_count++;
+        r->gc_dev_bytes += size;
+    } else {
+        s->gc_host_bytes += size;
+        s->gc_host_count++;
+        r->gc_host_bytes += size;
+    }
+}
+
+static void tally_stack(rpt *r, pass *ps, const tf_event *e, uint64_t size)
+{
+    uint64_t key = (uint64_t)e->py_stack << 32 | e->native_stack;
+    uint64_t *idx = rp_ptrmap_get(&ps->stack_index, key);
+    if (!idx) {
+        rp_grow(&r->dev_stacks, &ps->capstacks, r->ndev_stacks + 1, sizeof *r->dev_stacks);
+        r->dev_stacks[r->ndev_stacks] = (rpt_stack_tally){e->py_stack, e->native_stack, 0, 0};
+        rp_ptrmap_put(&ps->stack_index, key, r->ndev_stacks++);
+        idx = rp_ptrmap_get(&ps->stack_index, key);
+    }
+    r->dev_stacks[*idx].bytes += size;
+    r->dev_stacks[*idx].count++;
+}
+
+static void alloc_event(rpt *r, pass *ps, const tf_event *e, live *l, uint64_t ptr, uint64_t size, int device)
+{
+    uint32_t site = site_of(r, ps, e);
+    rpt_site *s = &r->sites[site];
+    if (device) {
+        s->dev_bytes += size;
+        s->dev_count++;
+        tally_stack(r, ps, e, size);
+    } else {
+        s->host_bytes += size;
+        s->host_count++;
+    }
+    live_add(l, ptr, size, site);
+}
+
+static void free_event(rpt *r, live *l, uint64_t ptr, int in_gc, int device)
+{
+    uint32_t site;
+    uint64_t size;
+    if (live_del(l, ptr, &site, &size) && in_gc)
+        charge_gc_free(r, site, size, device);
+}
+
+static void collection(rpt *r, pass *ps, const tf_event *e, tstack *t)
+{
+    if (e->kind == TF_EV_GC_START) {
+        rp_grow(&r->collections, &ps->capcoll, r->ncollections + 1, sizeof *r->collections);
+        r->collections[r->ncollections++] = (rpt_collection){e->t_ns, 0, e->u.gc.generation, e->tid};
+        return;
+    }
+    /* The stop closes the latest open collection of its thread. */
+    for (uint32_t i = r->ncollections; i-- > 0;) {
+        rpt_collection *c = &r->collections[i];
+        if (c->tid != t->tid || c->t_stop)
+            continue;
+        c->t_stop = e->t_ns;
+        int g = c->generation >= 0 && c->generation < 3 ? c->generation : 2;
+        uint64_t pause = e->u.gc.duration_ns ? e->u.gc.duration_ns : e->t_ns - c->t_start;
+        r->gc[g].collections++;
+        r->gc[g].collected += e->u.gc.collected;
+        r->gc[g].uncollectable += e->u.gc.uncollectable;
+        r->gc[g].pause_ns += pause;
+        if (pause > r->gc[g].max_pause_ns)
+            r->gc[g].max_pause_ns = pause;
+        return;
+    }
+}
+
+typedef struct dinit_key { const rpt *r; const tf_event *e; } dinit_key;
+
+static int same_dinit(const void *ctx, uint64_t idx)
+{
+    const dinit_key *k = ctx;
+    const rpt_double_init *d = &k->r->dinits[idx];
+    return d->type_name == k->e->u.double_init.type_name && d->py_stack == k->e->py_stack &&
+           d->native_stack == k->e->native_stack;
+}
+
+static void double_init(rpt *r, pass *ps, const tf_event *e)
+{
+    dinit_key k = {r, e};
+    uint64_t key, h = mix(mix(mix(2, e->u.double_init.type_name), e->py_stack), e->native_stack);
+    uint64_t *idx = index_slot(&ps->dinit_index, h, same_dinit, &k, &key);
+    if (idx) {
+        r->dinits[*idx].count++;
+        return;
+    }
+    rp_grow(&r->dinits, &ps->capdinits, r->ndinits + 1, sizeof *r->dinits);
+    r->dinits[r->ndinits] = (rpt_double_init){e->u.double_init.type_name, e->native_stack, e->py_stack, 1, e->seq,
+                                              e->u.double_init.obj};
+    rp_ptrmap_put(&ps->dinit_index, key, r->ndinits++);
+}
+
+/* Memory now: reserved is what the device gave out (or, for logs without
+ * CUDA calls such as imported snapshots, the pools' segments: both count the
+ * same bytes when both are there); allocated is what the program holds. */
+static void note_memory(rpt *r, pass *ps, const tf_event *e)
+{
+    uint64_t pool_reserved = 0, allocated = ps->direct_dev.bytes;
+    for (size_t i = 0; i < ps->npools; i++) {
+        rp_pool_figures f = rp_checks_pool(ps->checks, ps->pools[i]);
+        pool_reserved += f.reserved;
+        allocated += f.allocated;
+    }
+    uint64_t device = rp_checks_device_live(ps->checks);
+    uint64_t v[RPT_SERIES_MEASURES] = {device > pool_reserved ? device : pool_reserved, allocated,
+                                       ps->host.bytes};
+    rpt_peak *peaks[RPT_SERIES_MEASURES] = {&r->peak_reserved, &r->peak_allocated, &r->peak_host};
+    for (int i = 0; i < RPT_SERIES_MEASURES; i++)
+        if (v[i] > peaks[i]->bytes)
+            *peaks[i] = (rpt_peak){v[i], e->seq, e->t_ns};
+    rpt_series_add(&r->series, e->t_ns, v);
+}
+
+static void account(rpt *r, pass *ps, const tf_event *e, const open_frame *up)
+{
+    int in_gc = up && up->in_gc;
+    uint32_t owner = up && up->kind == TF_EV_POOL_OP_BEGIN ? up->pool : 0;
+    switch (e->kind) {
+    case TF_EV_CUDA_ALLOC:
+        /* Inside a pool operation it is the pool's segment, not the program's. */
+        if (is_device_api(e->u.cuda.api) && !e->u.cuda.result && e->u.cuda.ptr && !owner)
+            alloc_event(r, ps, e, &ps->direct_dev, e->u.cuda.ptr, e->u.cuda.size, 1);
+        break;
+    case TF_EV_CUDA_FREE:
+        if (is_device_api(e->u.cuda.api) && !e->u.cuda.result && e->u.cuda.ptr)
+            free_event(r, &ps->direct_dev, e->u.cuda.ptr, in_gc, 1);
+        break;
+    case TF_EV_POOL_ALLOC:
+        note_pool(ps, e->u.pool.pool);
+        if (e->u.pool.ptr)
+            alloc_event(r, ps, e, &ps->pool_blocks, e->u.pool.ptr,
+                        e->u.pool.granted ? e->u.pool.granted : e->u.pool.requested, 1);
+        break;
+    case TF_EV_POOL_FREE:
+        note_pool(ps, e->u.pool.pool);
+        free_event(r, &ps->pool_blocks, e->u.pool.ptr, in_gc, 1);
+        break;
+    case TF_EV_POOL_SEGMENT:
+        note_pool(ps, e->u.segment.pool);
+        break;
+    case TF_EV_HOST_ALLOC:
+        if (e->u.host.ptr)
+            alloc_event(r, ps, e, &ps->host, e->u.host.ptr, e->u.host.size, 0);
+        break;
+    case TF_EV_HOST_FREE:
+        free_event(r, &ps->host, e->u.host.ptr, in_gc, 0);
+        break;
+    case TF_EV_PY_DOUBLE_INIT:
+        double_init(r, ps, e);
+        return;
+    default:
+        return;
+    }
+    note_memory(r, ps, e);
+}
+
+static void event(rpt *r, pass *ps, const tf_event *e)
+{
+    if (!r->events)
+        r->t_first = e->t_ns;
+    r->events++;
+    r->t_last = e->t_ns;
+    r->kinds[e->kind < TF_KIND_MAX ? e->kind : 0]++;
+    tstack *t = tstack_of(r, ps, e->tid);
+    const open_frame *up = enter(t, e);
+    uint32_t owner = up && up->kind == TF_EV_POOL_OP_BEGIN ? up->pool : 0;
+    rp_finding v;
+    if (rp_checks_event(ps->checks, e, owner, &v)) {
+        if (r->nviolations < RPT_MAX_VIOLATIONS)
+            r->violations[r->nviolations++] = v;
+        r->total_violations++;
+    }
+    account(r, ps, e, up);
+    if (e->kind == TF_EV_GC_START || e->kind == TF_EV_GC_STOP)
+        collection(r, ps, e, t);
+    if (e->kind == TF_EV_POOL_OP_BEGIN || e->kind == TF_EV_GC_START)
+        open_frame_push(t, e, up);
+}
+
+int rpt_collect(rpt *r, const char *path, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    tf_reader *rd = tf_reader_open(path, err, errlen);
+    if (!rd)
+        return -1;
+    pass *ps = rp_xcalloc(1, sizeof *ps);
+    r->reader = rd;
+    r->path = path;
+    r->priv = ps;
+    ps->checks = rp_checks_new();
+    live_init(&ps->direct_dev);
+    live_init(&ps->pool_blocks);
+    live_init(&ps->host);
+    rp_ptrmap_init(&ps->site_index);
+    rp_ptrmap_init(&ps->dinit_index);
+    rp_ptrmap_init(&ps->native_site);
+    rp_ptrmap_init(&ps->stack_index);
+    rpt_series_init(&r->series);
+
+    rp_progress pg;
+    rp_progress_start(&pg, "report");
+    tf_event e;
+    while (tf_reader_next(rd, &e)) {
+        event(r, ps, &e);
+        rp_progress_tick(&pg, e.seq);
+    }
+    rp_progress_done(&pg);
+    r->status = tf_reader_status(rd);
+    r->damage = tf_reader_damage(rd);
+    if (r->status->clean_end)
+        rp_checks_end(ps->checks);
+    r->nwarnings = rp_checks_warnings(ps->checks, &r->warnings, &r->total_warnings);
+    return 0;
+}
+
+void rpt_free(rpt *r)
+{
+    pass *ps = r->priv;
+    if (ps) {
+        rp_checks_free(ps->checks);
+        for (size_t i = 0; i < ps->nts; i++)
+            free(ps->ts[i].f);
+        free(ps->ts);
+        live_free(&ps->direct_dev);
+        live_free(&ps->pool_blocks);
+        live_free(&ps->host);
+        rp_ptrmap_free(&ps->site_index);
+        rp_ptrmap_free(&ps->dinit_index);
+        rp_ptrmap_free(&ps->native_site);
+        rp_ptrmap_free(&ps->stack_index);
+        free(ps->pools);
+        free(ps);
+    }
+    if (r->reader)
+        tf_reader_close((tf_reader *)r->reader);
+    rpt_series_free(&r->series);
+    free(r->sites);
+    free(r->dev_stacks);
+    free(r->collections);
+    free(r->dinits);
+    free(r->threads);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,139 @@
+/* report_names.c - sites and stacks as text, and the orders of the tables. */
+#include "report.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xalloc.h"
+
+void rpt_bytes(uint64_t n, char *buf, size_t len)
+{
+    static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB"};
+    if (n < 1024) {
+        snprintf(buf, len, "%" PRIu64 " B", n);
+        return;
+    }
+    double v = (double)n / 1024;
+    int u = 0;
+    while (v >= 1024 && u < 3) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, len, "%.1f %s", v, unit[u]);
+}
+
+double rpt_seconds(const rpt *r, uint64_t t_ns)
+{
+    const tf_header *h = tf_reader_header(r->reader);
+    uint64_t t0 = h->mono_start_ns && h->mono_start_ns <= r->t_first ? h->mono_start_ns : r->t_first;
+    return t_ns > t0 ? (double)(t_ns - t0) / 1e9 : 0.0;
+}
+
+const char *rpt_python_version(const rpt *r)
+{
+    const tf_header *h = tf_reader_header(r->reader);
+    if (h->python_version && *h->python_version)
+        return h->python_version;
+    const char *key, *value;
+    for (uint32_t i = 0; i < tf_reader_info_count(r->reader); i++)
+        if (tf_reader_info(r->reader, i, &key, &value) && !strcmp(key, "python_version"))
+            return value;
+    return "unknown";
+}
+
+static const char *str(const rpt *r, uint32_t id)
+{
+    const char *s = id ? tf_reader_string(r->reader, id, NULL) : NULL;
+    return s ? s : "?";
+}
+
+static void py_frame_text(const rpt *r, uint32_t code, uint32_t line, char *buf, size_t len)
+{
+    const tf_py_code *c = tf_reader_py_code(r->reader, code);
+    if (!c) {
+        snprintf(buf, len, "(code %u):%u", code, line);
+        return;
+    }
+    snprintf(buf, len, "%s:%u (%s)", str(r, c->file), line, str(r, c->function));
+}
+
+void rpt_site_python(const rpt *r, const rpt_site *s, char *buf, size_t len)
+{
+    if (!s->py_code)
+        snprintf(buf, len, "(no Python frame)");
+    else
+        py_frame_text(r, s->py_code, s->py_line, buf, len);
+}
+
+void rpt_native_frame_text(const rp_native_frame *f, char *buf, size_t len)
+{
+    const char *mod = f->module ? strrchr(f->module, '/') : NULL;
+    mod = mod ? mod + 1 : f->module;
+    int n = snprintf(buf, len, "%s", f->function ? f->function : "??");
+    if (f->file && n >= 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, " (%s:%u)", f->file, f->line);
+    if (n >= 0 && (size_t)n < len) {
+        if (mod)
+            snprintf(buf + n, len - (size_t)n, " %s+0x%" PRIx64, mod, f->offset);
+        else
+            snprintf(buf + n, len - (size_t)n, " 0x%" PRIx64, f->ip);
+    }
+}
+
+void rpt_site_native(rp_stacks *st, const rpt_site *s, char *buf, size_t len)
+{
+    rp_native_frame f[RPT_MAX_FRAMES];
+    uint32_t n = s->native_ip ? rp_stacks_native(st, s->native_stack, f, RPT_MAX_FRAMES) : 0;
+    if (s->native_index < n)
+        rpt_native_frame_text(&f[s->native_index], buf, len);
+    else
+        snprintf(buf, len, "(no native stack)");
+}
+
+/* ------------------------------------------------------------- ordering */
+
+typedef struct sort_ctx { const rpt *r; int which; } sort_ctx;
+
+uint64_t rpt_site_figure(const rpt_site *s, int which, uint64_t *count)
+{
+    if (which == 'd') {
+        *count = s->dev_count;
+        return s->dev_bytes;
+    }
+    if (which == 'h') {
+        *count = s->host_count;
+        return s->host_bytes;
+    }
+    *count = s->gc_dev_count + s->gc_host_count;
+    return s->gc_dev_bytes + s->gc_host_bytes;
+}
+
+static uint64_t figure(const rpt_site *s, int which)
+{
+    uint64_t count;
+    return rpt_site_figure(s, which, &count);
+}
+
+static int by_figure(const void *a, const void *b, void *arg)
+{
+    const sort_ctx *c = arg;
+    uint64_t fa = figure(&c->r->sites[*(const uint32_t *)a], c->which);
+    uint64_t fb = figure(&c->r->sites[*(const uint32_t *)b], c->which);
+    if (fa != fb)
+        return fa < fb ? 1 : -1;
+    /* Ties in order of first appearance: the same log gives the same table. */
+    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+uint32_t *rpt_sites_by(const rpt *r, int which, uint32_t *n)
+{
+    uint32_t *idx = rp_xmalloc((r->nsites + 1) * sizeof *idx);
+    *n = 0;
+    for (uint32_t i = 0; i < r->nsites; i++)
+        if (figure(&r->sites[i], which))
+            idx[(*n)++] = i;
+    sort_ctx c = {r, which};
+    qsort_r(idx, *n, sizeof *idx, by_figure, &c);
+    return idx;
+}

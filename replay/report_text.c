@@ -1,0 +1,193 @@
+/* report_text.c - the report for people: a terminal's worth of sections. */
+#include "report.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define TOP_SITES 10
+#define WARNINGS_SHOWN 10
+
+/* Both stacks of an event, Python first (that is what people wrote). */
+static void print_stacks(rp_stacks *st, FILE *out, uint32_t py, uint32_t native)
+{
+    rp_py_frame pf[RPT_MAX_FRAMES];
+    rp_native_frame nf[RPT_MAX_FRAMES];
+    char line[1024];
+    uint32_t n = rp_stacks_py(st, py, pf, RPT_MAX_FRAMES);
+    if (n)
+        fprintf(out, "      Python stack (innermost first):\n");
+    for (uint32_t i = 0; i < n; i++)
+        fprintf(out, "        %s:%u (%s)\n", pf[i].file ? pf[i].file : "?", pf[i].line,
+                pf[i].function ? pf[i].function : "?");
+    n = rp_stacks_native(st, native, nf, RPT_MAX_FRAMES);
+    if (n)
+        fprintf(out, "      native stack (innermost first):\n");
+    for (uint32_t i = 0; i < n; i++) {
+        rpt_native_frame_text(&nf[i], line, sizeof line);
+        fprintf(out, "        %s\n", line);
+    }
+}
+
+static void print_header(const rpt *r, FILE *out)
+{
+    const tf_header *h = tf_reader_header(r->reader);
+    char when[64] = "";
+    time_t wall = (time_t)(h->wall_start_ns / 1000000000ULL);
+    struct tm tm;
+    if (h->wall_start_ns && gmtime_r(&wall, &tm))
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    fprintf(out, "trace-replay report: %s\n", r->path);
+    fprintf(out, "  command    %s\n", h->cmdline && *h->cmdline ? h->cmdline : "(unknown)");
+    fprintf(out, "  process    pid %u (parent %u) on %s\n", h->pid, h->ppid, h->hostname ? h->hostname : "?");
+    fprintf(out, "  runtime    Python %s, CUDA runtime %d, driver %d, tracer %s\n",
+            rpt_python_version(r), h->cuda_runtime_version,
+            h->cuda_driver_version, h->tracer_version ? h->tracer_version : "?");
+    fprintf(out, "  recorded   %s, %.3f s, %" PRIu64 " events, %u threads\n", when, rpt_seconds(r, r->t_last),
+            r->events, r->nthreads);
+    if (r->damage)
+        fprintf(out, "  log        damaged: %s\n", r->damage);
+    else if (!r->status->clean_end)
+        fprintf(out, "  log        no end record: the process did not exit normally\n");
+    fprintf(out, "  settings   %s\n", h->settings && *h->settings ? h->settings : "(defaults)");
+    for (uint32_t i = 0; i < tf_reader_info_count(r->reader); i++) {
+        const char *key, *value;
+        if (tf_reader_info(r->reader, i, &key, &value))
+            fprintf(out, "  info       %s: %s\n", key, value);
+    }
+}
+
+static void print_counts(const rpt *r, FILE *out)
+{
+    fprintf(out, "\nEvents\n");
+    for (uint32_t k = 32; k < TF_KIND_MAX; k++)
+        if (r->kinds[k])
+            fprintf(out, "  %-16s %12" PRIu64 "\n", tf_kind_name(k) ? tf_kind_name(k) : "?", r->kinds[k]);
+    fprintf(out, "\nThreads\n");
+    for (uint32_t i = 0; i < r->nthreads; i++) {
+        const char *name = tf_reader_thread_name(r->reader, r->threads[i].tid);
+        fprintf(out, "  %-8u %-20s %12" PRIu64 " events\n", r->threads[i].tid, name && *name ? name : "-",
+                r->threads[i].events);
+    }
+}
+
+static void print_peak(const rpt *r, FILE *out, const char *what, const rpt_peak *p)
+{
+    char b[32];
+    rpt_bytes(p->bytes, b, sizeof b);
+    if (p->bytes)
+        fprintf(out, "  %-22s %10s at %.3f s (seq %" PRIu64 ")\n", what, b, rpt_seconds(r, p->t_ns), p->seq);
+    else
+        fprintf(out, "  %-22s %10s\n", what, b);
+}
+
+static void print_site_row(const rpt *r, rp_stacks *st, FILE *out, const rpt_site *s, uint64_t bytes,
+                           uint64_t count)
+{
+    char b[32], py[512], nat[512];
+    rpt_bytes(bytes, b, sizeof b);
+    rpt_site_python(r, s, py, sizeof py);
+    rpt_site_native(st, s, nat, sizeof nat);
+    fprintf(out, "  %10s %8" PRIu64 "  %s\n", b, count, py);
+    fprintf(out, "  %10s %8s    native: %s\n", "", "", nat);
+}
+
+static void print_sites(const rpt *r, rp_stacks *st, FILE *out, int which, const char *title)
+{
+    uint32_t n, *idx = rpt_sites_by(r, which, &n);
+    fprintf(out, "\n%s\n", title);
+    if (!n)
+        fprintf(out, "  none recorded\n");
+    else
+        fprintf(out, "  %10s %8s  site\n", "bytes", "count");
+    for (uint32_t i = 0; i < n && i < TOP_SITES; i++) {
+        const rpt_site *s = &r->sites[idx[i]];
+        uint64_t count, bytes = rpt_site_figure(s, which, &count);
+        print_site_row(r, st, out, s, bytes, count);
+    }
+    if (n > TOP_SITES)
+        fprintf(out, "  ... and %u more sites\n", n - TOP_SITES);
+    free(idx);
+}
+
+static void print_finding(rp_stacks *st, FILE *out, const rp_finding *f)
+{
+    fprintf(out, "  [%s] %s\n", f->invariant, f->message);
+    if (f->at.seq) {
+        fprintf(out, "    at seq %" PRIu64 "\n", f->at.seq);
+        print_stacks(st, out, f->at.py_stack, f->at.native_stack);
+    }
+    if (f->other.seq) {
+        fprintf(out, "    conflicts with seq %" PRIu64 "\n", f->other.seq);
+        print_stacks(st, out, f->other.py_stack, f->other.native_stack);
+    }
+}
+
+static void print_checks(const rpt *r, rp_stacks *st, FILE *out)
+{
+    fprintf(out, "\nChecks (model-free: overlaps, double frees, unknown frees, segments)\n");
+    if (!r->total_violations)
+        fprintf(out, "  no violations\n");
+    for (uint32_t i = 0; i < r->nviolations; i++)
+        print_finding(st, out, &r->violations[i]);
+    if (r->total_violations > r->nviolations)
+        fprintf(out, "  ... and %" PRIu64 " more violations\n", r->total_violations - r->nviolations);
+    if (r->total_warnings)
+        fprintf(out, "  %" PRIu64 " warnings:\n", r->total_warnings);
+    for (uint32_t i = 0; i < r->nwarnings && i < WARNINGS_SHOWN; i++)
+        fprintf(out, "    [%s] %s\n", r->warnings[i].invariant, r->warnings[i].message);
+    if (r->total_warnings > WARNINGS_SHOWN && r->nwarnings > WARNINGS_SHOWN)
+        fprintf(out, "    ... and %" PRIu64 " more warnings\n", r->total_warnings - WARNINGS_SHOWN);
+}
+
+static void print_double_inits(const rpt *r, rp_stacks *st, FILE *out)
+{
+    fprintf(out, "\nDouble initialisations (an object initialised twice: the reference total drifts)\n");
+    if (!r->ndinits)
+        fprintf(out, "  none\n");
+    for (uint32_t i = 0; i < r->ndinits; i++) {
+        const rpt_double_init *d = &r->dinits[i];
+        const char *type = tf_reader_string(r->reader, d->type_name, NULL);
+        fprintf(out, "  %" PRIu64 " x %s, first at seq %" PRIu64 " (object 0x%" PRIx64 ")\n", d->count,
+                type ? type : "?", d->first_seq, d->first_obj);
+        print_stacks(st, out, d->py_stack, d->native_stack);
+    }
+}
+
+static void print_gc(const rpt *r, rp_stacks *st, FILE *out)
+{
+    fprintf(out, "\nGarbage collection\n");
+    fprintf(out, "  %-4s %12s %12s %14s %12s %12s\n", "gen", "collections", "collected", "uncollectable",
+            "pause total", "max pause");
+    for (int g = 0; g < 3; g++) {
+        const rpt_gc_gen *s = &r->gc[g];
+        fprintf(out, "  %-4d %12" PRIu64 " %12" PRIu64 " %14" PRIu64 " %10.3f ms %9.3f ms\n", g, s->collections,
+                s->collected, s->uncollectable, (double)s->pause_ns / 1e6, (double)s->max_pause_ns / 1e6);
+    }
+    char dev[32], host[32];
+    rpt_bytes(r->gc_dev_bytes, dev, sizeof dev);
+    rpt_bytes(r->gc_host_bytes, host, sizeof host);
+    fprintf(out, "\n  Memory freed only inside collections: device %s, host buffers %s\n", dev, host);
+    if (r->gc_dev_bytes || r->gc_host_bytes) {
+        fprintf(out, "  Kept alive by reference cycles until a collection; the collector does not count these\n"
+                     "  bytes, so it may run too late (MemoryError, out of device memory). Allocated at:\n");
+        print_sites(r, st, out, 'g', "  Sites (bytes freed by collections)");
+    }
+}
+
+int rpt_print_text(const rpt *r, rp_stacks *st, FILE *out)
+{
+    print_header(r, out);
+    print_counts(r, out);
+    fprintf(out, "\nMemory over time\n");
+    print_peak(r, out, "peak device reserved", &r->peak_reserved);
+    print_peak(r, out, "peak device allocated", &r->peak_allocated);
+    print_peak(r, out, "peak host buffers", &r->peak_host);
+    print_sites(r, st, out, 'd', "Top device allocation sites (bytes allocated over the run)");
+    print_sites(r, st, out, 'h', "Top host-buffer allocation sites (bytes allocated over the run)");
+    print_checks(r, st, out);
+    print_double_inits(r, st, out);
+    print_gc(r, st, out);
+    return ferror(out) ? -1 : 0;
+}
