@@ -13,8 +13,9 @@
 
 #include <link.h>
 
-/* Our own frames at the top of a stack: the recorder, the hook, a wrapper. */
-#define OWN_FRAMES_MAX 16
+/* Our own frames at the top of a stack: the recorder, the hook, a wrapper
+ * (at most 7 today).  Walking costs per frame, so ask for no more. */
+#define OWN_FRAMES_MAX 8
 
 static uintptr_t own_lo, own_hi;
 

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "flusher.h"
 #include "native_stack.h"
+#include "stack_cache.h"
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -34,6 +35,7 @@ TLS pid_t my_tid;
 TLS uint32_t my_named_generation;  /* writer generation our THREAD record went to */
 TLS uint32_t open_count;
 TLS uint64_t open_ops[MAX_OPEN_OPS];
+TLS int in_rec_event;             /* set: a signal handler interrupted rec_event */
 
 static tf_writer *writer;
 static _Atomic int recording;
@@ -113,16 +115,22 @@ void rec_set_py_provider(const rec_py_provider *p)
 struct captured {
     uint64_t ips[NATIVE_STACK_MAX];
     int nips;
+    uint32_t stack_id;     /* from the per-thread cache, 0 if not there */
+    uint32_t generation;   /* of the writer the cached id belongs to */
     rec_py_raw py[MAX_PY_FRAMES];
     int npy;
     const rec_py_provider *provider;
     char thread_name[17];  /* set when this writer has no THREAD record for us yet */
 };
 
-static void capture(struct captured *c, unsigned flags)
+static void capture(struct captured *c, unsigned flags, int nested)
 {
     c->nips = flags & REC_NATIVE_STACK ? native_stack_capture(c->ips, trace_config_get()->stack_depth)
                                        : 0;
+    c->generation = atomic_load_explicit(&generation, memory_order_relaxed);
+    /* A signal handler that interrupted rec_event could find the cache
+     * half updated: it goes without. */
+    c->stack_id = nested ? 0 : stack_cache_find(c->ips, c->nips, c->generation);
     c->provider = atomic_load_explicit(&py_provider, memory_order_acquire);
     c->npy = flags & REC_PY_STACK && c->provider ? c->provider->capture(c->py, MAX_PY_FRAMES) : 0;
     c->thread_name[0] = '\0';
@@ -144,7 +152,9 @@ static uint64_t encode(tf_event *e, const struct captured *c, pid_t tid)
     e->tid = (uint32_t)tid;
     e->t_ns = now_ns();
     e->parent = open_count ? open_ops[open_count - 1] : 0;
-    e->native_stack = c->nips ? tf_write_native_stack(writer, c->ips, (uint32_t)c->nips) : 0;
+    e->native_stack = c->stack_id;
+    if (c->nips && (!c->stack_id || c->generation != atomic_load(&generation)))
+        e->native_stack = tf_write_native_stack(writer, c->ips, (uint32_t)c->nips);
     e->py_stack = c->npy > 0 ? c->provider->intern(writer, c->py, c->npy) : 0;
     tf_write_event(writer, e);
     return e->seq;
@@ -154,10 +164,12 @@ uint64_t rec_event(tf_event *e, unsigned flags)
 {
     if (!rec_active())
         return 0;
+    int nested = in_rec_event++;
     struct captured c;
-    capture(&c, flags);
+    capture(&c, flags, nested);
     pid_t tid = rec_tid();
     if (!lock_take(tid)) {
+        in_rec_event--;
         atomic_fetch_add(&dropped, 1);
         return 0;
     }
@@ -168,6 +180,9 @@ uint64_t rec_event(tf_event *e, unsigned flags)
         pending = tf_writer_pending(writer);
     }
     lock_release();
+    if (seq && !nested && !c.stack_id)
+        stack_cache_store(c.ips, c.nips, c.generation, e->native_stack);
+    in_rec_event--;
     if (seq && flags & REC_OPEN && open_count < MAX_OPEN_OPS)
         open_ops[open_count++] = seq;
     flusher_ensure_started();
