@@ -12,6 +12,7 @@
 #include "python_internal.h"
 #include "config.h"
 #include "recorder.h"
+#include "warn.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -25,8 +26,7 @@ static enum { PY_WAITING, PY_ATTACHING, PY_ATTACHED, PY_GAVE_UP } attach_state;
 static void say_once(const char *what)
 {
     rec_info("python", what);
-    if (!trace_config_get()->quiet)
-        fprintf(stderr, "libtrace: %s\n", what);
+    trace_warn("%s", what);
 }
 
 /* Does argv ask for -X dev?  Only interpreter options count: we stop at the

@@ -64,10 +64,11 @@ def find_interpreters(requested=()):
 
 
 def is_static(python):
-    """True for an interpreter without a shared libpython (Debian's)."""
-    out = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_config_var('Py_ENABLE_SHARED'))"],
+    """True for an interpreter linked without a shared libpython (Debian's
+    /usr/bin/python3.X, whatever its sysconfig says)."""
+    out = subprocess.run([python, "-c", "print(any('libpython' in line for line in open('/proc/self/maps')))"],
                          capture_output=True, text=True)
-    return out.stdout.strip() != "1"
+    return out.stdout.strip() != "True"
 
 
 class Run:
@@ -102,27 +103,33 @@ def read_log(pylog, path):
 
 
 def run_traced(args, preload, pylog, env=None, cwd=None, timeout=300, trace=True):
-    """Runs args (a list) with the preload; returns a Run (events empty when
-    no log was written)."""
+    """Runs args (a list) with the preload; returns a Run with the events of
+    the process started (its children write logs of their own, left out)."""
     with tempfile.TemporaryDirectory() as tmp:
-        log = os.path.join(tmp, "trace.tlog")
         full_env = dict(os.environ)
         for k in list(full_env):
             if k.startswith("TRACE_") and k != "TRACE_TEST_PYTHONS":
                 del full_env[k]
-        full_env["TRACE_OUTPUT"] = log
+        full_env["TRACE_OUTPUT"] = os.path.join(tmp, "trace-%p.tlog")
         if trace:
             full_env["LD_PRELOAD"] = preload
         else:
             full_env.pop("LD_PRELOAD", None)
         full_env.update(env or {})
-        proc = subprocess.run(args, capture_output=True, text=True, env=full_env,
-                              cwd=cwd, timeout=timeout)
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=full_env, cwd=cwd)
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+        done = subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
+        log = os.path.join(tmp, "trace-%d.tlog" % proc.pid)
         if os.path.exists(log):
             events, infos, pools = read_log(pylog, log)
         else:
             events, infos, pools = [], [], {}
-        return Run(proc, events, infos, pools)
+        return Run(done, events, infos, pools)
 
 
 class Failures:

@@ -15,7 +15,8 @@ script = pt.workload("gc_cycles.py")
 
 
 def in_workload(event):
-    return any(frame[0].endswith("gc_cycles.py") for frame in event["py"])
+    """Collections run while main() measures (not while modules import)."""
+    return any(frame[0].endswith("gc_cycles.py") and frame[2] in ("main", "churn") for frame in event["py"])
 
 
 def check_pairs(run, tag):
