@@ -1,0 +1,180 @@
+/* blocks.c - block lists and ordered free sets for the best-fit models. */
+#include "blocks.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "rangeset.h" /* RP_NIL */
+#include "xalloc.h"
+
+void rp_blocks_init(rp_blocks *s)
+{
+    memset(s, 0, sizeof *s);
+    s->freeids = RP_NIL;
+    rp_ptrmap_init(&s->by_ptr);
+}
+
+void rp_blocks_free(rp_blocks *s)
+{
+    free(s->b);
+    rp_ptrmap_free(&s->by_ptr);
+    rp_blocks_init(s);
+}
+
+void rp_blocks_copy(rp_blocks *dst, const rp_blocks *src)
+{
+    rp_grow(&dst->b, &dst->cap, src->n, sizeof *dst->b);
+    if (src->n)
+        memcpy(dst->b, src->b, src->n * sizeof *dst->b);
+    dst->n = src->n;
+    dst->freeids = src->freeids;
+    rp_ptrmap_copy(&dst->by_ptr, &src->by_ptr);
+}
+
+uint32_t rp_blocks_new(rp_blocks *s, uint64_t ptr, uint64_t size, uint64_t stream, uint8_t cls)
+{
+    uint32_t id;
+    if (s->freeids != RP_NIL) {
+        id = s->freeids;
+        s->freeids = s->b[id].next;
+    } else {
+        rp_grow(&s->b, &s->cap, s->n + 1, sizeof *s->b);
+        id = (uint32_t)s->n++;
+    }
+    s->b[id] = (rp_block){ptr, size, stream, RP_NIL, RP_NIL, 0, cls, 0};
+    rp_ptrmap_put(&s->by_ptr, ptr, id);
+    return id;
+}
+
+void rp_blocks_delete(rp_blocks *s, uint32_t id)
+{
+    rp_ptrmap_del(&s->by_ptr, s->b[id].ptr, NULL);
+    s->b[id].next = s->freeids;
+    s->b[id].size = 0;
+    s->freeids = id;
+}
+
+uint32_t rp_blocks_at(const rp_blocks *s, uint64_t ptr)
+{
+    uint64_t *v = rp_ptrmap_get(&s->by_ptr, ptr);
+    return v ? (uint32_t)*v : RP_NIL;
+}
+
+int rp_blocks_live(const rp_blocks *s, uint32_t id)
+{
+    uint64_t *v = rp_ptrmap_get(&s->by_ptr, s->b[id].ptr);
+    return s->b[id].size && v && *v == id;
+}
+
+uint32_t rp_blocks_split(rp_blocks *s, uint32_t id, uint64_t size)
+{
+    rp_block old = s->b[id];
+    uint32_t rest = rp_blocks_new(s, old.ptr + size, old.size - size, old.stream, old.cls);
+    rp_block *x = &s->b[id], *r = &s->b[rest];
+    x->size = size;
+    r->prev = id;
+    r->next = x->next;
+    if (x->next != RP_NIL)
+        s->b[x->next].prev = rest;
+    x->next = rest;
+    return rest;
+}
+
+void rp_blocks_merge(rp_blocks *s, uint32_t left, uint32_t right)
+{
+    rp_block *l = &s->b[left], *r = &s->b[right];
+    l->size += r->size;
+    l->next = r->next;
+    if (r->next != RP_NIL)
+        s->b[r->next].prev = left;
+    rp_blocks_delete(s, right);
+}
+
+static int key_cmp(rp_key x, rp_key y)
+{
+    if (x.a != y.a)
+        return x.a < y.a ? -1 : 1;
+    if (x.b != y.b)
+        return x.b < y.b ? -1 : 1;
+    if (x.c != y.c)
+        return x.c < y.c ? -1 : 1;
+    return 0;
+}
+
+void rp_ordset_free(rp_ordset *s)
+{
+    free(s->k);
+    memset(s, 0, sizeof *s);
+}
+
+void rp_ordset_copy(rp_ordset *dst, const rp_ordset *src)
+{
+    rp_grow(&dst->k, &dst->cap, src->n, sizeof *dst->k);
+    if (src->n)
+        memcpy(dst->k, src->k, src->n * sizeof *dst->k);
+    dst->n = src->n;
+}
+
+size_t rp_ordset_lower(const rp_ordset *s, rp_key k)
+{
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (key_cmp(s->k[mid], k) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void rp_ordset_insert(rp_ordset *s, rp_key k)
+{
+    size_t i = rp_ordset_lower(s, k);
+    rp_grow(&s->k, &s->cap, s->n + 1, sizeof *s->k);
+    memmove(s->k + i + 1, s->k + i, (s->n - i) * sizeof *s->k);
+    s->k[i] = k;
+    s->n++;
+}
+
+int rp_ordset_erase(rp_ordset *s, rp_key k)
+{
+    size_t i = rp_ordset_lower(s, k);
+    if (i == s->n || key_cmp(s->k[i], k))
+        return 0;
+    memmove(s->k + i, s->k + i + 1, (s->n - i - 1) * sizeof *s->k);
+    s->n--;
+    return 1;
+}
+
+int rp_ordset_sorted(const rp_ordset *s)
+{
+    for (size_t i = 1; i < s->n; i++)
+        if (key_cmp(s->k[i - 1], s->k[i]) >= 0)
+            return 0;
+    return 1;
+}
+
+int rp_blocks_check(const rp_blocks *s, uint32_t id, const rp_host *h)
+{
+    const rp_block *b = &s->b[id];
+    if (b->next != RP_NIL && (s->b[b->next].prev != id || b->ptr + b->size != s->b[b->next].ptr))
+        return rp_violate(h, "neighbours", "block 0x%llx (%llu bytes) and its next block are not adjacent and linked",
+                          (unsigned long long)b->ptr, (unsigned long long)b->size);
+    if (b->in_use)
+        return RP_OK;
+    if (!b->in_set)
+        return rp_violate(h, "reachable", "free block 0x%llx is in no free set", (unsigned long long)b->ptr);
+    if ((b->next != RP_NIL && !s->b[b->next].in_use) || (b->prev != RP_NIL && !s->b[b->prev].in_use))
+        return rp_violate(h, "coalesced", "free block 0x%llx has a free neighbour that was not merged",
+                          (unsigned long long)b->ptr);
+    return RP_OK;
+}
+
+int rp_blocks_audit(const rp_blocks *s, const rp_host *h)
+{
+    for (size_t id = 0; id < s->n; id++)
+        if (rp_blocks_live(s, (uint32_t)id) && rp_blocks_check(s, (uint32_t)id, h))
+            return RP_BROKEN;
+    return RP_OK;
+}

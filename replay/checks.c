@@ -1,0 +1,398 @@
+/* checks.c - model-free checks: address bookkeeping per space. */
+#include "checks.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptrmap.h"
+#include "rangeset.h"
+#include "xalloc.h"
+
+/* One address space: what is live, and what was freed (for double frees). */
+typedef struct space {
+    const char *name;
+    rp_rangeset live;       /* val: seq of the allocation; aux: stack ids */
+    rp_ptrmap freed;        /* start -> seq of the free */
+    uint64_t peak;
+} space;
+
+typedef struct pool_state {
+    space blocks;
+    rp_rangeset segs;       /* val: seq that obtained it */
+    int seen_segments;      /* the outside-segment check needs to know them */
+    rp_pool_figures fig;
+} pool_state;
+
+enum { SP_DEVICE, SP_PINNED, SP_HANDLE, SP_VA, SP_HOST, SP_COUNT };
+static const char *const space_names[SP_COUNT] = {
+    "device memory", "pinned host memory", "VMM handles", "VA reservations", "host buffers",
+};
+
+struct rp_checks {
+    space sp[SP_COUNT];
+    pool_state *pools;      /* indexed by pool id */
+    size_t npools;
+    rp_ptrmap seg_owner;    /* device allocation base -> pool owning it */
+    rp_finding warn[RP_CHECKS_MAX_WARNINGS];
+    uint32_t nwarn;
+    uint64_t total_warn;
+};
+
+static void space_init(space *s, const char *name)
+{
+    memset(s, 0, sizeof *s);
+    s->name = name;
+    rp_rangeset_init(&s->live);
+    rp_ptrmap_init(&s->freed);
+}
+
+static void space_free(space *s)
+{
+    rp_rangeset_free(&s->live);
+    rp_ptrmap_free(&s->freed);
+}
+
+rp_checks *rp_checks_new(void)
+{
+    rp_checks *c = rp_xcalloc(1, sizeof *c);
+    for (int i = 0; i < SP_COUNT; i++)
+        space_init(&c->sp[i], space_names[i]);
+    rp_ptrmap_init(&c->seg_owner);
+    return c;
+}
+
+void rp_checks_free(rp_checks *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < SP_COUNT; i++)
+        space_free(&c->sp[i]);
+    for (size_t i = 0; i < c->npools; i++) {
+        space_free(&c->pools[i].blocks);
+        rp_rangeset_free(&c->pools[i].segs);
+    }
+    free(c->pools);
+    rp_ptrmap_free(&c->seg_owner);
+    free(c);
+}
+
+static pool_state *pool_of(rp_checks *c, uint32_t id)
+{
+    if (id >= c->npools) {
+        size_t n = c->npools;
+        c->pools = rp_xrealloc(c->pools, (id + 1) * sizeof *c->pools);
+        for (; n <= id; n++) {
+            memset(&c->pools[n], 0, sizeof *c->pools);
+            space_init(&c->pools[n].blocks, "pool blocks");
+            rp_rangeset_init(&c->pools[n].segs);
+        }
+        c->npools = id + 1;
+    }
+    return &c->pools[id];
+}
+
+static rp_site site_of(const tf_event *e)
+{
+    return (rp_site){e->seq, e->tid, e->native_stack, e->py_stack};
+}
+
+static uint64_t pack_stacks(const tf_event *e)
+{
+    return (uint64_t)e->native_stack << 32 | e->py_stack;
+}
+
+static rp_site site_of_range(const rp_range *r)
+{
+    return (rp_site){r->val, 0, (uint32_t)(r->aux >> 32), (uint32_t)r->aux};
+}
+
+static int report(rp_finding *v, const char *inv, rp_site at, rp_site other, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static int report(rp_finding *v, const char *inv, rp_site at, rp_site other, const char *fmt, ...)
+{
+    va_list ap;
+    memset(v, 0, sizeof *v);
+    snprintf(v->invariant, sizeof v->invariant, "%s", inv);
+    va_start(ap, fmt);
+    vsnprintf(v->message, sizeof v->message, fmt, ap);
+    va_end(ap);
+    v->at = at;
+    v->other = other;
+    return 1;
+}
+
+static rp_finding *warning(rp_checks *c)
+{
+    c->total_warn++;
+    if (c->nwarn == RP_CHECKS_MAX_WARNINGS)
+        return NULL;
+    return &c->warn[c->nwarn++];
+}
+
+#define ULL(x) ((unsigned long long)(x))
+
+static int space_alloc(space *s, const tf_event *e, uint64_t ptr, uint64_t size, rp_finding *v)
+{
+    uint64_t end = ptr + (size ? size : 1);
+    const rp_range *r = rp_rangeset_overlap(&s->live, ptr, end);
+    if (r)
+        return report(v, "overlap", site_of(e), site_of_range(r),
+                      "%s: [0x%llx, 0x%llx) handed out while [0x%llx, 0x%llx) is still live", s->name, ULL(ptr),
+                      ULL(end), ULL(r->start), ULL(r->end));
+    rp_ptrmap_del(&s->freed, ptr, NULL);
+    rp_rangeset_insert(&s->live, ptr, end, e->seq, pack_stacks(e));
+    if (s->live.bytes > s->peak)
+        s->peak = s->live.bytes;
+    return 0;
+}
+
+/* 1 with *v on a bad free; *size gets the block's size when it was live. */
+static int space_free_ptr(space *s, const tf_event *e, uint64_t ptr, int check_unknown, uint64_t *size,
+                          rp_finding *v)
+{
+    rp_range r;
+    *size = 0;
+    if (rp_rangeset_erase(&s->live, ptr, &r)) {
+        *size = r.end - r.start;
+        rp_ptrmap_put(&s->freed, ptr, e->seq);
+        return 0;
+    }
+    uint64_t *prev = rp_ptrmap_get(&s->freed, ptr);
+    if (prev)
+        return report(v, "double_free", site_of(e), (rp_site){*prev, 0, 0, 0},
+                      "%s: 0x%llx freed again; it was freed at seq %llu and not handed out since", s->name,
+                      ULL(ptr), ULL(*prev));
+    if (!check_unknown)
+        return 0;
+    const rp_range *in = rp_rangeset_find(&s->live, ptr);
+    if (in)
+        return report(v, "free_unknown", site_of(e), site_of_range(in),
+                      "%s: 0x%llx freed, but it is inside the live block [0x%llx, 0x%llx), not its start", s->name,
+                      ULL(ptr), ULL(in->start), ULL(in->end));
+    return report(v, "free_unknown", site_of(e), (rp_site){0, 0, 0, 0},
+                  "%s: 0x%llx freed, but it was never handed out", s->name, ULL(ptr));
+}
+
+/* Which space a CUDA entry point works in; -1 for those we do not track. */
+static int space_of_api(uint32_t api)
+{
+    switch (api) {
+    case TF_API_cudaMalloc: case TF_API_cudaMallocAsync: case TF_API_cudaMallocManaged:
+    case TF_API_cudaMallocPitch: case TF_API_cudaMallocFromPoolAsync: case TF_API_cuMemAlloc_v2:
+    case TF_API_cuMemAllocAsync: case TF_API_cuMemAllocFromPoolAsync: case TF_API_cuMemAllocManaged:
+    case TF_API_cuMemAllocPitch_v2: case TF_API_cudaFree: case TF_API_cudaFreeAsync:
+    case TF_API_cuMemFree_v2: case TF_API_cuMemFreeAsync:
+        return SP_DEVICE;
+    case TF_API_cudaMallocHost: case TF_API_cudaHostAlloc: case TF_API_cuMemAllocHost_v2:
+    case TF_API_cuMemHostAlloc: case TF_API_cudaFreeHost: case TF_API_cuMemFreeHost:
+        return SP_PINNED;
+    case TF_API_cuMemCreate: case TF_API_cuMemRelease:
+        return SP_HANDLE;
+    case TF_API_cuMemAddressReserve: case TF_API_cuMemAddressFree:
+        return SP_VA;
+    default:
+        return -1;  /* cuMemMap/Unmap map into a reservation: not an allocation */
+    }
+}
+
+static void note_peak(pool_state *p)
+{
+    if (p->fig.reserved > p->fig.peak_reserved)
+        p->fig.peak_reserved = p->fig.reserved;
+    if (p->fig.allocated > p->fig.peak_allocated)
+        p->fig.peak_allocated = p->fig.allocated;
+}
+
+static void segment_grow(rp_checks *c, uint32_t pool, const tf_event *e, uint64_t ptr, uint64_t size)
+{
+    pool_state *p = pool_of(c, pool);
+    p->seen_segments = 1;
+    if (rp_rangeset_overlap(&p->segs, ptr, ptr + size))
+        return;  /* the same segment told twice (a hook and a cudaMalloc) */
+    rp_rangeset_insert(&p->segs, ptr, ptr + size, e->seq, pack_stacks(e));
+    p->fig.reserved += size;
+    p->fig.segments++;
+    note_peak(p);
+}
+
+static int segment_release(rp_checks *c, uint32_t pool, const tf_event *e, uint64_t ptr, rp_finding *v)
+{
+    pool_state *p = pool_of(c, pool);
+    rp_range r;
+    if (!rp_rangeset_erase(&p->segs, ptr, &r))
+        return 0;  /* told twice, or never obtained inside a traced operation */
+    p->fig.reserved -= r.end - r.start;
+    p->fig.segments--;
+    rp_ptrmap_del(&c->seg_owner, ptr, NULL);
+    const rp_range *b = rp_rangeset_overlap(&p->blocks.live, r.start, r.end);
+    if (b)
+        return report(v, "segment_in_use", site_of(e), site_of_range(b),
+                      "pool %u released segment [0x%llx, 0x%llx) while block [0x%llx, 0x%llx) in it is live", pool,
+                      ULL(r.start), ULL(r.end), ULL(b->start), ULL(b->end));
+    return 0;
+}
+
+static int alloc_failed(rp_checks *c, const tf_event *e, uint32_t owner_pool)
+{
+    rp_finding *w = warning(c);
+    if (!w)
+        return 0;
+    rp_pool_figures f = rp_checks_pool(c, owner_pool);
+    report(w, "alloc_failed", site_of(e), (rp_site){0, 0, 0, 0},
+           "%s of %llu bytes failed (error %d); device memory live %llu bytes in %zu blocks", tf_api_name(e->u.cuda.api),
+           ULL(e->u.cuda.size), e->u.cuda.result, ULL(c->sp[SP_DEVICE].live.bytes), c->sp[SP_DEVICE].live.len);
+    if (owner_pool)
+        snprintf(w->message + strlen(w->message), sizeof w->message - strlen(w->message),
+                 "; pool %u reserved %llu, allocated %llu in %llu segments", owner_pool, ULL(f.reserved),
+                 ULL(f.allocated), ULL(f.segments));
+    return 0;
+}
+
+static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_finding *v)
+{
+    int sp = space_of_api(e->u.cuda.api);
+    if (sp < 0)
+        return 0;
+    if (e->kind == TF_EV_CUDA_ALLOC) {
+        if (e->u.cuda.result != 0)
+            return alloc_failed(c, e, owner_pool);
+        if (!e->u.cuda.ptr)
+            return 0;  /* a zero-byte request */
+        if (space_alloc(&c->sp[sp], e, e->u.cuda.ptr, e->u.cuda.size, v))
+            return 1;
+        if (sp == SP_DEVICE && owner_pool) {
+            segment_grow(c, owner_pool, e, e->u.cuda.ptr, e->u.cuda.size);
+            rp_ptrmap_put(&c->seg_owner, e->u.cuda.ptr, owner_pool);
+        }
+        return 0;
+    }
+    if (!e->u.cuda.ptr || e->u.cuda.result != 0)
+        return 0;  /* freeing NULL is allowed; a failed free freed nothing */
+    uint64_t size;
+    if (space_free_ptr(&c->sp[sp], e, e->u.cuda.ptr, 1, &size, v))
+        return 1;
+    uint64_t *owner = sp == SP_DEVICE ? rp_ptrmap_get(&c->seg_owner, e->u.cuda.ptr) : NULL;
+    return owner ? segment_release(c, (uint32_t)*owner, e, e->u.cuda.ptr, v) : 0;
+}
+
+static int pool_alloc(rp_checks *c, const tf_event *e, rp_finding *v)
+{
+    pool_state *p = pool_of(c, e->u.pool.pool);
+    uint64_t ptr = e->u.pool.ptr;
+    uint64_t size = e->u.pool.granted ? e->u.pool.granted : e->u.pool.requested;
+    if (!ptr)
+        return 0;  /* a zero-byte request: nothing handed out */
+    if (p->seen_segments) {
+        const rp_range *s = rp_rangeset_find(&p->segs, ptr);
+        if (!s || ptr + size > s->end)
+            return report(v, "outside_segment", site_of(e), s ? site_of_range(s) : (rp_site){0, 0, 0, 0},
+                          "pool %u handed out [0x%llx, 0x%llx), which is not inside any segment it obtained",
+                          e->u.pool.pool, ULL(ptr), ULL(ptr + size));
+    }
+    if (space_alloc(&p->blocks, e, ptr, size, v)) {
+        snprintf(v->message + strlen(v->message), sizeof v->message - strlen(v->message), " (pool %u)",
+                 e->u.pool.pool);
+        return 1;
+    }
+    p->fig.allocated += size ? size : 1;
+    p->fig.blocks++;
+    note_peak(p);
+    return 0;
+}
+
+static int pool_free(rp_checks *c, const tf_event *e, rp_finding *v)
+{
+    pool_state *p = pool_of(c, e->u.pool.pool);
+    uint64_t size;
+    if (!e->u.pool.ptr)
+        return 0;
+    if (space_free_ptr(&p->blocks, e, e->u.pool.ptr, 1, &size, v))
+        return 1;
+    p->fig.allocated -= size;
+    p->fig.blocks--;
+    return 0;
+}
+
+int rp_checks_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_finding *v)
+{
+    uint64_t size;
+    switch (e->kind) {
+    case TF_EV_CUDA_ALLOC:
+    case TF_EV_CUDA_FREE:
+        return cuda_event(c, e, owner_pool, v);
+    case TF_EV_POOL_ALLOC:
+        return pool_alloc(c, e, v);
+    case TF_EV_POOL_FREE:
+        return pool_free(c, e, v);
+    case TF_EV_POOL_SEGMENT:
+        if (e->u.segment.grow == TF_SEGMENT_GROW) {
+            segment_grow(c, e->u.segment.pool, e, e->u.segment.ptr, e->u.segment.size);
+            return 0;
+        }
+        return segment_release(c, e->u.segment.pool, e, e->u.segment.ptr, v);
+    case TF_EV_HOST_ALLOC:
+        return e->u.host.ptr ? space_alloc(&c->sp[SP_HOST], e, e->u.host.ptr, e->u.host.size, v) : 0;
+    case TF_EV_HOST_FREE:
+        /* Only large buffers are recorded: a free of one we did not see
+         * allocated is normal, so only double frees count. */
+        return e->u.host.ptr ? space_free_ptr(&c->sp[SP_HOST], e, e->u.host.ptr, 0, &size, v) : 0;
+    default:
+        return 0;
+    }
+}
+
+typedef struct leak_walk {
+    rp_checks *c;
+    const char *what;
+    rp_ptrmap *skip;        /* device allocations that are pool segments */
+} leak_walk;
+
+static int leak_one(const rp_range *r, void *arg)
+{
+    leak_walk *w = arg;
+    if (w->skip && rp_ptrmap_get(w->skip, r->start))
+        return 0;  /* a pool's cached segment: its blocks are reported instead */
+    rp_finding *f = warning(w->c);
+    if (f)
+        report(f, "live_at_end", site_of_range(r), (rp_site){0, 0, 0, 0},
+               "%s: [0x%llx, 0x%llx) (%llu bytes) still live at the end, allocated at seq %llu", w->what,
+               ULL(r->start), ULL(r->end), ULL(r->end - r->start), ULL(r->val));
+    return 0;
+}
+
+void rp_checks_end(rp_checks *c)
+{
+    char name[64];
+    for (size_t i = 0; i < c->npools; i++) {
+        snprintf(name, sizeof name, "pool %zu", i);
+        leak_walk w = {c, name, NULL};
+        rp_rangeset_walk(&c->pools[i].blocks.live, leak_one, &w);
+    }
+    leak_walk w = {c, space_names[SP_DEVICE], &c->seg_owner};
+    rp_rangeset_walk(&c->sp[SP_DEVICE].live, leak_one, &w);
+}
+
+uint32_t rp_checks_warnings(const rp_checks *c, const rp_finding **list, uint64_t *total)
+{
+    *list = c->warn;
+    *total = c->total_warn;
+    return c->nwarn;
+}
+
+rp_pool_figures rp_checks_pool(const rp_checks *c, uint32_t pool)
+{
+    rp_pool_figures zero = {0};
+    return pool < c->npools ? c->pools[pool].fig : zero;
+}
+
+uint64_t rp_checks_device_live(const rp_checks *c) { return c->sp[SP_DEVICE].live.bytes; }
+uint64_t rp_checks_device_peak(const rp_checks *c) { return c->sp[SP_DEVICE].peak; }
+
+uint32_t rp_checks_segment_pool(const rp_checks *c, uint64_t base)
+{
+    uint64_t *owner = rp_ptrmap_get(&c->seg_owner, base);
+    return owner ? (uint32_t)*owner : 0;
+}

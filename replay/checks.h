@@ -1,0 +1,54 @@
+/*
+ * checks.h - the model-free checks, run on every log.
+ *
+ * Address bookkeeping per space (CUDA device memory, pinned host memory,
+ * virtual-memory handles and reservations, large host buffers, and each
+ * pool's blocks and segments): overlapping live blocks, double free, free of
+ * a pointer never handed out, a pool block outside every segment of its pool,
+ * a segment released with blocks in it.  Warnings (not violations): failed
+ * allocations, with the state at that moment, and what is still live at a
+ * clean end (a leak report, since a process may exit holding memory).
+ */
+#ifndef RP_CHECKS_H
+#define RP_CHECKS_H
+
+#include <stdint.h>
+
+#include "finding.h"
+#include "trace_format.h"
+
+typedef struct rp_checks rp_checks;
+
+/* Per-pool figures kept by the checks from the log alone. */
+typedef struct rp_pool_figures {
+    uint64_t reserved, allocated;       /* live segment bytes, live block bytes */
+    uint64_t peak_reserved, peak_allocated;
+    uint64_t segments;                  /* live segments */
+    uint64_t blocks;
+} rp_pool_figures;
+
+rp_checks *rp_checks_new(void);
+void rp_checks_free(rp_checks *c);
+
+/* Feed one event.  owner_pool: the pool of the operation this event is a
+ * direct child of (a cudaMalloc inside a pool operation is that pool's
+ * segment), 0 if none.  Returns 1 and fills *v on a violation. */
+int rp_checks_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_finding *v);
+
+/* The log ended cleanly: record what is still live as warnings. */
+void rp_checks_end(rp_checks *c);
+
+/* Warnings in the order found: the first RP_CHECKS_MAX_WARNINGS are kept
+ * in *list; returns how many are kept, *total says how many there were. */
+#define RP_CHECKS_MAX_WARNINGS 32
+uint32_t rp_checks_warnings(const rp_checks *c, const rp_finding **list, uint64_t *total);
+
+/* Figures for one pool (zeros for an unknown one), and the device totals. */
+rp_pool_figures rp_checks_pool(const rp_checks *c, uint32_t pool);
+uint64_t rp_checks_device_live(const rp_checks *c);
+uint64_t rp_checks_device_peak(const rp_checks *c);
+
+/* Is base a segment the checks attribute to a pool?  Its pool, or 0. */
+uint32_t rp_checks_segment_pool(const rp_checks *c, uint64_t base);
+
+#endif

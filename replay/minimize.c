@@ -1,0 +1,363 @@
+/* minimize.c - delta debugging over units of a log, and writing the result. */
+#include "minimize.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ptrmap.h"
+#include "xalloc.h"
+
+/* Replays stop being worth it past this many: the result is still valid,
+ * only less small. */
+#define MAX_TESTS 4000
+
+typedef struct unit { size_t first, last; } unit;  /* event index range it spans */
+
+typedef struct search {
+    const rp_options *o;
+    const tf_event *ev;
+    size_t n;
+    const char *invariant;
+    uint32_t *unit_of;         /* event -> unit */
+    unsigned char *keep;       /* per event: in the candidate */
+    unsigned char *mask;       /* per event: not cut by drop_nested */
+    tf_event *scratch;
+    size_t tests;
+} search;
+
+/* Does the candidate (the events marked in keep) still break the invariant? */
+static int still_breaks(search *s)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->keep[i])
+            s->scratch[m++] = s->ev[i];
+    s->tests++;
+    rp_options o = *s->o;
+    o.keep_going = 0;
+    o.series = 0;
+    rp_replay *r = rp_replay_new(&o);
+    for (size_t i = 0; i < m; i++)
+        if (rp_replay_event(r, &s->scratch[i]))
+            break;
+    rp_replay_finish(r, 0);
+    const rp_result *res = rp_replay_result(r);
+    int same = res->violated && !strcmp(res->violation.invariant, s->invariant);
+    rp_replay_free(r);
+    return same;
+}
+
+/* Units: an event at depth 0 on its thread starts one; everything until its
+ * thread is back at depth 0 belongs to it.  Depth follows op_begin/op_end
+ * and gc_start/gc_stop. */
+static uint32_t make_units(search *s)
+{
+    struct { uint32_t tid, depth, unit; } th[64];
+    int nth = 0;
+    uint32_t units = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const tf_event *e = &s->ev[i];
+        int t = 0;
+        while (t < nth && th[t].tid != e->tid)
+            t++;
+        if (t == nth && nth < 64)
+            th[nth++] = (__typeof__(th[0])){e->tid, 0, 0};
+        if (t == 64)
+            t = 63;  /* more threads than we track: share the last slot */
+        if (th[t].depth == 0)
+            th[t].unit = units++;
+        s->unit_of[i] = th[t].unit;
+        if (e->kind == TF_EV_POOL_OP_BEGIN || e->kind == TF_EV_GC_START)
+            th[t].depth++;
+        else if ((e->kind == TF_EV_POOL_OP_END || e->kind == TF_EV_GC_STOP) && th[t].depth)
+            th[t].depth--;
+    }
+    return units;
+}
+
+static void mark_units(search *s, const unsigned char *unit_on)
+{
+    for (size_t i = 0; i < s->n; i++)
+        s->keep[i] = unit_on[s->unit_of[i]] && s->mask[i];
+}
+
+/* ddmin over the units currently on: try each chunk alone, then each
+ * complement, refining the granularity when neither reproduces. */
+static void ddmin(search *s, unsigned char *on, uint32_t nunits)
+{
+    uint32_t *list = rp_xmalloc(nunits * sizeof *list);
+    unsigned char *trial = rp_xmalloc(nunits);
+    uint32_t parts = 2;
+    for (;;) {
+        uint32_t len = 0;
+        for (uint32_t u = 0; u < nunits; u++)
+            if (on[u])
+                list[len++] = u;
+        if (len < 2 || s->tests >= MAX_TESTS)
+            break;
+        if (parts > len)
+            parts = len;
+        int reduced = 0;
+        for (int complement = 0; complement < 2 && !reduced; complement++) {
+            for (uint32_t p = 0; p < parts && !reduced && s->tests < MAX_TESTS; p++) {
+                uint32_t lo = (uint32_t)((uint64_t)len * p / parts), hi = (uint32_t)((uint64_t)len * (p + 1) / parts);
+                memset(trial, 0, nunits);
+                for (uint32_t k = 0; k < len; k++)
+                    trial[list[k]] = complement ? (k < lo || k >= hi) : (k >= lo && k < hi);
+                mark_units(s, trial);
+                if (still_breaks(s)) {
+                    memcpy(on, trial, nunits);
+                    reduced = 1;
+                    parts = complement ? (parts > 2 ? parts - 1 : 2) : 2;
+                }
+            }
+        }
+        if (!reduced) {
+            if (parts >= len)
+                break;
+            parts = parts * 2 < len ? parts * 2 : len;
+        }
+    }
+    mark_units(s, on);
+    free(list);
+    free(trial);
+}
+
+/* Inside the units left, try dropping each nested operation (with what is
+ * nested in it), one at a time: garbage a collection freed that the
+ * violation does not need. */
+static void drop_nested(search *s)
+{
+    for (size_t i = 0; i < s->n && s->tests < MAX_TESTS; i++) {
+        const tf_event *e = &s->ev[i];
+        if (!s->keep[i] || e->kind != TF_EV_POOL_OP_BEGIN || !e->parent)
+            continue;
+        size_t end = i + 1;
+        while (end < s->n && !(s->ev[end].kind == TF_EV_POOL_OP_END && s->ev[end].u.pool_op.begin == e->seq))
+            end++;
+        if (end == s->n)
+            continue;
+        unsigned char *saved = rp_xmalloc(end - i + 1);
+        memcpy(saved, s->keep + i, end - i + 1);
+        for (size_t k = i; k <= end; k++)
+            if (s->ev[k].tid == e->tid)
+                s->keep[k] = 0;
+        if (!still_breaks(s))
+            memcpy(s->keep + i, saved, end - i + 1);
+        free(saved);
+    }
+}
+
+size_t rp_minimize_events(const rp_options *o, const tf_event *ev, size_t n, const char *invariant,
+                          unsigned char *keep)
+{
+    search s = {o, ev, n, invariant, rp_xmalloc((n + 1) * sizeof(uint32_t)), keep, rp_xmalloc(n + 1),
+                rp_xmalloc((n + 1) * sizeof(tf_event)), 0};
+    memset(s.mask, 1, n + 1);
+    uint32_t nunits = make_units(&s);
+    unsigned char *on = rp_xmalloc(nunits + 1);
+    memset(on, 1, nunits + 1);
+    ddmin(&s, on, nunits);
+    drop_nested(&s);
+    /* Dropping a nested free can make the unit that allocated it
+     * removable: one more round over the units, keeping the nested cuts. */
+    memcpy(s.mask, keep, n);
+    ddmin(&s, on, nunits);
+    free(on);
+    free(s.mask);
+    free(s.unit_of);
+    free(s.scratch);
+    return s.tests;
+}
+
+/* ------------------------------------------------------------------ writing */
+
+typedef struct rewriter {
+    const tf_reader *r;
+    tf_writer *w;
+    rp_ptrmap native, py, code, str;   /* old id -> new id */
+} rewriter;
+
+static uint32_t re_string(rewriter *x, uint32_t id)
+{
+    uint64_t *v = id ? rp_ptrmap_get(&x->str, id) : NULL;
+    if (!id || v)
+        return v ? (uint32_t)*v : 0;
+    size_t len;
+    const char *s = tf_reader_string(x->r, id, &len);
+    uint32_t nid = s ? tf_write_string(x->w, s, len) : 0;
+    rp_ptrmap_put(&x->str, id, nid);
+    return nid;
+}
+
+static uint32_t re_native(rewriter *x, uint32_t id)
+{
+    uint64_t *v = id ? rp_ptrmap_get(&x->native, id) : NULL;
+    if (!id || v)
+        return v ? (uint32_t)*v : 0;
+    const uint64_t *ips;
+    uint32_t n;
+    uint32_t nid = tf_reader_native_stack(x->r, id, &ips, &n) ? tf_write_native_stack(x->w, ips, n) : 0;
+    rp_ptrmap_put(&x->native, id, nid);
+    return nid;
+}
+
+static uint32_t re_code(rewriter *x, uint32_t id)
+{
+    uint64_t *v = rp_ptrmap_get(&x->code, id);
+    if (v)
+        return (uint32_t)*v;
+    const tf_py_code *c = tf_reader_py_code(x->r, id);
+    uint32_t nid = c ? tf_write_py_code(x->w, re_string(x, c->file), re_string(x, c->function), c->first_line) : 0;
+    rp_ptrmap_put(&x->code, id, nid);
+    return nid;
+}
+
+static uint32_t re_py(rewriter *x, uint32_t id)
+{
+    uint64_t *v = id ? rp_ptrmap_get(&x->py, id) : NULL;
+    if (!id || v)
+        return v ? (uint32_t)*v : 0;
+    const tf_py_frame *f;
+    uint32_t n, nid = 0;
+    if (tf_reader_py_stack(x->r, id, &f, &n)) {
+        tf_py_frame *nf = rp_xmalloc((n + 1) * sizeof *nf);
+        for (uint32_t i = 0; i < n; i++)
+            nf[i] = (tf_py_frame){re_code(x, f[i].code), f[i].line};
+        nid = tf_write_py_stack(x->w, nf, n);
+        free(nf);
+    }
+    rp_ptrmap_put(&x->py, id, nid);
+    return nid;
+}
+
+static void write_definitions(rewriter *x)
+{
+    uint32_t count = tf_reader_module_count(x->r), found = 0;
+    for (uint32_t id = 1; found < count && id < count * 2 + 64; id++) {
+        const tf_module *m = tf_reader_module(x->r, id);
+        if (!m)
+            continue;
+        found++;
+        tf_write_module_load(x->w, m->path, m->base, m->build_id, m->build_id_len, m->segments, m->nsegments);
+    }
+    for (uint32_t i = 0; i < tf_reader_pool_count(x->r); i++) {
+        uint32_t pool;
+        const char *name;
+        if (tf_reader_pool_at(x->r, i, &pool, &name))
+            tf_write_pool(x->w, pool, name);
+    }
+    for (uint32_t i = 0; i < tf_reader_thread_count(x->r); i++) {
+        uint32_t tid;
+        const char *name;
+        if (tf_reader_thread_at(x->r, i, &tid, &name))
+            tf_write_thread(x->w, tid, name);
+    }
+    for (uint32_t i = 0; i < tf_reader_info_count(x->r); i++) {
+        const char *k, *v;
+        if (tf_reader_info(x->r, i, &k, &v))
+            tf_write_info(x->w, k, v);
+    }
+}
+
+static int flush(tf_writer *w, tf_chunk *c, int fd)
+{
+    tf_writer_seal(w, c);
+    return tf_chunk_write(fd, c, NULL, 3);
+}
+
+static int write_log(const tf_reader *r, const tf_event *ev, size_t n, const unsigned char *keep, const char *path,
+                     char *err, size_t errlen)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    rewriter x = {r, tf_writer_new(tf_reader_header(r)), {0}, {0}, {0}, {0}};
+    rp_ptrmap seqs;
+    rp_ptrmap_init(&seqs);
+    write_definitions(&x);
+    tf_chunk chunk = {0};
+    uint64_t seq = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (!keep[i] || ev[i].kind == TF_EV_END)
+            continue;
+        tf_event e = ev[i];
+        uint64_t *p;
+        rp_ptrmap_put(&seqs, e.seq, ++seq);
+        e.seq = seq;
+        e.parent = (p = rp_ptrmap_get(&seqs, e.parent)) ? *p : 0;
+        if (e.kind == TF_EV_POOL_OP_END)
+            e.u.pool_op.begin = (p = rp_ptrmap_get(&seqs, e.u.pool_op.begin)) ? *p : 0;
+        if (e.kind == TF_EV_MARK)
+            e.u.mark.text = re_string(&x, e.u.mark.text);
+        if (e.kind == TF_EV_PY_DOUBLE_INIT)
+            e.u.double_init.type_name = re_string(&x, e.u.double_init.type_name);
+        e.native_stack = re_native(&x, e.native_stack);
+        e.py_stack = re_py(&x, e.py_stack);
+        tf_write_event(x.w, &e);
+        if (tf_writer_pending(x.w) > (1u << 20))
+            rc = flush(x.w, &chunk, fd);
+    }
+    tf_event end = {.kind = TF_EV_END, .seq = seq + 1, .tid = n ? ev[n - 1].tid : 0,
+                    .t_ns = n ? ev[n - 1].t_ns : 0};
+    tf_write_event(x.w, &end);
+    if (!rc)
+        rc = flush(x.w, &chunk, fd);
+    free(chunk.data);
+    tf_writer_free(x.w);
+    rp_ptrmap_free(&seqs);
+    rp_ptrmap_free(&x.native);
+    rp_ptrmap_free(&x.py);
+    rp_ptrmap_free(&x.code);
+    rp_ptrmap_free(&x.str);
+    if (close(fd) < 0 && !rc)
+        rc = -errno;
+    if (rc)
+        snprintf(err, errlen, "%s: write failed: %s", path, strerror(-rc));
+    return rc ? -1 : 0;
+}
+
+int rp_minimize(const rp_options *o, rp_source *src, const char *out, FILE *progress, char *err, size_t errlen)
+{
+    tf_event *ev = NULL;
+    size_t n = 0, cap = 0;
+    tf_event e;
+    rp_options first = *o;
+    first.keep_going = 0;
+    first.series = 0;
+    rp_replay *r = rp_replay_new(&first);
+    while (src->next(src, &e)) {
+        rp_grow(&ev, &cap, n + 1, sizeof *ev);
+        ev[n++] = e;
+        rp_replay_event(r, &e);
+    }
+    rp_replay_finish(r, 0);
+    const rp_result *res = rp_replay_result(r);
+    int rc = 0;
+    if (res->violated) {
+        size_t upto = (size_t)res->events;  /* nothing after the violation matters */
+        char invariant[sizeof res->violation.invariant];
+        memcpy(invariant, res->violation.invariant, sizeof invariant);
+        unsigned char *keep = rp_xcalloc(upto + 1, 1);
+        size_t tests = rp_minimize_events(o, ev, upto, invariant, keep);
+        size_t kept = 0;
+        for (size_t i = 0; i < upto; i++)
+            kept += keep[i];
+        rc = write_log(src->reader, ev, upto, keep, out, err, errlen) < 0 ? 2 : 1;
+        if (rc == 1 && progress)
+            fprintf(progress, "minimize: %s kept in %zu of %zu events (%zu replays), written to %s\n", invariant,
+                    kept, n, tests, out);
+        free(keep);
+    } else {
+        snprintf(err, errlen, "the log breaks no invariant: nothing to minimize");
+    }
+    rp_replay_free(r);
+    free(ev);
+    return rc;
+}

@@ -1,0 +1,252 @@
+/*
+ * model_tf_bfc.c - TensorFlow/XLA's best-fit-with-coalescing allocator
+ * (tsl/framework/bfc_allocator.cc), with allow_growth.
+ *
+ * Requests round up to 256 bytes.  21 bins: bin i holds free chunks of
+ * [256 * 2^i, 256 * 2^(i+1)) bytes (the last one everything larger), each
+ * ordered by (size, address); the search starts at the request's bin and
+ * takes the first chunk that fits.  A chunk is split when it is at least
+ * twice the request or the waste would exceed 128 MiB.  A freed chunk merges
+ * with both free neighbours.  Regions start at 2 MiB and double: a region is
+ * the current size doubled until the request fits, and when no doubling was
+ * needed the next region will be twice as large.  Regions are never freed.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "blocks.h"
+#include "rangeset.h" /* RP_NIL */
+#include "xalloc.h"
+
+#define MIN_ALLOC 256ULL
+#define NBINS 21
+#define MAX_WASTE (128ULL << 20)
+#define FIRST_REGION (2ULL << 20)
+
+typedef struct bfc {
+    rp_blocks bl;
+    rp_ordset bin[NBINS];
+    uint64_t region;           /* curr_region_allocation_bytes_ */
+    uint64_t reserved, allocated, free_bytes, segments;
+    uint32_t touched[8];
+    int ntouched;
+} bfc;
+
+static uint64_t rounded(uint64_t n)
+{
+    return n < MIN_ALLOC ? MIN_ALLOC : (n + MIN_ALLOC - 1) / MIN_ALLOC * MIN_ALLOC;
+}
+
+static int bin_of(uint64_t size)
+{
+    uint64_t v = (size < MIN_ALLOC ? MIN_ALLOC : size) >> 8;
+    int b = 0;
+    while (v >>= 1)
+        b++;
+    return b < NBINS - 1 ? b : NBINS - 1;
+}
+
+static void touch(bfc *m, uint32_t id)
+{
+    if (m->ntouched < 8)
+        m->touched[m->ntouched] = id;
+    m->ntouched++;
+}
+
+static void to_bin(bfc *m, uint32_t id)
+{
+    rp_block *b = &m->bl.b[id];
+    rp_ordset_insert(&m->bin[bin_of(b->size)], (rp_key){b->size, b->ptr, 0});
+    b->in_set = 1;
+    m->free_bytes += b->size;
+    touch(m, id);
+}
+
+static void from_bin(bfc *m, uint32_t id)
+{
+    rp_block *b = &m->bl.b[id];
+    rp_ordset_erase(&m->bin[bin_of(b->size)], (rp_key){b->size, b->ptr, 0});
+    b->in_set = 0;
+    m->free_bytes -= b->size;
+}
+
+static void *create(void)
+{
+    bfc *m = rp_xcalloc(1, sizeof *m);
+    rp_blocks_init(&m->bl);
+    m->region = FIRST_REGION;
+    return m;
+}
+
+static void destroy(void *p)
+{
+    bfc *m = p;
+    rp_blocks_free(&m->bl);
+    for (int i = 0; i < NBINS; i++)
+        rp_ordset_free(&m->bin[i]);
+    free(m);
+}
+
+static void copy(void *dp, const void *sp)
+{
+    bfc *d = dp;
+    const bfc *s = sp;
+    rp_blocks_copy(&d->bl, &s->bl);
+    for (int i = 0; i < NBINS; i++)
+        rp_ordset_copy(&d->bin[i], &s->bin[i]);
+    d->region = s->region;
+    d->reserved = s->reserved;
+    d->allocated = s->allocated;
+    d->free_bytes = s->free_bytes;
+    d->segments = s->segments;
+    memcpy(d->touched, s->touched, sizeof d->touched);
+    d->ntouched = s->ntouched;
+}
+
+static uint32_t find_chunk(bfc *m, uint64_t need)
+{
+    for (int b = bin_of(need); b < NBINS; b++) {
+        rp_ordset *s = &m->bin[b];
+        size_t i = rp_ordset_lower(s, (rp_key){need, 0, 0});
+        if (i == s->n)
+            continue;
+        uint32_t id = rp_blocks_at(&m->bl, s->k[i].b);
+        from_bin(m, id);
+        uint64_t size = m->bl.b[id].size;
+        if (size >= need * 2 || size - need >= MAX_WASTE)
+            to_bin(m, rp_blocks_split(&m->bl, id, need));
+        return id;
+    }
+    return RP_NIL;
+}
+
+/* Extend(): a new region, doubling as the allocator does with allow_growth. */
+static int extend(bfc *m, uint64_t need, const rp_host *h)
+{
+    int increased = 0;
+    while (need > m->region) {
+        m->region *= 2;
+        increased = 1;
+    }
+    uint64_t base = h->segment(h->ctx, m->region);
+    if (!base)
+        return RP_NOMEM;
+    uint32_t id = rp_blocks_new(&m->bl, base, m->region, 0, 0);
+    m->reserved += m->region;
+    m->segments++;
+    to_bin(m, id);
+    if (!increased)
+        m->region *= 2;
+    return RP_OK;
+}
+
+static int bfc_alloc(void *p, uint64_t size, uint64_t stream, const rp_host *h, uint64_t *ptr, uint64_t *granted)
+{
+    (void)stream;  /* one BFC allocator per device and stream group */
+    bfc *m = p;
+    uint64_t need = rounded(size);
+    uint32_t id = find_chunk(m, need);
+    if (id == RP_NIL) {
+        int rc = extend(m, need, h);
+        if (rc)
+            return rc;
+        id = find_chunk(m, need);
+    }
+    m->bl.b[id].in_use = 1;
+    m->allocated += m->bl.b[id].size;
+    touch(m, id);
+    *ptr = m->bl.b[id].ptr;
+    *granted = m->bl.b[id].size;
+    return RP_OK;
+}
+
+static int bfc_free(void *p, uint64_t ptr, int nested, const rp_host *h)
+{
+    (void)nested;
+    (void)h;
+    bfc *m = p;
+    uint32_t id = rp_blocks_at(&m->bl, ptr);
+    if (id == RP_NIL || !m->bl.b[id].in_use)
+        return RP_UNKNOWN;
+    m->bl.b[id].in_use = 0;
+    m->allocated -= m->bl.b[id].size;
+    uint32_t n = m->bl.b[id].next;
+    if (n != RP_NIL && !m->bl.b[n].in_use) {
+        from_bin(m, n);
+        rp_blocks_merge(&m->bl, id, n);
+    }
+    uint32_t pr = m->bl.b[id].prev;
+    if (pr != RP_NIL && !m->bl.b[pr].in_use) {
+        from_bin(m, pr);
+        rp_blocks_merge(&m->bl, pr, id);
+        id = pr;
+    }
+    to_bin(m, id);
+    return RP_OK;
+}
+
+static int bfc_release(void *p, uint64_t base, const rp_host *h)
+{
+    (void)p;
+    (void)h;
+    (void)base;
+    return RP_UNKNOWN;  /* BFC keeps its regions: a release is a divergence */
+}
+
+static int check_one(bfc *m, uint32_t id, const rp_host *h)
+{
+    if (!rp_blocks_live(&m->bl, id))
+        return RP_OK;
+    const rp_block *b = &m->bl.b[id];
+    if (b->size % MIN_ALLOC)
+        return rp_violate(h, "rounding", "chunk 0x%llx of %llu bytes is not a multiple of 256",
+                          (unsigned long long)b->ptr, (unsigned long long)b->size);
+    return rp_blocks_check(&m->bl, id, h);
+}
+
+static int bfc_check(void *p, int full, const rp_host *h)
+{
+    bfc *m = p;
+    int rc = RP_OK;
+    if (full || m->ntouched > 8) {
+        for (int i = 0; i < NBINS && !rc; i++) {
+            if (!rp_ordset_sorted(&m->bin[i]))
+                rc = rp_violate(h, "sorted_bin", "bin %d is out of (size, address) order", i);
+            for (size_t j = 0; j < m->bin[i].n && !rc; j++)
+                if (bin_of(m->bin[i].k[j].a) != i)
+                    rc = rp_violate(h, "size_class", "chunk 0x%llx of %llu bytes sits in bin %d",
+                                    (unsigned long long)m->bin[i].k[j].b, (unsigned long long)m->bin[i].k[j].a, i);
+        }
+        for (size_t id = 0; id < m->bl.n && !rc; id++)
+            rc = check_one(m, (uint32_t)id, h);
+    } else {
+        for (int t = 0; t < m->ntouched && !rc; t++)
+            rc = check_one(m, m->touched[t], h);
+    }
+    m->ntouched = 0;
+    if (!rc && m->allocated + m->free_bytes != m->reserved)
+        rc = rp_violate(h, "accounting", "allocated %llu + free %llu != reserved %llu",
+                        (unsigned long long)m->allocated, (unsigned long long)m->free_bytes,
+                        (unsigned long long)m->reserved);
+    return rc;
+}
+
+static void bfc_stats(const void *p, rp_model_stats *st)
+{
+    const bfc *m = p;
+    memset(st, 0, sizeof *st);
+    st->reserved = m->reserved;
+    st->allocated = m->allocated;
+    st->free_bytes = m->free_bytes;
+    st->segments = m->segments;
+    for (int i = 0; i < NBINS; i++) {
+        st->free_blocks += m->bin[i].n;
+        if (m->bin[i].n && m->bin[i].k[m->bin[i].n - 1].a > st->largest_free)
+            st->largest_free = m->bin[i].k[m->bin[i].n - 1].a;
+    }
+}
+
+const rp_model_ops rp_model_tf_bfc = {
+    "tf-bfc", "TensorFlow/XLA BFC: 256-byte rounding, 21 power-of-two bins, regions doubling from 2 MiB",
+    create, destroy, copy, bfc_alloc, bfc_free, bfc_release, bfc_check, bfc_stats, 0,
+};

@@ -1,0 +1,31 @@
+/*
+ * output.h - what trace-replay prints: human text, or one JSON document.
+ *
+ * Everything printed comes from the replay's result, the log's names and
+ * stacks, in a fixed order: the same log gives the same bytes.
+ */
+#ifndef RP_OUTPUT_H
+#define RP_OUTPUT_H
+
+#include <stdio.h>
+
+#include "explore.h"
+#include "replay.h"
+#include "stacks.h"
+
+typedef struct rp_output {
+    FILE *out;
+    int json;
+    const char *command;        /* "check", "stats", "explore" */
+    const char *model;          /* --model as given ("auto" when none was) */
+    const tf_reader *reader;    /* names (NULL: ids only) */
+    rp_stacks *stacks;
+    int clean_end;
+    const char *damage;         /* the reader's damage line, or NULL */
+    int stats;                  /* add the stats section */
+    const rp_explore_result *explore; /* add the explore section */
+} rp_output;
+
+void rp_output_print(const rp_output *rep, const rp_replay *r);
+
+#endif

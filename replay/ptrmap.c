@@ -1,0 +1,127 @@
+/* ptrmap.c - open addressing, linear probing, backward-shift deletion. */
+#include "ptrmap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "xalloc.h"
+
+/* Addresses are aligned, so their low bits carry nothing: mix them all. */
+static inline size_t slot_of(uint64_t key, size_t mask)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdULL;
+    key ^= key >> 33;
+    return (size_t)key & mask;
+}
+
+void rp_ptrmap_init(rp_ptrmap *m)
+{
+    memset(m, 0, sizeof *m);
+}
+
+void rp_ptrmap_free(rp_ptrmap *m)
+{
+    free(m->keys);
+    free(m->vals);
+    rp_ptrmap_init(m);
+}
+
+void rp_ptrmap_clear(rp_ptrmap *m)
+{
+    if (m->cap)
+        memset(m->keys, 0xff, m->cap * sizeof *m->keys);
+    m->len = 0;
+}
+
+void rp_ptrmap_copy(rp_ptrmap *dst, const rp_ptrmap *src)
+{
+    if (dst->cap != src->cap) {
+        free(dst->keys);
+        free(dst->vals);
+        dst->keys = src->cap ? rp_xmalloc(src->cap * sizeof *dst->keys) : NULL;
+        dst->vals = src->cap ? rp_xmalloc(src->cap * sizeof *dst->vals) : NULL;
+        dst->cap = src->cap;
+    }
+    if (src->cap) {
+        memcpy(dst->keys, src->keys, src->cap * sizeof *dst->keys);
+        memcpy(dst->vals, src->vals, src->cap * sizeof *dst->vals);
+    }
+    dst->len = src->len;
+}
+
+uint64_t *rp_ptrmap_get(const rp_ptrmap *m, uint64_t key)
+{
+    if (!m->cap)
+        return NULL;
+    size_t mask = m->cap - 1;
+    for (size_t i = slot_of(key, mask);; i = (i + 1) & mask) {
+        if (m->keys[i] == key)
+            return &m->vals[i];
+        if (m->keys[i] == RP_PTRMAP_EMPTY)
+            return NULL;
+    }
+}
+
+static void grow(rp_ptrmap *m)
+{
+    size_t ncap = m->cap ? m->cap * 2 : 64;
+    uint64_t *ok = m->keys, *ov = m->vals;
+    size_t ocap = m->cap;
+    m->keys = rp_xmalloc(ncap * sizeof *m->keys);
+    m->vals = rp_xmalloc(ncap * sizeof *m->vals);
+    memset(m->keys, 0xff, ncap * sizeof *m->keys);
+    m->cap = ncap;
+    m->len = 0;
+    for (size_t i = 0; i < ocap; i++)
+        if (ok[i] != RP_PTRMAP_EMPTY)
+            rp_ptrmap_put(m, ok[i], ov[i]);
+    free(ok);
+    free(ov);
+}
+
+void rp_ptrmap_put(rp_ptrmap *m, uint64_t key, uint64_t val)
+{
+    /* Keep the load under 1/2: probes stay short and cache-local. */
+    if ((m->len + 1) * 2 > m->cap)
+        grow(m);
+    size_t mask = m->cap - 1;
+    size_t i = slot_of(key, mask);
+    while (m->keys[i] != RP_PTRMAP_EMPTY && m->keys[i] != key)
+        i = (i + 1) & mask;
+    if (m->keys[i] == RP_PTRMAP_EMPTY)
+        m->len++;
+    m->keys[i] = key;
+    m->vals[i] = val;
+}
+
+int rp_ptrmap_del(rp_ptrmap *m, uint64_t key, uint64_t *val)
+{
+    if (!m->cap)
+        return 0;
+    size_t mask = m->cap - 1;
+    size_t i = slot_of(key, mask);
+    while (m->keys[i] != key) {
+        if (m->keys[i] == RP_PTRMAP_EMPTY)
+            return 0;
+        i = (i + 1) & mask;
+    }
+    if (val)
+        *val = m->vals[i];
+    /* Backward shift: pull later entries of the probe run into the hole so
+     * lookups never meet a gap before their key. */
+    for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+        if (m->keys[j] == RP_PTRMAP_EMPTY)
+            break;
+        size_t home = slot_of(m->keys[j], mask);
+        /* j's entry may move to i only if its home is not in (i, j]. */
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            m->keys[i] = m->keys[j];
+            m->vals[i] = m->vals[j];
+            i = j;
+        }
+    }
+    m->keys[i] = RP_PTRMAP_EMPTY;
+    m->len--;
+    return 1;
+}

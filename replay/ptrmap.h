@@ -1,0 +1,36 @@
+/*
+ * ptrmap.h - a hash map from 64-bit addresses to 64-bit values.
+ *
+ * Open addressing with linear probing and backward-shift deletion (no
+ * tombstones), so a long replay never degrades.  Iteration order is never
+ * exposed: replay output must not depend on where addresses hash.
+ */
+#ifndef RP_PTRMAP_H
+#define RP_PTRMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct rp_ptrmap {
+    uint64_t *keys;   /* RP_PTRMAP_EMPTY marks a free slot */
+    uint64_t *vals;
+    size_t cap;       /* power of two, 0 before the first insert */
+    size_t len;
+} rp_ptrmap;
+
+#define RP_PTRMAP_EMPTY UINT64_MAX
+
+void rp_ptrmap_init(rp_ptrmap *m);
+void rp_ptrmap_free(rp_ptrmap *m);
+void rp_ptrmap_clear(rp_ptrmap *m);
+/* Deep copy: dst's buffers are reused when large enough. */
+void rp_ptrmap_copy(rp_ptrmap *dst, const rp_ptrmap *src);
+
+/* Pointer to the value of key, or NULL. */
+uint64_t *rp_ptrmap_get(const rp_ptrmap *m, uint64_t key);
+/* Insert or overwrite. */
+void rp_ptrmap_put(rp_ptrmap *m, uint64_t key, uint64_t val);
+/* Remove key; returns 1 and stores its value in *val (if val) when present. */
+int rp_ptrmap_del(rp_ptrmap *m, uint64_t key, uint64_t *val);
+
+#endif

@@ -1,0 +1,109 @@
+/*
+ * replay.h - the check driver: feeds a log, event by event, to the
+ * model-free checks and to one pool model per selected pool.
+ *
+ * Pool operations are replayed whole: the driver gathers an operation's
+ * events (op_begin .. op_end on its thread, with everything nested in it) and
+ * then runs the model; operations nested in it (a collection's finalizers
+ * freeing pooled memory) are delivered at the model's re-entrancy points, or
+ * after the operation for models without any.  Addresses the real pool chose
+ * are followed where the model has a choice, and divergences counted.
+ */
+#ifndef RP_REPLAY_H
+#define RP_REPLAY_H
+
+#include <stdint.h>
+
+#include "finding.h"
+#include "model.h"
+#include "trace_format.h"
+
+typedef struct rp_options {
+    const rp_model_ops *model;  /* every selected pool gets one; NULL: see auto */
+    int model_auto;             /* choose by pool name ("cupy", "torch", "bfc") */
+    const char *pool;           /* --pool: a name or a decimal id; NULL: all */
+    int paranoid;               /* full audit after every operation */
+    int keep_going;             /* stats: do not stop at the first violation */
+    int series;                 /* keep the reserved/allocated time series */
+    /* Pool names, for --pool NAME and the automatic model choice. */
+    const char *(*pool_name)(void *ctx, uint32_t pool);
+    void *pool_name_ctx;
+} rp_options;
+
+/* A pool operation and the collections nested in it, for reports. */
+typedef struct rp_opref {
+    uint64_t seq;               /* its op_begin (or the bare pool event) */
+    uint32_t kind;              /* enum tf_kind of that event */
+    uint32_t op;                /* enum tf_pool_op, 0 for a bare event */
+    uint32_t pool;
+    uint64_t arg;
+} rp_opref;
+
+#define RP_MAX_NESTED 8
+typedef struct rp_reentry {
+    uint64_t op_seq;            /* the operation re-entered */
+    uint64_t gc_seq;            /* the collection (0: a nested op without one) */
+    uint64_t nested_seq;        /* first nested operation delivered */
+    uint32_t nested_ops;        /* how many were delivered */
+    uint32_t gc_native_stack, gc_py_stack; /* where the collection started */
+    const char *point;          /* the model's re-entrancy point; NULL: after the op */
+} rp_reentry;
+
+typedef struct rp_series_point {
+    uint64_t seq, reserved, allocated, segments, free_bytes, largest_free;
+} rp_series_point;
+
+typedef struct rp_result {
+    uint64_t events;
+    int violated;
+    rp_finding violation;
+    rp_opref op;                       /* top-level operation at fault (seq 0: none) */
+    rp_opref nested_in[RP_MAX_NESTED]; /* enclosing operations of the event, outermost first */
+    uint32_t nnested;
+    rp_reentry reentries[RP_MAX_NESTED]; /* re-entries during that operation */
+    uint32_t nreentries;
+    uint64_t matched, diverged;        /* fidelity */
+    uint64_t peak_reserved, peak_allocated;
+    uint64_t peak_reserved_seq, peak_allocated_seq;
+    uint64_t ops;                      /* operations replayed through models */
+    rp_series_point *series;           /* with options.series */
+    uint64_t nseries;
+    uint64_t seg_sizes[64];            /* segments obtained, by log2 of size */
+} rp_result;
+
+typedef struct rp_replay rp_replay;
+
+rp_replay *rp_replay_new(const rp_options *o);
+void rp_replay_free(rp_replay *r);
+
+/* Feed events in seq order.  Returns 1 once the replay has stopped (a
+ * violation, or rp_replay_stop); later events are ignored. */
+int rp_replay_event(rp_replay *r, const tf_event *e);
+/* The log is over: apply operations left open, and (clean_end) report what
+ * is still live. */
+void rp_replay_finish(rp_replay *r, int clean_end);
+void rp_replay_stop(rp_replay *r);
+
+const rp_result *rp_replay_result(const rp_replay *r);
+/* Warnings from the model-free checks. */
+uint32_t rp_replay_warnings(const rp_replay *r, const rp_finding **list, uint64_t *total);
+/* Each modelled pool, in order of first appearance: id, model, final stats. */
+uint32_t rp_replay_pool_count(const rp_replay *r);
+int rp_replay_pool_at(const rp_replay *r, uint32_t i, uint32_t *pool, const rp_model_ops **model,
+                      rp_model_stats *st);
+
+/* ---------------------------------------------------------------- explore */
+
+/* Called right before each top-level operation of a modelled pool runs
+ * through its model (op: that operation). */
+typedef void (*rp_probe_hook)(void *ctx, rp_replay *r, const rp_opref *op);
+void rp_replay_set_probe(rp_replay *r, rp_probe_hook hook, void *ctx);
+
+/* From inside the hook: run the pending operation on a scratch copy of its
+ * pool's model, freeing the recorded blocks ptrs[0..n) re-entrantly at the
+ * model's re-entrancy point number `point` (0-based) of the operation.
+ * Returns 1 with *f and *where filled when an invariant broke, 0 when the
+ * operation stayed sound, -1 when it reaches fewer re-entrancy points. */
+int rp_replay_try(rp_replay *r, int point, const uint64_t *ptrs, uint32_t n, rp_finding *f, const char **where);
+
+#endif

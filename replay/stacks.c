@@ -1,0 +1,63 @@
+/* stacks.c - resolve stack ids through the reader. */
+#include "stacks.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "xalloc.h"
+
+struct rp_stacks {
+    const tf_reader *reader;
+};
+
+rp_stacks *rp_stacks_new(const tf_reader *reader, const char *const *debug_dirs, int ndirs)
+{
+    (void)debug_dirs;
+    (void)ndirs;
+    rp_stacks *s = rp_xcalloc(1, sizeof *s);
+    s->reader = reader;
+    return s;
+}
+
+void rp_stacks_free(rp_stacks *s)
+{
+    free(s);
+}
+
+uint32_t rp_stacks_native(rp_stacks *s, uint32_t id, rp_native_frame *out, uint32_t max)
+{
+    const uint64_t *ips;
+    uint32_t n;
+    if (!s->reader || !id || !tf_reader_native_stack(s->reader, id, &ips, &n))
+        return 0;
+    if (n > max)
+        n = max;
+    for (uint32_t i = 0; i < n; i++) {
+        rp_native_frame *f = &out[i];
+        memset(f, 0, sizeof *f);
+        f->ip = ips[i];
+        const tf_module *m = tf_reader_module_for(s->reader, ips[i]);
+        if (m) {
+            f->module = m->path;
+            f->offset = ips[i] - m->base;
+        }
+    }
+    return n;
+}
+
+uint32_t rp_stacks_py(rp_stacks *s, uint32_t id, rp_py_frame *out, uint32_t max)
+{
+    const tf_py_frame *frames;
+    uint32_t n;
+    if (!s->reader || !id || !tf_reader_py_stack(s->reader, id, &frames, &n))
+        return 0;
+    if (n > max)
+        n = max;
+    for (uint32_t i = 0; i < n; i++) {
+        const tf_py_code *c = tf_reader_py_code(s->reader, frames[i].code);
+        out[i].file = c ? tf_reader_string(s->reader, c->file, NULL) : NULL;
+        out[i].function = c ? tf_reader_string(s->reader, c->function, NULL) : NULL;
+        out[i].line = frames[i].line;
+    }
+    return n;
+}

@@ -1,0 +1,66 @@
+/* mklog.c - write a scenario (evtext) as a real log, with the format's
+ * writer: tests then run trace-replay and trace-dump on it.
+ *
+ *     mklog SCENARIO.txt OUT.log
+ *
+ * Native stacks given with "stack" lines are attached to the next event, and
+ * one fake module ("/opt/fake/libpool.so" at 0x400000) holds them, so
+ * reports show module+offset. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "evtext.h"
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: mklog SCENARIO.txt OUT.log\n");
+        return 2;
+    }
+    evtext t;
+    char err[256];
+    if (evtext_load(argv[1], &t, err, sizeof err) < 0) {
+        fprintf(stderr, "mklog: %s\n", err);
+        return 2;
+    }
+    tf_header h = {TF_VERSION_MAJOR, TF_VERSION_MINOR, 4242, 1, 0, 0, "testhost", "python app.py", "/usr/bin/python3",
+                   "test", "", "3.11.0", 0, 0};
+    tf_writer *w = tf_writer_new(&h);
+    tf_segment seg = {0, 0x100000, 5};
+    tf_write_module_load(w, "/opt/fake/libpool.so", 0x400000, (const uint8_t *)"\x12\x34\x56\x78", 4, &seg, 1);
+    for (int i = 0; i < t.npools; i++)
+        tf_write_pool(w, t.pools[i].id, t.pools[i].name);
+    tf_write_thread(w, 1, "MainThread");
+    uint32_t file = tf_write_string(w, "app.py", 6), fn = tf_write_string(w, "step", 4);
+    uint32_t code = tf_write_py_code(w, file, fn, 10);
+    for (size_t i = 0; i < t.n; i++) {
+        tf_event e = t.ev[i];
+        if (t.stacks[i].n) {
+            e.native_stack = tf_write_native_stack(w, t.stacks[i].ips, t.stacks[i].n);
+            tf_py_frame f = {code, (uint32_t)(10 + i)};
+            e.py_stack = tf_write_py_stack(w, &f, 1);
+        }
+        tf_write_event(w, &e);
+    }
+    if (t.has_end) {
+        tf_event end = {.kind = TF_EV_END, .seq = t.n + 1, .tid = 1, .t_ns = (t.n + 1) * 1000};
+        tf_write_event(w, &end);
+    }
+    tf_chunk c = {0};
+    tf_writer_seal(w, &c);
+    int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int rc = fd < 0 ? -1 : tf_chunk_write(fd, &c, NULL, 3);
+    if (fd >= 0)
+        close(fd);
+    tf_writer_free(w);
+    free(c.data);
+    evtext_free(&t);
+    if (rc) {
+        fprintf(stderr, "mklog: cannot write %s\n", argv[2]);
+        return 2;
+    }
+    return 0;
+}

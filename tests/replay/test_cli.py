@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""trace-replay's command line on real logs: exit codes, the JSON document,
+byte-identical output, explore, minimize, stats, --pool, leaks.
+
+Logs are written by mklog from the scenario files (tests/replay/scenarios)."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def run(args, **kw):
+    return subprocess.run([A.replay] + args, capture_output=True, **kw)
+
+
+def mklog(name, tmp):
+    out = os.path.join(tmp, name.replace(".txt", ".log"))
+    subprocess.run([A.mklog, os.path.join(A.scenarios, name), out], check=True)
+    return out
+
+
+def doc(args):
+    p = run(args + ["--json"])
+    try:
+        return p.returncode, json.loads(p.stdout)
+    except ValueError:
+        check(False, "JSON parses: %s -> %r" % (args, p.stdout[:200]))
+        return p.returncode, {}
+
+
+def exit_codes(tmp):
+    story = mklog("cupy5_reentry.txt", tmp)
+    check(run(["check", story, "--model", "cupy5"]).returncode == 1, "cupy5 finds the story: exit 1")
+    check(run(["check", story, "--model", "cupy"]).returncode == 0, "cupy is clean: exit 0")
+    check(run(["check", story, "--model", "none"]).returncode == 0, "model-free only: exit 0")
+    check(run(["check", os.path.join(tmp, "missing.log")]).returncode == 2, "missing log: exit 2")
+    junk = os.path.join(tmp, "junk.log")
+    with open(junk, "wb") as f:
+        f.write(b"this is not a log\n" * 10)
+    check(run(["check", junk]).returncode == 2, "not a log: exit 2")
+    check(run(["check", story, "--model", "nosuch"]).returncode == 2, "unknown model: exit 2")
+    check(run(["frobnicate", story]).returncode == 2, "unknown command: exit 2")
+    check(run(["check"]).returncode == 2, "no log: exit 2")
+    check(run(["minimize", story]).returncode == 2, "minimize without -o: exit 2")
+    for name, inv in [("overlap.txt", "overlap"), ("double_free.txt", "double_free"),
+                      ("unknown_free.txt", "free_unknown"), ("outside_segment.txt", "outside_segment"),
+                      ("segment_in_use.txt", "segment_in_use")]:
+        rc, d = doc(["check", mklog(name, tmp)])
+        check(rc == 1 and d.get("violation", {}).get("invariant") == inv, "%s: %s, exit 1" % (name, inv))
+
+
+def json_shape(tmp):
+    story = mklog("cupy5_reentry.txt", tmp)
+    rc, d = doc(["check", story, "--model", "cupy5"])
+    for k in ["events", "model", "peak_reserved", "peak_allocated", "fidelity", "violation", "warnings"]:
+        check(k in d, "JSON has %s" % k)
+    check(d.get("model") == "cupy5", "model named")
+    check(set(d.get("fidelity", {})) >= {"matched", "diverged"}, "fidelity has matched and diverged")
+    check(d.get("fidelity", {}).get("diverged") == 0, "story replays without divergence")
+    v = d.get("violation") or {}
+    for k in ["seq", "invariant", "message", "op", "nested_in", "native_stack", "py_stack"]:
+        check(k in v, "violation has %s" % k)
+    check(v.get("invariant") == "sorted_index" and v.get("seq") == 15, "sorted_index at seq 15")
+    check((v.get("op") or {}).get("seq") == 9 and v["op"].get("kind") == "free", "op is the outer free")
+    frames = v.get("native_stack") or []
+    check(len(frames) == 2, "native stack of the violating event")
+    if frames:
+        check(set(frames[0]) >= {"ip", "module", "offset", "function", "file", "line"}, "native frame keys")
+        check(frames[0]["ip"] == "0x401234" and frames[0]["module"] == "/opt/fake/libpool.so"
+              and frames[0]["offset"] == "0x1234", "native frame resolved to module+offset")
+    py = v.get("py_stack") or []
+    check(len(py) == 1 and set(py[0]) >= {"file", "line", "function"} and py[0]["file"] == "app.py",
+          "python frame")
+    re = (v.get("reentries") or [{}])[0]
+    check(re.get("gc_seq") == 10 and "set()" in (re.get("point") or ""), "re-entry at set() by collection 10")
+    check(len((re.get("gc") or {}).get("native_stack") or []) == 3, "the collection's own stack")
+    rc, d = doc(["check", story, "--model", "cupy"])
+    check(rc == 0 and d.get("violation") is None and d.get("status") == "clean", "clean document")
+
+
+def determinism(tmp):
+    story = mklog("cupy5_reentry.txt", tmp)
+    noisy = mklog("cupy5_noisy.txt", tmp)
+    clean = mklog("cupy5_clean.txt", tmp)
+    for args in (["check", story, "--model", "cupy5"], ["check", story, "--model", "cupy5", "--json"],
+                 ["stats", noisy, "--json"], ["explore", clean, "--model", "cupy5", "--json"],
+                 ["check", noisy, "--model", "cupy5", "--paranoid"]):
+        outs = {run(args).stdout for _ in range(3)}
+        check(len(outs) == 1, "byte-identical output: %s" % args[0])
+
+
+def explore(tmp):
+    clean = mklog("cupy5_clean.txt", tmp)
+    check(run(["check", clean, "--model", "cupy5"]).returncode == 0, "the clean run is clean")
+    rc, d = doc(["explore", clean, "--model", "cupy5"])
+    found = (d.get("explore") or {}).get("found") or {}
+    check(rc == 1 and found.get("invariant") == "sorted_index", "explore finds the story in a clean run")
+    check(found.get("gc_seq") == 16 and found.get("injected_frees") == ["0x200000"], "injected the later gc's free")
+    rc, d = doc(["explore", clean, "--model", "cupy"])
+    check(rc == 0 and (d.get("explore") or {}).get("found") is None, "cupy: nothing to find")
+
+
+def minimize(tmp):
+    noisy = mklog("cupy5_noisy.txt", tmp)
+    out = os.path.join(tmp, "min.log")
+    p = run(["minimize", noisy, "--model", "cupy5", "-o", out])
+    check(p.returncode == 1 and os.path.exists(out), "minimize writes a log")
+    rc, d = doc(["check", out, "--model", "cupy5"])
+    check(rc == 1 and (d.get("violation") or {}).get("invariant") == "sorted_index",
+          "the minimized log breaks the same invariant")
+    check(d.get("events", 99) <= 17, "minimized to at most 17 events (got %s)" % d.get("events"))
+    rc2, d2 = doc(["check", out, "--model", "none"])
+    check(d2.get("clean_end") is True, "minimized log ends with END")
+    frames = (d.get("violation") or {}).get("native_stack") or []
+    check(len(frames) == 2 and frames[0]["module"] == "/opt/fake/libpool.so", "stacks and modules re-interned")
+    if A.dump:
+        p = subprocess.run([A.dump, out], capture_output=True)
+        check(p.returncode == 0, "trace-dump reads the minimized log")
+    clean = mklog("cupy5_clean.txt", tmp)
+    p = run(["minimize", clean, "--model", "cupy5", "-o", os.path.join(tmp, "none.log")])
+    check(p.returncode == 0, "minimize of a clean log: exit 0, nothing to do")
+
+
+def stats_pool_leaks(tmp):
+    noisy = mklog("cupy5_noisy.txt", tmp)
+    rc, d = doc(["stats", noisy])
+    s = d.get("stats") or {}
+    check(isinstance(s.get("series"), list) and len(s["series"]) >= 2, "stats: a series over time")
+    check(isinstance(s.get("segment_sizes"), list) and s["segment_sizes"], "stats: segment sizes")
+    check(d.get("peak_reserved", 0) >= 8192 + 1536 + 512 and d.get("pools"), "stats: peaks and pools")
+    story = mklog("cupy5_reentry.txt", tmp)
+    check(run(["check", story, "--model", "cupy5", "--pool", "2"]).returncode == 0, "--pool 2: not the pool")
+    check(run(["check", story, "--model", "cupy5", "--pool", "1"]).returncode == 1, "--pool 1 by id")
+    check(run(["check", story, "--model", "cupy5", "--pool", "cupy"]).returncode == 1, "--pool cupy by name")
+    rc, d = doc(["check", mklog("leak.txt", tmp)])
+    kinds = [w["invariant"] for w in d.get("warnings", [])]
+    check(rc == 0 and kinds == ["alloc_failed", "live_at_end", "live_at_end"], "leaks are warnings: %s" % kinds)
+
+
+def generated(tmp):
+    log = os.path.join(tmp, "gen.log")
+    subprocess.run([A.gen, log, "20000"], check=True, capture_output=True)
+    rc, d = doc(["check", log, "--model", "cupy", "--paranoid"])
+    check(rc == 0 and d.get("fidelity", {}).get("diverged") == 0 and d["fidelity"]["matched"] > 1000,
+          "generated log: cupy follows it exactly")
+    rc, d = doc(["explore", log, "--model", "cupy5"])
+    check(rc in (0, 1) and (d.get("explore") or {}).get("probes", 0) > 0, "explore probes a generated log")
+
+
+def main():
+    global A
+    ap = argparse.ArgumentParser()
+    for k in ("replay", "mklog", "gen", "scenarios", "dump"):
+        ap.add_argument("--" + k, default="")
+    A = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        for t in (exit_codes, json_shape, determinism, explore, minimize, stats_pool_leaks, generated):
+            t(tmp)
+    print("%d failure(s)" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

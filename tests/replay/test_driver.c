@@ -1,0 +1,180 @@
+/* test_driver.c - the check driver on scenario files (evtext): model-free
+ * checks, re-entrancy delivery, fidelity, explore and minimize, all on
+ * events in memory. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evtext.h"
+#include "explore.h"
+#include "minimize.h"
+#include "replay.h"
+#include "source.h"
+
+static int failures;
+#define CHECK(cond)                                                                                                \
+    do {                                                                                                           \
+        if (!(cond)) {                                                                                             \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);                              \
+            failures++;                                                                                            \
+        }                                                                                                          \
+    } while (0)
+
+static const char *dir;
+
+static void load(const char *name, evtext *t)
+{
+    char path[1024], err[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (evtext_load(path, t, err, sizeof err) < 0) {
+        fprintf(stderr, "%s\n", err);
+        exit(2);
+    }
+}
+
+static rp_options opts(const rp_model_ops *m)
+{
+    rp_options o;
+    memset(&o, 0, sizeof o);
+    o.model = m;
+    return o;
+}
+
+/* Replay a scenario; returns the replay (caller frees). */
+static rp_replay *run(const char *name, const rp_model_ops *m, int paranoid)
+{
+    evtext t;
+    load(name, &t);
+    rp_options o = opts(m);
+    o.paranoid = paranoid;
+    rp_replay *r = rp_replay_new(&o);
+    for (size_t i = 0; i < t.n; i++)
+        if (rp_replay_event(r, &t.ev[i]))
+            break;
+    rp_replay_finish(r, t.has_end);
+    evtext_free(&t);
+    return r;
+}
+
+static void expect(const char *name, const rp_model_ops *m, const char *invariant, uint64_t seq)
+{
+    rp_replay *r = run(name, m, 0);
+    const rp_result *res = rp_replay_result(r);
+    if (!invariant) {
+        CHECK(!res->violated);
+        if (res->violated)
+            fprintf(stderr, "  %s: unexpected %s: %s\n", name, res->violation.invariant, res->violation.message);
+    } else {
+        CHECK(res->violated && !strcmp(res->violation.invariant, invariant));
+        if (!res->violated || strcmp(res->violation.invariant, invariant))
+            fprintf(stderr, "  %s: wanted %s, got %s\n", name, invariant,
+                    res->violated ? res->violation.invariant : "nothing");
+        CHECK(!seq || res->violation.at.seq == seq);
+        if (seq && res->violation.at.seq != seq)
+            fprintf(stderr, "  %s: at seq %llu, wanted %llu\n", name, (unsigned long long)res->violation.at.seq,
+                    (unsigned long long)seq);
+    }
+    rp_replay_free(r);
+}
+
+static void story(void)
+{
+    /* cupy5: the outer free's pool_free (seq 17) breaks the order; the
+     * re-entry is reported with its collection (seq 10). */
+    rp_replay *r = run("cupy5_reentry.txt", &rp_model_cupy5, 0);
+    const rp_result *res = rp_replay_result(r);
+    CHECK(res->violated && !strcmp(res->violation.invariant, "sorted_index"));
+    CHECK(res->violation.at.seq == 15);
+    CHECK(res->op.seq == 9 && res->op.op == TF_POOL_OP_FREE && res->op.arg == 0x100000);
+    CHECK(res->nreentries == 1 && res->reentries[0].gc_seq == 10 && res->reentries[0].nested_seq == 11);
+    CHECK(res->reentries[0].point && strstr(res->reentries[0].point, "set()"));
+    CHECK(res->matched == 4 && res->diverged == 0);  /* two segments, two pointers */
+    rp_replay_free(r);
+    /* cupy (5.4+): the same log is clean; paranoid audits agree. */
+    expect("cupy5_reentry.txt", &rp_model_cupy, NULL, 0);
+    r = run("cupy5_reentry.txt", &rp_model_cupy, 1);
+    CHECK(!rp_replay_result(r)->violated);
+    rp_replay_free(r);
+    /* cupy-next queues the nested free: clean as well. */
+    expect("cupy5_reentry.txt", &rp_model_cupy_next, NULL, 0);
+    /* Without a model, the log is clean: the bug is in the pool's insides. */
+    expect("cupy5_reentry.txt", NULL, NULL, 0);
+}
+
+static void model_free(void)
+{
+    expect("overlap.txt", NULL, "overlap", 2);
+    expect("double_free.txt", NULL, "double_free", 3);
+    expect("unknown_free.txt", NULL, "free_unknown", 2);
+    expect("outside_segment.txt", NULL, "outside_segment", 3);
+    expect("segment_in_use.txt", NULL, "segment_in_use", 3);
+    /* Live blocks at a clean end are warnings, not violations. */
+    rp_replay *r = run("leak.txt", NULL, 0);
+    const rp_finding *w;
+    uint64_t total;
+    uint32_t n = rp_replay_warnings(r, &w, &total);
+    CHECK(!rp_replay_result(r)->violated);
+    CHECK(total == 3 && n == 3);
+    CHECK(n == 3 && !strcmp(w[0].invariant, "alloc_failed") && w[0].at.seq == 6);
+    CHECK(n == 3 && !strcmp(w[1].invariant, "live_at_end") && w[1].at.seq == 3);  /* the pool block */
+    CHECK(n == 3 && !strcmp(w[2].invariant, "live_at_end") && w[2].at.seq == 5);  /* not the pool's segment */
+    CHECK(rp_replay_result(r)->peak_reserved == 1024 && rp_replay_result(r)->peak_allocated == 1024);
+    rp_replay_free(r);
+}
+
+static void explore(void)
+{
+    evtext t;
+    load("cupy5_clean.txt", &t);
+    expect("cupy5_clean.txt", &rp_model_cupy5, NULL, 0);  /* the run itself was fine */
+    rp_source src;
+    rp_source_array(&src, t.ev, t.n, 1);
+    rp_options o = opts(&rp_model_cupy5);
+    rp_explore_result x;
+    rp_replay *r = rp_explore(&o, &src, &x);
+    CHECK(r && !rp_replay_result(r)->violated);
+    CHECK(x.found && !strcmp(x.finding.invariant, "sorted_index"));
+    CHECK(x.op.seq == 9 && x.gc_seq == 16 && x.nfrees == 1 && x.frees[0] == 0x200000);
+    CHECK(x.point && strstr(x.point, "set()"));
+    rp_replay_free(r);
+    /* cupy: no re-entrancy point, nothing to find. */
+    o = opts(&rp_model_cupy);
+    rp_source_array(&src, t.ev, t.n, 1);
+    r = rp_explore(&o, &src, &x);
+    CHECK(r && !x.found);
+    rp_replay_free(r);
+    evtext_free(&t);
+}
+
+static void minimize(void)
+{
+    evtext t;
+    load("cupy5_noisy.txt", &t);
+    rp_options o = opts(&rp_model_cupy5);
+    unsigned char keep[128] = {0};
+    CHECK(t.n < 128);
+    rp_minimize_events(&o, t.ev, t.n, "sorted_index", keep);
+    /* Kept: the two allocations, the outer free and, of the collection's
+     * three frees, the one that matters.  The rest is noise. */
+    size_t kept = 0;
+    for (size_t i = 0; i < t.n; i++)
+        kept += keep[i];
+    CHECK(kept == 16);
+    if (kept != 16)
+        for (size_t i = 0; i < t.n; i++)
+            if (keep[i])
+                fprintf(stderr, "  kept seq %llu kind %u\n", (unsigned long long)t.ev[i].seq, t.ev[i].kind);
+    evtext_free(&t);
+}
+
+int main(int argc, char **argv)
+{
+    dir = argc > 1 ? argv[1] : ".";
+    story();
+    model_free();
+    explore();
+    minimize();
+    if (failures)
+        fprintf(stderr, "%d check(s) failed\n", failures);
+    return failures != 0;
+}
