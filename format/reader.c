@@ -24,7 +24,6 @@
 
 #define FRAME_CONTENT_MAX (64u << 20) /* FORMAT.md: a frame holds at most 64 MiB */
 #define WINDOW_LOG_MAX 26
-#define ZSTD_MAGIC 0xFD2FB528u
 #define SKIPPABLE_MAGIC 0x184D2A50u /* low 4 bits free */
 #define HEADER_MAGIC "gputrace"
 
@@ -81,6 +80,8 @@ static void frame_corrupt(tf_reader *r, const char *why)
 
 /* ------------------------------------------------------------ frames */
 
+static const uint8_t zstd_magic[4] = { 0x28, 0xB5, 0x2F, 0xFD };
+
 static uint32_t le32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -88,15 +89,20 @@ static uint32_t le32(const uint8_t *p)
 
 static int magic_at(const tf_reader *r, size_t off)
 {
-    return r->size - off >= 4 && le32(r->data + off) == ZSTD_MAGIC;
+    return r->size - off >= 4 && memcmp(r->data + off, zstd_magic, 4) == 0;
+}
+
+/* The file ends within the magic of a frame that was being written. */
+static int cut_in_magic(const tf_reader *r, size_t off)
+{
+    return r->size - off < 4 && memcmp(r->data + off, zstd_magic, r->size - off) == 0;
 }
 
 static size_t next_magic(const tf_reader *r, size_t from)
 {
-    static const uint8_t magic[4] = { 0x28, 0xB5, 0x2F, 0xFD };
     if (from >= r->size)
         return r->size;
-    const uint8_t *p = memmem(r->data + from, r->size - from, magic, 4);
+    const uint8_t *p = memmem(r->data + from, r->size - from, zstd_magic, 4);
     return p ? (size_t)(p - r->data) : r->size;
 }
 
@@ -104,7 +110,7 @@ static int grow_buf(tf_reader *r)
 {
     if (r->buf_cap >= FRAME_CONTENT_MAX)
         return -1;
-    size_t cap = r->buf_cap ? r->buf_cap * 2 : 1u << 20;
+    size_t cap = r->buf_cap ? r->buf_cap * 2 : 64u << 10;
     uint8_t *buf = realloc(r->buf, cap);
     if (!buf)
         return -1;
@@ -166,6 +172,11 @@ static int load_frame(tf_reader *r)
             r->off = len < r->size - at - 8 ? at + 8 + len : r->size;
             r->frames_seen--;
             continue;
+        }
+        if (cut_in_magic(r, at)) {
+            r->off = r->size;
+            r->st.truncated = 1;
+            return FRAME_NONE;
         }
         const char *why = "not a zstd frame";
         int outcome = magic_at(r, at) ? decompress_frame(r, &why) : FRAME_BAD;
