@@ -1,0 +1,234 @@
+/*
+ * symbolize.c - offline symbolisation with libdwfl.
+ *
+ * Each module becomes its own Dwfl session holding one ELF file reported at
+ * bias 0, so lookups use the ELF virtual address (ip - the recorded bias)
+ * and one module's file never shadows another's.
+ */
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "symbolize.h"
+
+typedef struct sym_module {
+    char *key;              /* build-id in hex, then the recorded path */
+    char *binary;           /* the file found; NULL when none was */
+    Dwfl *dwfl;
+} sym_module;
+
+struct sym_ctx {
+    char **dirs;
+    int ndirs;
+    char *debuginfo_path;   /* for separate debug files of stripped binaries */
+    Dwfl_Callbacks callbacks;
+    sym_module *mods;
+    size_t nmods, capmods;
+};
+
+static char *hex(const uint8_t *b, uint32_t n)
+{
+    char *s = malloc(2 * (size_t)n + 1);
+    if (!s)
+        return NULL;
+    for (uint32_t i = 0; i < n; i++)
+        sprintf(s + 2 * i, "%02x", b[i]);
+    s[2 * n] = '\0';
+    return s;
+}
+
+static char *join_search_path(const char *const *dirs, int n)
+{
+    size_t len = sizeof ":.debug:/usr/lib/debug";
+    for (int i = 0; i < n; i++)
+        len += strlen(dirs[i]) + 1;
+    char *path = malloc(len);
+    if (!path)
+        return NULL;
+    strcpy(path, ":.debug:/usr/lib/debug");
+    for (int i = 0; i < n; i++)
+        strcat(strcat(path, ":"), dirs[i]);
+    return path;
+}
+
+sym_ctx *sym_new(const char *const *debug_dirs, int n)
+{
+    sym_ctx *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->dirs = calloc((size_t)n + 1, sizeof *s->dirs);
+    s->debuginfo_path = join_search_path(debug_dirs, n);
+    if (!s->dirs || !s->debuginfo_path) {
+        sym_free(s);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        if ((s->dirs[s->ndirs] = strdup(debug_dirs[i])))
+            s->ndirs++;
+    s->callbacks.find_elf = dwfl_build_id_find_elf;
+    s->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+    s->callbacks.debuginfo_path = &s->debuginfo_path;
+    return s;
+}
+
+void sym_free(sym_ctx *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->nmods; i++) {
+        free(s->mods[i].key);
+        free(s->mods[i].binary);
+        if (s->mods[i].dwfl)
+            dwfl_end(s->mods[i].dwfl);
+    }
+    free(s->mods);
+    for (int i = 0; i < s->ndirs; i++)
+        free(s->dirs[i]);
+    free(s->dirs);
+    free(s->debuginfo_path);
+    free(s);
+}
+
+/* 1 when path is an ELF file whose build-id is the wanted one (any ELF file
+ * when none is wanted). */
+static int build_id_matches(const char *path, const tf_module *m)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    int ok = 0;
+    elf_version(EV_CURRENT);
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    if (elf && elf_kind(elf) == ELF_K_ELF) {
+        const void *id;
+        ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
+        ok = m->build_id_len == 0 ||
+             (n == (ssize_t)m->build_id_len && memcmp(id, m->build_id, (size_t)n) == 0);
+    }
+    elf_end(elf);
+    close(fd);
+    return ok;
+}
+
+static Dwfl *open_session(sym_ctx *s, const char *path)
+{
+    Dwfl *dwfl = dwfl_begin(&s->callbacks);
+    if (!dwfl)
+        return NULL;
+    dwfl_report_begin(dwfl);
+    Dwfl_Module *mod = dwfl_report_elf(dwfl, path, path, -1, 0, false);
+    dwfl_report_end(dwfl, NULL, NULL);
+    if (!mod) {
+        dwfl_end(dwfl);
+        return NULL;
+    }
+    return dwfl;
+}
+
+/* Tries one candidate file; on success fills mod. */
+static int try_candidate(sym_ctx *s, sym_module *mod, const char *path, const tf_module *m)
+{
+    if (!build_id_matches(path, m))
+        return 0;
+    Dwfl *dwfl = open_session(s, path);
+    if (!dwfl)
+        return 0;
+    mod->binary = strdup(path);
+    if (!mod->binary) {
+        dwfl_end(dwfl);
+        return 0;
+    }
+    mod->dwfl = dwfl;
+    return 1;
+}
+
+static int try_build_id_dir(sym_ctx *s, sym_module *mod, const char *dir, const char *id,
+                            const tf_module *m)
+{
+    char path[4096];
+    if (!id || strlen(id) < 4)
+        return 0;
+    snprintf(path, sizeof path, "%s/.build-id/%.2s/%s.debug", dir, id, id + 2);
+    if (try_candidate(s, mod, path, m))
+        return 1;
+    snprintf(path, sizeof path, "%s/.build-id/%.2s/%s", dir, id, id + 2);
+    return try_candidate(s, mod, path, m);
+}
+
+static void find_file(sym_ctx *s, sym_module *mod, const tf_module *m, const char *id)
+{
+    const char *path = m->path ? m->path : "";
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    char cand[4096];
+    for (int i = 0; i < s->ndirs; i++) {
+        if (try_build_id_dir(s, mod, s->dirs[i], id, m))
+            return;
+        snprintf(cand, sizeof cand, "%s/%s", s->dirs[i], base);
+        if (*base && try_candidate(s, mod, cand, m))
+            return;
+    }
+    if (try_build_id_dir(s, mod, "/usr/lib/debug", id, m))
+        return;
+    if (*path)
+        try_candidate(s, mod, path, m);
+}
+
+static sym_module *module_entry(sym_ctx *s, const tf_module *m)
+{
+    char *id = hex(m->build_id, m->build_id_len);
+    const char *path = m->path ? m->path : "";
+    char *key = id ? malloc(strlen(id) + strlen(path) + 2) : NULL;
+    if (!key) {
+        free(id);
+        return NULL;
+    }
+    sprintf(key, "%s:%s", id, path);
+    for (size_t i = 0; i < s->nmods; i++)
+        if (strcmp(s->mods[i].key, key) == 0) {
+            free(id);
+            free(key);
+            return &s->mods[i];
+        }
+    if (s->nmods == s->capmods) {
+        size_t cap = s->capmods ? s->capmods * 2 : 16;
+        sym_module *mods = realloc(s->mods, cap * sizeof *mods);
+        if (!mods) {
+            free(id);
+            free(key);
+            return NULL;
+        }
+        s->mods = mods;
+        s->capmods = cap;
+    }
+    sym_module *mod = &s->mods[s->nmods++];
+    *mod = (sym_module){ key, NULL, NULL };
+    find_file(s, mod, m, m->build_id_len ? id : NULL);
+    free(id);
+    return mod;
+}
+
+int sym_lookup(sym_ctx *s, const tf_module *m, uint64_t ip, sym_info *out)
+{
+    memset(out, 0, sizeof *out);
+    sym_module *mod = m ? module_entry(s, m) : NULL;
+    if (!mod || !mod->dwfl)
+        return 0;
+    out->binary = mod->binary;
+    Dwarf_Addr addr = ip - m->base;
+    Dwfl_Module *dm = dwfl_addrmodule(mod->dwfl, addr);
+    if (!dm)
+        return 0;
+    out->function = dwfl_module_addrname(dm, addr);
+    Dwfl_Line *line = dwfl_module_getsrc(dm, addr);
+    if (line) {
+        int lineno = 0;
+        out->file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+        out->line = out->file ? lineno : 0;
+    }
+    return out->function != NULL || out->file != NULL;
+}

@@ -1,0 +1,171 @@
+/*
+ * test_symbolize.c - the symboliser on this very program: found by its
+ * recorded path, by build-id and by basename in a debug directory; never
+ * through a file whose build-id differs; unharmed by odd files.
+ */
+#include <link.h>
+#include <sys/stat.h>
+
+#include "symbolize.h"
+#include "tf_test.h"
+
+static tf_module self;
+static uint8_t self_build_id[64];
+static tf_segment self_segs[16];
+static char self_path[4096];
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    self.base = info->dlpi_addr;  /* the main program comes first */
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && self.nsegments < 16)
+            self_segs[self.nsegments++] = (tf_segment){ ph->p_vaddr, ph->p_memsz, ph->p_flags };
+        if (ph->p_type != PT_NOTE)
+            continue;
+        const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+        const uint8_t *end = p + ph->p_memsz;
+        while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+            const uint8_t *desc = p + sizeof *nh + ((nh->n_namesz + 3) & ~3u);
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_descsz <= sizeof self_build_id) {
+                memcpy(self_build_id, desc, nh->n_descsz);
+                self.build_id_len = nh->n_descsz;
+            }
+            p = desc + ((nh->n_descsz + 3) & ~3u);
+        }
+    }
+    return 1;
+}
+
+static __attribute__((noinline)) uint64_t return_address(void)
+{
+    return (uint64_t)(uintptr_t)__builtin_return_address(0);
+}
+
+static uint64_t call_ip;
+static int call_line;
+
+static __attribute__((noinline)) void a_known_caller(void)
+{
+    call_ip = return_address() - 1; call_line = __LINE__;
+}
+
+static void check_found(sym_ctx *s, const tf_module *m, const char *how)
+{
+    sym_info si;
+    int ok = sym_lookup(s, m, call_ip, &si);
+    CHECK(ok == 1);
+    CHECK(si.function && strcmp(si.function, "a_known_caller") == 0);
+    CHECK(si.file && strstr(si.file, "test_symbolize.c") != NULL);
+    CHECK(si.line == call_line);
+    if (!ok || !si.function || si.line != call_line)
+        fprintf(stderr, "  (%s: function %s file %s line %d binary %s)\n", how,
+                si.function ? si.function : "-", si.file ? si.file : "-", si.line,
+                si.binary ? si.binary : "-");
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    char buf[65536];
+    size_t n;
+    CHECK(in && out);
+    while (in && out && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        CHECK(fwrite(buf, 1, n, out) == n);
+    if (in)
+        fclose(in);
+    if (out)
+        fclose(out);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+int main(void)
+{
+    dl_iterate_phdr(find_self, NULL);
+    ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
+    CHECK(n > 0 && self.build_id_len >= 8);
+    self_path[n > 0 ? n : 0] = '\0';
+    self.path = self_path;
+    self.build_id = self_build_id;
+    self.segments = self_segs;
+    a_known_caller();
+
+    /* 1. the recorded path */
+    sym_ctx *s = sym_new(NULL, 0);
+    check_found(s, &self, "recorded path");
+    sym_free(s);
+
+    /* 2. a different build-id: the recorded file must not be used */
+    tf_module other = self;
+    uint8_t wrong[64];
+    memcpy(wrong, self_build_id, sizeof wrong);
+    wrong[0] ^= 0xff;
+    other.build_id = wrong;
+    s = sym_new(NULL, 0);
+    sym_info si;
+    CHECK(sym_lookup(s, &other, call_ip, &si) == 0 && si.function == NULL && si.binary == NULL);
+    sym_free(s);
+
+    /* 3. a debug directory: odd files first, then the binary by basename */
+    char dir[] = "/tmp/tf_sym_XXXXXX", path[4500];
+    CHECK(mkdtemp(dir) != NULL);
+    tf_module moved = self;
+    moved.path = "/nonexistent/place/test_symbolize_moved";
+    snprintf(path, sizeof path, "%s/test_symbolize_moved", dir);
+    write_file(path, "not an ELF file\n");
+    const char *dirs[] = { "/nonexistent/debug", dir };
+    s = sym_new(dirs, 2);
+    CHECK(sym_lookup(s, &moved, call_ip, &si) == 0);  /* garbage is skipped */
+    sym_free(s);
+    unlink(path);
+    CHECK(mkdir(path, 0700) == 0);                      /* so is a directory */
+    s = sym_new(dirs, 2);
+    CHECK(sym_lookup(s, &moved, call_ip, &si) == 0);
+    sym_free(s);
+    rmdir(path);
+    copy_file(self_path, path);
+    s = sym_new(dirs, 2);
+    check_found(s, &moved, "basename in a debug dir");
+    CHECK(sym_lookup(s, &moved, call_ip, &si) == 1 && strcmp(si.binary, path) == 0);
+    sym_free(s);
+    unlink(path);
+
+    /* 4. .build-id/xx/rest.debug in a debug directory */
+    char id[130], sub[256];
+    for (uint32_t i = 0; i < self.build_id_len; i++)
+        sprintf(id + 2 * i, "%02x", self_build_id[i]);
+    snprintf(sub, sizeof sub, "%s/.build-id", dir);
+    mkdir(sub, 0700);
+    snprintf(sub, sizeof sub, "%s/.build-id/%.2s", dir, id);
+    mkdir(sub, 0700);
+    snprintf(path, sizeof path, "%s/%s.debug", sub, id + 2);
+    copy_file(self_path, path);
+    moved.path = "/nonexistent/another_name";
+    s = sym_new(dirs, 2);
+    check_found(s, &moved, "build-id in a debug dir");
+    sym_free(s);
+    unlink(path);
+    rmdir(sub);
+    snprintf(sub, sizeof sub, "%s/.build-id", dir);
+    rmdir(sub);
+    rmdir(dir);
+
+    /* 5. no module, and an address outside every symbol */
+    s = sym_new(NULL, 0);
+    CHECK(sym_lookup(s, NULL, call_ip, &si) == 0);
+    CHECK(sym_lookup(s, &self, self.base + 0x7fffffff0000ull, &si) == 0);
+    sym_free(s);
+    return tf_test_done("symbolize");
+}
