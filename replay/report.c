@@ -61,10 +61,11 @@ int cmd_report(int argc, char **argv)
     }
     rpt r;
     char err[512];
-    if (rpt_collect(&r, argv[optind], err, sizeof err)) {
+    if (rpt_open(&r, argv[optind], err, sizeof err)) {
         fprintf(stderr, "trace-replay report: %s\n", err);
         return 2;
     }
+    rpt_read(&r, NULL);
     rp_stacks *st = rp_stacks_new(r.reader, dirs, ndirs);
     int rc = json ? rpt_print_json(&r, st, stdout) : rpt_print_text(&r, st, stdout);
     if (!rc && html)

@@ -19,10 +19,13 @@
 #include "stacks.h"
 #include "trace_format.h"
 
-/* An allocation site: the innermost Python frame and the innermost native
- * frame outside the tracer.  Either may be absent (0). */
+/* An allocation site: the two innermost Python frames (the allocating line
+ * and its caller: when a library's Python code allocates, the caller is the
+ * program's line) and the innermost native frame outside the tracer.  Any
+ * may be absent (0). */
 typedef struct rpt_site {
     uint32_t py_code, py_line;
+    uint32_t caller_code, caller_line;
     uint64_t native_ip;
     uint32_t native_stack, py_stack;   /* stacks of its first allocation */
     uint32_t native_index;             /* native_ip's frame in native_stack */
@@ -100,8 +103,34 @@ typedef struct rpt {
     void *priv;                        /* the pass's own state */
 } rpt;
 
-/* Read the whole log at path.  0, or -1 with a message in err. */
-int rpt_collect(rpt *r, const char *path, char *err, size_t errlen);
+/* An operation or collection open on a thread. */
+typedef struct rpt_frame {
+    uint64_t seq, t_ns;
+    uint32_t tid, kind;        /* TF_EV_POOL_OP_BEGIN or TF_EV_GC_START */
+    uint32_t pool, op;         /* operations: pool, enum tf_pool_op */
+    uint64_t arg;              /* operations: size or pointer; collections: generation */
+    int in_gc;                 /* it, or an operation it is nested in, is a collection */
+} rpt_frame;
+
+/* For tools that follow the log as the pass reads it (export). */
+typedef struct rpt_hooks {
+    void *ctx;
+    /* Every event, after its accounting; up: the frame it is nested in. */
+    void (*event)(void *ctx, const rpt *r, const tf_event *e, const rpt_frame *up);
+    /* A frame closed: by its end event, by an event showing it was left (an
+     * operation that raised), or (by NULL) by the end of the log. */
+    void (*closed)(void *ctx, const rpt_frame *f, const tf_event *by);
+} rpt_hooks;
+
+/* Open the log at path: 0, or -1 with a message in err.  The header and the
+ * reader are there from then on; rpt_read reads every event (hooks may be
+ * NULL).  rpt_free in both cases. */
+int rpt_open(rpt *r, const char *path, char *err, size_t errlen);
+void rpt_read(rpt *r, const rpt_hooks *hooks);
+
+/* Memory now, as the pass counts it: device reserved, device allocated,
+ * large host buffers. */
+void rpt_memory_now(const rpt *r, uint64_t v[RPT_SERIES_MEASURES]);
 void rpt_free(rpt *r);
 
 /* The interpreter's version: the header's, or the one learnt later (INFO). */
@@ -116,7 +145,7 @@ double rpt_seconds(const rpt *r, uint64_t t_ns);
 uint32_t *rpt_sites_by(const rpt *r, int which, uint32_t *n);
 uint64_t rpt_site_figure(const rpt_site *s, int which, uint64_t *count);
 
-/* Text for a site: "file.py:12 (func)" and "func (file.c:3) libfoo.so+0x1c". */
+/* Text for a site: "file.py:12 (func) <- main.py:3 (<module>)" and "func (file.c:3) libfoo.so+0x1c". */
 void rpt_site_python(const rpt *r, const rpt_site *s, char *buf, size_t len);
 void rpt_site_native(rp_stacks *st, const rpt_site *s, char *buf, size_t len);
 /* One native frame as text. */

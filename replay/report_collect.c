@@ -17,16 +17,9 @@
 #include "ptrmap.h"
 #include "xalloc.h"
 
-/* An operation or collection still open on a thread. */
-typedef struct open_frame {
-    uint64_t seq;
-    uint32_t kind, pool;
-    int in_gc;                 /* it, or one of its ancestors, is a collection */
-} open_frame;
-
 typedef struct tstack {
     uint32_t tid;
-    open_frame *f;
+    rpt_frame *f;              /* operations and collections still open */
     size_t n, cap;
 } tstack;
 
@@ -37,6 +30,7 @@ typedef struct live {
 } live;
 
 typedef struct pass {
+    const rpt_hooks *hooks;
     rp_checks *checks;
     tstack *ts;
     size_t nts, capts;
@@ -141,29 +135,34 @@ static int native_site_of(rpt *r, pass *ps, uint32_t stack, uint32_t *index, uin
     return 1;
 }
 
-typedef struct site_key { const rpt *r; uint32_t code, line; uint64_t ip; } site_key;
+typedef struct site_key { const rpt *r; uint32_t code, line, caller_code, caller_line; uint64_t ip; } site_key;
 
 static int same_site(const void *ctx, uint64_t idx)
 {
     const site_key *k = ctx;
     const rpt_site *s = &k->r->sites[idx];
-    return s->py_code == k->code && s->py_line == k->line && s->native_ip == k->ip;
+    return s->py_code == k->code && s->py_line == k->line && s->caller_code == k->caller_code &&
+           s->caller_line == k->caller_line && s->native_ip == k->ip;
 }
 
 static uint32_t site_of(rpt *r, pass *ps, const tf_event *e)
 {
-    site_key k = {r, 0, 0, 0};
+    site_key k = {r, 0, 0, 0, 0, 0};
     const tf_py_frame *f;
     uint32_t n;
     if (e->py_stack && tf_reader_py_stack(r->reader, e->py_stack, &f, &n) && n) {
         k.code = f[0].code;
         k.line = f[0].line;
+        if (n > 1) {
+            k.caller_code = f[1].code;
+            k.caller_line = f[1].line;
+        }
     }
     uint32_t index = 0;
     if (e->native_stack && !native_site_of(r, ps, e->native_stack, &index, &k.ip))
         k.ip = 0;
     uint64_t key;
-    uint64_t *idx = index_slot(&ps->site_index, mix(mix(mix(1, k.code), k.line), k.ip), same_site, &k, &key);
+    uint64_t *idx = index_slot(&ps->site_index, mix(mix(mix(mix(mix(1, k.code), k.line), k.caller_code), k.caller_line), k.ip), same_site, &k, &key);
     if (idx)
         return (uint32_t)*idx;
     rp_grow(&r->sites, &ps->capsites, r->nsites + 1, sizeof *r->sites);
@@ -171,6 +170,8 @@ static uint32_t site_of(rpt *r, pass *ps, const tf_event *e)
     memset(s, 0, sizeof *s);
     s->py_code = k.code;
     s->py_line = k.line;
+    s->caller_code = k.caller_code;
+    s->caller_line = k.caller_line;
     s->native_ip = k.ip;
     s->native_stack = e->native_stack;
     s->native_index = index;
@@ -196,27 +197,41 @@ static tstack *tstack_of(rpt *r, pass *ps, uint32_t tid)
     return &ps->ts[ps->nts++];
 }
 
-/* Pop what e shows is closed; returns the frame e is nested in (NULL: none). */
-static const open_frame *enter(tstack *t, const tf_event *e)
+static void close_frame(pass *ps, const rpt_frame *f, const tf_event *by)
 {
-    if (e->kind == TF_EV_POOL_OP_END) {
-        while (t->n && t->f[--t->n].seq != e->u.pool_op.begin)
-            ;
-    } else if (e->kind == TF_EV_GC_STOP) {
-        while (t->n && t->f[--t->n].kind != TF_EV_GC_START)
-            ;
+    if (ps->hooks && ps->hooks->closed)
+        ps->hooks->closed(ps->hooks->ctx, f, by);
+}
+
+/* Pop what e shows is closed (an operation that raised never ends: the
+ * next event of its parent closes it); returns the frame e is nested in,
+ * or NULL. */
+static const rpt_frame *enter(pass *ps, tstack *t, const tf_event *e)
+{
+    if (e->kind == TF_EV_POOL_OP_END || e->kind == TF_EV_GC_STOP) {
+        uint32_t opener = e->kind == TF_EV_GC_STOP ? TF_EV_GC_START : TF_EV_POOL_OP_BEGIN;
+        size_t k = t->n;
+        while (k && !(t->f[k - 1].kind == opener && (opener == TF_EV_GC_START || t->f[k - 1].seq == e->u.pool_op.begin)))
+            k--;
+        if (!k)
+            return t->n ? &t->f[t->n - 1] : NULL;   /* its start is not in the log */
+        while (t->n >= k)
+            close_frame(ps, &t->f[--t->n], e);
     } else {
         while (t->n && t->f[t->n - 1].seq != e->parent)
-            t->n--;
+            close_frame(ps, &t->f[--t->n], e);
     }
     return t->n ? &t->f[t->n - 1] : NULL;
 }
 
-static void open_frame_push(tstack *t, const tf_event *e, const open_frame *up)
+static void open_frame_push(tstack *t, const tf_event *e, const rpt_frame *up)
 {
     rp_grow(&t->f, &t->cap, t->n + 1, sizeof *t->f);
-    t->f[t->n++] = (open_frame){e->seq, e->kind, e->kind == TF_EV_POOL_OP_BEGIN ? e->u.pool_op.pool : 0,
-                                e->kind == TF_EV_GC_START || (up && up->in_gc)};
+    t->f[t->n++] = (rpt_frame){e->seq, e->t_ns, e->tid, e->kind,
+                               e->kind == TF_EV_POOL_OP_BEGIN ? e->u.pool_op.pool : 0,
+                               e->kind == TF_EV_POOL_OP_BEGIN ? e->u.pool_op.op : 0,
+                               e->kind == TF_EV_POOL_OP_BEGIN ? e->u.pool_op.arg : (uint64_t)e->u.gc.generation,
+                               e->kind == TF_EV_GC_START || (up && up->in_gc)};
 }
 
 /* ------------------------------------------------------------ accounting */
@@ -366,7 +381,7 @@ static void note_memory(rpt *r, pass *ps, const tf_event *e)
     rpt_series_add(&r->series, e->t_ns, v);
 }
 
-static void account(rpt *r, pass *ps, const tf_event *e, const open_frame *up)
+static void account(rpt *r, pass *ps, const tf_event *e, const rpt_frame *up)
 {
     int in_gc = up && up->in_gc;
     uint32_t owner = up && up->kind == TF_EV_POOL_OP_BEGIN ? up->pool : 0;
@@ -417,7 +432,7 @@ static void event(rpt *r, pass *ps, const tf_event *e)
     r->t_last = e->t_ns;
     r->kinds[e->kind < TF_KIND_MAX ? e->kind : 0]++;
     tstack *t = tstack_of(r, ps, e->tid);
-    const open_frame *up = enter(t, e);
+    const rpt_frame *up = enter(ps, t, e);
     uint32_t owner = up && up->kind == TF_EV_POOL_OP_BEGIN ? up->pool : 0;
     rp_finding v;
     if (rp_checks_event(ps->checks, e, owner, &v)) {
@@ -428,11 +443,13 @@ static void event(rpt *r, pass *ps, const tf_event *e)
     account(r, ps, e, up);
     if (e->kind == TF_EV_GC_START || e->kind == TF_EV_GC_STOP)
         collection(r, ps, e, t);
+    if (ps->hooks && ps->hooks->event)
+        ps->hooks->event(ps->hooks->ctx, r, e, up);
     if (e->kind == TF_EV_POOL_OP_BEGIN || e->kind == TF_EV_GC_START)
         open_frame_push(t, e, up);
 }
 
-int rpt_collect(rpt *r, const char *path, char *err, size_t errlen)
+int rpt_open(rpt *r, const char *path, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
     tf_reader *rd = tf_reader_open(path, err, errlen);
@@ -451,7 +468,14 @@ int rpt_collect(rpt *r, const char *path, char *err, size_t errlen)
     rp_ptrmap_init(&ps->native_site);
     rp_ptrmap_init(&ps->stack_index);
     rpt_series_init(&r->series);
+    return 0;
+}
 
+void rpt_read(rpt *r, const rpt_hooks *hooks)
+{
+    pass *ps = r->priv;
+    tf_reader *rd = (tf_reader *)r->reader;
+    ps->hooks = hooks;
     rp_progress pg;
     rp_progress_start(&pg, "report");
     tf_event e;
@@ -460,12 +484,14 @@ int rpt_collect(rpt *r, const char *path, char *err, size_t errlen)
         rp_progress_tick(&pg, e.seq);
     }
     rp_progress_done(&pg);
+    for (size_t i = 0; i < ps->nts; i++)
+        while (ps->ts[i].n)
+            close_frame(ps, &ps->ts[i].f[--ps->ts[i].n], NULL);
     r->status = tf_reader_status(rd);
     r->damage = tf_reader_damage(rd);
     if (r->status->clean_end)
         rp_checks_end(ps->checks);
     r->nwarnings = rp_checks_warnings(ps->checks, &r->warnings, &r->total_warnings);
-    return 0;
 }
 
 void rpt_free(rpt *r)
@@ -495,4 +521,9 @@ void rpt_free(rpt *r)
     free(r->dinits);
     free(r->threads);
     memset(r, 0, sizeof *r);
+}
+
+void rpt_memory_now(const rpt *r, uint64_t v[RPT_SERIES_MEASURES])
+{
+    memcpy(v, r->series.last, sizeof r->series.last);
 }

@@ -60,10 +60,16 @@ static void py_frame_text(const rpt *r, uint32_t code, uint32_t line, char *buf,
 
 void rpt_site_python(const rpt *r, const rpt_site *s, char *buf, size_t len)
 {
-    if (!s->py_code)
+    if (!s->py_code) {
         snprintf(buf, len, "(no Python frame)");
-    else
-        py_frame_text(r, s->py_code, s->py_line, buf, len);
+        return;
+    }
+    py_frame_text(r, s->py_code, s->py_line, buf, len);
+    size_t n = strlen(buf);
+    if (s->caller_code && n + 4 < len) {
+        memcpy(buf + n, " <- ", 4);
+        py_frame_text(r, s->caller_code, s->caller_line, buf + n + 4, len - n - 4);
+    }
 }
 
 void rpt_native_frame_text(const rp_native_frame *f, char *buf, size_t len)

@@ -1,0 +1,337 @@
+/*
+ * export_perfetto.c - `trace-replay export --perfetto OUT LOG`: the log as
+ * Chrome trace-event JSON, which the Perfetto UI (ui.perfetto.dev) and
+ * chrome://tracing open.
+ *
+ * Collections and pool operations become slices (B/E pairs on their thread,
+ * so they nest the way they ran: a pool free inside a collection inside a
+ * pool alloc); allocations, frees, segments, double initialisations and marks
+ * become instant events with their stacks in args; memory becomes counters
+ * (the report's figures, from the same pass).  Timestamps are microseconds
+ * since the process started, with nanosecond fractions.
+ */
+#include "export_perfetto.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "json.h"
+#include "report.h"
+
+#define MAX_DEBUG_DIRS 16
+
+typedef struct exporter {
+    rp_json j;
+    rp_stacks *stacks;
+    const tf_reader *reader;
+    uint64_t t0, t_last;
+    uint32_t pid;
+    uint64_t shown[RPT_SERIES_MEASURES];  /* counter values last written */
+    int counters_written;
+} exporter;
+
+static const char usage[] =
+    "usage: trace-replay export --perfetto OUT LOG [--debug-dir DIR]\n"
+    "  Write the log as Chrome trace-event JSON for the Perfetto UI or\n"
+    "  chrome://tracing: memory counters, collections and pool operations as\n"
+    "  nested slices, allocations as instant events with their stacks.\n";
+
+/* Integer microseconds, then the nanoseconds as a fraction: rp_json writes
+ * integers only, and sub-microsecond order matters inside a collection. */
+static void timestamp(exporter *x, uint64_t t_ns)
+{
+    uint64_t t = t_ns > x->t0 ? t_ns - x->t0 : 0;
+    rp_json_u64(&x->j, "ts", t / 1000);
+    fprintf(x->j.f, ".%03u", (unsigned)(t % 1000));
+}
+
+static void hex(rp_json *j, const char *key, uint64_t v)
+{
+    char buf[24];
+    snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+    rp_json_str(j, key, buf);
+}
+
+/* Opens an event object; the caller adds fields and closes it. */
+static void begin_event(exporter *x, const char *ph, const char *name, const char *cat, uint32_t tid, uint64_t t_ns)
+{
+    rp_json_obj(&x->j, NULL);
+    rp_json_str(&x->j, "ph", ph);
+    rp_json_str(&x->j, "name", name);
+    if (cat)
+        rp_json_str(&x->j, "cat", cat);
+    rp_json_u64(&x->j, "pid", x->pid);
+    rp_json_u64(&x->j, "tid", tid);
+    timestamp(x, t_ns);
+}
+
+static void stacks(exporter *x, const tf_event *e)
+{
+    rp_py_frame pf[RPT_MAX_FRAMES];
+    rp_native_frame nf[RPT_MAX_FRAMES];
+    char line[1024];
+    uint32_t n = rp_stacks_py(x->stacks, e->py_stack, pf, RPT_MAX_FRAMES);
+    rp_json_arr(&x->j, "py_stack");
+    for (uint32_t i = 0; i < n; i++) {
+        snprintf(line, sizeof line, "%s:%u (%s)", pf[i].file ? pf[i].file : "?", pf[i].line,
+                 pf[i].function ? pf[i].function : "?");
+        rp_json_str(&x->j, NULL, line);
+    }
+    rp_json_end_arr(&x->j);
+    n = rp_stacks_native(x->stacks, e->native_stack, nf, RPT_MAX_FRAMES);
+    rp_json_arr(&x->j, "native_stack");
+    for (uint32_t i = 0; i < n; i++) {
+        rpt_native_frame_text(&nf[i], line, sizeof line);
+        rp_json_str(&x->j, NULL, line);
+    }
+    rp_json_end_arr(&x->j);
+}
+
+static const char *pool_name(exporter *x, uint32_t pool)
+{
+    const char *name = tf_reader_pool_name(x->reader, pool);
+    return name ? name : "pool";
+}
+
+/* Name and address/size of an instant event; 0 for kinds not shown. */
+static int describe(exporter *x, const tf_event *e, char *name, size_t len, uint64_t *ptr, uint64_t *size)
+{
+    char b[32];
+    switch (e->kind) {
+    case TF_EV_CUDA_ALLOC:
+    case TF_EV_CUDA_FREE:
+        *ptr = e->u.cuda.ptr;
+        *size = e->u.cuda.size;
+        rpt_bytes(*size, b, sizeof b);
+        snprintf(name, len, "%s %s%s", tf_api_name(e->u.cuda.api), e->kind == TF_EV_CUDA_ALLOC ? b : "",
+                 e->u.cuda.result ? " (failed)" : "");
+        return 1;
+    case TF_EV_POOL_ALLOC:
+    case TF_EV_POOL_FREE:
+        *ptr = e->u.pool.ptr;
+        *size = e->kind == TF_EV_POOL_ALLOC ? e->u.pool.granted : e->u.pool.requested;
+        rpt_bytes(*size, b, sizeof b);
+        snprintf(name, len, "%s %s %s", pool_name(x, e->u.pool.pool), e->kind == TF_EV_POOL_ALLOC ? "alloc" : "free",
+                 b);
+        return 1;
+    case TF_EV_POOL_SEGMENT:
+        *ptr = e->u.segment.ptr;
+        *size = e->u.segment.size;
+        rpt_bytes(*size, b, sizeof b);
+        snprintf(name, len, "%s segment %s %s", pool_name(x, e->u.segment.pool),
+                 e->u.segment.grow ? "grow" : "release", b);
+        return 1;
+    case TF_EV_HOST_ALLOC:
+    case TF_EV_HOST_FREE:
+    case TF_EV_PY_ALLOC:
+        *ptr = e->u.host.ptr;
+        *size = e->u.host.size;
+        rpt_bytes(*size, b, sizeof b);
+        snprintf(name, len, "%s %s", tf_kind_name(e->kind), b);
+        return 1;
+    case TF_EV_PY_DOUBLE_INIT: {
+        const char *type = tf_reader_string(x->reader, e->u.double_init.type_name, NULL);
+        *ptr = e->u.double_init.obj;
+        *size = 0;
+        snprintf(name, len, "double init %s", type ? type : "?");
+        return 1;
+    }
+    case TF_EV_MARK: {
+        const char *text = tf_reader_string(x->reader, e->u.mark.text, NULL);
+        *ptr = *size = 0;
+        snprintf(name, len, "mark: %s", text ? text : "");
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+static void instant(exporter *x, const tf_event *e)
+{
+    char name[256];
+    uint64_t ptr, size;
+    if (!describe(x, e, name, sizeof name, &ptr, &size))
+        return;
+    begin_event(x, "i", name, tf_kind_name(e->kind), e->tid, e->t_ns);
+    rp_json_str(&x->j, "s", "t");
+    rp_json_obj(&x->j, "args");
+    rp_json_u64(&x->j, "seq", e->seq);
+    if (ptr)
+        hex(&x->j, "ptr", ptr);
+    if (size)
+        rp_json_u64(&x->j, "size", size);
+    stacks(x, e);
+    rp_json_end_obj(&x->j);
+    rp_json_end_obj(&x->j);
+}
+
+static void slice_begin(exporter *x, const tf_event *e)
+{
+    char name[128], b[32];
+    if (e->kind == TF_EV_GC_START) {
+        snprintf(name, sizeof name, "gc generation %d", e->u.gc.generation);
+        begin_event(x, "B", name, "gc", e->tid, e->t_ns);
+    } else {
+        const char *op = e->u.pool_op.op == TF_POOL_OP_ALLOC ? "alloc" : e->u.pool_op.op == TF_POOL_OP_FREE ? "free"
+                                                                                                           : "op";
+        rpt_bytes(e->u.pool_op.arg, b, sizeof b);
+        if (e->u.pool_op.op == TF_POOL_OP_ALLOC)
+            snprintf(name, sizeof name, "%s %s %s", pool_name(x, e->u.pool_op.pool), op, b);
+        else
+            snprintf(name, sizeof name, "%s %s 0x%" PRIx64, pool_name(x, e->u.pool_op.pool), op, e->u.pool_op.arg);
+        begin_event(x, "B", name, "pool", e->tid, e->t_ns);
+    }
+    rp_json_obj(&x->j, "args");
+    rp_json_u64(&x->j, "seq", e->seq);
+    stacks(x, e);
+    rp_json_end_obj(&x->j);
+    rp_json_end_obj(&x->j);
+}
+
+static void counters(exporter *x, const rpt *r, const tf_event *e)
+{
+    uint64_t v[RPT_SERIES_MEASURES];
+    rpt_memory_now(r, v);
+    if (x->counters_written && !memcmp(v, x->shown, sizeof v))
+        return;
+    x->counters_written = 1;
+    memcpy(x->shown, v, sizeof v);
+    begin_event(x, "C", "device memory", NULL, e->tid, e->t_ns);
+    rp_json_obj(&x->j, "args");
+    rp_json_u64(&x->j, "reserved", v[0]);
+    rp_json_u64(&x->j, "allocated", v[1]);
+    rp_json_end_obj(&x->j);
+    rp_json_end_obj(&x->j);
+    begin_event(x, "C", "large host buffers", NULL, e->tid, e->t_ns);
+    rp_json_obj(&x->j, "args");
+    rp_json_u64(&x->j, "bytes", v[2]);
+    rp_json_end_obj(&x->j);
+    rp_json_end_obj(&x->j);
+}
+
+static void on_event(void *ctx, const rpt *r, const tf_event *e, const rpt_frame *up)
+{
+    exporter *x = ctx;
+    (void)up;
+    x->t_last = e->t_ns;
+    if (e->kind == TF_EV_GC_START || e->kind == TF_EV_POOL_OP_BEGIN)
+        slice_begin(x, e);
+    else
+        instant(x, e);
+    if (e->kind >= TF_EV_CUDA_ALLOC && e->kind <= TF_EV_POOL_SEGMENT)
+        counters(x, r, e);
+    else if (e->kind == TF_EV_HOST_ALLOC || e->kind == TF_EV_HOST_FREE)
+        counters(x, r, e);
+}
+
+/* The end of a slice: at its end event, or where the log shows it was left. */
+static void on_closed(void *ctx, const rpt_frame *f, const tf_event *by)
+{
+    exporter *x = ctx;
+    rp_json_obj(&x->j, NULL);
+    rp_json_str(&x->j, "ph", "E");
+    rp_json_u64(&x->j, "pid", x->pid);
+    rp_json_u64(&x->j, "tid", f->tid);
+    timestamp(x, by ? by->t_ns : x->t_last);
+    rp_json_obj(&x->j, "args");
+    if (by && by->kind == TF_EV_GC_STOP && f->kind == TF_EV_GC_START) {
+        rp_json_u64(&x->j, "collected", by->u.gc.collected);
+        rp_json_u64(&x->j, "uncollectable", by->u.gc.uncollectable);
+    } else if (!by || (by->kind != TF_EV_POOL_OP_END && by->kind != TF_EV_GC_STOP)) {
+        rp_json_str(&x->j, "ended", by ? "left without its end event (raised)" : "open at the end of the log");
+    }
+    rp_json_end_obj(&x->j);
+    rp_json_end_obj(&x->j);
+}
+
+static void metadata(exporter *x, const char *what, uint32_t tid, const char *name)
+{
+    rp_json_obj(&x->j, NULL);
+    rp_json_str(&x->j, "ph", "M");
+    rp_json_str(&x->j, "name", what);
+    rp_json_u64(&x->j, "pid", x->pid);
+    rp_json_u64(&x->j, "tid", tid);
+    rp_json_obj(&x->j, "args");
+    rp_json_str(&x->j, "name", name);
+    rp_json_end_obj(&x->j);
+    rp_json_end_obj(&x->j);
+}
+
+static void names(exporter *x, const rpt *r)
+{
+    const tf_header *h = tf_reader_header(r->reader);
+    metadata(x, "process_name", h->pid, h->cmdline && *h->cmdline ? h->cmdline : "traced process");
+    for (uint32_t i = 0; i < r->nthreads; i++) {
+        const char *name = tf_reader_thread_name(r->reader, r->threads[i].tid);
+        metadata(x, "thread_name", r->threads[i].tid, name && *name ? name : "thread");
+    }
+}
+
+static int export_log(const char *log, const char *out_path, const char *const *dirs, int ndirs)
+{
+    FILE *out = fopen(out_path, "w");
+    if (!out) {
+        fprintf(stderr, "trace-replay export: %s: %s\n", out_path, strerror(errno));
+        return 2;
+    }
+    char err[512];
+    exporter x;
+    memset(&x, 0, sizeof x);
+    rp_json_init(&x.j, out);
+    rp_json_obj(&x.j, NULL);
+    rp_json_str(&x.j, "displayTimeUnit", "ms");
+    rp_json_arr(&x.j, "traceEvents");
+    rpt r;
+    rpt_hooks hooks = {&x, on_event, on_closed};
+    int rc = rpt_open(&r, log, err, sizeof err);
+    if (!rc) {
+        const tf_header *h = tf_reader_header(r.reader);
+        x.reader = r.reader;
+        x.pid = h->pid;
+        x.t0 = h->mono_start_ns;
+        x.stacks = rp_stacks_new(r.reader, dirs, ndirs);
+        rpt_read(&r, &hooks);
+        names(&x, &r);
+        rp_stacks_free(x.stacks);
+    }
+    rpt_free(&r);
+    rp_json_end_arr(&x.j);
+    rp_json_end_obj(&x.j);
+    if (fclose(out) || rc) {
+        fprintf(stderr, "trace-replay export: %s\n", rc ? err : "write failed");
+        return 2;
+    }
+    return 0;
+}
+
+int cmd_export(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"perfetto", required_argument, NULL, 'p'},
+        {"debug-dir", required_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *out = NULL, *dirs[MAX_DEBUG_DIRS];
+    int ndirs = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'p': out = optarg; break;
+        case 'd':
+            if (ndirs < MAX_DEBUG_DIRS)
+                dirs[ndirs++] = optarg;
+            break;
+        case 'h': fputs(usage, stdout); return 0;
+        default: fputs(usage, stderr); return 2;
+        }
+    }
+    if (!out || optind != argc - 1) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    return export_log(argv[optind], out, dirs, ndirs);
+}
