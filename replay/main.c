@@ -13,9 +13,11 @@
 #include <string.h>
 
 #include "explore.h"
+#include "export_perfetto.h"
 #include "minimize.h"
 #include "output.h"
 #include "replay.h"
+#include "report.h"
 #include "source.h"
 
 #define MAX_DEBUG_DIRS 16
@@ -37,6 +39,8 @@ static void usage(FILE *f)
             "  stats     peak reserved/allocated bytes, fragmentation, segments over time\n"
             "  explore   inject a collection at each re-entrancy point; report the first that breaks\n"
             "  minimize  shrink a violating log to a small one that breaks the same invariant (-o OUT)\n"
+            "  report    a summary for people (--json, --html OUT); see trace-replay report --help\n"
+            "  export    --perfetto OUT: the log as Chrome trace-event JSON\n"
             "options:\n"
             "  --model NAME     pool model (default: chosen from the pool's name, else none):\n");
     for (int i = 0; rp_models[i]; i++)
@@ -125,8 +129,16 @@ static int print(const cli *c, rp_source *src, const rp_replay *r, const rp_expl
     return res->violated || (x && x->found) ? 1 : 0;
 }
 
+/* Commands with options of their own. */
+static const struct { const char *name; int (*run)(int argc, char **argv); } own_commands[] = {
+    {"report", cmd_report}, {"export", cmd_export},
+};
+
 int main(int argc, char **argv)
 {
+    for (size_t i = 0; argc > 1 && i < sizeof own_commands / sizeof *own_commands; i++)
+        if (!strcmp(argv[1], own_commands[i].name))
+            return own_commands[i].run(argc - 1, argv + 1);
     cli c;
     if (parse_args(&c, argc, argv) < 0) {
         usage(stderr);

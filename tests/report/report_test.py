@@ -1,0 +1,254 @@
+"""Tests of `trace-replay report`: real programs run under the preload, then
+their logs reported as text, JSON and HTML.
+
+    report_test.py CASE --preload LIB --replay BIN [--workdir DIR]
+
+Cases: seed002 (ctypes.cast keeps 10 MiB bytearrays alive until a collection:
+the GC section must name the bytearray line), device_cycles (pooled device
+memory held by reference cycles, through the fake CuPy pool), html (the page
+renders in headless Chromium without script errors), trace_run
+(scripts/trace-run: options, the log's path, the report, the exit status),
+perfetto (export --perfetto: slices nest as the operations ran, instants
+carry stacks, counters carry memory).  Exit status 77: skipped.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SKIP = 77
+MiB = 1 << 20
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def line_of(path, tag):
+    """The line number of the line marked '# LINE:tag' (or 'LINE:tag')."""
+    with open(path) as f:
+        for n, text in enumerate(f, 1):
+            if "LINE:" + tag in text:
+                return n
+    raise KeyError(tag)
+
+
+def trace(args, prog, argv, log, env_extra=None):
+    env = dict(os.environ, LD_PRELOAD=args.preload, TRACE_OUTPUT=log, TRACE_QUIET="1")
+    env.update(env_extra or {})
+    p = subprocess.run([sys.executable, prog] + argv, env=env, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        fail("%s exited %d: %s" % (prog, p.returncode, p.stderr[-2000:]))
+    if not os.path.exists(log):
+        fail("no log written at " + log)
+
+
+def report(args, log, *extra):
+    p = subprocess.run([args.replay, "report", log] + list(extra), capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        fail("trace-replay report exited %d: %s" % (p.returncode, p.stderr))
+    return p.stdout
+
+
+def gc_section(text):
+    return text[text.index("\nGarbage collection"):]
+
+
+def seed002(args, work):
+    prog = os.path.join(ROOT, "tests", "python", "workloads", "ctypes_cast.py")
+    alloc_line = "ctypes_cast.py:%d" % line_of(prog, "alloc")
+    cast_log, nocast_log = os.path.join(work, "cast.tlog"), os.path.join(work, "nocast.tlog")
+    trace(args, prog, ["cast"], cast_log)
+    trace(args, prog, ["nocast"], nocast_log)
+
+    text = report(args, cast_log)
+    print(text)
+    gc = gc_section(text)
+    if alloc_line not in gc:
+        fail("the GC section does not name the bytearray line %s" % alloc_line)
+    m = re.search(r"Memory freed only inside collections: device (\S+ \S+), host buffers ([\d.]+) MiB", gc)
+    if not m or float(m.group(2)) < 30 * 10:
+        fail("expected at least 300 MiB of host buffers freed only inside collections")
+
+    doc = json.loads(report(args, cast_log, "--json"))
+    sites = {s["id"]: s for s in doc["sites"]}
+    top = sites[doc["gc_sites"][0]]
+    if alloc_line not in top["python"] or top["gc_host_bytes"] < 30 * 10 * MiB:
+        fail("JSON gc_sites[0] is not the bytearray line: %r" % top)
+    if top["gc_host_count"] < 30 or not 10 * MiB <= top["gc_host_bytes"] // top["gc_host_count"] < 10 * MiB + 4096:
+        fail("expected 10 MiB buffers (bytearray adds one byte) freed by collections: %r" % top)
+    if doc["memory"]["peak_host"]["bytes"] < 20 * MiB:
+        fail("peak host buffers too small: %r" % doc["memory"]["peak_host"])
+
+    # Without the cast, reference counting frees every buffer at once.
+    gc = gc_section(report(args, nocast_log))
+    if "host buffers 0 B" not in gc or alloc_line in gc:
+        fail("without the cycle nothing should be charged to collections:\n" + gc)
+
+
+def device_cycles(args, work):
+    prog = os.path.join(HERE, "workloads", "device_cycles.py")
+    log = os.path.join(work, "dev.tlog")
+    fake = os.path.join(ROOT, "tests", "python", "fake_cupy")
+    trace(args, prog, [], log, {"PYTHONPATH": fake})
+    text = report(args, log)
+    print(text)
+    gc = gc_section(text)
+    cycle = "device_cycles.py:%d" % line_of(prog, "cycle")
+    plain = "device_cycles.py:%d" % line_of(prog, "plain")
+    if "device 40.0 MiB" not in gc:
+        fail("expected 5 x 8 MiB of device memory freed only inside collections")
+    if cycle not in gc or plain in gc:
+        fail("the GC section must name the cycle's allocation line, not the plain one")
+    doc = json.loads(report(args, log, "--json"))
+    if doc["gc"]["freed_in_collections_device_bytes"] != 40 * MiB:
+        fail("JSON: freed_in_collections_device_bytes %r" % doc["gc"]["freed_in_collections_device_bytes"])
+    if doc["memory"]["peak_allocated"]["bytes"] < 40 * MiB:
+        fail("JSON: peak allocated %r" % doc["memory"]["peak_allocated"])
+
+
+def trace_run(args, work):
+    script = os.path.join(ROOT, "scripts", "trace-run")
+    env = dict(os.environ, TRACE_LIB=args.preload, TRACE_REPLAY=args.replay)
+    env.pop("LD_PRELOAD", None)
+    prog = os.path.join(ROOT, "tests", "python", "workloads", "ctypes_cast.py")
+    log = os.path.join(work, "run-%p.tlog")
+    # The command's exit status comes back, and the log and the report's
+    # first lines are shown (on stderr: the command's stdout stays its own).
+    code = "import runpy, sys; sys.argv = [%r, 'cast']; runpy.run_path(%r, run_name='__main__'); sys.exit(3)" % (
+        prog, prog)
+    p = subprocess.run([script, "--output", log, "--report-lines", "200", "--", sys.executable, "-c", code],
+                       env=env, capture_output=True, text=True, timeout=300)
+    print(p.stderr)
+    if p.returncode != 3:
+        fail("trace-run exited %d, the command 3" % p.returncode)
+    m = re.search(r"log written to (\S+)", p.stderr)
+    if not m or not os.path.exists(m.group(1)) or not m.group(1).startswith(os.path.join(work, "run-")):
+        fail("trace-run did not say where the log went")
+    if "trace-replay report: " + m.group(1) not in p.stderr or "ctypes_cast.py" not in p.stderr:
+        fail("trace-run did not show the report")
+    p = subprocess.run([script, "--quiet", "--output", os.path.join(work, "quiet.tlog"), "--", sys.executable,
+                        "-c", "import sys; sys.exit(0)"], env=env, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0 or "trace-replay report" in p.stderr:
+        fail("--quiet: exit %d, stderr %r" % (p.returncode, p.stderr))
+    p = subprocess.run([script, "--torch-no-caching", "--py-allocs", "7", "--output", os.path.join(work, "env.tlog"),
+                        "--", sys.executable, "-c",
+                        "import os, sys; sys.exit(os.environ.get('PYTORCH_NO_CUDA_MEMORY_CACHING') == '1' and "
+                        "os.environ.get('TRACE_PY_ALLOCS') == '7' and 40 or 41)"],
+                       env=env, capture_output=True, text=True, timeout=300)
+    if p.returncode != 40:
+        fail("--torch-no-caching / --py-allocs did not reach the command (exit %d)" % p.returncode)
+
+
+def perfetto(args, work):
+    prog = os.path.join(HERE, "workloads", "device_cycles.py")
+    log, out = os.path.join(work, "dev.tlog"), os.path.join(work, "dev.json")
+    trace(args, prog, [], log, {"PYTHONPATH": os.path.join(ROOT, "tests", "python", "fake_cupy")})
+    p = subprocess.run([args.replay, "export", "--perfetto", out, log], capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        fail("export exited %d: %s" % (p.returncode, p.stderr))
+    with open(out) as f:
+        doc = json.load(f)
+    events = doc["traceEvents"]
+    # Slices nest per thread the way the operations ran: replay the B/E pairs.
+    open_slices, nested_in_gc, last_ts = {}, 0, {}
+    for e in events:
+        if e["ph"] not in "BE":
+            continue
+        stack = open_slices.setdefault(e["tid"], [])
+        if e["ts"] < last_ts.get(e["tid"], 0):
+            fail("slices out of time order: %r" % e)
+        last_ts[e["tid"]] = e["ts"]
+        if e["ph"] == "B":
+            if e.get("cat") == "pool" and any(s.get("cat") == "gc" for s in stack):
+                nested_in_gc += 1
+            stack.append(e)
+        elif not stack:
+            fail("an E without its B: %r" % e)
+        else:
+            stack.pop()
+    if any(open_slices.values()):
+        fail("slices left open")
+    if nested_in_gc < 5:
+        fail("expected the 5 cycle frees as pool slices inside collection slices, got %d" % nested_in_gc)
+    frees = [e for e in events if e["ph"] == "i" and e.get("cat") == "pool_free"]
+    cycle = "device_cycles.py:%d" % line_of(prog, "cycle")
+    allocs = [e for e in events if e["ph"] == "i" and e.get("cat") == "pool_alloc"]
+    if len(frees) != 10 or len(allocs) != 10:
+        fail("expected 10 pool allocations and frees as instant events")
+    if not any(cycle in frame for e in allocs for frame in e["args"]["py_stack"]):
+        fail("allocation instants carry no Python stack naming %s" % cycle)
+    peak = max(e["args"]["allocated"] for e in events if e["ph"] == "C" and e["name"] == "device memory")
+    if peak < 40 << 20:
+        fail("device memory counter peak %d" % peak)
+    if not any(e["ph"] == "M" and e["name"] == "process_name" for e in events):
+        fail("no process name")
+
+
+def find_chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def html(args, work):
+    chromium = find_chromium()
+    if not chromium:
+        print("SKIP: no chromium (Debian package 'chromium')")
+        sys.exit(SKIP)
+    prog = os.path.join(ROOT, "tests", "python", "workloads", "ctypes_cast.py")
+    log, page = os.path.join(work, "cast.tlog"), os.path.join(work, "report.html")
+    trace(args, prog, ["cast"], log)
+    report(args, log, "--html", page)
+    with open(page) as f:
+        source = f.read()
+    if re.search(r"""<(script|link|img)[^>]+(src|href)=["']?(https?:)?//""", source):
+        fail("the page loads something from the network")
+    cmd = [chromium, "--headless", "--disable-gpu", "--no-sandbox", "--allow-file-access-from-files",
+           "--user-data-dir=" + os.path.join(work, "profile"), "--virtual-time-budget=5000", "--dump-dom",
+           "file://" + page]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    dom = p.stdout
+    m = re.search(r'id="status" data-status="(\w+)">([^<]*)', dom)
+    if not m:
+        fail("no status element in the rendered page (chromium exit %d): %s" % (p.returncode, p.stderr[-2000:]))
+    if m.group(1) != "rendered":
+        fail("page status %s: %s" % (m.group(1), m.group(2)))
+    chart = dom[dom.index('id="memory-chart"'):]
+    chart = chart[:chart.index("</svg>")]
+    if chart.count('class="series"') < 1 or chart.count('class="gc-mark"') < 1:
+        fail("the memory chart has no series or no collection marks")
+    if "ctypes_cast.py:%d" % line_of(prog, "alloc") not in dom:
+        fail("the page's tables do not name the bytearray line")
+    shot = os.path.join(work, "report.png")
+    subprocess.run(cmd[:-2] + ["--screenshot=" + shot, "--window-size=1280,2000", "file://" + page],
+                   capture_output=True, timeout=120)
+    if not os.path.exists(shot) or os.path.getsize(shot) < 10000:
+        fail("no screenshot")
+    print("rendered; screenshot at " + shot)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("case", choices=["seed002", "device_cycles", "html", "trace_run", "perfetto"])
+    p.add_argument("--preload", required=True)
+    p.add_argument("--replay", required=True)
+    p.add_argument("--workdir")
+    args = p.parse_args()
+    work = args.workdir or tempfile.mkdtemp(prefix="report-")
+    os.makedirs(work, exist_ok=True)
+    {"seed002": seed002, "device_cycles": device_cycles, "html": html, "trace_run": trace_run, "perfetto": perfetto}[args.case](args, work)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
