@@ -9,9 +9,10 @@
  * cupy model itself, so the log is what CuPy 5.4+ would have recorded and a
  * replay follows it without divergence.  Every operation is bracketed
  * (op_begin .. op_end); new segments show as pool_segment grow inside the
- * allocation.  --big-garbage makes the collected blocks 1 MiB requests, the
- * largest size class, so explore's injections insert bins only after the
- * index they could disturb: a clean run that explore must walk end to end.
+ * allocation.  --big-garbage makes each collected block a new largest size
+ * (1 MiB and up, one bin each), in a segment of its own: explore's injected
+ * frees then only append bins past every index they could disturb, so
+ * nothing breaks and explore must walk the whole log (its worst case).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -39,6 +40,7 @@ typedef struct gen {
     uint64_t segment_ptr, segment_size;  /* the growth of the current op */
     uint32_t stacks[4];
     int big_garbage;
+    uint64_t ngarbage_made;
 } gen;
 
 static uint64_t rnd(gen *g)
@@ -181,7 +183,7 @@ int main(int argc, char **argv)
         if (ops % GC_EVERY == 0) {
             collect(&g);
         } else if (g.ngarbage < GARBAGE_PER_GC && rnd(&g) % 50 == 0) {
-            uint64_t size = g.big_garbage ? (1ULL << 20) : request_size(&g);
+            uint64_t size = g.big_garbage ? (1ULL << 20) + 512 * g.ngarbage_made++ : request_size(&g);
             g.garbage[g.ngarbage++] = do_alloc(&g, size);
         } else if (g.nlive < LIVE_TARGET / 2 || (g.nlive < LIVE_TARGET * 2 && rnd(&g) % 2)) {
             g.live[g.nlive++] = do_alloc(&g, request_size(&g));

@@ -21,6 +21,7 @@ typedef struct space {
 typedef struct pool_state {
     space blocks;
     rp_rangeset segs;       /* val: seq that obtained it */
+    uint64_t seg_lo, seg_hi; /* the segment of the last block (a cache) */
     int seen_segments;      /* the outside-segment check needs to know them */
     rp_pool_figures fig;
 } pool_state;
@@ -226,6 +227,8 @@ static int segment_release(rp_checks *c, uint32_t pool, const tf_event *e, uint6
         return 0;  /* told twice, or never obtained inside a traced operation */
     p->fig.reserved -= r.end - r.start;
     p->fig.segments--;
+    if (r.start == p->seg_lo)
+        p->seg_lo = p->seg_hi = 0;
     rp_ptrmap_del(&c->seg_owner, ptr, NULL);
     const rp_range *b = rp_rangeset_overlap(&p->blocks.live, r.start, r.end);
     if (b)
@@ -285,12 +288,14 @@ static int pool_alloc(rp_checks *c, const tf_event *e, rp_finding *v)
     uint64_t size = e->u.pool.granted ? e->u.pool.granted : e->u.pool.requested;
     if (!ptr)
         return 0;  /* a zero-byte request: nothing handed out */
-    if (p->seen_segments) {
+    if (p->seen_segments && !(ptr >= p->seg_lo && ptr + size <= p->seg_hi)) {
         const rp_range *s = rp_rangeset_find(&p->segs, ptr);
         if (!s || ptr + size > s->end)
             return report(v, "outside_segment", site_of(e), s ? site_of_range(s) : (rp_site){0, 0, 0, 0},
                           "pool %u handed out [0x%llx, 0x%llx), which is not inside any segment it obtained",
                           e->u.pool.pool, ULL(ptr), ULL(ptr + size));
+        p->seg_lo = s->start;
+        p->seg_hi = s->end;
     }
     if (space_alloc(&p->blocks, e, ptr, size, v)) {
         snprintf(v->message + strlen(v->message), sizeof v->message - strlen(v->message), " (pool %u)",

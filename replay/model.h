@@ -60,10 +60,15 @@ typedef struct rp_model_ops {
     /* Check invariants: the cheap checks of what the last operations
      * touched, or (full) an audit of the whole state. */
     int (*check)(void *m, int full, const rp_host *h);
-    void (*stats)(const void *m, rp_model_stats *s);
-    /* Nonzero when the model calls h->reenter; otherwise the driver applies
-     * nested operations after the one they interrupted. */
-    int has_reentry;
+    /* detail: also free_blocks and largest_free (a walk of the free
+     * structures); without it, only the counters, at no cost. */
+    void (*stats)(const void *m, rp_model_stats *s, int detail);
+    /* How many re-entrancy points the operation (TF_POOL_OP_ALLOC of arg
+     * bytes, or TF_POOL_OP_FREE of address arg) would reach, at most: explore
+     * skips the others without copying the model.  NULL for models that never
+     * call h->reenter (the driver then applies nested operations after the
+     * one they interrupted). */
+    int (*points)(const void *m, uint32_t op, uint64_t arg, uint64_t stream, uint64_t hint);
 } rp_model_ops;
 
 extern const rp_model_ops rp_model_cupy, rp_model_cupy5, rp_model_cupy_next,

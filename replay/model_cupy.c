@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "trace_format.h" /* TF_POOL_OP_* */
 #include "ptrmap.h"
 #include "rangeset.h" /* RP_NIL */
 #include "xalloc.h"
@@ -510,6 +511,52 @@ static int cupy_release(void *p, uint64_t base, const rp_host *h)
     return RP_OK;
 }
 
+/* Would appending a chunk of this size create a set()? */
+static int append_creates_set(const arena *a, uint64_t size)
+{
+    uint64_t bin = bin_of(size);
+    size_t index = lower_bound(a->index, a->len, bin);
+    return !(index < a->len && a->index[index] == bin && a->slot[index] != RP_NIL);
+}
+
+static int in_free_list(const cupy *m, uint32_t id)
+{
+    return id != RP_NIL && m->c[id].set != RP_NIL;
+}
+
+/* The pool's steps without their effects: which append the operation ends
+ * with, and whether it creates a set (the one re-entrancy point). */
+static int cupy5_points(const void *p, uint32_t op, uint64_t arg, uint64_t stream, uint64_t hint)
+{
+    const cupy *m = p;
+    if (op == TF_POOL_OP_FREE) {
+        uint64_t *v = rp_ptrmap_get(&m->by_ptr, arg);
+        if (!v || !m->c[*v].in_use)
+            return 0;
+        const chunk *c = &m->c[*v];
+        uint64_t size = c->size + (in_free_list(m, c->next) ? m->c[c->next].size : 0) +
+                        (in_free_list(m, c->prev) ? m->c[c->prev].size : 0);
+        for (size_t ai = 0; ai < m->na; ai++)
+            if (m->a[ai].stream == c->stream)
+                return append_creates_set(&m->a[ai], size);
+        return 1;
+    }
+    uint64_t rounded = (arg + UNIT - 1) / UNIT * UNIT;
+    for (size_t ai = 0; ai < m->na; ai++) {
+        const arena *a = &m->a[ai];
+        if (a->stream != stream)
+            continue;
+        for (size_t i = lower_bound(a->index, a->len, bin_of(rounded)); i < a->len; i++) {
+            if (!a->flag[i] || a->slot[i] == RP_NIL)
+                continue;
+            uint64_t *v = hint ? rp_ptrmap_get(&m->by_ptr, hint) : NULL;
+            uint32_t id = v && m->c[*v].set == a->slot[i] ? (uint32_t)*v : m->s[a->slot[i]].head;
+            return m->c[id].size > rounded && append_creates_set(a, m->c[id].size - rounded);
+        }
+    }
+    return 0;  /* a new segment: nothing is appended */
+}
+
 /* ------------------------------------------------------------- invariants */
 
 static int check_slot(cupy *m, size_t ai, size_t i, const rp_host *h)
@@ -529,13 +576,15 @@ static int check_slot(cupy *m, size_t ai, size_t i, const rp_host *h)
     return RP_OK;
 }
 
-static int check_set(cupy *m, size_t ai, size_t i, const rp_host *h)
+/* The chunks of slot i's set (all, or only the newest: the head, where the
+ * last append put it). */
+static int check_set(cupy *m, size_t ai, size_t i, int all, const rp_host *h)
 {
     arena *a = &m->a[ai];
     uint32_t s = a->slot[i];
     if (s == RP_NIL)
         return RP_OK;
-    for (uint32_t id = m->s[s].head; id != RP_NIL; id = m->c[id].fnext) {
+    for (uint32_t id = m->s[s].head; id != RP_NIL; id = all ? m->c[id].fnext : RP_NIL) {
         const chunk *c = &m->c[id];
         if (bin_of(c->size) != a->index[i])
             return rp_violate(h, "bin_membership", "chunk 0x%llx of %llu bytes sits in slot %zu of bin %llu",
@@ -601,19 +650,19 @@ static int cupy_check(void *p, int full, const rp_host *h)
     if (full) {
         for (size_t ai = 0; ai < m->na && !rc; ai++)
             for (size_t i = 0; i < m->a[ai].len && !rc; i++)
-                rc = check_set(m, ai, i, h);
+                rc = check_set(m, ai, i, 1, h);
         if (!rc)
             rc = check_chunks(m, h);
     } else {
         for (int t = 0; t < m->ntouched && t < MAX_TOUCHED && !rc; t++)
             if (m->touched[t][1] < m->a[m->touched[t][0]].len)
-                rc = check_set(m, m->touched[t][0], m->touched[t][1], h);
+                rc = check_set(m, m->touched[t][0], m->touched[t][1], 0, h);
     }
     m->ntouched = 0;
     return rc ? rc : check_accounting(m, h);
 }
 
-static void cupy_stats(const void *p, rp_model_stats *st)
+static void cupy_stats(const void *p, rp_model_stats *st, int detail)
 {
     const cupy *m = p;
     memset(st, 0, sizeof *st);
@@ -621,7 +670,7 @@ static void cupy_stats(const void *p, rp_model_stats *st)
     st->allocated = m->allocated;
     st->free_bytes = m->free_bytes;
     st->segments = m->segments;
-    for (size_t ai = 0; ai < m->na; ai++)
+    for (size_t ai = 0; detail && ai < m->na; ai++)
         for (size_t i = 0; i < m->a[ai].len; i++) {
             uint32_t s = m->a[ai].slot[i];
             if (s == RP_NIL || !m->s[s].count)
@@ -635,10 +684,10 @@ static void cupy_stats(const void *p, rp_model_stats *st)
 
 const rp_model_ops rp_model_cupy = {
     "cupy", "CuPy 5.4 to 14.0: bins of 512 bytes, sorted bin index, GC off under the lock",
-    create_cupy, destroy, copy, cupy_alloc, cupy_free, cupy_release, cupy_check, cupy_stats, 0,
+    create_cupy, destroy, copy, cupy_alloc, cupy_free, cupy_release, cupy_check, cupy_stats, NULL,
 };
 
 const rp_model_ops rp_model_cupy5 = {
     "cupy5", "CuPy 5.2/5.3: as cupy, but a collection can re-enter at set() in _append_to_free_list",
-    create_cupy5, destroy, copy, cupy_alloc, cupy_free, cupy_release, cupy_check, cupy_stats, 1,
+    create_cupy5, destroy, copy, cupy_alloc, cupy_free, cupy_release, cupy_check, cupy_stats, cupy5_points,
 };

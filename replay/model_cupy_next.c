@@ -231,7 +231,7 @@ static int next_check(void *p, int full, const rp_host *h)
     return rc;
 }
 
-static void next_stats(const void *p, rp_model_stats *st)
+static void next_stats(const void *p, rp_model_stats *st, int detail)
 {
     const cnext *m = p;
     memset(st, 0, sizeof *st);
@@ -239,7 +239,7 @@ static void next_stats(const void *p, rp_model_stats *st)
     st->allocated = m->allocated;
     st->free_bytes = m->free_bytes;
     st->segments = m->segments;
-    for (size_t i = 0; i < m->na; i++) {
+    for (size_t i = 0; detail && i < m->na; i++) {
         st->free_blocks += m->a[i].set.n;
         if (m->a[i].set.n && m->a[i].set.k[m->a[i].set.n - 1].a > st->largest_free)
             st->largest_free = m->a[i].set.k[m->a[i].set.n - 1].a;
@@ -248,5 +248,5 @@ static void next_stats(const void *p, rp_model_stats *st)
 
 const rp_model_ops rp_model_cupy_next = {
     "cupy-next", "CuPy 14.1+: best fit over (size, address) per stream; re-entrant frees queued until the next malloc",
-    create, destroy, copy, next_alloc, next_free, next_release, next_check, next_stats, 0,
+    create, destroy, copy, next_alloc, next_free, next_release, next_check, next_stats, NULL,
 };

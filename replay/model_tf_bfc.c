@@ -231,7 +231,7 @@ static int bfc_check(void *p, int full, const rp_host *h)
     return rc;
 }
 
-static void bfc_stats(const void *p, rp_model_stats *st)
+static void bfc_stats(const void *p, rp_model_stats *st, int detail)
 {
     const bfc *m = p;
     memset(st, 0, sizeof *st);
@@ -239,7 +239,7 @@ static void bfc_stats(const void *p, rp_model_stats *st)
     st->allocated = m->allocated;
     st->free_bytes = m->free_bytes;
     st->segments = m->segments;
-    for (int i = 0; i < NBINS; i++) {
+    for (int i = 0; detail && i < NBINS; i++) {
         st->free_blocks += m->bin[i].n;
         if (m->bin[i].n && m->bin[i].k[m->bin[i].n - 1].a > st->largest_free)
             st->largest_free = m->bin[i].k[m->bin[i].n - 1].a;
@@ -248,5 +248,5 @@ static void bfc_stats(const void *p, rp_model_stats *st)
 
 const rp_model_ops rp_model_tf_bfc = {
     "tf-bfc", "TensorFlow/XLA BFC: 256-byte rounding, 21 power-of-two bins, regions doubling from 2 MiB",
-    create, destroy, copy, bfc_alloc, bfc_free, bfc_release, bfc_check, bfc_stats, 0,
+    create, destroy, copy, bfc_alloc, bfc_free, bfc_release, bfc_check, bfc_stats, NULL,
 };

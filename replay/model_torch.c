@@ -214,7 +214,7 @@ static int torch_check(void *p, int full, const rp_host *h)
     return rc;
 }
 
-static void torch_stats(const void *p, rp_model_stats *st)
+static void torch_stats(const void *p, rp_model_stats *st, int detail)
 {
     const torch *m = p;
     memset(st, 0, sizeof *st);
@@ -222,7 +222,7 @@ static void torch_stats(const void *p, rp_model_stats *st)
     st->allocated = m->allocated;
     st->free_bytes = m->free_bytes;
     st->segments = m->segments;
-    for (int c = SMALL; c <= LARGE; c++) {
+    for (int c = SMALL; detail && c <= LARGE; c++) {
         st->free_blocks += m->pool[c].n;
         for (size_t i = 0; i < m->pool[c].n; i++)
             if (m->pool[c].k[i].b > st->largest_free)
@@ -232,5 +232,5 @@ static void torch_stats(const void *p, rp_model_stats *st)
 
 const rp_model_ops rp_model_torch = {
     "torch", "PyTorch caching allocator: 512-byte rounding, small/large pools, best fit by (stream, size, address)",
-    create, destroy, copy, torch_alloc, torch_free, torch_release, torch_check, torch_stats, 0,
+    create, destroy, copy, torch_alloc, torch_free, torch_release, torch_check, torch_stats, NULL,
 };

@@ -568,6 +568,8 @@ static int apply_node(rp_replay *r, pool *p, void *m, const tf_event *buf, uint3
 static void note_series(rp_replay *r, uint64_t seq)
 {
     uint64_t reserved = 0, allocated = 0, segments = 0, free_bytes = 0, largest = 0;
+    if (!r->o.series)
+        return;
     for (size_t i = 0; i < r->npools; i++) {
         pool *p = &r->pools[i];
         if (!p->selected)
@@ -577,14 +579,14 @@ static void note_series(rp_replay *r, uint64_t seq)
         allocated += f.allocated;
         segments += f.segments;
     }
-    if (!r->o.series || segments == r->last_segments)
+    if (segments == r->last_segments)
         return;
     r->last_segments = segments;
     for (size_t i = 0; i < r->npools; i++) {
         rp_model_stats st;
         if (!r->pools[i].ops)
             continue;
-        r->pools[i].ops->stats(r->pools[i].m, &st);
+        r->pools[i].ops->stats(r->pools[i].m, &st, 1);
         free_bytes += st.free_bytes;
         if (st.largest_free > largest)
             largest = st.largest_free;
@@ -622,7 +624,7 @@ static void check_model(rp_replay *r, pool *p, const tf_event *buf, uint32_t roo
     rp_model_stats st;
     if (p->broken)
         return;
-    p->ops->stats(p->m, &st);
+    p->ops->stats(p->m, &st, 0);
     if (st.reserved > r->model_peak_reserved)
         r->model_peak_reserved = st.reserved;
     if (st.allocated > r->model_peak_allocated)
@@ -795,10 +797,11 @@ int rp_replay_event(rp_replay *r, const tf_event *e)
         break;
     }
     model_event(r, t, e);
-    if (e->kind >= TF_EV_CUDA_ALLOC && e->kind <= TF_EV_POOL_SEGMENT) {
+    /* Peaks only rise on a growth; the series moves with segments. */
+    if (e->kind == TF_EV_POOL_ALLOC || e->kind == TF_EV_POOL_SEGMENT || e->kind == TF_EV_CUDA_ALLOC)
         note_peaks(r, e->seq);
+    if (e->kind == TF_EV_POOL_SEGMENT || e->kind == TF_EV_CUDA_ALLOC || e->kind == TF_EV_CUDA_FREE)
         note_series(r, e->seq);
-    }
     return r->stopped;
 }
 
@@ -834,7 +837,7 @@ int rp_replay_pool_at(const rp_replay *r, uint32_t i, uint32_t *id, const rp_mod
     *model = p->ops;
     memset(st, 0, sizeof *st);
     if (p->ops)
-        p->ops->stats(p->m, st);
+        p->ops->stats(p->m, st, 1);
     return 1;
 }
 
@@ -846,11 +849,33 @@ void rp_replay_set_probe(rp_replay *r, rp_probe_hook hook, void *ctx)
     r->hook_ctx = ctx;
 }
 
+/* Ask the model how many re-entrancy points the pending operation reaches,
+ * before paying for a copy of it. */
+static int would_reenter(rp_replay *r, pool *p, const tf_event *buf)
+{
+    const tf_event *b = &buf[0];
+    uint32_t res = result_of(r, buf, 0);
+    const tf_event *e = res == RP_NIL ? NULL : &buf[res];
+    uint32_t op = b->kind == TF_EV_POOL_OP_BEGIN ? b->u.pool_op.op
+                  : b->kind == TF_EV_POOL_ALLOC  ? TF_POOL_OP_ALLOC
+                                                 : TF_POOL_OP_FREE;
+    if (op == TF_POOL_OP_ALLOC) {
+        uint64_t size = b->kind == TF_EV_POOL_OP_BEGIN ? b->u.pool_op.arg : 0;
+        if (!size && e)
+            size = e->u.pool.requested ? e->u.pool.requested : e->u.pool.granted;
+        return size && p->ops->points(p->m, op, size, e ? e->u.pool.stream : 0, e ? e->u.pool.ptr : 0);
+    }
+    if (op != TF_POOL_OP_FREE)
+        return 0;
+    uint64_t *mp = rp_ptrmap_get(&p->xlat, e ? e->u.pool.ptr : b->u.pool_op.arg);
+    return mp && p->ops->points(p->m, op, *mp, 0, 0);
+}
+
 int rp_replay_try(rp_replay *r, int point, const uint64_t *ptrs, uint32_t n, rp_finding *f, const char **where)
 {
     pool *p = r->probe.p;
     const tf_event *buf = r->probe.buf;
-    if (!p || !buf || !p->ops->has_reentry)
+    if (!p || !buf || !p->ops->points || would_reenter(r, p, buf) <= point)
         return -1;
     if (!p->scratch)
         p->scratch = p->ops->create();

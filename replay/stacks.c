@@ -4,23 +4,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "symbolize.h"
 #include "xalloc.h"
 
 struct rp_stacks {
     const tf_reader *reader;
+    sym_ctx *sym;               /* offline symbolisation (tracesym) */
 };
 
 rp_stacks *rp_stacks_new(const tf_reader *reader, const char *const *debug_dirs, int ndirs)
 {
-    (void)debug_dirs;
-    (void)ndirs;
     rp_stacks *s = rp_xcalloc(1, sizeof *s);
     s->reader = reader;
+    s->sym = sym_new(debug_dirs, ndirs);
     return s;
 }
 
 void rp_stacks_free(rp_stacks *s)
 {
+    if (!s)
+        return;
+    if (s->sym)
+        sym_free(s->sym);
     free(s);
 }
 
@@ -37,9 +42,16 @@ uint32_t rp_stacks_native(rp_stacks *s, uint32_t id, rp_native_frame *out, uint3
         memset(f, 0, sizeof *f);
         f->ip = ips[i];
         const tf_module *m = tf_reader_module_for(s->reader, ips[i]);
-        if (m) {
-            f->module = m->path;
-            f->offset = ips[i] - m->base;
+        if (!m)
+            continue;
+        f->module = m->path;
+        f->offset = ips[i] - m->base;
+        /* Outer frames hold return addresses: look up the call itself. */
+        sym_info info;
+        if (s->sym && sym_lookup(s->sym, m, i ? ips[i] - 1 : ips[i], &info)) {
+            f->function = info.function;
+            f->file = info.file;
+            f->line = info.line > 0 ? (uint32_t)info.line : 0;
         }
     }
     return n;

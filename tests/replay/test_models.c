@@ -115,7 +115,7 @@ static void cupy_story(const rp_model_ops *ops, int expect_broken)
     /* The collection runs inside the free of the big block, at set(). */
     f.on_reenter = collect_small;
     CHECK(do_free(&f, big) == RP_OK);
-    if (!ops->has_reentry)
+    if (!ops->points)
         collect_small(&f);  /* the driver applies nested frees afterwards */
     int rc = check(&f, 0);
     CHECK(rc == (expect_broken ? RP_BROKEN : RP_OK));
@@ -211,7 +211,7 @@ static void torch_rules(void)
     CHECK(do_free(&f, d) == RP_OK);                      /* merges with c */
     CHECK(check(&f, 1) == RP_OK);
     rp_model_stats st;
-    f.ops->stats(f.model, &st);
+    f.ops->stats(f.model, &st, 1);
     CHECK(st.segments == 3 && st.reserved == (2 << 20) + (20 << 20) + (18 << 20));
     CHECK(st.largest_free == (12 << 20) + 512);
     (void)e;
@@ -243,7 +243,7 @@ static void bfc_rules(void)
     CHECK(do_free(&f, c) == RP_OK);
     CHECK(do_free(&f, e) == RP_OK);
     rp_model_stats st;
-    f.ops->stats(f.model, &st);
+    f.ops->stats(f.model, &st, 1);
     CHECK(st.free_blocks == 1 && st.largest_free == 2 << 20);
     /* Growth: next region doubles (4 MiB), a 5 MiB request gets 8 MiB. */
     uint64_t big = alloc(&f, 5 << 20, &g);
@@ -264,7 +264,7 @@ static void next_queue(void)
     rp_host h = host_of(&f);
     CHECK(f.ops->free(f.model, small_block, 1, &h) == RP_OK);  /* queued: lock held */
     rp_model_stats st;
-    f.ops->stats(f.model, &st);
+    f.ops->stats(f.model, &st, 1);
     CHECK(st.free_blocks == 0 && st.allocated == 2048);
     CHECK(check(&f, 1) == RP_OK);
     uint64_t b = alloc(&f, 512, NULL);  /* commits the queue first, then reuses it */
