@@ -475,20 +475,20 @@ tf_reader *tf_reader_open(const char *path, char *err, size_t errlen)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat sb;
     if (fd < 0 || fstat(fd, &sb) < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s", strerror(errno));
         if (fd >= 0)
             close(fd);
         return NULL;
     }
     if (sb.st_size == 0) {
         close(fd);
-        snprintf(err, errlen, "%s: not a trace log (empty file)", path);
+        snprintf(err, errlen, "not a trace log (empty file)");
         return NULL;
     }
     void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (map == MAP_FAILED) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s", strerror(errno));
         return NULL;
     }
     tf_reader *r = tf_reader_open_mem(map, (size_t)sb.st_size, err, errlen);

@@ -16,7 +16,9 @@
 #include "symbolize.h"
 
 typedef struct sym_module {
-    char *key;              /* build-id in hex, then the recorded path */
+    uint8_t *build_id;      /* the recorded build-id and path: the cache key */
+    uint32_t build_id_len;
+    char *path;
     char *binary;           /* the file found; NULL when none was */
     Dwfl *dwfl;
 } sym_module;
@@ -28,6 +30,7 @@ struct sym_ctx {
     Dwfl_Callbacks callbacks;
     sym_module *mods;
     size_t nmods, capmods;
+    size_t last;            /* the entry used last: stacks stay in few modules */
 };
 
 static char *hex(const uint8_t *b, uint32_t n)
@@ -80,7 +83,8 @@ void sym_free(sym_ctx *s)
     if (!s)
         return;
     for (size_t i = 0; i < s->nmods; i++) {
-        free(s->mods[i].key);
+        free(s->mods[i].build_id);
+        free(s->mods[i].path);
         free(s->mods[i].binary);
         if (s->mods[i].dwfl)
             dwfl_end(s->mods[i].dwfl);
@@ -178,37 +182,52 @@ static void find_file(sym_ctx *s, sym_module *mod, const tf_module *m, const cha
         try_candidate(s, mod, path, m);
 }
 
-static sym_module *module_entry(sym_ctx *s, const tf_module *m)
+static int same_module(const sym_module *mod, const tf_module *m, const char *path)
 {
-    char *id = hex(m->build_id, m->build_id_len);
-    const char *path = m->path ? m->path : "";
-    char *key = id ? malloc(strlen(id) + strlen(path) + 2) : NULL;
-    if (!key) {
-        free(id);
-        return NULL;
-    }
-    sprintf(key, "%s:%s", id, path);
-    for (size_t i = 0; i < s->nmods; i++)
-        if (strcmp(s->mods[i].key, key) == 0) {
-            free(id);
-            free(key);
-            return &s->mods[i];
-        }
+    return mod->build_id_len == m->build_id_len &&
+           memcmp(mod->build_id, m->build_id, m->build_id_len) == 0 &&
+           strcmp(mod->path, path) == 0;
+}
+
+static sym_module *add_module(sym_ctx *s, const tf_module *m, const char *path)
+{
     if (s->nmods == s->capmods) {
         size_t cap = s->capmods ? s->capmods * 2 : 16;
         sym_module *mods = realloc(s->mods, cap * sizeof *mods);
-        if (!mods) {
-            free(id);
-            free(key);
+        if (!mods)
             return NULL;
-        }
         s->mods = mods;
         s->capmods = cap;
     }
-    sym_module *mod = &s->mods[s->nmods++];
-    *mod = (sym_module){ key, NULL, NULL };
-    find_file(s, mod, m, m->build_id_len ? id : NULL);
+    sym_module mod = { malloc(m->build_id_len + 1), m->build_id_len, strdup(path), NULL, NULL };
+    char *id = hex(m->build_id, m->build_id_len);
+    if (!mod.build_id || !mod.path || !id) {
+        free(mod.build_id);
+        free(mod.path);
+        free(id);
+        return NULL;
+    }
+    memcpy(mod.build_id, m->build_id, m->build_id_len);
+    find_file(s, &mod, m, m->build_id_len ? id : NULL);
     free(id);
+    s->mods[s->nmods] = mod;
+    return &s->mods[s->nmods++];
+}
+
+/* The cache entry of a module, made (and its file searched for) on first use. */
+static sym_module *module_entry(sym_ctx *s, const tf_module *m)
+{
+    const char *path = m->path ? m->path : "";
+    if (s->last < s->nmods && same_module(&s->mods[s->last], m, path))
+        return &s->mods[s->last];
+    for (size_t i = 0; i < s->nmods; i++)
+        if (same_module(&s->mods[i], m, path)) {
+            s->last = i;
+            return &s->mods[i];
+        }
+    sym_module *mod = add_module(s, m, path);
+    if (mod)
+        s->last = (size_t)(mod - s->mods);
     return mod;
 }
 

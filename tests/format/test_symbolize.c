@@ -3,43 +3,13 @@
  * recorded path, by build-id and by basename in a debug directory; never
  * through a file whose build-id differs; unharmed by odd files.
  */
-#include <link.h>
 #include <sys/stat.h>
 
+#include "self_module.h"
 #include "symbolize.h"
 #include "tf_test.h"
 
-static tf_module self;
-static uint8_t self_build_id[64];
-static tf_segment self_segs[16];
-static char self_path[4096];
-
-static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)size;
-    (void)arg;
-    self.base = info->dlpi_addr;  /* the main program comes first */
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type == PT_LOAD && self.nsegments < 16)
-            self_segs[self.nsegments++] = (tf_segment){ ph->p_vaddr, ph->p_memsz, ph->p_flags };
-        if (ph->p_type != PT_NOTE)
-            continue;
-        const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
-        const uint8_t *end = p + ph->p_memsz;
-        while (p + sizeof(ElfW(Nhdr)) <= end) {
-            const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
-            const uint8_t *desc = p + sizeof *nh + ((nh->n_namesz + 3) & ~3u);
-            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_descsz <= sizeof self_build_id) {
-                memcpy(self_build_id, desc, nh->n_descsz);
-                self.build_id_len = nh->n_descsz;
-            }
-            p = desc + ((nh->n_descsz + 3) & ~3u);
-        }
-    }
-    return 1;
-}
-
+static self_module me;
 static __attribute__((noinline)) uint64_t return_address(void)
 {
     return (uint64_t)(uintptr_t)__builtin_return_address(0);
@@ -93,24 +63,19 @@ static void write_file(const char *path, const char *text)
 
 int main(void)
 {
-    dl_iterate_phdr(find_self, NULL);
-    ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
-    CHECK(n > 0 && self.build_id_len >= 8);
-    self_path[n > 0 ? n : 0] = '\0';
-    self.path = self_path;
-    self.build_id = self_build_id;
-    self.segments = self_segs;
+    self_module_get(&me);
+    CHECK(me.path[0] == '/' && me.m.build_id_len >= 8);
     a_known_caller();
 
     /* 1. the recorded path */
     sym_ctx *s = sym_new(NULL, 0);
-    check_found(s, &self, "recorded path");
+    check_found(s, &me.m, "recorded path");
     sym_free(s);
 
     /* 2. a different build-id: the recorded file must not be used */
-    tf_module other = self;
+    tf_module other = me.m;
     uint8_t wrong[64];
-    memcpy(wrong, self_build_id, sizeof wrong);
+    memcpy(wrong, me.build_id, sizeof wrong);
     wrong[0] ^= 0xff;
     other.build_id = wrong;
     s = sym_new(NULL, 0);
@@ -121,7 +86,7 @@ int main(void)
     /* 3. a debug directory: odd files first, then the binary by basename */
     char dir[] = "/tmp/tf_sym_XXXXXX", path[4500];
     CHECK(mkdtemp(dir) != NULL);
-    tf_module moved = self;
+    tf_module moved = me.m;
     moved.path = "/nonexistent/place/test_symbolize_moved";
     snprintf(path, sizeof path, "%s/test_symbolize_moved", dir);
     write_file(path, "not an ELF file\n");
@@ -135,7 +100,7 @@ int main(void)
     CHECK(sym_lookup(s, &moved, call_ip, &si) == 0);
     sym_free(s);
     rmdir(path);
-    copy_file(self_path, path);
+    copy_file(me.path, path);
     s = sym_new(dirs, 2);
     check_found(s, &moved, "basename in a debug dir");
     CHECK(sym_lookup(s, &moved, call_ip, &si) == 1 && strcmp(si.binary, path) == 0);
@@ -144,14 +109,14 @@ int main(void)
 
     /* 4. .build-id/xx/rest.debug in a debug directory */
     char id[130], sub[256];
-    for (uint32_t i = 0; i < self.build_id_len; i++)
-        sprintf(id + 2 * i, "%02x", self_build_id[i]);
+    for (uint32_t i = 0; i < me.m.build_id_len; i++)
+        sprintf(id + 2 * i, "%02x", me.build_id[i]);
     snprintf(sub, sizeof sub, "%s/.build-id", dir);
     mkdir(sub, 0700);
     snprintf(sub, sizeof sub, "%s/.build-id/%.2s", dir, id);
     mkdir(sub, 0700);
     snprintf(path, sizeof path, "%s/%s.debug", sub, id + 2);
-    copy_file(self_path, path);
+    copy_file(me.path, path);
     moved.path = "/nonexistent/another_name";
     s = sym_new(dirs, 2);
     check_found(s, &moved, "build-id in a debug dir");
@@ -165,7 +130,7 @@ int main(void)
     /* 5. no module, and an address outside every symbol */
     s = sym_new(NULL, 0);
     CHECK(sym_lookup(s, NULL, call_ip, &si) == 0);
-    CHECK(sym_lookup(s, &self, self.base + 0x7fffffff0000ull, &si) == 0);
+    CHECK(sym_lookup(s, &me.m, me.m.base + 0x7fffffff0000ull, &si) == 0);
     sym_free(s);
     return tf_test_done("symbolize");
 }

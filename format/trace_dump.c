@@ -1,0 +1,268 @@
+/*
+ * trace-dump - print an event log.
+ *
+ *   trace-dump [--json | --summary] [--debug-dir DIR]... FILE
+ *
+ * Default: the header, then one readable line per event.  --json: one JSON
+ * object per line, the header first (FORMAT.md, "trace-dump --json").
+ * --summary: counts per kind, threads, time span, size, and how the log ends.
+ * Exit status: 0 a whole log, 1 a damaged one (what was readable is printed,
+ * the damage goes to stderr), 2 a usage error or a file that is not a log.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "dump.h"
+
+enum mode { MODE_TEXT, MODE_JSON, MODE_SUMMARY };
+
+const sym_info *dump_symbol(dump_ctx *d, const tf_module *m, uint64_t ip, uint32_t frame)
+{
+    uint64_t h = (ip ^ (uint64_t)(uintptr_t)m) * 0x9e3779b97f4a7c15ull;
+    dump_sym_slot *slot = &d->cache[h >> 52 & (DUMP_SYM_CACHE - 1)];
+    if (slot->module != m || slot->ip != ip) {
+        slot->module = m;
+        slot->ip = ip;
+        sym_lookup(d->sym, m, frame ? ip - 1 : ip, &slot->info);
+    }
+    return &slot->info;
+}
+
+/* ------------------------------------------------------------ text */
+
+static void text_u(dump_ctx *d, const char *key, uint64_t v, int is_address)
+{
+    fprintf(d->out, is_address ? " %s=%#" PRIx64 : " %s=%" PRIu64, key, v);
+}
+
+static void text_i(dump_ctx *d, const char *key, int64_t v)
+{
+    fprintf(d->out, " %s=%" PRId64, key, v);
+}
+
+/* Quoted, with C escapes, so that every event stays on one line. */
+static void text_s(dump_ctx *d, const char *key, const char *s, size_t n)
+{
+    if (!s) {
+        fprintf(d->out, " %s=?", key);
+        return;
+    }
+    fprintf(d->out, " %s=\"", key);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            fprintf(d->out, "\\%c", c);
+        else if (c == '\n')
+            fputs("\\n", d->out);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(d->out, "\\x%02x", c);
+        else
+            fputc(c, d->out);
+    }
+    fputc('"', d->out);
+}
+
+static void text_u3(dump_ctx *d, const char *key, const uint64_t v[3])
+{
+    fprintf(d->out, " %s=%" PRIu64 "/%" PRIu64 "/%" PRIu64, key, v[0], v[1], v[2]);
+}
+
+static const dump_sink text_sink = { text_u, text_i, text_s, text_u3 };
+
+static void text_header(dump_ctx *d)
+{
+    const tf_header *h = tf_reader_header(d->r);
+    fprintf(d->out, "trace log %u.%u: pid %u (parent %u) on %s\n", h->version_major,
+            h->version_minor, h->pid, h->ppid, h->hostname);
+    fprintf(d->out, "  command: %s\n  exe: %s\n", h->cmdline, h->exe);
+    fprintf(d->out, "  tracer: %s  settings: %s\n", h->tracer_version, h->settings);
+    fprintf(d->out, "  python: %s  cuda runtime: %d  driver: %d\n", h->python_version,
+            h->cuda_runtime_version, h->cuda_driver_version);
+    fprintf(d->out, "  started: %" PRIu64 ".%09" PRIu64 " (wall), %" PRIu64 " ns (monotonic)\n",
+            h->wall_start_ns / 1000000000, h->wall_start_ns % 1000000000, h->mono_start_ns);
+}
+
+/* The innermost Python frame, which usually says what the program was doing. */
+static void text_py_frame(dump_ctx *d, uint32_t id)
+{
+    const tf_py_frame *frames;
+    uint32_t n;
+    if (!id || !tf_reader_py_stack(d->r, id, &frames, &n) || n == 0)
+        return;
+    const tf_py_code *code = tf_reader_py_code(d->r, frames[0].code);
+    const char *file = code ? tf_reader_string(d->r, code->file, NULL) : NULL;
+    const char *func = code ? tf_reader_string(d->r, code->function, NULL) : NULL;
+    fprintf(d->out, " at %s:%u %s", file ? file : "?", frames[0].line, func ? func : "?");
+}
+
+static void text_event(dump_ctx *d, const tf_event *e)
+{
+    const tf_header *h = tf_reader_header(d->r);
+    double t = ((double)e->t_ns - (double)h->mono_start_ns) / 1e9;
+    fprintf(d->out, "%" PRIu64 " %+.6fs tid %u %s", e->seq, t, e->tid, tf_kind_name(e->kind));
+    dump_kind_fields(d, e, &text_sink);
+    if (e->parent)
+        fprintf(d->out, " parent=%" PRIu64, e->parent);
+    if (e->native_stack)
+        fprintf(d->out, " native#%u", e->native_stack);
+    if (e->py_stack)
+        fprintf(d->out, " py#%u", e->py_stack);
+    text_py_frame(d, e->py_stack);
+    fputc('\n', d->out);
+}
+
+static void text_info(dump_ctx *d)
+{
+    const char *key, *value;
+    for (uint32_t i = 0; tf_reader_info(d->r, i, &key, &value); i++)
+        fprintf(d->out, "info: %s=%s\n", key, value);
+}
+
+/* ------------------------------------------------------------ summary */
+
+typedef struct summary {
+    uint64_t per_kind[TF_KIND_MAX];
+    uint64_t first_seq, first_t, last_t;
+    uint32_t *tids;         /* distinct tids seen in events */
+    size_t ntids, captids;
+} summary;
+
+static void summary_tid(summary *s, uint32_t tid)
+{
+    for (size_t i = s->ntids; i-- > 0;)
+        if (s->tids[i] == tid)
+            return;
+    if (s->ntids == s->captids) {
+        size_t cap = s->captids ? s->captids * 2 : 16;
+        uint32_t *tids = realloc(s->tids, cap * sizeof *tids);
+        if (!tids)
+            return;
+        s->tids = tids;
+        s->captids = cap;
+    }
+    s->tids[s->ntids++] = tid;
+}
+
+static void summary_add(summary *s, const tf_event *e)
+{
+    if (!s->first_seq) {
+        s->first_seq = e->seq;
+        s->first_t = e->t_ns;
+    }
+    s->last_t = e->t_ns;
+    s->per_kind[e->kind < TF_KIND_MAX ? e->kind : 0]++;
+    summary_tid(s, e->tid);
+}
+
+static void summary_print(dump_ctx *d, summary *s, const char *path)
+{
+    FILE *f = d->out;
+    const tf_read_status *st = tf_reader_status(d->r);
+    fprintf(f, "events      %" PRIu64 " (seq %" PRIu64 "..%" PRIu64 ")\n", st->events,
+            s->first_seq, st->last_seq);
+    for (uint32_t k = 32; k < TF_KIND_MAX; k++)
+        if (s->per_kind[k])
+            fprintf(f, "  %-16s %" PRIu64 "\n", tf_kind_name(k), s->per_kind[k]);
+    fprintf(f, "threads     %zu:", s->ntids);
+    for (size_t i = 0; i < s->ntids; i++) {
+        const char *name = tf_reader_thread_name(d->r, s->tids[i]);
+        fprintf(f, "%s %u%s%s", i ? "," : "", s->tids[i], name ? " " : "", name ? name : "");
+    }
+    fputc('\n', f);
+    uint32_t pool;
+    const char *name;
+    for (uint32_t i = 0; tf_reader_pool_at(d->r, i, &pool, &name); i++)
+        fprintf(f, "pool        %u %s\n", pool, name);
+    fprintf(f, "time span   %.6f s\n", (double)(s->last_t - s->first_t) / 1e9);
+    struct stat sb;
+    if (stat(path, &sb) == 0)
+        fprintf(f, "file        %lld bytes, %.2f bytes/event\n", (long long)sb.st_size,
+                st->events ? (double)sb.st_size / (double)st->events : 0.0);
+    fprintf(f, "frames      %" PRIu64 " (%" PRIu64 " corrupt)\n", st->frames, st->corrupt_frames);
+    fprintf(f, "end         %s\n", st->clean_end ? "clean (END record read)" : "no END record");
+    const char *damage = tf_reader_damage(d->r);
+    fprintf(f, "damage      %s\n", damage ? damage : "none");
+    text_info(d);
+    free(s->tids);
+}
+
+/* ------------------------------------------------------------ main */
+
+static int usage(FILE *f, int status)
+{
+    fputs("usage: trace-dump [--json | --summary] [--debug-dir DIR]... FILE\n", f);
+    return status;
+}
+
+static int run(dump_ctx *d, enum mode mode, const char *path)
+{
+    summary s = { 0 };
+    tf_event e;
+    if (mode == MODE_JSON)
+        dump_json_header(d);
+    else if (mode == MODE_TEXT)
+        text_header(d);
+    while (tf_reader_next(d->r, &e)) {
+        if (mode == MODE_JSON)
+            dump_json_event(d, &e);
+        else if (mode == MODE_TEXT)
+            text_event(d, &e);
+        else
+            summary_add(&s, &e);
+    }
+    if (mode == MODE_SUMMARY)
+        summary_print(d, &s, path);
+    else if (mode == MODE_TEXT)
+        text_info(d);
+    fflush(d->out);
+    const char *damage = tf_reader_damage(d->r);
+    if (damage)
+        fprintf(stderr, "trace-dump: %s: %s\n", path, damage);
+    return damage ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option options[] = {
+        { "json", no_argument, NULL, 'j' },
+        { "summary", no_argument, NULL, 's' },
+        { "debug-dir", required_argument, NULL, 'd' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    enum mode mode = MODE_TEXT;
+    const char **dirs = calloc((size_t)argc, sizeof *dirs);
+    int ndirs = 0, c;
+    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        switch (c) {
+        case 'j': mode = MODE_JSON; break;
+        case 's': mode = MODE_SUMMARY; break;
+        case 'd': dirs[ndirs++] = optarg; break;
+        case 'h': free(dirs); return usage(stdout, 0);
+        default: free(dirs); return usage(stderr, 2);
+        }
+    }
+    if (optind != argc - 1) {
+        free(dirs);
+        return usage(stderr, 2);
+    }
+    const char *path = argv[optind];
+    char err[512];
+    static dump_ctx d;
+    d.out = stdout;
+    d.r = tf_reader_open(path, err, sizeof err);
+    if (!d.r) {
+        fprintf(stderr, "trace-dump: %s: %s\n", path, err);
+        free(dirs);
+        return 2;
+    }
+    d.sym = mode == MODE_JSON ? sym_new(dirs, ndirs) : NULL;
+    int status = run(&d, mode, path);
+    sym_free(d.sym);
+    tf_reader_close(d.r);
+    free(dirs);
+    return status;
+}
