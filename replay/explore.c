@@ -108,10 +108,10 @@ static void probe(void *ctx, rp_replay *r, const rp_opref *op)
     for (int point = 0; point < 4; point++) {
         rp_finding f;
         const char *where;
-        x->out->probes++;
         int rc = rp_replay_try(r, point, x->frees, n, &f, &where);
         if (rc < 0)
             return;
+        x->out->probes++;
         if (rc == 1) {
             rp_explore_result *o = x->out;
             o->found = 1;

@@ -55,7 +55,8 @@ typedef struct rp_model_ops {
     /* Take ptr back.  nested: the free runs inside another operation of the
      * same pool (a collection re-entered it). */
     int (*free)(void *m, uint64_t ptr, int nested, const rp_host *h);
-    /* The log shows the pool gave this segment back to the device. */
+    /* The log shows the pool gave this segment back to the device.
+     * RP_UNKNOWN when the model does not hold it whole and free. */
     int (*release)(void *m, uint64_t base, const rp_host *h);
     /* Check invariants: the cheap checks of what the last operations
      * touched, or (full) an audit of the whole state. */

@@ -483,6 +483,7 @@ static int cupy_free(void *p, uint64_t ptr, int nested, const rp_host *h)
 /* free_all_blocks: only a whole, free allocation goes back to the device. */
 static int cupy_release(void *p, uint64_t base, const rp_host *h)
 {
+    (void)h;  /* a release never breaks the model: at worst it diverged */
     cupy *m = p;
     uint64_t *v = rp_ptrmap_get(&m->by_ptr, base);
     if (!v)
@@ -490,8 +491,8 @@ static int cupy_release(void *p, uint64_t base, const rp_host *h)
     uint32_t id = (uint32_t)*v;
     chunk *c = &m->c[id];
     if (c->prev != RP_NIL || c->next != RP_NIL || c->set == RP_NIL)
-        return rp_violate(h, "release_in_use", "allocation 0x%llx given back to the device while the pool holds "
-                          "blocks in it", (unsigned long long)base);
+        return RP_UNKNOWN;  /* still in use here: the model diverged; the
+                             * model-free checks judge the real release */
     size_t ai = arena_of(m, c->stream);
     uint32_t s = c->set;
     set_remove(m, id);

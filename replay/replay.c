@@ -56,6 +56,7 @@ typedef struct hctx {
     uint32_t seg_cursor;
     struct hctx *up;
     rp_host host;
+    const tf_event *ev;        /* outside any operation: the event itself */
 } hctx;
 
 struct rp_replay {
@@ -382,7 +383,9 @@ static void record_violation(rp_replay *r, hctx *h, const char *inv, const char 
     memset(&res->violation, 0, sizeof res->violation);
     snprintf(res->violation.invariant, sizeof res->violation.invariant, "%s", inv);
     snprintf(res->violation.message, sizeof res->violation.message, "%s", msg);
-    res->violation.at = n ? site_at(r, chain[0]->buf, chain[0]->node) : (rp_site){0, 0, 0, 0};
+    res->violation.at = n       ? site_at(r, chain[0]->buf, chain[0]->node)
+                        : h->ev ? (rp_site){h->ev->seq, h->ev->tid, h->ev->native_stack, h->ev->py_stack}
+                                : (rp_site){0, 0, 0, 0};
     res->op = n ? opref_of(&root->buf[r->nodes[root->node].begin]) : (rp_opref){0, 0, 0, 0, 0};
     /* Enclosing operations and collections of the event, outermost first;
      * the top-level operation itself is "op". */
@@ -529,7 +532,7 @@ static int run_free(hctx *h, uint32_t res_i, const tf_event *b, int nested)
 
 static int apply_node(rp_replay *r, pool *p, void *m, const tf_event *buf, uint32_t nid, int nested, hctx *up)
 {
-    hctx h = {r, p, m, buf, nid, r->nodes[nid].child, r->nodes[nid].begin + 1, up, {0}};
+    hctx h = {r, p, m, buf, nid, r->nodes[nid].child, r->nodes[nid].begin + 1, up, {0}, NULL};
     h.host = (rp_host){&h, host_reenter, host_segment, host_violation, 0};
     if (!p->ops || p->broken) {
         deliver(&h, NULL);  /* unmodelled: its nested operations still count */
@@ -618,7 +621,7 @@ static void note_peaks(rp_replay *r, uint64_t seq)
 
 static void check_model(rp_replay *r, pool *p, const tf_event *buf, uint32_t root)
 {
-    hctx h = {r, p, p->m, buf, root, RP_NIL, 0, NULL, {0}};
+    hctx h = {r, p, p->m, buf, root, RP_NIL, 0, NULL, {0}, NULL};
     h.host = (rp_host){&h, host_reenter, host_segment, host_violation, 0};
     p->ops->check(p->m, r->o.paranoid, &h.host);
     rp_model_stats st;
@@ -696,14 +699,14 @@ static uint32_t track_nesting(thread *t, const tf_event *e)
 }
 
 /* A segment given back outside any operation (free_all_blocks, empty_cache). */
-static void top_release(rp_replay *r, uint64_t ptr, uint32_t pool_hint)
+static void top_release(rp_replay *r, const tf_event *e, uint64_t ptr, uint32_t pool_hint)
 {
     for (size_t i = 0; i < r->npools && !r->stopped; i++) {
         pool *p = &r->pools[i];
         uint64_t *base;
         if (!p->ops || (pool_hint && p->id != pool_hint) || !(base = rp_ptrmap_get(&p->segx, ptr)))
             continue;
-        hctx h = {r, p, p->m, NULL, RP_NIL, RP_NIL, 0, NULL, {0}};
+        hctx h = {r, p, p->m, NULL, RP_NIL, RP_NIL, 0, NULL, {0}, e};
         h.host = (rp_host){&h, host_reenter, host_segment, host_violation, 0};
         if (p->ops->release(p->m, *base, &h.host) == RP_UNKNOWN)
             r->res.diverged++;
@@ -741,11 +744,11 @@ static void model_event(rp_replay *r, thread *t, const tf_event *e)
         return;
     case TF_EV_CUDA_FREE:
         if (e->u.cuda.ptr)
-            top_release(r, e->u.cuda.ptr, 0);
+            top_release(r, e, e->u.cuda.ptr, 0);
         return;
     case TF_EV_POOL_SEGMENT:
         if (e->u.segment.grow == TF_SEGMENT_RELEASE)
-            top_release(r, e->u.segment.ptr, e->u.segment.pool);
+            top_release(r, e, e->u.segment.ptr, e->u.segment.pool);
         return;
     default:
         return;
@@ -890,9 +893,9 @@ int rp_replay_try(rp_replay *r, int point, const uint64_t *ptrs, uint32_t n, rp_
     uint64_t synth = r->synth_next;
     apply_node(r, p, p->scratch, buf, 0, 0, NULL);
     if (!r->probe.broke && r->probe.seen > point) {
-        hctx h = {r, p, p->scratch, buf, 0, RP_NIL, 0, NULL, {0}};
+        hctx h = {r, p, p->scratch, buf, 0, RP_NIL, 0, NULL, {0}, NULL};
         h.host = (rp_host){&h, host_reenter, host_segment, host_violation, 0};
-        p->ops->check(p->scratch, 1, &h.host);
+        p->ops->check(p->scratch, r->o.paranoid, &h.host);
     }
     r->synth_next = synth;
     r->probe.active = 0;
