@@ -62,6 +62,18 @@ typedef struct rpt_collection {
 
 typedef struct rpt_peak { uint64_t bytes, seq, t_ns; } rpt_peak;
 
+/* A memory pool seen in the log. */
+typedef struct rpt_pool {
+    uint32_t id;
+    uint64_t ops, allocs, frees, segments;
+    uint64_t peak_reserved, peak_allocated;   /* from the checks' figures */
+    /* Operations that ran inside a collection that ran inside an operation
+     * of the same pool (seed 000's re-entrancy), and the first of them. */
+    uint64_t reentries;
+    rp_site first_reentry;
+    uint64_t reentered_op;                   /* seq of the operation it re-entered */
+} rpt_pool;
+
 typedef struct rpt_thread { uint32_t tid; uint64_t events; } rpt_thread;
 
 #define RPT_MAX_VIOLATIONS 64
@@ -78,6 +90,8 @@ typedef struct rpt {
     rpt_peak peak_reserved, peak_allocated, peak_host;
     rpt_series series;                 /* reserved, allocated, host over time */
 
+    rpt_pool *pools;
+    uint32_t npools;
     rpt_site *sites;
     uint32_t nsites;
     rpt_stack_tally *dev_stacks;
@@ -110,6 +124,10 @@ typedef struct rpt_frame {
     uint32_t pool, op;         /* operations: pool, enum tf_pool_op */
     uint64_t arg;              /* operations: size or pointer; collections: generation */
     int in_gc;                 /* it, or an operation it is nested in, is a collection */
+    uint32_t pool_ctx;         /* pool of the innermost operation it is (in) */
+    uint64_t pool_ctx_seq;     /* that operation */
+    uint32_t gc_over_pool;     /* a collection it is (in) ran inside an operation of this pool */
+    uint64_t gc_over_seq;      /* that operation */
 } rpt_frame;
 
 /* For tools that follow the log as the pass reads it (export). */

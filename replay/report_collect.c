@@ -41,8 +41,7 @@ typedef struct pass {
     rp_ptrmap dinit_index;     /* key hash -> double-init group */
     rp_ptrmap native_site;     /* native stack id -> index of its site frame */
     rp_ptrmap stack_index;     /* (py stack, native stack) -> dev_stacks index */
-    uint32_t *pools;           /* pool ids seen, for the totals */
-    size_t npools, cappools;
+    size_t cappools;
     size_t capsites, capstacks, capdinits, capcoll, capthreads;
 } pass;
 
@@ -227,11 +226,26 @@ static const rpt_frame *enter(pass *ps, tstack *t, const tf_event *e)
 static void open_frame_push(tstack *t, const tf_event *e, const rpt_frame *up)
 {
     rp_grow(&t->f, &t->cap, t->n + 1, sizeof *t->f);
-    t->f[t->n++] = (rpt_frame){e->seq, e->t_ns, e->tid, e->kind,
-                               e->kind == TF_EV_POOL_OP_BEGIN ? e->u.pool_op.pool : 0,
-                               e->kind == TF_EV_POOL_OP_BEGIN ? e->u.pool_op.op : 0,
-                               e->kind == TF_EV_POOL_OP_BEGIN ? e->u.pool_op.arg : (uint64_t)e->u.gc.generation,
-                               e->kind == TF_EV_GC_START || (up && up->in_gc)};
+    int op = e->kind == TF_EV_POOL_OP_BEGIN;
+    rpt_frame f = {e->seq, e->t_ns, e->tid, e->kind, op ? e->u.pool_op.pool : 0, op ? e->u.pool_op.op : 0,
+                   op ? e->u.pool_op.arg : (uint64_t)e->u.gc.generation,
+                   !op || (up && up->in_gc), 0, 0, 0, 0};
+    if (op) {
+        f.pool_ctx = e->u.pool_op.pool;
+        f.pool_ctx_seq = e->seq;
+    } else if (up) {
+        f.pool_ctx = up->pool_ctx;
+        f.pool_ctx_seq = up->pool_ctx_seq;
+    }
+    if (up) {
+        f.gc_over_pool = up->gc_over_pool;
+        f.gc_over_seq = up->gc_over_seq;
+    }
+    if (!op && up && up->pool_ctx) {
+        f.gc_over_pool = up->pool_ctx;
+        f.gc_over_seq = up->pool_ctx_seq;
+    }
+    t->f[t->n++] = f;
 }
 
 /* ------------------------------------------------------------ accounting */
@@ -250,13 +264,45 @@ static int is_device_api(uint32_t api)
     }
 }
 
-static void note_pool(pass *ps, uint32_t pool)
+static rpt_pool *pool_of(rpt *r, pass *ps, uint32_t id)
 {
-    for (size_t i = 0; i < ps->npools; i++)
-        if (ps->pools[i] == pool)
-            return;
-    rp_grow(&ps->pools, &ps->cappools, ps->npools + 1, sizeof *ps->pools);
-    ps->pools[ps->npools++] = pool;
+    for (uint32_t i = 0; i < r->npools; i++)
+        if (r->pools[i].id == id)
+            return &r->pools[i];
+    rp_grow(&r->pools, &ps->cappools, r->npools + 1, sizeof *r->pools);
+    rpt_pool *p = &r->pools[r->npools++];
+    memset(p, 0, sizeof *p);
+    p->id = id;
+    return p;
+}
+
+/* An operation of pool p starting inside a collection that interrupted an
+ * operation of the same pool: the pool is re-entered. */
+static void note_reentry(rpt_pool *p, const tf_event *e, const rpt_frame *up)
+{
+    if (!up || up->gc_over_pool != p->id)
+        return;
+    if (!p->reentries++) {
+        p->first_reentry = (rp_site){e->seq, e->tid, e->native_stack, e->py_stack};
+        p->reentered_op = up->gc_over_seq;
+    }
+}
+
+static void pool_event(rpt *r, pass *ps, const tf_event *e, const rpt_frame *up)
+{
+    uint32_t id = e->kind == TF_EV_POOL_OP_BEGIN ? e->u.pool_op.pool
+                  : e->kind == TF_EV_POOL_SEGMENT ? e->u.segment.pool
+                                                  : e->u.pool.pool;
+    rpt_pool *p = pool_of(r, ps, id);
+    int bare = !up || up->kind != TF_EV_POOL_OP_BEGIN;   /* not inside one of its operations */
+    switch (e->kind) {
+    case TF_EV_POOL_OP_BEGIN: p->ops++; note_reentry(p, e, up); break;
+    case TF_EV_POOL_ALLOC: p->allocs++; break;
+    case TF_EV_POOL_FREE: p->frees++; break;
+    default: p->segments += e->u.segment.grow == TF_SEGMENT_GROW; break;
+    }
+    if (bare && (e->kind == TF_EV_POOL_ALLOC || e->kind == TF_EV_POOL_FREE))
+        note_reentry(p, e, up);
 }
 
 static void charge_gc_free(rpt *r, uint32_t site, uint64_t size, int device)
@@ -366,8 +412,8 @@ static void double_init(rpt *r, pass *ps, const tf_event *e)
 static void note_memory(rpt *r, pass *ps, const tf_event *e)
 {
     uint64_t pool_reserved = 0, allocated = ps->direct_dev.bytes;
-    for (size_t i = 0; i < ps->npools; i++) {
-        rp_pool_figures f = rp_checks_pool(ps->checks, ps->pools[i]);
+    for (uint32_t i = 0; i < r->npools; i++) {
+        rp_pool_figures f = rp_checks_pool(ps->checks, r->pools[i].id);
         pool_reserved += f.reserved;
         allocated += f.allocated;
     }
@@ -396,17 +442,14 @@ static void account(rpt *r, pass *ps, const tf_event *e, const rpt_frame *up)
             free_event(r, &ps->direct_dev, e->u.cuda.ptr, in_gc, 1);
         break;
     case TF_EV_POOL_ALLOC:
-        note_pool(ps, e->u.pool.pool);
         if (e->u.pool.ptr)
             alloc_event(r, ps, e, &ps->pool_blocks, e->u.pool.ptr,
                         e->u.pool.granted ? e->u.pool.granted : e->u.pool.requested, 1);
         break;
     case TF_EV_POOL_FREE:
-        note_pool(ps, e->u.pool.pool);
         free_event(r, &ps->pool_blocks, e->u.pool.ptr, in_gc, 1);
         break;
     case TF_EV_POOL_SEGMENT:
-        note_pool(ps, e->u.segment.pool);
         break;
     case TF_EV_HOST_ALLOC:
         if (e->u.host.ptr)
@@ -440,6 +483,8 @@ static void event(rpt *r, pass *ps, const tf_event *e)
             r->violations[r->nviolations++] = v;
         r->total_violations++;
     }
+    if (e->kind >= TF_EV_POOL_ALLOC && e->kind <= TF_EV_POOL_SEGMENT && e->kind != TF_EV_POOL_OP_END)
+        pool_event(r, ps, e, up);
     account(r, ps, e, up);
     if (e->kind == TF_EV_GC_START || e->kind == TF_EV_GC_STOP)
         collection(r, ps, e, t);
@@ -492,6 +537,11 @@ void rpt_read(rpt *r, const rpt_hooks *hooks)
     if (r->status->clean_end)
         rp_checks_end(ps->checks);
     r->nwarnings = rp_checks_warnings(ps->checks, &r->warnings, &r->total_warnings);
+    for (uint32_t i = 0; i < r->npools; i++) {
+        rp_pool_figures f = rp_checks_pool(ps->checks, r->pools[i].id);
+        r->pools[i].peak_reserved = f.peak_reserved;
+        r->pools[i].peak_allocated = f.peak_allocated;
+    }
 }
 
 void rpt_free(rpt *r)
@@ -509,13 +559,13 @@ void rpt_free(rpt *r)
         rp_ptrmap_free(&ps->dinit_index);
         rp_ptrmap_free(&ps->native_site);
         rp_ptrmap_free(&ps->stack_index);
-        free(ps->pools);
         free(ps);
     }
     if (r->reader)
         tf_reader_close((tf_reader *)r->reader);
     rpt_series_free(&r->series);
     free(r->sites);
+    free(r->pools);
     free(r->dev_stacks);
     free(r->collections);
     free(r->dinits);

@@ -132,6 +132,33 @@ static void memory(rp_json *w, const rpt *r)
     rp_json_end_obj(w);
 }
 
+static void pools(rp_json *w, const rpt *r, rp_stacks *st)
+{
+    rp_json_arr(w, "pools");
+    for (uint32_t i = 0; i < r->npools; i++) {
+        const rpt_pool *p = &r->pools[i];
+        rp_json_obj(w, NULL);
+        rp_json_u64(w, "id", p->id);
+        rp_json_str(w, "name", tf_reader_pool_name(r->reader, p->id));
+        rp_json_u64(w, "ops", p->ops);
+        rp_json_u64(w, "allocs", p->allocs);
+        rp_json_u64(w, "frees", p->frees);
+        rp_json_u64(w, "segments", p->segments);
+        rp_json_u64(w, "peak_reserved", p->peak_reserved);
+        rp_json_u64(w, "peak_allocated", p->peak_allocated);
+        rp_json_u64(w, "reentries", p->reentries);
+        if (p->reentries) {
+            rp_json_obj(w, "first_reentry");
+            rp_json_u64(w, "seq", p->first_reentry.seq);
+            rp_json_u64(w, "reentered_op", p->reentered_op);
+            stacks(w, st, p->first_reentry.py_stack, p->first_reentry.native_stack);
+            rp_json_end_obj(w);
+        }
+        rp_json_end_obj(w);
+    }
+    rp_json_end_arr(w);
+}
+
 static void site(rp_json *w, const rpt *r, rp_stacks *st, uint32_t i)
 {
     const rpt_site *s = &r->sites[i];
@@ -284,6 +311,7 @@ int rpt_print_json(const rpt *r, rp_stacks *st, FILE *out)
     process(&w, r);
     counts(&w, r);
     memory(&w, r);
+    pools(&w, r, st);
     sites(&w, r, st);
     device_stacks(&w, r, st);
     checks(&w, r, st);

@@ -82,6 +82,30 @@ static void print_peak(const rpt *r, FILE *out, const char *what, const rpt_peak
         fprintf(out, "  %-22s %10s\n", what, b);
 }
 
+static void print_pools(const rpt *r, rp_stacks *st, FILE *out)
+{
+    char res[32], alloc[32];
+    if (!r->npools)
+        return;
+    fprintf(out, "\nMemory pools\n");
+    for (uint32_t i = 0; i < r->npools; i++) {
+        const rpt_pool *p = &r->pools[i];
+        const char *name = tf_reader_pool_name(r->reader, p->id);
+        rpt_bytes(p->peak_reserved, res, sizeof res);
+        rpt_bytes(p->peak_allocated, alloc, sizeof alloc);
+        fprintf(out, "  pool %u (%s): %" PRIu64 " operations, %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
+                     " segments obtained; peak reserved %s, allocated %s\n",
+                p->id, name ? name : "unnamed", p->ops, p->allocs, p->frees, p->segments, res, alloc);
+        if (!p->reentries)
+            continue;
+        fprintf(out, "    RE-ENTERED %" PRIu64 " times: a collection inside one of its operations ran finalizers\n"
+                     "    that called the pool again (first: seq %" PRIu64 " inside the operation at seq %" PRIu64 ").\n"
+                     "    Replay its model to see whether that breaks it: trace-replay check %s\n",
+                p->reentries, p->first_reentry.seq, p->reentered_op, r->path);
+        print_stacks(st, out, p->first_reentry.py_stack, p->first_reentry.native_stack);
+    }
+}
+
 static void print_site_row(const rpt *r, rp_stacks *st, FILE *out, const rpt_site *s, uint64_t bytes,
                            uint64_t count)
 {
@@ -184,6 +208,7 @@ int rpt_print_text(const rpt *r, rp_stacks *st, FILE *out)
     print_peak(r, out, "peak device reserved", &r->peak_reserved);
     print_peak(r, out, "peak device allocated", &r->peak_allocated);
     print_peak(r, out, "peak host buffers", &r->peak_host);
+    print_pools(r, st, out);
     print_sites(r, st, out, 'd', "Top device allocation sites (bytes allocated over the run)");
     print_sites(r, st, out, 'h', "Top host-buffer allocation sites (bytes allocated over the run)");
     print_checks(r, st, out);

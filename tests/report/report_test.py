@@ -5,7 +5,9 @@ their logs reported as text, JSON and HTML.
 
 Cases: seed002 (ctypes.cast keeps 10 MiB bytearrays alive until a collection:
 the GC section must name the bytearray line), device_cycles (pooled device
-memory held by reference cycles, through the fake CuPy pool), html (the page
+memory held by reference cycles, through the fake CuPy pool), pool_reentry
+(a collection inside a pool operation frees into the same pool), double_init
+(seed 001: objects initialised twice, with their stacks), html (the page
 renders in headless Chromium without script errors), trace_run
 (scripts/trace-run: options, the log's path, the report, the exit status),
 perfetto (export --perfetto: slices nest as the operations ran, instants
@@ -107,6 +109,8 @@ def device_cycles(args, work):
         fail("expected 5 x 8 MiB of device memory freed only inside collections")
     if cycle not in gc or plain in gc:
         fail("the GC section must name the cycle's allocation line, not the plain one")
+    if "RE-ENTERED" in text:
+        fail("a collection outside any pool operation is not a re-entry")
     doc = json.loads(report(args, log, "--json"))
     if doc["gc"]["freed_in_collections_device_bytes"] != 40 * MiB:
         fail("JSON: freed_in_collections_device_bytes %r" % doc["gc"]["freed_in_collections_device_bytes"])
@@ -192,6 +196,60 @@ def perfetto(args, work):
         fail("no process name")
 
 
+def pool_reentry(args, work):
+    """Seed 000's shape: a collection inside a pool operation frees pooled
+    memory back into the same pool (here CuPy's out-of-memory ladder)."""
+    prog = os.path.join(ROOT, "tests", "python", "workloads", "cupy_pool.py")
+    log = os.path.join(work, "ladder.tlog")
+    trace(args, prog, [], log, {"PYTHONPATH": os.path.join(ROOT, "tests", "python", "fake_cupy")})
+    text = report(args, log)
+    print(text)
+    pools = text[text.index("\nMemory pools"):text.index("\nTop device")]
+    if "RE-ENTERED 6 times" not in pools or "cupy_pool.py:%d" % line_of(prog, "ladder") not in pools:
+        fail("the pools section must show 6 re-entries from the ladder's malloc")
+    doc = json.loads(report(args, log, "--json"))
+    pool = doc["pools"][0]
+    if pool["name"] != "cupy" or pool["reentries"] != 6 or not pool["first_reentry"]["py_stack"]:
+        fail("JSON pools: %r" % pool)
+
+
+DOUBLE_INIT_PROGRAM = """
+import double_init as d
+for i in range(7):
+    d.make_twice()                                 # LINE:twice
+    d.make_var_twice()
+    d.make_once()
+"""
+
+
+def double_init(args, work):
+    """Seed 001: each object initialised twice is listed, with both stacks."""
+    cfg = subprocess.run([sys.executable, "-c", "import sysconfig; print(sysconfig.get_paths()['include']); "
+                          "print(sysconfig.get_config_var('EXT_SUFFIX'))"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    fixture = os.path.join(ROOT, "tests", "fixtures", "double_init", "double_init.c")
+    subprocess.run([os.environ.get("CC", "cc"), "-shared", "-fPIC", "-g", "-O1", "-I" + cfg[0], fixture, "-o",
+                    os.path.join(work, "double_init" + cfg[1])], check=True)
+    prog, log = os.path.join(work, "program.py"), os.path.join(work, "dinit.tlog")
+    with open(prog, "w") as f:
+        f.write(DOUBLE_INIT_PROGRAM)
+    trace(args, prog, [], log, {"PYTHONPATH": work})
+    text = report(args, log)
+    print(text)
+    section = text[text.index("\nDouble initialisations"):text.index("\nGarbage collection")]
+    if "py_double_init: off" in text:
+        print("SKIP: the interpreter's PyObject_Init cannot be interposed here")
+        sys.exit(SKIP)
+    for want in ("7 x double_init.Thing", "7 x double_init.VarThing", "program.py:%d" % line_of(prog, "twice"),
+                 "make_twice"):
+        if want not in section:
+            fail("the double-initialisation section lacks %r" % want)
+    doc = json.loads(report(args, log, "--json"))
+    counts = sorted((d["type"], d["count"]) for d in doc["double_inits"])
+    if counts != [("double_init.Thing", 7), ("double_init.VarThing", 7)]:
+        fail("JSON double_inits: %r" % counts)
+
+
 def find_chromium():
     for name in ("chromium", "chromium-browser", "google-chrome"):
         path = shutil.which(name)
@@ -239,14 +297,14 @@ def html(args, work):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("case", choices=["seed002", "device_cycles", "html", "trace_run", "perfetto"])
+    p.add_argument("case", choices=["seed002", "device_cycles", "pool_reentry", "double_init", "html", "trace_run", "perfetto"])
     p.add_argument("--preload", required=True)
     p.add_argument("--replay", required=True)
     p.add_argument("--workdir")
     args = p.parse_args()
     work = args.workdir or tempfile.mkdtemp(prefix="report-")
     os.makedirs(work, exist_ok=True)
-    {"seed002": seed002, "device_cycles": device_cycles, "html": html, "trace_run": trace_run, "perfetto": perfetto}[args.case](args, work)
+    {"seed002": seed002, "device_cycles": device_cycles, "html": html, "trace_run": trace_run, "perfetto": perfetto, "double_init": double_init, "pool_reentry": pool_reentry}[args.case](args, work)
     print("ok")
 
 
