@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""Seed 000 end to end: the cupy5_pool fixture (CuPy 5.2's pool) traced on
+Python 3.11, then trace-replay.
+
+1. A run that failed with split's AssertionError: `check --model cupy5`
+   stops at the operation where the arena broke (the workload's own audit,
+   --check-arena, marks the log right after that iteration), names the
+   invariant the audit saw broken, and shows the collection that re-entered
+   the pool inside _append_to_free_list's set(): its Python stack (the
+   workload's Array.__init__) and its native stack (append_to_free_list).
+2. `check --model cupy` (CuPy 5.4+, no re-entry) on the same log: clean.
+3. A run where the bug did not fire: `check --model cupy5` is clean and
+   `explore --model cupy5` finds the collection that would break it.
+4. `minimize` writes a smaller log on which `check --model cupy5` still
+   breaks the same invariant.
+5. Every command prints the same bytes when run again on the same log.
+
+    test_seed000.py --build-dir DIR --preload LIBTRACE --replay TRACE_REPLAY --pylog PYLOG
+
+Logs and outputs stay in DIR/seed000 for a look after a failure.
+"""
+import argparse
+import json
+import os
+import subprocess
+
+import e2e
+
+FAILING_SEEDS = range(30)
+FAILING_CAP = 60000        # iterations; a failing run takes a second or two
+CLEAN_SEEDS = range(30)
+CLEAN_RUN = 3000           # iterations: a few collections, and most seeds stay sound
+MARK = "cupy5 workload: arena broken after iteration "
+# What the workload's audit says, and the replay invariant that says the same.
+AUDIT_TO_INVARIANT = (("bin index not increasing", "sorted_index"),
+                      ("holds a chunk of", "bin_membership"),
+                      ("are neighbours, not merged", "coalesced"),
+                      ("a_flag[", "flag_consistent"))
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build-dir", required=True)
+    parser.add_argument("--preload", required=True)
+    parser.add_argument("--replay", required=True)
+    parser.add_argument("--pylog", required=True)
+    return parser.parse_args()
+
+
+class Setup:
+    def __init__(self, args):
+        self.args = args
+        self.python, version = e2e.require_python(("3.11",))
+        self.module_dir = e2e.build_fixture(self.python, version, args.build_dir)
+        self.out = os.path.join(args.build_dir, "seed000")
+        os.makedirs(self.out, exist_ok=True)
+
+    def path(self, name):
+        return os.path.join(self.out, name)
+
+    def traced(self, seed, iterations, log):
+        if os.path.exists(log):
+            os.unlink(log)
+        return e2e.run_workload(self.python, self.module_dir, seed, iterations, check_arena=True,
+                                preload=self.args.preload, log=log)
+
+    def replay(self, *argv):
+        """(exit status, stdout) of trace-replay; stdout is also kept in DIR."""
+        done = subprocess.run([self.args.replay] + list(argv), capture_output=True, text=True,
+                              timeout=300)
+        name = "-".join(os.path.basename(a).replace(".tlog", "") for a in argv if not a.startswith("-"))
+        with open(self.path(name + (".json" if "--json" in argv else ".txt")), "w") as f:
+            f.write(done.stdout + done.stderr)
+        return done.returncode, done.stdout
+
+    def events(self, log):
+        done = subprocess.run([self.args.pylog, log], capture_output=True, text=True, check=True)
+        return [json.loads(line) for line in done.stdout.splitlines()
+                if json.loads(line)["kind"] != "infos"]
+
+
+def find_failing_run(setup):
+    """A traced run that failed; one whose first damage is the story's (the
+    bin index out of order) when the seeds allow."""
+    first = None
+    for seed in FAILING_SEEDS:
+        log = setup.path("failing-%d.tlog" % seed)
+        outcome = setup.traced(seed, FAILING_CAP, log)
+        print("failing run, seed %d: %s" % (seed, outcome), flush=True)
+        if outcome.failed and outcome.broken_since is not None:
+            if "bin index not increasing" in outcome.done.stdout:
+                return log, outcome
+            first = first or (log, outcome)
+    return first
+
+
+def find_clean_run(setup):
+    for seed in CLEAN_SEEDS:
+        log = setup.path("clean-%d.tlog" % seed)
+        outcome = setup.traced(seed, CLEAN_RUN, log)
+        print("clean run, seed %d: %s" % (seed, outcome), flush=True)
+        if not outcome.failed and outcome.broken_since is None and outcome.done.returncode == 0:
+            return log, outcome
+    return None
+
+
+def damage(setup, log):
+    """(the mark event, the audit's words, the seqs of the top-level pool
+    operations of the iteration before it): where the run went wrong."""
+    events = setup.events(log)
+    marks = [e for e in events if e["kind"] == "mark" and e["text"].startswith(MARK)]
+    if not marks:
+        return None, "", []
+    mark = marks[0]
+    ops = [e["seq"] for e in events
+           if e["kind"] == "pool_op_begin" and e["parent"] == 0 and e["seq"] < mark["seq"]]
+    # An iteration makes at most three top-level pool operations: a
+    # temporary's malloc, a result's malloc, and the free of the result it
+    # replaces (the frees a collection runs are nested in it).
+    return mark, mark["text"].split(": ", 2)[-1], ops[-3:]
+
+
+def frames(stack, key):
+    return [frame.get(key) or "" for frame in stack]
+
+
+def check_violation(failures, setup, log):
+    mark, audit, last_ops = damage(setup, log)
+    if not failures.check(mark is not None, "the failing run's log has the workload's mark"):
+        return
+    print("the workload's audit: %s (mark at seq %d; last operations %s)" % (audit, mark["seq"], last_ops))
+    status, out = setup.replay("check", "--model", "cupy5", "--json", log)
+    report = json.loads(out) if out.strip() else {}
+    violation = report.get("violation")
+    failures.check(status == 1 and violation, "check --model cupy5 finds a violation (status %d)" % status)
+    if not violation:
+        return
+    op = violation.get("op") or {}
+    print("check --model cupy5: %s at seq %d, %s op at seq %s" % (violation["invariant"], violation["seq"],
+                                                                   op.get("kind"), op.get("seq")))
+    failures.check(violation["seq"] < mark["seq"] and op.get("seq") in last_ops,
+                   "the violation is in the iteration the audit caught (op %s, last operations %s)"
+                   % (op.get("seq"), last_ops))
+    expected = [inv for words, inv in AUDIT_TO_INVARIANT if words in audit]
+    failures.check(violation["invariant"] in expected,
+                   "the invariant (%s) is what the audit saw: %s" % (violation["invariant"], audit))
+    check_reentry(failures, violation)
+
+
+def check_reentry(failures, violation):
+    reentries = [r for r in violation.get("reentries", []) if "_append_to_free_list" in r["point"]]
+    if not failures.check(reentries, "a collection re-entered the operation at _append_to_free_list's set()"):
+        return
+    gc = reentries[0]["gc"]
+    failures.check(reentries[0]["nested_ops"] > 0, "the collection ran pool frees")
+    failures.check(any(f.endswith("workload.py") for f in frames(gc["py_stack"], "file")),
+                   "the collection's Python stack is the workload's: %s" % gc["py_stack"][:3])
+    native = frames(gc["native_stack"], "function")
+    failures.check("append_to_free_list" in native,
+                   "the collection's native stack shows append_to_free_list: %s" % native[:12])
+
+
+def check_cupy54_clean(failures, setup, log):
+    status, out = setup.replay("check", "--model", "cupy", log)
+    failures.check(status == 0, "check --model cupy (5.4+, no re-entry) is clean (status %d): %s"
+                   % (status, out[:400]))
+
+
+def check_explore(failures, setup, log):
+    status, out = setup.replay("check", "--model", "cupy5", log)
+    failures.check(status == 0, "check --model cupy5 on the clean run is clean (status %d)" % status)
+    status, out = setup.replay("explore", "--model", "cupy5", "--json", log)
+    found = (json.loads(out).get("explore") or {}).get("found") if out.strip() else None
+    failures.check(status == 1 and found, "explore --model cupy5 finds a breaking collection (status %d)"
+                   % status)
+    if found:
+        print("explore: %s at seq %d, injected at %s" % (found["invariant"], found["seq"], found["point"]))
+        failures.check("_append_to_free_list" in (found.get("point") or ""),
+                       "explore injects at _append_to_free_list's set(): %s" % found.get("point"))
+
+
+def check_minimize(failures, setup, log):
+    smaller = setup.path("minimized.tlog")
+    status, _ = setup.replay("minimize", "--model", "cupy5", log, "-o", smaller)
+    if not failures.check(status == 1 and os.path.exists(smaller), "minimize writes a log (status %d)" % status):
+        return
+    _, before = setup.replay("check", "--model", "cupy5", "--json", log)
+    status, after = setup.replay("check", "--model", "cupy5", "--json", smaller)
+    failures.check(os.path.getsize(smaller) < os.path.getsize(log), "the minimized log is smaller")
+    failures.check(status == 1 and json.loads(after)["violation"]["invariant"] ==
+                   json.loads(before)["violation"]["invariant"],
+                   "the minimized log still breaks the same invariant (status %d)" % status)
+
+
+def check_repeatable(failures, setup, failing, clean):
+    commands = (("check", "--model", "cupy5", failing), ("check", "--model", "cupy5", "--json", failing),
+                ("check", "--model", "cupy", failing), ("explore", "--model", "cupy5", clean))
+    for argv in commands:
+        first, second = setup.replay(*argv), setup.replay(*argv)
+        failures.check(first == second, "trace-replay %s prints the same bytes twice" % " ".join(argv[:3]))
+    outs = [setup.path("minimized-%d.tlog" % i) for i in (1, 2)]
+    for out in outs:
+        setup.replay("minimize", "--model", "cupy5", failing, "-o", out)
+    same = all(os.path.exists(o) for o in outs) and open(outs[0], "rb").read() == open(outs[1], "rb").read()
+    failures.check(same, "minimize writes the same bytes twice")
+
+
+def main():
+    setup = Setup(parse_args())
+    failures = e2e.Failures()
+    failing = find_failing_run(setup)
+    clean = find_clean_run(setup)
+    if failures.check(failing, "a traced run failed within %d iterations" % FAILING_CAP):
+        check_violation(failures, setup, failing[0])
+        check_cupy54_clean(failures, setup, failing[0])
+        check_minimize(failures, setup, failing[0])
+    if failures.check(clean, "a traced run of %d iterations stayed sound" % CLEAN_RUN):
+        check_explore(failures, setup, clean[0])
+    if failing and clean:
+        check_repeatable(failures, setup, failing[0], clean[0])
+    failures.finish()
+
+
+if __name__ == "__main__":
+    main()
