@@ -1,26 +1,25 @@
 /*
- * python_alloc.c - wrappers around the three Python allocator domains.
+ * python_alloc.c - wrappers around the Python allocator domains.
  *
  * Installed after initialisation with PyMem_SetAllocator, each wrapper
  * forwards to the allocator it replaced (so blocks allocated before we came
- * are freed correctly, and PYTHONMALLOC choices are kept).  They serve three
- * purposes:
- *  - large host buffers (python_host.c), in every domain;
- *  - the always-on allocation counters carried by gc_start (u.gc.allocs): we
- *    count allocations in the OBJ domain, which is where objects are made.
- *    This counts every object allocation (GC-tracked or not, plus the small
- *    buffers some types take from PyObject_Malloc); the interpreter's own
- *    generation counters are not reachable without per-version offsets and
- *    net out deallocations, which is not the question asked;
+ * are freed correctly, and PYTHONMALLOC choices are kept).  Wrapping costs an
+ * indirect call on every allocation, so we wrap only what is needed:
+ *  - large host buffers (python_host.c): the RAW domain.  pymalloc, behind
+ *    the MEM and OBJ domains by default, hands every block over 512 bytes to
+ *    PyMem_RawMalloc, so RAW sees them all (and reports them as RAW).  Only
+ *    when PYTHONMALLOC picks plain malloc do MEM and OBJ need wrappers too;
  *  - the opt-in sample of allocations (TRACE_PY_ALLOCS=N): one py_alloc event
- *    with both stacks every N OBJ-domain allocations.
- * The OBJ and MEM domains are only called with the GIL held, so their counters
- * need no atomics; RAW can be called from any thread and only does the
- * large-buffer check.
+ *    with both stacks every N OBJ-domain allocations (object allocations).
+ * The per-generation allocation counters come from the interpreter itself
+ * (python_gc.c), at no cost per allocation.
  */
 #include "python_internal.h"
 #include "config.h"
 #include "recorder.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 typedef struct domain_wrapper {
     py_allocator prev;
@@ -33,14 +32,11 @@ static domain_wrapper wrappers[3];
  * the block must be recorded once, by the outermost domain. */
 static __thread int in_large_request __attribute__((tls_model("initial-exec")));
 static uint64_t host_threshold = UINT64_MAX;   /* UINT64_MAX: large buffers off */
-static uint32_t sample_every;
+static uint32_t sample_every;                  /* OBJ domain: GIL held, no atomics */
 static uint32_t sample_countdown;
-static uint64_t obj_allocs;                    /* OBJ-domain allocations so far */
-static uint64_t obj_allocs_at_collection[3];   /* ... at the last collection of gen g */
 
-static void count_object_allocation(void *p, size_t size)
+static void sample_object_allocation(void *p, size_t size)
 {
-    obj_allocs++;
     if (sample_every && --sample_countdown == 0) {
         sample_countdown = sample_every;
         tf_event e = { .kind = TF_EV_PY_ALLOC };
@@ -56,7 +52,7 @@ static void after_allocation(const domain_wrapper *w, void *p, size_t size)
     if (!p)
         return;
     if (w->domain == PY_DOMAIN_OBJ)
-        count_object_allocation(p, size);
+        sample_object_allocation(p, size);
     if (size >= host_threshold && !in_large_request)
         python_host_allocated(w->domain, p, size);
 }
@@ -101,7 +97,7 @@ static void *wrapped_calloc(void *ctx, size_t nelem, size_t elsize)
 static void *wrapped_realloc(void *ctx, void *ptr, size_t size)
 {
     domain_wrapper *w = ctx;
-    uint64_t old_size = ptr ? python_host_releasing(w->domain, ptr) : 0;
+    uint64_t old_size = ptr && python_host_any_live() ? python_host_releasing(w->domain, ptr) : 0;
     int entered = enter_large(size);
     void *p = w->prev.realloc(w->prev.ctx, ptr, size);
     leave_large(entered);
@@ -115,7 +111,7 @@ static void *wrapped_realloc(void *ctx, void *ptr, size_t size)
 static void wrapped_free(void *ctx, void *ptr)
 {
     domain_wrapper *w = ctx;
-    if (ptr)
+    if (ptr && python_host_any_live())
         python_host_releasing(w->domain, ptr);
     w->prev.free(w->prev.ctx, ptr);
 }
@@ -129,6 +125,14 @@ static void wrap_domain(int domain)
     py.PyMem_SetAllocator(domain, &ours);
 }
 
+/* PYTHONMALLOC=malloc (or malloc_debug): MEM and OBJ go straight to malloc,
+ * not through the RAW domain. */
+static int python_malloc_bypasses_raw(void)
+{
+    const char *m = getenv("PYTHONMALLOC");
+    return m && strncmp(m, "malloc", 6) == 0;
+}
+
 void python_alloc_install(void)
 {
     const trace_config *c = trace_config_get();
@@ -136,17 +140,11 @@ void python_alloc_install(void)
         host_threshold = c->host_threshold ? c->host_threshold : 1;
     sample_every = c->py_alloc_sample;
     sample_countdown = sample_every;
-    wrap_domain(PY_DOMAIN_OBJ);
-    if (c->host_buffers) {
-        wrap_domain(PY_DOMAIN_MEM);
+    int all_domains = c->host_buffers && python_malloc_bypasses_raw();
+    if (c->host_buffers)
         wrap_domain(PY_DOMAIN_RAW);
-    }
-}
-
-void python_alloc_counts(int generation, uint64_t allocs[3])
-{
-    for (int g = 0; g < 3; g++)
-        allocs[g] = obj_allocs - obj_allocs_at_collection[g];
-    for (int g = 0; g <= generation && g < 3; g++)
-        obj_allocs_at_collection[g] = obj_allocs;
+    if (all_domains)
+        wrap_domain(PY_DOMAIN_MEM);
+    if (all_domains || sample_every)
+        wrap_domain(PY_DOMAIN_OBJ);
 }

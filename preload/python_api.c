@@ -48,15 +48,12 @@ int py_api_resolve(const char **why)
     RESOLVE(PyImport_ImportModule, "PyImport_ImportModule");
     RESOLVE(PyImport_GetModule, "PyImport_GetModule");
     RESOLVE(PyObject_GetAttrString, "PyObject_GetAttrString");
-    RESOLVE(PyObject_SetAttrString, "PyObject_SetAttrString");
     RESOLVE(PyObject_CallFunctionObjArgs, "PyObject_CallFunctionObjArgs");
     RESOLVE(PyList_Append, "PyList_Append");
     RESOLVE(PyCFunction_NewEx, "PyCFunction_NewEx");
     RESOLVE(PyUnicode_InternFromString, "PyUnicode_InternFromString");
-    RESOLVE(PyUnicode_FromString, "PyUnicode_FromString");
     RESOLVE(PyUnicode_CompareWithASCIIString, "PyUnicode_CompareWithASCIIString");
     RESOLVE(PyTuple_GetItem, "PyTuple_GetItem");
-    RESOLVE(PyTuple_Size, "PyTuple_Size");
     RESOLVE(PyTuple_Pack, "PyTuple_Pack");
     RESOLVE(PyDict_New, "PyDict_New");
     RESOLVE(PyDict_SetItemString, "PyDict_SetItemString");

@@ -48,12 +48,10 @@ typedef struct py_api {
     py_object *(*PyImport_ImportModule)(const char *name);
     py_object *(*PyImport_GetModule)(py_object *name);   /* new reference */
     py_object *(*PyObject_GetAttrString)(py_object *o, const char *name);
-    int (*PyObject_SetAttrString)(py_object *o, const char *name, py_object *v);
     py_object *(*PyObject_CallFunctionObjArgs)(py_object *callable, ...);
     int (*PyList_Append)(py_object *list, py_object *item);
     py_object *(*PyCFunction_NewEx)(py_method_def *def, py_object *self, py_object *module);
     py_object *(*PyUnicode_InternFromString)(const char *s);
-    py_object *(*PyUnicode_FromString)(const char *s);
     int (*PyUnicode_CompareWithASCIIString)(py_object *u, const char *s);
     py_object *(*PyTuple_GetItem)(py_object *t, ssize_t i);
     py_object *(*PyTuple_Pack)(ssize_t n, ...);
@@ -62,7 +60,6 @@ typedef struct py_api {
     int (*PyObject_SetItem)(py_object *o, py_object *key, py_object *v);
     py_object *(*PyStaticMethod_New)(py_object *callable);
     void (*PyEval_SetProfile)(void *func, py_object *arg);
-    ssize_t (*PyTuple_Size)(py_object *t);
     py_object *(*PyDict_GetItem)(py_object *d, py_object *key);
     ssize_t (*PyLong_AsSsize_t)(py_object *o);
     unsigned long long (*PyLong_AsUnsignedLongLongMask)(py_object *o);

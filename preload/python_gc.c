@@ -9,10 +9,18 @@
  * None singleton.  gc_start opens an operation, so whatever is recorded while
  * the collection runs (finalizers freeing pooled GPU memory, large buffers
  * released) is nested under it.
+ *
+ * gc_start also carries, per generation, the GC-tracked allocations since
+ * that generation was last collected.  We read the interpreter's own young
+ * count (generations[0].count: GC objects allocated minus those freed since
+ * the previous collection, the number that triggers collections) at each
+ * gc_start and sum it up per generation, so nothing runs per allocation.
  */
 #include "python_internal.h"
+#include "python_layout.h"
 #include "recorder.h"
 
+#include <dlfcn.h>
 #include <time.h>
 
 /* Collections are serialised by the interpreter (one at a time, GIL held), so
@@ -20,6 +28,9 @@
 static uint64_t open_seq;
 static uint64_t start_ns;
 static py_object *key_generation, *key_collected, *key_uncollectable;
+static const py_layout *layout;
+static const char *runtime;            /* &_PyRuntime, for 3.8 */
+static uint64_t since_collected[3];    /* net GC allocations since gen g was collected */
 
 static uint64_t monotonic_ns(void)
 {
@@ -39,11 +50,35 @@ static int64_t info_field(py_object *info, py_object *key)
     return n;
 }
 
+static uint64_t young_count(void)
+{
+    const char *base = runtime;
+    if (!layout->gc_in_runtime) {
+        const char *tstate = py.current_tstate();   /* ours: the collector holds the GIL */
+        base = tstate ? *(const char *const *)(tstate + layout->tstate_interp) : NULL;
+    }
+    int count = base ? *(const int *)(base + layout->gc_young_count) : 0;   /* an int */
+    return count > 0 ? (uint64_t)count : 0;
+}
+
+static void allocation_counts(int generation, uint64_t allocs[3])
+{
+    if (!layout)
+        return;
+    uint64_t young = young_count();
+    for (int g = 0; g < 3; g++) {
+        since_collected[g] += young;
+        allocs[g] = since_collected[g];
+    }
+    for (int g = 0; g <= generation && g < 3; g++)
+        since_collected[g] = 0;
+}
+
 static void on_start(py_object *info)
 {
     tf_event e = { .kind = TF_EV_GC_START };
     e.u.gc.generation = (int32_t)info_field(info, key_generation);
-    python_alloc_counts(e.u.gc.generation, e.u.gc.allocs);
+    allocation_counts(e.u.gc.generation, e.u.gc.allocs);
     start_ns = monotonic_ns();
     open_seq = rec_event(&e, REC_STACKS | REC_OPEN);
 }
@@ -88,6 +123,10 @@ static py_method_def gc_callback_def = {
 
 int python_gc_install(void)
 {
+    layout = py_layout_get();
+    runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
+    if (layout && layout->gc_in_runtime && !runtime)
+        layout = NULL;
     key_generation = py.PyUnicode_InternFromString("generation");
     key_collected = py.PyUnicode_InternFromString("collected");
     key_uncollectable = py.PyUnicode_InternFromString("uncollectable");

@@ -9,8 +9,8 @@
  * (the RAW domain needs no GIL), so it is lock-free: nothing a signal or a
  * fork could leave held.  A pointer lives in a fixed window of slots after its
  * hash; a per-window count lets the common case (a small block) answer with
- * one load.  When a window is full the buffer is simply not tracked and the
- * loss is counted.
+ * one load.  When a window is full the buffer is simply not tracked, and an
+ * INFO record says so once.
  */
 #include "python_internal.h"
 #include "recorder.h"
@@ -23,7 +23,8 @@
 static _Atomic uintptr_t live_ptr[LIVE_SLOTS + WINDOW];
 static uint64_t live_size[LIVE_SLOTS + WINDOW];
 static _Atomic uint32_t window_live[LIVE_SLOTS];
-static atomic_ulong untracked;
+static atomic_flag said_untracked = ATOMIC_FLAG_INIT;
+_Atomic unsigned python_host_live;     /* buffers in the set */
 
 static uint32_t window_of(const void *p)
 {
@@ -39,11 +40,13 @@ static int live_insert(void *p, uint64_t size)
         uintptr_t empty = 0;
         if (atomic_compare_exchange_strong(&live_ptr[w + i], &empty, (uintptr_t)p)) {
             live_size[w + i] = size;
+            atomic_fetch_add(&python_host_live, 1);
             return 1;
         }
     }
     atomic_fetch_sub(&window_live[w], 1);
-    atomic_fetch_add(&untracked, 1);
+    if (!atomic_flag_test_and_set(&said_untracked))
+        rec_info("host_buffers", "some large buffers not tracked: too many live at once");
     return 0;
 }
 
@@ -60,6 +63,7 @@ static int live_remove(void *p, uint64_t *size)
         *size = live_size[w + i];
         if (atomic_compare_exchange_strong(&live_ptr[w + i], &expected, 0)) {
             atomic_fetch_sub(&window_live[w], 1);
+            atomic_fetch_sub(&python_host_live, 1);
             return 1;
         }
     }
@@ -88,9 +92,4 @@ uint64_t python_host_releasing(int domain, void *p)
     e.u.host.size = size;
     rec_event(&e, REC_STACKS);
     return size;
-}
-
-unsigned long python_host_untracked(void)
-{
-    return atomic_load(&untracked);
 }

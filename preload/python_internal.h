@@ -18,9 +18,6 @@ int python_gc_install(void);
 
 /* python_alloc.c: wrap the allocator domains (after initialisation). */
 void python_alloc_install(void);
-/* OBJ-domain allocations since the last collection of each generation, read
- * at gc_start of `generation` (which then resets generations 0..generation). */
-void python_alloc_counts(int generation, uint64_t allocs[3]);
 
 /* python_init_check.c: start checking PyObject_Init calls (or say why not). */
 void python_init_check_install(void);
@@ -35,6 +32,11 @@ void python_cupy_on_audit_event(const char *event, py_object *args);
  * and returns its size, or returns 0 when p is not one. */
 void python_host_allocated(int domain, void *p, size_t size);
 uint64_t python_host_releasing(int domain, void *p);
-unsigned long python_host_untracked(void);
+/* Cheap test before releasing(): is any large buffer tracked at all? */
+extern _Atomic unsigned python_host_live;
+static inline int python_host_any_live(void)
+{
+    return __atomic_load_n(&python_host_live, __ATOMIC_RELAXED) != 0;
+}
 
 #endif

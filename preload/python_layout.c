@@ -22,9 +22,13 @@
     .str_length = 16, .str_state = 32, .ascii_size = 40, .compact_size = 56, \
     .compact_utf8 = 48, .compact_utf8_length = 40
 
-static const py_layout layout_3_8 = { FRAME_OBJECTS(104, 1), STR_WITH_WSTR };
-static const py_layout layout_3_9 = { FRAME_OBJECTS(104, 1), STR_WITH_WSTR };
-static const py_layout layout_3_10 = { FRAME_OBJECTS(96, 2), STR_WITH_WSTR };
+#define GC_COUNT(offset) .tstate_interp = 16, .gc_young_count = offset
+
+static const py_layout layout_3_8 = {
+    FRAME_OBJECTS(104, 1), STR_WITH_WSTR, GC_COUNT(388), .gc_in_runtime = 1
+};
+static const py_layout layout_3_9 = { FRAME_OBJECTS(104, 1), STR_WITH_WSTR, GC_COUNT(660) };
+static const py_layout layout_3_10 = { FRAME_OBJECTS(96, 2), STR_WITH_WSTR, GC_COUNT(660) };
 
 static const py_layout layout_3_11 = {
     .tstate_frame = PY_NO_FIELD, .tstate_cframe = 56, .cframe_frame = 8,
@@ -32,7 +36,7 @@ static const py_layout layout_3_11 = {
     .owner_cstack = -1,
     .code_filename = 112, .code_name = 128 /* co_qualname */, .code_firstlineno = 72,
     .code_bytecode = 184,
-    STR_WITH_WSTR
+    STR_WITH_WSTR, GC_COUNT(692)
 };
 
 static const py_layout layout_3_12 = {
@@ -40,7 +44,7 @@ static const py_layout layout_3_12 = {
     .frame_code = 0, .frame_back = 8, .frame_instr = 56, .frame_owner = 70,
     .owner_cstack = 3,
     .code_filename = 112, .code_name = 128, .code_firstlineno = 68, .code_bytecode = 192,
-    STR_WITHOUT_WSTR
+    STR_WITHOUT_WSTR, GC_COUNT(156)
 };
 
 /* The head of 3.13's _Py_DebugOffsets, which starts _PyRuntime.  Its layout is
@@ -50,7 +54,7 @@ typedef struct debug_offsets_3_13 {
     uint64_t version;
     uint64_t free_threaded;
     uint64_t runtime_state[3];
-    uint64_t interpreter_state[13];
+    struct { uint64_t size, id, next, threads_head, gc, rest[8]; } interpreter_state;
     struct { uint64_t size, prev, next, interp, current_frame, thread_id,
              native_thread_id, datastack_chunk, status; } thread_state;
     struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } frame;
@@ -75,7 +79,10 @@ static const py_layout *read_debug_offsets(void)
         .owner_cstack = 3,
         .code_filename = d->code.filename, .code_name = d->code.qualname,
         .code_firstlineno = d->code.firstlineno, .code_bytecode = d->code.co_code_adaptive,
-        STR_WITHOUT_WSTR
+        STR_WITHOUT_WSTR,
+        /* generations[0].count sits 44 bytes into 3.13's gc state */
+        .tstate_interp = d->thread_state.interp,
+        .gc_young_count = d->interpreter_state.gc + 44,
     };
     return &layout_3_13;
 }

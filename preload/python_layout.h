@@ -28,6 +28,11 @@ typedef struct py_layout {
     /* str objects: PyASCIIObject size, PyCompactUnicodeObject size, the
      * cached UTF-8 pointer and its length. */
     size_t str_length, str_state, ascii_size, compact_size, compact_utf8, compact_utf8_length;
+    /* The young generation's count (interp->gc.generations[0].count): in the
+     * interpreter state, tstate[tstate_interp] + gc_young_count, or from 3.8's
+     * _PyRuntime + gc_young_count when gc_in_runtime. */
+    size_t tstate_interp, gc_young_count;
+    int gc_in_runtime;
 } py_layout;
 
 /* The layout of the running interpreter (py.minor known); NULL if unknown. */

@@ -60,10 +60,17 @@ def check_against_stats(run, stats, tag):
 
 
 def check_alloc_counters(run, stats, tag):
-    """Automatic young collections come after at least threshold[0] object
-    allocations; older generations count at least as many as younger ones.
-    The first collection after attaching is left out (counting began then)."""
+    """Automatic young collections come after at least threshold[0] GC
+    allocations; older generations count at least as many as younger ones;
+    the explicit gc.collect(0) sees the count gc.get_count() gave just before
+    (give or take the tuple it returned).  The first collection after
+    attaching is left out (counting began then)."""
     starts = [e for e in run.of("gc_start") if in_workload(e)][1:]
+    explicit = [e for e in starts if e["generation"] == 0 and e["py"][0][2] == "main"]
+    if fails.check(len(explicit) == 1, "%s: %d explicit gc.collect(0)" % (tag, len(explicit))):
+        got, want = explicit[0]["allocs"][0], stats["young_before_collect0"]
+        fails.check(abs(got - want) <= 2, "%s: gc.collect(0) after %d allocations, gc.get_count() said %d"
+                    % (tag, got, want))
     auto = [e for e in starts if e["generation"] == 0 and e["py"][0][2] == "churn"]
     fails.check(len(auto) > 0, "%s: no automatic young collection" % tag)
     low = [e["allocs"][0] for e in auto if e["allocs"][0] < stats["threshold"][0]]

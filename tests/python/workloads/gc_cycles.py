@@ -16,6 +16,7 @@ def main(out):
     before = gc.get_stats()
     gc.enable()
     churn(30000)
+    young = gc.get_count()[0]
     gc.collect(0)
     churn(5000)
     gc.collect(1)
@@ -25,7 +26,8 @@ def main(out):
     gc.disable()
     after = gc.get_stats()
     with open(out, "w") as f:
-        json.dump({"before": before, "after": after, "threshold": gc.get_threshold()}, f)
+        json.dump({"before": before, "after": after, "threshold": gc.get_threshold(),
+                   "young_before_collect0": young}, f)
 
 
 main(sys.argv[1])
