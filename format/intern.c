@@ -6,39 +6,32 @@
 
 #include "intern.h"
 
-/* A multiply-xorshift hash over 8-byte words in four independent lanes:
- * the recorder hashes a 32-frame stack per event, so the multiplies must
- * overlap rather than chain; quality only needs to suit linear probing. */
-static uint64_t mix(uint64_t h, uint64_t w)
+/* The recorder hashes a 32-frame stack for every event, so the hash must not
+ * be one long dependency chain: each 16-byte block is folded by its own
+ * 64x64->128 multiply (keyed by its position, so reordered frames differ)
+ * and the results are summed.  Quality only needs to suit linear probing. */
+static uint64_t fold(uint64_t a, uint64_t b)
 {
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-    return h ^ (h >> 32);
+    __uint128_t r = (__uint128_t)a * b;
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
 }
 
 uint64_t tf_intern_hash(const void *key, size_t len)
 {
+    const uint64_t k1 = 0xa0761d6478bd642full, k2 = 0xe7037ed1a0b428dbull;
     const uint8_t *p = key;
-    uint64_t lane[4] = { 0x9e3779b97f4a7c15ull ^ len, 0xff51afd7ed558ccdull,
-                         0xbf58476d1ce4e5b9ull, 0x94d049bb133111ebull };
-    for (; len >= 32; p += 32, len -= 32) {
-        uint64_t w[4];
-        memcpy(w, p, 32);
-        for (int i = 0; i < 4; i++)
-            lane[i] = mix(lane[i], w[i]);
-    }
-    uint64_t h = mix(mix(mix(lane[0], lane[1]), lane[2]), lane[3]);
-    for (; len >= 8; p += 8, len -= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = mix(h, w);
+    uint64_t h = fold(len ^ k1, k2), pos = 0;
+    for (; len >= 16; p += 16, len -= 16, pos += k1) {
+        uint64_t w[2];
+        memcpy(w, p, 16);
+        h += fold(w[0] ^ k1 ^ pos, w[1] ^ k2);
     }
     if (len) {
-        uint64_t w = 0;
-        memcpy(&w, p, len);
-        h = mix(h, w);
+        uint64_t w[2] = { 0, 0 };
+        memcpy(w, p, len);
+        h += fold(w[0] ^ k1 ^ pos, w[1] ^ k2);
     }
-    h *= 0xbf58476d1ce4e5b9ull;
-    return h ^ (h >> 29);
+    return fold(h ^ k2, h ^ k1);
 }
 
 static int slot_matches(const tf_intern *t, const tf_intern_slot *s, const void *key,

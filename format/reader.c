@@ -287,7 +287,7 @@ static void get_common(tf_reader *r, tf_cursor *c, uint32_t present, tf_event *e
  * this version does not know (its common fields still move the bases). */
 static int decode_event(tf_reader *r, uint32_t kind, tf_cursor *c, tf_event *e)
 {
-    memset(e, 0, sizeof *e);
+    memset(&e->u, 0, sizeof e->u);  /* get_common sets all the rest */
     e->kind = kind;
     if (c->end - c->p < 2)
         return TF_REC_BAD;

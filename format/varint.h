@@ -43,14 +43,19 @@ typedef struct tf_cursor {
 
 static inline uint64_t tf_get_uv(tf_cursor *c)
 {
-    if (c->p < c->end && *c->p < 0x80)  /* most values fit one byte */
-        return *c->p++;
+    const uint8_t *p = c->p;
     uint64_t v = 0;
-    for (unsigned shift = 0; shift < 64 && c->p < c->end; shift += 7) {
-        uint8_t b = *c->p++;
+    if (p < c->end && *p < 0x80) {  /* most values fit one byte */
+        c->p = p + 1;
+        return *p;
+    }
+    for (unsigned shift = 0; shift < 64 && p < c->end; shift += 7) {
+        uint8_t b = *p++;
         v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
+        if (b < 0x80) {
+            c->p = p;
             return v;
+        }
     }
     c->bad = 1;
     return 0;
