@@ -92,6 +92,8 @@ typedef struct rpt {
 
     rpt_pool *pools;
     uint32_t npools;
+    uint32_t *modules_on_stacks;       /* ids of modules some native frame is in, ascending */
+    uint32_t nmodules_on_stacks;
     rpt_site *sites;
     uint32_t nsites;
     rpt_stack_tally *dev_stacks;

@@ -41,8 +41,10 @@ typedef struct pass {
     rp_ptrmap dinit_index;     /* key hash -> double-init group */
     rp_ptrmap native_site;     /* native stack id -> index of its site frame */
     rp_ptrmap stack_index;     /* (py stack, native stack) -> dev_stacks index */
+    rp_ptrmap stacks_seen;     /* native stack ids whose modules are noted */
+    rp_ptrmap modules_seen;    /* module ids on some native stack */
     size_t cappools;
-    size_t capsites, capstacks, capdinits, capcoll, capthreads;
+    size_t capsites, capstacks, capdinits, capmodules, capcoll, capthreads;
 } pass;
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -467,8 +469,34 @@ static void account(rpt *r, pass *ps, const tf_event *e, const rpt_frame *up)
     note_memory(r, ps, e);
 }
 
+/* The modules a stack's frames are in, looked up while they are loaded (a
+ * bundle needs their files to resolve the stacks elsewhere). */
+static void note_modules(rpt *r, pass *ps, uint32_t stack)
+{
+    const uint64_t *ips;
+    uint32_t n;
+    if (!stack || rp_ptrmap_get(&ps->stacks_seen, stack) || !tf_reader_native_stack(r->reader, stack, &ips, &n))
+        return;
+    rp_ptrmap_put(&ps->stacks_seen, stack, 1);
+    for (uint32_t i = 0; i < n; i++) {
+        const tf_module *m = tf_reader_module_for(r->reader, ips[i]);
+        if (m && !rp_ptrmap_get(&ps->modules_seen, m->id)) {
+            rp_ptrmap_put(&ps->modules_seen, m->id, 1);
+            rp_grow(&r->modules_on_stacks, &ps->capmodules, r->nmodules_on_stacks + 1, sizeof *r->modules_on_stacks);
+            r->modules_on_stacks[r->nmodules_on_stacks++] = m->id;
+        }
+    }
+}
+
+static int by_id(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 static void event(rpt *r, pass *ps, const tf_event *e)
 {
+    note_modules(r, ps, e->native_stack);
     if (!r->events)
         r->t_first = e->t_ns;
     r->events++;
@@ -512,6 +540,8 @@ int rpt_open(rpt *r, const char *path, char *err, size_t errlen)
     rp_ptrmap_init(&ps->dinit_index);
     rp_ptrmap_init(&ps->native_site);
     rp_ptrmap_init(&ps->stack_index);
+    rp_ptrmap_init(&ps->stacks_seen);
+    rp_ptrmap_init(&ps->modules_seen);
     rpt_series_init(&r->series);
     return 0;
 }
@@ -537,6 +567,7 @@ void rpt_read(rpt *r, const rpt_hooks *hooks)
     if (r->status->clean_end)
         rp_checks_end(ps->checks);
     r->nwarnings = rp_checks_warnings(ps->checks, &r->warnings, &r->total_warnings);
+    qsort(r->modules_on_stacks, r->nmodules_on_stacks, sizeof *r->modules_on_stacks, by_id);
     for (uint32_t i = 0; i < r->npools; i++) {
         rp_pool_figures f = rp_checks_pool(ps->checks, r->pools[i].id);
         r->pools[i].peak_reserved = f.peak_reserved;
@@ -559,6 +590,8 @@ void rpt_free(rpt *r)
         rp_ptrmap_free(&ps->dinit_index);
         rp_ptrmap_free(&ps->native_site);
         rp_ptrmap_free(&ps->stack_index);
+        rp_ptrmap_free(&ps->stacks_seen);
+        rp_ptrmap_free(&ps->modules_seen);
         free(ps);
     }
     if (r->reader)
@@ -566,6 +599,7 @@ void rpt_free(rpt *r)
     rpt_series_free(&r->series);
     free(r->sites);
     free(r->pools);
+    free(r->modules_on_stacks);
     free(r->dev_stacks);
     free(r->collections);
     free(r->dinits);

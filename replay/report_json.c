@@ -132,6 +132,29 @@ static void memory(rp_json *w, const rpt *r)
     rp_json_end_obj(w);
 }
 
+/* The modules native frames are in (what a bundle must carry). */
+static void modules(rp_json *w, const rpt *r)
+{
+    char id[2 * 64 + 1];
+    rp_json_arr(w, "modules");
+    for (uint32_t i = 0; i < r->nmodules_on_stacks; i++) {
+        const tf_module *m = tf_reader_module(r->reader, r->modules_on_stacks[i]);
+        if (!m)
+            continue;
+        uint32_t n = m->build_id_len < 64 ? m->build_id_len : 64;
+        for (uint32_t k = 0; k < n; k++)
+            snprintf(id + 2 * k, 3, "%02x", m->build_id[k]);
+        id[2 * n] = '\0';
+        rp_json_obj(w, NULL);
+        rp_json_u64(w, "id", m->id);
+        rp_json_str(w, "path", m->path);
+        rp_json_str(w, "build_id", n ? id : NULL);
+        rp_json_u64(w, "base", m->base);
+        rp_json_end_obj(w);
+    }
+    rp_json_end_arr(w);
+}
+
 static void pools(rp_json *w, const rpt *r, rp_stacks *st)
 {
     rp_json_arr(w, "pools");
@@ -312,6 +335,7 @@ int rpt_print_json(const rpt *r, rp_stacks *st, FILE *out)
     counts(&w, r);
     memory(&w, r);
     pools(&w, r, st);
+    modules(&w, r);
     sites(&w, r, st);
     device_stacks(&w, r, st);
     checks(&w, r, st);

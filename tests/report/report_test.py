@@ -7,7 +7,8 @@ Cases: seed002 (ctypes.cast keeps 10 MiB bytearrays alive until a collection:
 the GC section must name the bytearray line), device_cycles (pooled device
 memory held by reference cycles, through the fake CuPy pool), pool_reentry
 (a collection inside a pool operation frees into the same pool), double_init
-(seed 001: objects initialised twice, with their stacks), html (the page
+(seed 001: objects initialised twice, with their stacks), bundle
+(scripts/trace-bundle: stacks resolve from the bundle alone), html (the page
 renders in headless Chromium without script errors), trace_run
 (scripts/trace-run: options, the log's path, the report, the exit status),
 perfetto (export --perfetto: slices nest as the operations ran, instants
@@ -20,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -213,6 +215,96 @@ def pool_reentry(args, work):
         fail("JSON pools: %r" % pool)
 
 
+BUNDLE_LIB = r"""
+#include <stdint.h>
+#include "trace_api.h"
+
+/* Two frames of our own on every stack of the pool's events. */
+__attribute__((noinline)) void *bundle_fixture_allocate(int pool, uintptr_t at, size_t size)
+{
+    uint64_t op = trace_pool_op_begin(pool, TRACE_POOL_OP_ALLOC, size);
+    trace_pool_segment(pool, TRACE_SEGMENT_GROW, (void *)at, 1 << 20);
+    trace_pool_alloc(pool, (void *)at, size, size, 0);
+    trace_pool_op_end(pool, op);
+    return (void *)at;
+}
+
+__attribute__((noinline)) void bundle_fixture_run(void)
+{
+    int pool = trace_pool_register("bundle-pool");
+    for (int i = 0; i < 3; i++)
+        bundle_fixture_allocate(pool, 0x10000000 + ((uintptr_t)i << 20), 4096);
+    bundle_fixture_allocate(pool, 0x10000000, 4096);   /* handed out twice: a violation */
+}
+"""
+
+BUNDLE_MAIN = r"""
+void bundle_fixture_run(void);
+int main(void) { bundle_fixture_run(); return 0; }
+"""
+
+
+def bundle(args, work):
+    """A bundle made here resolves the stacks on "another machine": in another
+    folder, with the program and its library gone."""
+    build = os.path.join(work, "build")
+    os.makedirs(build, exist_ok=True)
+    for name, text in (("lib.c", BUNDLE_LIB), ("main.c", BUNDLE_MAIN)):
+        with open(os.path.join(build, name), "w") as f:
+            f.write(text)
+    cc = os.environ.get("CC", "cc")
+    lib, exe = os.path.join(build, "libbundlefix.so"), os.path.join(build, "bundlefix")
+    subprocess.run([cc, "-shared", "-fPIC", "-g", "-O1", "-Wl,--build-id", "-I" + os.path.join(ROOT, "preload"),
+                    os.path.join(build, "lib.c"), "-o", lib], check=True)
+    subprocess.run([cc, "-g", "-O1", "-Wl,--build-id", os.path.join(build, "main.c"), lib, "-o", exe,
+                    "-Wl,-rpath," + build], check=True)
+    log = os.path.join(work, "app.tlog")
+    env = dict(os.environ, LD_PRELOAD=args.preload, TRACE_OUTPUT=log, TRACE_QUIET="1")
+    subprocess.run([exe], env=env, check=True, timeout=60)
+
+    out = os.path.join(work, "app.bundle.tar.gz")
+    env = dict(os.environ, TRACE_REPLAY=args.replay)
+    p = subprocess.run([os.path.join(ROOT, "scripts", "trace-bundle"), "-o", out, log], env=env,
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        fail("trace-bundle exited %d: %s" % (p.returncode, p.stderr))
+    print(p.stdout)
+
+    # Another machine: the binaries are gone, the bundle unpacks elsewhere.
+    shutil.rmtree(build)
+    os.remove(log)
+    elsewhere = os.path.join(work, "elsewhere")
+    shutil.rmtree(elsewhere, ignore_errors=True)
+    os.makedirs(elsewhere)
+    with tarfile.open(out) as tar:
+        tar.extractall(elsewhere)
+    top = os.path.join(elsewhere, "app.tlog.bundle")
+    for name in ("app.tlog", "README.md", "environment.txt", "report.txt", "check.txt", "minimized.tlog"):
+        if not os.path.exists(os.path.join(top, name)):
+            fail("the bundle lacks " + name)
+    p = subprocess.run([args.replay, "check", "minimized.tlog"], cwd=top, capture_output=True, text=True)
+    if p.returncode != 1 or "overlap" not in p.stdout:
+        fail("the minimized log does not break the same invariant: %s" % p.stdout)
+    with open(os.path.join(top, "environment.txt")) as f:
+        if "cmdline: " + exe not in f.read():
+            fail("environment.txt lacks the log's command line")
+
+    def native_frames(debug_dir):
+        cmd = [args.replay, "report", "app.tlog", "--json"] + (["--debug-dir", debug_dir] if debug_dir else [])
+        p = subprocess.run(cmd, cwd=top, capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            fail("report in the bundle: %s" % p.stderr)
+        doc = json.loads(p.stdout)
+        return [f for st in doc["device_stacks"] for f in st["native_stack"]]
+
+    if any("bundle_fixture_allocate" in f for f in native_frames(None)):
+        fail("stacks resolve without the bundle's debug folder: the test proves nothing")
+    frames = native_frames("debug")
+    for want in ("bundle_fixture_allocate (", "bundle_fixture_run (", "lib.c:"):
+        if not any(want in f for f in frames):
+            fail("through the bundle, no frame shows %r: %r" % (want, frames[:8]))
+
+
 DOUBLE_INIT_PROGRAM = """
 import double_init as d
 for i in range(7):
@@ -297,14 +389,15 @@ def html(args, work):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("case", choices=["seed002", "device_cycles", "pool_reentry", "double_init", "html", "trace_run", "perfetto"])
+    p.add_argument("case", choices=["seed002", "device_cycles", "pool_reentry", "double_init", "bundle", "html", "trace_run", "perfetto"])
     p.add_argument("--preload", required=True)
     p.add_argument("--replay", required=True)
     p.add_argument("--workdir")
     args = p.parse_args()
+    args.replay = os.path.abspath(args.replay)
     work = args.workdir or tempfile.mkdtemp(prefix="report-")
     os.makedirs(work, exist_ok=True)
-    {"seed002": seed002, "device_cycles": device_cycles, "html": html, "trace_run": trace_run, "perfetto": perfetto, "double_init": double_init, "pool_reentry": pool_reentry}[args.case](args, work)
+    {"seed002": seed002, "device_cycles": device_cycles, "html": html, "trace_run": trace_run, "perfetto": perfetto, "double_init": double_init, "pool_reentry": pool_reentry, "bundle": bundle}[args.case](args, work)
     print("ok")
 
 
