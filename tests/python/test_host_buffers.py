@@ -1,8 +1,9 @@
 """Seed 002, the ctypes.cast story: with the cast line, the 10 MiB bytearrays
 are freed inside collections (host_free nested under a gc_start), each
 host_alloc traced to the line that allocated it; without it, reference
-counting frees them (no collection parent).  TRACE_HOST_THRESHOLD above the
-buffer size records none."""
+counting frees them (no collection parent).  The same with PYTHONMALLOC=malloc
+(where the MEM and OBJ domains no longer pass large blocks to RAW).
+TRACE_HOST_THRESHOLD above the buffer size records none."""
 import pytrace as pt
 
 args = pt.parse_args()
@@ -28,9 +29,9 @@ def freed_by(run, alloc, frees):
 
 def check(python, version):
     tag = "%s (%s)" % (version, python)
-    for mode in ("cast", "nocast"):
-        run = pt.run_traced([python, script, mode], args.preload, args.pylog)
-        t = "%s %s" % (tag, mode)
+    for mode, env in (("cast", {}), ("nocast", {}), ("cast", {"PYTHONMALLOC": "malloc"})):
+        run = pt.run_traced([python, script, mode], args.preload, args.pylog, env=env)
+        t = "%s %s %s" % (tag, mode, env)
         if not fails.check(run.proc.returncode == 0, "%s: workload failed: %s" % (t, run.proc.stderr[-800:])):
             continue
         by_seq = run.by_seq()
