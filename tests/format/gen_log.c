@@ -2,8 +2,10 @@
  * gen_log - writes a small log with every kind of record, for the trace-dump
  * tests and the fuzzer's corpus.
  *
- *   gen_log OUT [EXTRA_EVENTS]
+ *   gen_log OUT [MARKS [RANDOM]]
  *
+ * MARKS mark events follow the fixed ones, then RANDOM arbitrary events
+ * (every field of their kind set to an arbitrary value) over several frames.
  * Native stacks point into this program (recorded as a module with its real
  * build-id), so trace-dump can symbolise them.  Prints one JSON line of what
  * a reader should find: event count, and the function, file and line of the
@@ -56,7 +58,8 @@ static ids define_all(tf_writer *w, const self_module *me)
 }
 
 /* One event of each kind, some nested, spread over three frames. */
-static uint64_t write_events(tf_writer *w, int fd, tf_chunk *chunk, const ids *d, long extra)
+static uint64_t write_events(tf_writer *w, int fd, tf_chunk *chunk, const ids *d, long marks,
+                             long random)
 {
     uint64_t seq = 0, t = 1000000;
     tf_event e;
@@ -97,9 +100,16 @@ static uint64_t write_events(tf_writer *w, int fd, tf_chunk *chunk, const ids *d
     e.u.cuda.device = -1; e.u.cuda.ptr = 0x7f0000000000;
     tf_write_event(w, &e);
     tf_test_flush(w, fd, chunk);
-    for (long i = 0; i < extra; i++) {
+    for (long i = 0; i < marks; i++) {
         EV(TF_EV_MARK); e.u.mark.text = d->mark;
         tf_write_event(w, &e);
+    }
+    uint64_t rng = 2024;
+    for (long i = 0; i < random; i++) {
+        tf_test_random_event(&rng, ++seq, &e);
+        tf_write_event(w, &e);
+        if (i % 500 == 499)
+            tf_test_flush(w, fd, chunk);
     }
     EV(TF_EV_END);
     tf_write_event(w, &e);
@@ -110,10 +120,10 @@ static uint64_t write_events(tf_writer *w, int fd, tf_chunk *chunk, const ids *d
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: gen_log OUT [EXTRA_EVENTS]\n");
+        fprintf(stderr, "usage: gen_log OUT [MARKS [RANDOM]]\n");
         return 2;
     }
-    long extra = argc > 2 ? atol(argv[2]) : 0;
+    long marks = argc > 2 ? atol(argv[2]) : 0, random = argc > 3 ? atol(argv[3]) : 0;
     int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
         perror(argv[1]);
@@ -130,7 +140,7 @@ int main(int argc, char **argv)
     tf_writer *w = tf_writer_new(&h);
     tf_chunk chunk = { 0 };
     ids d = define_all(w, &me);
-    uint64_t events = write_events(w, fd, &chunk, &d, extra);
+    uint64_t events = write_events(w, fd, &chunk, &d, marks, random);
     tf_test_flush(w, fd, &chunk);
     tf_writer_free(w);
     free(chunk.data);
