@@ -34,5 +34,5 @@ build() {
     if [ ! -f "$dir/CMakeCache.txt" ]; then
         cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
     fi
-    cmake --build "$dir" -j"$(nproc)" >"$dir.log" 2>&1 || { cat "$dir.log"; return 1; }
+    cmake --build "$dir" -j"$(nproc)" >"$dir/build.log" 2>&1 || { cat "$dir/build.log"; return 1; }
 }
