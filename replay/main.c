@@ -14,6 +14,7 @@
 
 #include "explore.h"
 #include "export_perfetto.h"
+#include "import_json.h"
 #include "minimize.h"
 #include "output.h"
 #include "replay.h"
@@ -41,6 +42,7 @@ static void usage(FILE *f)
             "  minimize  shrink a violating log to a small one that breaks the same invariant (-o OUT)\n"
             "  report    a summary for people (--json, --html OUT); see trace-replay report --help\n"
             "  export    --perfetto OUT: the log as Chrome trace-event JSON\n"
+            "  import    JSON lines (trace-dump --json's schema) to a log (-o OUT)\n"
             "options:\n"
             "  --model NAME     pool model (default: chosen from the pool's name, else none):\n");
     for (int i = 0; rp_models[i]; i++)
@@ -131,7 +133,7 @@ static int print(const cli *c, rp_source *src, const rp_replay *r, const rp_expl
 
 /* Commands with options of their own. */
 static const struct { const char *name; int (*run)(int argc, char **argv); } own_commands[] = {
-    {"report", cmd_report}, {"export", cmd_export},
+    {"report", cmd_report}, {"export", cmd_export}, {"import", cmd_import},
 };
 
 int main(int argc, char **argv)

@@ -33,14 +33,14 @@ static void print_stacks(rp_stacks *st, FILE *out, uint32_t py, uint32_t native)
 static void print_header(const rpt *r, FILE *out)
 {
     const tf_header *h = tf_reader_header(r->reader);
-    char when[64] = "";
+    char when[64] = "start time unknown";
     time_t wall = (time_t)(h->wall_start_ns / 1000000000ULL);
     struct tm tm;
     if (h->wall_start_ns && gmtime_r(&wall, &tm))
         strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
     fprintf(out, "trace-replay report: %s\n", r->path);
     fprintf(out, "  command    %s\n", h->cmdline && *h->cmdline ? h->cmdline : "(unknown)");
-    fprintf(out, "  process    pid %u (parent %u) on %s\n", h->pid, h->ppid, h->hostname ? h->hostname : "?");
+    fprintf(out, "  process    pid %u (parent %u) on %s\n", h->pid, h->ppid, h->hostname && *h->hostname ? h->hostname : "?");
     fprintf(out, "  runtime    Python %s, CUDA runtime %d, driver %d, tracer %s\n",
             rpt_python_version(r), h->cuda_runtime_version,
             h->cuda_driver_version, h->tracer_version ? h->tracer_version : "?");

@@ -8,7 +8,9 @@ the GC section must name the bytearray line), device_cycles (pooled device
 memory held by reference cycles, through the fake CuPy pool), pool_reentry
 (a collection inside a pool operation frees into the same pool), double_init
 (seed 001: objects initialised twice, with their stacks), bundle
-(scripts/trace-bundle: stacks resolve from the bundle alone), html (the page
+(scripts/trace-bundle: stacks resolve from the bundle alone), import_roundtrip
+(import is the inverse of trace-dump --json), torch_snapshot
+(scripts/torch-snapshot-import, then check --model torch and report), html (the page
 renders in headless Chromium without script errors), trace_run
 (scripts/trace-run: options, the log's path, the report, the exit status),
 perfetto (export --perfetto: slices nest as the operations ran, instants
@@ -17,6 +19,7 @@ carry stacks, counters carry memory).  Exit status 77: skipped.
 import argparse
 import json
 import os
+import pickle
 import re
 import shutil
 import subprocess
@@ -305,6 +308,152 @@ def bundle(args, work):
             fail("through the bundle, no frame shows %r: %r" % (want, frames[:8]))
 
 
+def dump_json(args, log):
+    dump = os.path.join(os.path.dirname(args.replay), "trace-dump")
+    p = subprocess.run([dump, "--json", log], capture_output=True, text=True, timeout=120, check=True)
+    return p.stdout
+
+
+def import_lines(args, text, out):
+    p = subprocess.run([args.replay, "import", "-o", out, "-"], input=text, capture_output=True, text=True,
+                       timeout=120)
+    if p.returncode != 0:
+        fail("import exited %d: %s" % (p.returncode, p.stderr))
+
+
+def import_roundtrip(args, work):
+    """import is the inverse of trace-dump --json; definition lines name
+    pools, threads and modules, and INFO records come back."""
+    prog = os.path.join(ROOT, "tests", "python", "workloads", "ctypes_cast.py")
+    log, again = os.path.join(work, "cast.tlog"), os.path.join(work, "again.tlog")
+    trace(args, prog, ["cast"], log)
+    lines = dump_json(args, log)
+    import_lines(args, lines, again)
+
+    def records(text):
+        # END counts the zstd frames written, which depends on the writer's
+        # flushing, not on the content.
+        out = [json.loads(l) for l in text.splitlines()]
+        out[-1].pop("frames", None)
+        return out
+    if records(dump_json(args, again)) != records(lines):
+        fail("trace-dump --json | import | trace-dump --json changed the log")
+    handmade = "\n".join(json.dumps(x) for x in [
+        {"kind": "header", "pid": 42, "cmdline": "handmade", "mono_start_ns": 1000},
+        {"kind": "pool", "pool": 3, "name": "handpool"},
+        {"kind": "thread", "tid": 7, "name": "worker-7"},
+        {"kind": "info", "key": "note", "value": "written by hand"},
+        {"kind": "module", "path": "/opt/lib/libhand.so", "base": 0x7f0000000000, "build_id": "0123abcd",
+         "segments": [{"vaddr": 0, "memsz": 0x10000, "flags": 5}]},
+        {"seq": 10, "tid": 7, "t_ns": 2000, "kind": "pool_op_begin", "pool": 3, "op": 1, "arg": 4096,
+         "native_stack": [0x7f0000001234]},
+        {"seq": 11, "tid": 7, "t_ns": 2100, "kind": "pool_alloc", "parent": 10, "pool": 3, "ptr": 0x5000,
+         "requested": 4096, "granted": 4096, "py_stack": [{"file": "hand.py", "line": 3, "function": "f"}]},
+        {"seq": 12, "tid": 7, "t_ns": 2200, "kind": "pool_op_end", "pool": 3, "begin": 10},
+        {"seq": 13, "tid": 7, "t_ns": 2300, "kind": "end"},
+    ]) + "\n"
+    hand = os.path.join(work, "hand.tlog")
+    import_lines(args, handmade, hand)
+    text = report(args, hand)
+    for want in ("pool 3 (handpool): 1 operations, 1 allocations", "worker-7", "info       note: written by hand",
+                 "hand.py:3 (f)", "command    handmade"):
+        if want not in text:
+            fail("the imported log's report lacks %r:\n%s" % (want, text))
+    doc = json.loads(report(args, hand, "--json"))
+    if [(m["path"], m["build_id"]) for m in doc["modules"]] != [("/opt/lib/libhand.so", "0123abcd")]:
+        fail("module line not imported: %r" % doc["modules"])
+    if not doc["log"]["clean_end"]:
+        fail("the end line did not end the log")
+    for bad in ('{"kind":"header"}\n{"kind":"header"}\n', '{"kind":"nonsense"}\n', '{"kind": \n'):
+        p = subprocess.run([args.replay, "import", "-o", os.path.join(work, "bad.tlog"), "-"], input=bad,
+                           capture_output=True, text=True)
+        if p.returncode != 2 or ":1:" not in p.stderr and ":2:" not in p.stderr:
+            fail("bad input %r: exit %d, %r" % (bad, p.returncode, p.stderr))
+
+
+class Unimportable(object):
+    """Stands for a torch class: the importer must not need it."""
+
+
+class Trap(object):
+    """Unpickling this with a plain Unpickler would run a command."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, ("touch " + self.marker,))
+
+
+def torch_snapshot(args, work):
+    """A snapshot-shaped pickle, made without torch, converted and checked
+    with the PyTorch model; the state before the trace comes from the final
+    segments (a block freed in the trace was allocated before it)."""
+    MB = MiB
+    seg, pre = 0x7f0000000000, 0x7f1000000000
+
+    def frames(line, name="train_step"):
+        return [{"filename": "/work/model.py", "line": 7, "name": "forward"},
+                {"filename": "/work/train.py", "line": line, "name": name},
+                {"filename": "??", "line": 0, "name": "c10::cuda::CUDACachingAllocator::malloc"}]
+
+    trace_entries = [
+        {"action": "segment_alloc", "addr": seg, "size": 20 * MB, "stream": 0, "frames": frames(10), "time_us": 100},
+        {"action": "alloc", "addr": seg, "size": MB, "stream": 0, "frames": frames(10), "time_us": 101},
+        {"action": "alloc", "addr": seg + MB, "size": 2 * MB, "stream": 0, "frames": frames(11), "time_us": 102},
+        {"action": "free_requested", "addr": seg, "size": MB, "stream": 0, "frames": frames(12, "cleanup"),
+         "time_us": 103},
+        {"action": "free_completed", "addr": seg, "size": MB, "stream": 0, "frames": [], "time_us": 104},
+        {"action": "free_requested", "addr": pre, "size": 4096, "stream": 0, "frames": frames(13, "cleanup"),
+         "time_us": 105},
+        {"action": "free_completed", "addr": pre, "size": 4096, "stream": 0, "frames": [], "time_us": 106},
+        {"action": "oom", "addr": 0, "size": 80 << 30, "stream": 0, "device_free": 1024, "frames": frames(14),
+         "time_us": 107},
+        {"action": "snapshot", "addr": 0, "size": 0, "stream": 0, "frames": [], "time_us": 108},
+    ]
+    segments = [
+        {"device": 0, "address": seg, "total_size": 20 * MB, "stream": 0, "segment_type": "large",
+         "blocks": [{"address": seg, "size": MB, "requested_size": MB, "state": "inactive", "frames": []},
+                    {"address": seg + MB, "size": 2 * MB, "requested_size": 2 * MB, "state": "active_allocated",
+                     "frames": frames(11)},
+                    {"address": seg + 3 * MB, "size": 17 * MB, "requested_size": 0, "state": "inactive",
+                     "frames": []}]},
+        {"device": 0, "address": pre, "total_size": 2 * MB, "stream": 0, "segment_type": "small",
+         "blocks": [{"address": pre, "size": 2 * MB, "requested_size": 0, "state": "inactive", "frames": []}]},
+    ]
+    marker = os.path.join(work, "trap-ran")
+    odd = Unimportable()
+    odd.field = 1
+    snap = {"segments": segments, "device_traces": [trace_entries], "odd": odd, "trap": Trap(marker)}
+    pickled, log = os.path.join(work, "snapshot.pickle"), os.path.join(work, "snapshot.tlog")
+    with open(pickled, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+    env = dict(os.environ, TRACE_REPLAY=args.replay)
+    p = subprocess.run([os.path.join(ROOT, "scripts", "torch-snapshot-import"), pickled, "-o", log], env=env,
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        fail("torch-snapshot-import exited %d: %s" % (p.returncode, p.stderr))
+    if os.path.exists(marker):
+        fail("unpickling the snapshot ran code from it")
+    p = subprocess.run([args.replay, "check", log, "--model", "torch"], capture_output=True, text=True, timeout=120)
+    print(p.stdout)
+    if p.returncode != 0 or "model torch" not in p.stdout or "free_unknown" in p.stdout:
+        fail("check --model torch on the snapshot: exit %d" % p.returncode)
+    text = report(args, log)
+    print(text)
+    doc = json.loads(report(args, log, "--json"))
+    pool = doc["pools"][0]
+    if (pool["name"], pool["ops"], pool["allocs"], pool["frees"]) != ("torch", 5, 3, 2):
+        fail("pools: %r" % pool)
+    top = {s["id"]: s for s in doc["sites"]}[doc["top_device_sites"][0]]
+    if "train.py:11 (train_step)" not in top["python"] or any("CUDACachingAllocator" in f for f in top["py_stack"]):
+        fail("top device site: %r" % top)
+    if doc["violations_total"] or not any(w["invariant"] == "alloc_failed" for w in doc["warnings"]):
+        fail("expected no violation and the OOM as a failed allocation")
+    if doc["memory"]["peak_reserved"]["bytes"] != 22 * MB:
+        fail("peak reserved %r" % doc["memory"]["peak_reserved"])
+
+
 DOUBLE_INIT_PROGRAM = """
 import double_init as d
 for i in range(7):
@@ -389,7 +538,8 @@ def html(args, work):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("case", choices=["seed002", "device_cycles", "pool_reentry", "double_init", "bundle", "html", "trace_run", "perfetto"])
+    p.add_argument("case", choices=["seed002", "device_cycles", "pool_reentry", "double_init", "bundle", "import_roundtrip",
+                                      "torch_snapshot", "html", "trace_run", "perfetto"])
     p.add_argument("--preload", required=True)
     p.add_argument("--replay", required=True)
     p.add_argument("--workdir")
@@ -397,7 +547,8 @@ def main():
     args.replay = os.path.abspath(args.replay)
     work = args.workdir or tempfile.mkdtemp(prefix="report-")
     os.makedirs(work, exist_ok=True)
-    {"seed002": seed002, "device_cycles": device_cycles, "html": html, "trace_run": trace_run, "perfetto": perfetto, "double_init": double_init, "pool_reentry": pool_reentry, "bundle": bundle}[args.case](args, work)
+    {"seed002": seed002, "device_cycles": device_cycles, "html": html, "trace_run": trace_run, "perfetto": perfetto, "double_init": double_init, "pool_reentry": pool_reentry, "bundle": bundle,
+     "import_roundtrip": import_roundtrip, "torch_snapshot": torch_snapshot}[args.case](args, work)
     print("ok")
 
 
