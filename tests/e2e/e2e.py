@@ -13,7 +13,7 @@ import sys
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURE = os.path.join(HERE, "..", "fixtures", "cupy5_pool")
+FIXTURE = os.path.normpath(os.path.join(HERE, "..", "fixtures", "cupy5_pool"))
 WORKLOAD = os.path.join(FIXTURE, "workload.py")
 SYNCHRONOUS_GC = ("3.11", "3.10", "3.9", "3.8")   # best first
 
