@@ -326,7 +326,7 @@ def scenario_fulldisk(opts):
         expect(size >= DISK_BYTES // 2, f"the log stopped at {size} bytes: the disk never filled")
         print(f"fulldisk ({'tmpfs' if mounted else 'RLIMIT_FSIZE'}): log stopped at {size} bytes; "
               f"app unchanged; said: {warnings[0]}")
-        log_copy = os.path.join(work, "full.tlog")
+        log_copy = os.path.join(work, "copy.tlog")   # readable after the unmount
         shutil.copy(path, log_copy)
     finally:
         if mounted:
