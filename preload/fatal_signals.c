@@ -22,7 +22,6 @@ typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 static const int fatal[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE };
 static struct sigaction app_action[NSIG];   /* what the app believes is installed */
 static _Atomic int installed;
-static _Atomic int flushed;
 
 static sigaction_fn real_sigaction(void)
 {
@@ -70,9 +69,11 @@ static void chain(int sig, siginfo_t *info, void *uctx)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* Every time, not once: an app may recover from a fault (a guard page, a
+ * JIT) and die of a later one. */
 static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
 {
-    if (rec_active() && !atomic_exchange(&flushed, 1)) {
+    if (rec_active()) {
         rec_info("fatal_signal", sig == SIGSEGV ? "SIGSEGV"
                                  : sig == SIGBUS ? "SIGBUS"
                                  : sig == SIGABRT ? "SIGABRT"
