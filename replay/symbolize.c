@@ -231,6 +231,25 @@ static sym_module *module_entry(sym_ctx *s, const tf_module *m)
     return mod;
 }
 
+/* dwfl_module_getsrc finds the compile unit through .debug_aranges, which
+ * clang does not emit by default: then ask each unit whether it covers addr. */
+static void line_by_cu_scan(Dwfl_Module *dm, Dwarf_Addr addr, sym_info *out)
+{
+    Dwarf_Addr bias;
+    Dwarf_Die *cu = NULL;
+    while ((cu = dwfl_module_nextcu(dm, cu, &bias)) != NULL) {
+        if (dwarf_haspc(cu, addr - bias) != 1)
+            continue;
+        Dwarf_Line *line = dwarf_getsrc_die(cu, addr - bias);
+        int lineno = 0;
+        if (line && dwarf_lineno(line, &lineno) == 0) {
+            out->file = dwarf_linesrc(line, NULL, NULL);
+            out->line = out->file ? lineno : 0;
+        }
+        return;
+    }
+}
+
 int sym_lookup(sym_ctx *s, const tf_module *m, uint64_t ip, sym_info *out)
 {
     memset(out, 0, sizeof *out);
@@ -248,6 +267,8 @@ int sym_lookup(sym_ctx *s, const tf_module *m, uint64_t ip, sym_info *out)
         int lineno = 0;
         out->file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
         out->line = out->file ? lineno : 0;
+    } else {
+        line_by_cu_scan(dm, addr, out);
     }
     return out->function != NULL || out->file != NULL;
 }
