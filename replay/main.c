@@ -122,6 +122,7 @@ static rp_replay *run_replay(const rp_options *o, rp_source *src)
 
 static int print(const cli *c, rp_source *src, const rp_replay *r, const rp_explore_result *x)
 {
+    rp_progress_done(&src->progress);   /* a replay that stopped early left it shown */
     rp_stacks *st = rp_stacks_new(src->reader, c->debug_dirs, c->ndebug);
     rp_output out = {stdout, c->json, c->command, c->model_name, src->reader, st,
                      rp_source_clean_end(src), tf_reader_damage(src->reader), !strcmp(c->command, "stats"), x};

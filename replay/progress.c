@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #define CHECK_EVERY 4096               /* events between clock reads */
-#define FIRST_AFTER_NS 500000000ULL    /* quick reads show nothing */
+#define FIRST_AFTER_NS 250000000ULL    /* quick reads show nothing */
 #define REFRESH_NS 200000000ULL
 
 static uint64_t now_ns(void)

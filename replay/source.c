@@ -5,7 +5,12 @@
 
 static int file_next(rp_source *s, tf_event *e)
 {
-    return tf_reader_next(s->reader, e);
+    if (tf_reader_next(s->reader, e)) {
+        rp_progress_tick(&s->progress, e->seq);
+        return 1;
+    }
+    rp_progress_done(&s->progress);
+    return 0;
 }
 
 static int file_rewind(rp_source *s)
@@ -16,6 +21,7 @@ static int file_rewind(rp_source *s)
         return -1;
     tf_reader_close(s->reader);
     s->reader = r;
+    rp_progress_start(&s->progress, "trace-replay");
     return 0;
 }
 
@@ -28,6 +34,7 @@ int rp_source_open(rp_source *s, const char *path, char *err, size_t errlen)
     s->path = path;
     s->next = file_next;
     s->rewind = file_rewind;
+    rp_progress_start(&s->progress, "trace-replay");
     return 0;
 }
 

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "progress.h"
 #include "trace_format.h"
 
 typedef struct rp_source {
@@ -21,6 +22,7 @@ typedef struct rp_source {
     const tf_event *ev;
     size_t n, pos;
     int clean_end;             /* arrays: whether to treat the end as clean */
+    rp_progress progress;      /* files: a progress line on a terminal */
 } rp_source;
 
 /* 0, or -1 with a message in err. */

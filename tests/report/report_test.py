@@ -10,7 +10,8 @@ memory held by reference cycles, through the fake CuPy pool), pool_reentry
 (seed 001: objects initialised twice, with their stacks), bundle
 (scripts/trace-bundle: stacks resolve from the bundle alone), import_roundtrip
 (import is the inverse of trace-dump --json), torch_snapshot
-(scripts/torch-snapshot-import, then check --model torch and report), html (the page
+(scripts/torch-snapshot-import, then check --model torch and report), progress
+(a progress line on a terminal, none in a pipe), html (the page
 renders in headless Chromium without script errors), trace_run
 (scripts/trace-run: options, the log's path, the report, the exit status),
 perfetto (export --perfetto: slices nest as the operations ran, instants
@@ -491,6 +492,38 @@ def double_init(args, work):
         fail("JSON double_inits: %r" % counts)
 
 
+def progress(args, work):
+    """A long read shows a progress line when stderr is a terminal, and
+    nothing when it is a pipe (CI logs, files)."""
+    import pty
+    log = os.path.join(work, "big.tlog")
+    gen = os.path.join(os.path.dirname(args.replay), "replay-bench-gen")
+    subprocess.run([gen, log, "5000000"], check=True, capture_output=True, timeout=300)
+    for cmd in (["report", log], ["check", log, "--model", "none"]):
+        master, slave = pty.openpty()
+        env = dict(os.environ)
+        env.pop("TRACE_NO_PROGRESS", None)
+        p = subprocess.Popen([args.replay] + cmd, stdout=subprocess.PIPE, stderr=slave, env=env)
+        os.close(slave)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+        p.stdout.read()
+        p.wait()
+        os.close(master)
+        if not re.search(rb"\r[\w-]+: [\d.]+M events, \d+ s", shown) or not shown.endswith(b"\r\x1b[K"):
+            fail("%s: no progress line on a terminal (or not erased): %r" % (cmd[0], shown[-200:]))
+        piped = subprocess.run([args.replay] + cmd, capture_output=True, env=env, timeout=300)
+        if piped.stderr:
+            fail("%s: progress written to a pipe: %r" % (cmd[0], piped.stderr[:200]))
+
+
 def find_chromium():
     for name in ("chromium", "chromium-browser", "google-chrome"):
         path = shutil.which(name)
@@ -539,7 +572,7 @@ def html(args, work):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("case", choices=["seed002", "device_cycles", "pool_reentry", "double_init", "bundle", "import_roundtrip",
-                                      "torch_snapshot", "html", "trace_run", "perfetto"])
+                                      "torch_snapshot", "progress", "html", "trace_run", "perfetto"])
     p.add_argument("--preload", required=True)
     p.add_argument("--replay", required=True)
     p.add_argument("--workdir")
@@ -548,7 +581,8 @@ def main():
     work = args.workdir or tempfile.mkdtemp(prefix="report-")
     os.makedirs(work, exist_ok=True)
     {"seed002": seed002, "device_cycles": device_cycles, "html": html, "trace_run": trace_run, "perfetto": perfetto, "double_init": double_init, "pool_reentry": pool_reentry, "bundle": bundle,
-     "import_roundtrip": import_roundtrip, "torch_snapshot": torch_snapshot}[args.case](args, work)
+     "import_roundtrip": import_roundtrip, "torch_snapshot": torch_snapshot,
+     "progress": progress}[args.case](args, work)
     print("ok")
 
 
