@@ -5,6 +5,7 @@ usage: test_dump.py TRACE_DUMP GEN_LOG
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -108,6 +109,27 @@ def check_damaged(dump, log, tmp):
     check("end         no END record" in out, "summary end line")
 
 
+def check_debug_dir(dump, gen, tmp):
+    """A binary that moved after the run is found again through --debug-dir."""
+    moved_gen = os.path.join(tmp, "gen_copy")
+    shutil.copy(gen, moved_gen)
+    log = os.path.join(tmp, "moved.log")
+    rc, out, err = run(moved_gen, log)
+    check(rc == 0, f"copied generator: {err}")
+    debug = os.path.join(tmp, "debug")
+    os.mkdir(debug)
+    os.rename(moved_gen, os.path.join(debug, "gen_copy"))
+
+    def first_function(*args):
+        rc, out, err = run(dump, "--json", *args, log)
+        check(rc == 0, f"--json {args}: {rc} {err}")
+        return json.loads(out.splitlines()[1])["native_stack"][1].get("function")
+
+    check(first_function() is None, "no symbols while the binary is missing")
+    check(first_function("--debug-dir", os.path.join(tmp, "nowhere"), "--debug-dir", debug)
+          == "allocation_site", "symbols through --debug-dir")
+
+
 def check_refusals(dump, tmp):
     junk = os.path.join(tmp, "junk")
     with open(junk, "w") as f:
@@ -136,6 +158,7 @@ def main():
         check(" pool_alloc pool=0 ptr=0x7f0000000000 requested=4000" in out, "text fields")
         check("at app.py:15 train_step" in out, "text python frame")
         check_damaged(dump, log, tmp)
+        check_debug_dir(dump, gen, tmp)
         check_refusals(dump, tmp)
     print("dump: ok" if not failures else f"dump: {failures} failure(s)")
     return 1 if failures else 0
