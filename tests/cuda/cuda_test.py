@@ -320,6 +320,37 @@ def test_runpath():
     check(any(m["path"].endswith("/doubles/libcuda.so.1") for m in mods), "module recorded")
 
 
+def skip(why):
+    print("SKIP:", why)
+    sys.exit(77)
+
+
+def test_secure():
+    """A setuid program run by another user: the tracer refuses, once."""
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or not setpriv:
+        skip("needs root and setpriv to run a setuid copy as another user")
+    os.chmod(ARGS.work, 0o777)          # so a log could be written if we did not refuse
+    plain = os.path.join(ARGS.work, "prog_plain")
+    setuid = os.path.join(ARGS.work, "prog_setuid")
+    for copy in (plain, setuid):
+        shutil.copy(prog("prog_secure"), copy)
+    os.chmod(setuid, 0o4755)
+    as_nobody = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    env = env_for(traced=False)
+    rc, out, err = run(as_nobody + [plain], env)
+    check(rc == 0 and out == "secure=0\n" and len(logs()) == 1,
+          "control run (not setuid) should trace: %d %r %r %s" % (rc, out, err, logs()))
+    os.unlink(logs()[0])
+    rc, out, err = run(as_nobody + [setuid], env)
+    if out == "secure=0\n":
+        skip("setuid bits are ignored here (nosuid mount or no_new_privs)")
+    check(rc == 0 and out == "secure=1\n", "exit %d, output %r" % (rc, out))
+    lines = err.splitlines()
+    check(len(lines) == 1 and "secure-execution" in lines[0], "one warning: %r" % err)
+    check(not logs(), "a secure-execution process wrote %s" % logs())
+
+
 def test_settings():
     rc, out, err = run([prog("prog_exit")], env_for(TRACE_STACK_DEPTH=3))
     lines = err.splitlines()
