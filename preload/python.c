@@ -5,7 +5,9 @@
  * The constructor runs before the interpreter exists, so we register an audit
  * hook (documented as safe before Py_Initialize) and do the real work on the
  * first audit event raised once Py_IsInitialized() is 1: that is during the
- * import of site, before sitecustomize and before the script runs.
+ * import of site, before sitecustomize and before the script runs.  The hook's
+ * list entry outlives a change of raw allocator (PYTHONMALLOC=debug, -X dev):
+ * python_early_hook.c frees it correctly at exit.
  */
 #include "python.h"
 #include "python_api.h"
@@ -14,12 +16,7 @@
 #include "recorder.h"
 #include "warn.h"
 
-#include <dlfcn.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-#include <fcntl.h>
 
 static enum { PY_WAITING, PY_ATTACHING, PY_ATTACHED, PY_GAVE_UP } attach_state;
 
@@ -27,59 +24,6 @@ static void say_once(const char *what)
 {
     rec_info("python", what);
     trace_warn("%s", what);
-}
-
-/* Does argv ask for -X dev?  Only interpreter options count: we stop at the
- * script, -c or -m, whose arguments belong to the program. */
-static int cmdline_asks_dev_mode(void)
-{
-    char buf[8192];
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    const char *arg = buf + strlen(buf) + 1;   /* skip argv[0] */
-    int takes_value = 0;
-    for (; arg < buf + n; arg += strlen(arg) + 1) {
-        if (takes_value) {
-            if (takes_value == 'X' && strcmp(arg, "dev") == 0)
-                return 1;
-            takes_value = 0;
-            continue;
-        }
-        if (arg[0] != '-' || strcmp(arg, "-c") == 0 || strcmp(arg, "-m") == 0 ||
-            strcmp(arg, "--") == 0 || strcmp(arg, "-") == 0)
-            return 0;
-        if (strcmp(arg, "-Xdev") == 0)
-            return 1;
-        if (strcmp(arg, "-X") == 0 || strcmp(arg, "-W") == 0)
-            takes_value = arg[1];
-    }
-    return 0;
-}
-
-/* The hazard: PySys_AddAuditHook allocates its list entry with the raw
- * allocator as it is before pre-initialisation (plain malloc); with the debug
- * allocator selected, finalisation frees that entry through the debug
- * allocator, which finds no debug header and aborts the process.  A debug
- * build (Py_REF_DEBUG) selects the debug allocator by default. */
-static const char *debug_allocator_reason(void)
-{
-    const char *m = getenv("PYTHONMALLOC");
-    if (m && strstr(m, "debug"))
-        return "PYTHONMALLOC selects the debug allocator";
-    const char *dev = getenv("PYTHONDEVMODE");
-    if (dev && *dev)
-        return "PYTHONDEVMODE selects the debug allocator";
-    if (cmdline_asks_dev_mode())
-        return "-X dev selects the debug allocator";
-    if (dlsym(RTLD_DEFAULT, "_Py_RefTotal") || dlsym(RTLD_DEFAULT, "_Py_GetGlobalRefTotal"))
-        return "a debug build of CPython uses the debug allocator";
-    return NULL;
 }
 
 /* Attachment imports gc and calls into the interpreter; whatever exception
@@ -123,6 +67,7 @@ static void attach(void)
 static int on_audit_event(const char *event, py_object *args, void *user)
 {
     (void)user;
+    python_early_hook_on_audit_event(event, on_audit_event);
     if (attach_state == PY_ATTACHED) {
         python_cupy_on_audit_event(event, args);
         return 0;
@@ -140,14 +85,6 @@ void python_start(void)
         return;                 /* not a Python process: CUDA only */
     if (!trace_config_get()->python)
         return;
-    const char *reason = debug_allocator_reason();
-    if (reason) {
-        char msg[200];
-        snprintf(msg, sizeof msg, "Python hooks off: %s, which would abort at exit "
-                 "on our early audit hook; GPU tracing continues", reason);
-        say_once(msg);
-        return;
-    }
-    if (py.PySys_AddAuditHook(on_audit_event, NULL) != 0)
+    if (py.PySys_AddAuditHook(on_audit_event, python_early_hook_user_data()) != 0)
         say_once("Python hooks off: PySys_AddAuditHook refused the hook");
 }

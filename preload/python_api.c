@@ -16,7 +16,10 @@ int py_api_probe(void)
 {
     RESOLVE(PySys_AddAuditHook, "PySys_AddAuditHook");
     RESOLVE(Py_IsInitialized, "Py_IsInitialized");
-    return py.PySys_AddAuditHook != NULL && py.Py_IsInitialized != NULL;
+    RESOLVE(PyMem_GetAllocator, "PyMem_GetAllocator");
+    RESOLVE(PyMem_SetAllocator, "PyMem_SetAllocator");
+    return py.PySys_AddAuditHook && py.Py_IsInitialized && py.PyMem_GetAllocator &&
+           py.PyMem_SetAllocator;
 }
 
 static int parse_version(void)
@@ -71,8 +74,6 @@ int py_api_resolve(const char **why)
     RESOLVE(PyErr_Restore, "PyErr_Restore");
     RESOLVE(PyCode_Addr2Line, "PyCode_Addr2Line");
     RESOLVE(PyGILState_GetThisThreadState, "PyGILState_GetThisThreadState");
-    RESOLVE(PyMem_GetAllocator, "PyMem_GetAllocator");
-    RESOLVE(PyMem_SetAllocator, "PyMem_SetAllocator");
     py.none = dlsym(RTLD_DEFAULT, "_Py_NoneStruct");
     py.code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
     py.type_type = dlsym(RTLD_DEFAULT, "PyType_Type");

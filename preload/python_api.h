@@ -44,6 +44,8 @@ typedef struct py_api {
     /* Present in every CPython 3.8+; resolved before anything else. */
     int (*Py_IsInitialized)(void);
     int (*PySys_AddAuditHook)(py_audit_hook hook, void *user);
+    void (*PyMem_GetAllocator)(int domain, py_allocator *a);
+    void (*PyMem_SetAllocator)(int domain, py_allocator *a);
     const char *(*Py_GetVersion)(void);
     py_object *(*PyImport_ImportModule)(const char *name);
     py_object *(*PyImport_GetModule)(py_object *name);   /* new reference */
@@ -72,8 +74,6 @@ typedef struct py_api {
     int (*PyCode_Addr2Line)(py_object *code, int offset);
     void *(*PyGILState_GetThisThreadState)(void);
     void *(*current_tstate)(void);   /* PyThreadState_GetUnchecked or _PyThreadState_UncheckedGet */
-    void (*PyMem_GetAllocator)(int domain, py_allocator *a);
-    void (*PyMem_SetAllocator)(int domain, py_allocator *a);
     py_object *none;           /* &_Py_NoneStruct */
     py_object *code_type;      /* &PyCode_Type */
     py_object *type_type;      /* &PyType_Type */

@@ -27,6 +27,11 @@ void python_init_check_install(void);
 void python_cupy_prepare(void);
 void python_cupy_on_audit_event(const char *event, py_object *args);
 
+/* python_early_hook.c: the user data our audit hook is registered with, and
+ * the audit events (any state) that let it free the hook's entry at exit. */
+void *python_early_hook_user_data(void);
+void python_early_hook_on_audit_event(const char *event, py_audit_hook hook);
+
 /* python_host.c: large buffers.  Any thread, GIL or not.  domain is
  * enum py_alloc_domain.  releasing() records the free of a tracked buffer
  * and returns its size, or returns 0 when p is not one. */
