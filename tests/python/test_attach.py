@@ -47,6 +47,14 @@ def check_before_sitecustomize(python, version):
                 "(attached too late?)" % version)
 
 
+def check_without_site(python, version):
+    """python -S imports no site: the first audit event after initialisation
+    is then cpython.run_file, still before the script's first line."""
+    run = traced(python, ["-S"])
+    at_line = [e for e in run.of("gc_start") if e["py"] and e["py"][0][1] == collect_line]
+    fails.check(len(at_line) == 1, "%s -S: not attached" % version)
+
+
 def check_switched_off(python, version):
     run = traced(python, env={"TRACE_PYTHON": "0"})
     fails.check(run.proc.returncode == 3, "%s TRACE_PYTHON=0: exit status %s" % (version, run.proc.returncode))
@@ -89,6 +97,7 @@ for python, version in interpreters:
     print("==", version, python)
     check_attached(python, version)
     check_before_sitecustomize(python, version)
+    check_without_site(python, version)
     check_switched_off(python, version)
     check_debug_allocator(python, version)
 check_not_python()
