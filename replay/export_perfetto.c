@@ -272,36 +272,38 @@ static void names(exporter *x, const rpt *r)
 
 static int export_log(const char *log, const char *out_path, const char *const *dirs, int ndirs)
 {
+    char err[512];
+    rpt r;
+    if (rpt_open(&r, log, err, sizeof err)) {
+        fprintf(stderr, "trace-replay export: %s: %s\n", log, err);
+        return 2;
+    }
     FILE *out = fopen(out_path, "w");
     if (!out) {
         fprintf(stderr, "trace-replay export: %s: %s\n", out_path, strerror(errno));
+        rpt_free(&r);
         return 2;
     }
-    char err[512];
+    const tf_header *h = tf_reader_header(r.reader);
     exporter x;
     memset(&x, 0, sizeof x);
+    x.reader = r.reader;
+    x.pid = h->pid;
+    x.t0 = h->mono_start_ns;
+    x.stacks = rp_stacks_new(r.reader, dirs, ndirs);
     rp_json_init(&x.j, out);
     rp_json_obj(&x.j, NULL);
     rp_json_str(&x.j, "displayTimeUnit", "ms");
     rp_json_arr(&x.j, "traceEvents");
-    rpt r;
     rpt_hooks hooks = {&x, on_event, on_closed};
-    int rc = rpt_open(&r, log, err, sizeof err);
-    if (!rc) {
-        const tf_header *h = tf_reader_header(r.reader);
-        x.reader = r.reader;
-        x.pid = h->pid;
-        x.t0 = h->mono_start_ns;
-        x.stacks = rp_stacks_new(r.reader, dirs, ndirs);
-        rpt_read(&r, &hooks);
-        names(&x, &r);
-        rp_stacks_free(x.stacks);
-    }
-    rpt_free(&r);
+    rpt_read(&r, &hooks);
+    names(&x, &r);
     rp_json_end_arr(&x.j);
     rp_json_end_obj(&x.j);
-    if (fclose(out) || rc) {
-        fprintf(stderr, "trace-replay export: %s\n", rc ? err : "write failed");
+    rp_stacks_free(x.stacks);
+    rpt_free(&r);
+    if (fclose(out)) {
+        fprintf(stderr, "trace-replay export: %s: write failed\n", out_path);
         return 2;
     }
     return 0;

@@ -62,7 +62,7 @@ int cmd_report(int argc, char **argv)
     rpt r;
     char err[512];
     if (rpt_open(&r, argv[optind], err, sizeof err)) {
-        fprintf(stderr, "trace-replay report: %s\n", err);
+        fprintf(stderr, "trace-replay report: %s: %s\n", argv[optind], err);
         return 2;
     }
     rpt_read(&r, NULL);

@@ -567,7 +567,8 @@ void rpt_read(rpt *r, const rpt_hooks *hooks)
     if (r->status->clean_end)
         rp_checks_end(ps->checks);
     r->nwarnings = rp_checks_warnings(ps->checks, &r->warnings, &r->total_warnings);
-    qsort(r->modules_on_stacks, r->nmodules_on_stacks, sizeof *r->modules_on_stacks, by_id);
+    if (r->nmodules_on_stacks)
+        qsort(r->modules_on_stacks, r->nmodules_on_stacks, sizeof *r->modules_on_stacks, by_id);
     for (uint32_t i = 0; i < r->npools; i++) {
         rp_pool_figures f = rp_checks_pool(ps->checks, r->pools[i].id);
         r->pools[i].peak_reserved = f.peak_reserved;
