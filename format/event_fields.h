@@ -8,8 +8,10 @@
 #ifndef TF_EVENT_FIELDS_H
 #define TF_EVENT_FIELDS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "trace_format.h"
 #include "varint.h"
 
 enum tf_enc {
@@ -38,8 +40,72 @@ typedef struct tf_event_layout {
     tf_field fields[TF_KIND_FIELDS_MAX];
 } tf_event_layout;
 
+/* The tables live here, not in a .c file, so that the writer and the reader,
+ * which dispatch on the kind with TF_EVENT_KINDS, see them as constants: the
+ * compiler then unrolls each kind's field loop and drops the encoding switch.
+ * The order of fields within a kind is part of the format: append only. */
+#define TF_F(member, enc) { offsetof(tf_event, u.member), enc, 0 }
+#define TF_P(member, cls) { offsetof(tf_event, u.member), TF_ENC_PTR, cls }
+
+static const tf_event_layout tf_cuda_layout = { 7, {
+    TF_F(cuda.api, TF_ENC_U32), TF_F(cuda.device, TF_ENC_S32), TF_F(cuda.result, TF_ENC_S32),
+    TF_F(cuda.flags, TF_ENC_U32), TF_P(cuda.ptr, TF_PTR_DEVICE), TF_F(cuda.size, TF_ENC_U64),
+    TF_P(cuda.stream, TF_PTR_STREAM) } };
+
+static const tf_event_layout tf_pool_layout = { 5, {
+    TF_F(pool.pool, TF_ENC_U32), TF_P(pool.ptr, TF_PTR_DEVICE), TF_F(pool.requested, TF_ENC_U64),
+    TF_F(pool.granted, TF_ENC_U64), TF_P(pool.stream, TF_PTR_STREAM) } };
+
+static const tf_event_layout tf_pool_op_layout = { 4, {
+    TF_F(pool_op.pool, TF_ENC_U32), TF_F(pool_op.op, TF_ENC_U32),
+    TF_F(pool_op.begin, TF_ENC_SEQREL), TF_F(pool_op.arg, TF_ENC_U64) } };
+
+static const tf_event_layout tf_segment_layout = { 4, {
+    TF_F(segment.pool, TF_ENC_U32), TF_F(segment.grow, TF_ENC_U32),
+    TF_P(segment.ptr, TF_PTR_DEVICE), TF_F(segment.size, TF_ENC_U64) } };
+
+static const tf_event_layout tf_gc_layout = { 7, {
+    TF_F(gc.generation, TF_ENC_S32), TF_F(gc.collected, TF_ENC_U64),
+    TF_F(gc.uncollectable, TF_ENC_U64), TF_F(gc.duration_ns, TF_ENC_U64),
+    TF_F(gc.allocs[0], TF_ENC_U64), TF_F(gc.allocs[1], TF_ENC_U64), TF_F(gc.allocs[2], TF_ENC_U64) } };
+
+static const tf_event_layout tf_host_layout = { 3, {
+    TF_F(host.domain, TF_ENC_U32), TF_P(host.ptr, TF_PTR_HOST), TF_F(host.size, TF_ENC_U64) } };
+
+static const tf_event_layout tf_double_init_layout = { 2, {
+    TF_P(double_init.obj, TF_PTR_HOST), TF_F(double_init.type_name, TF_ENC_U32) } };
+
+static const tf_event_layout tf_mark_layout = { 1, { TF_F(mark.text, TF_ENC_U32) } };
+
+static const tf_event_layout tf_end_layout = { 5, {
+    TF_F(end.events, TF_ENC_U64), TF_F(end.strings, TF_ENC_U64), TF_F(end.native_stacks, TF_ENC_U64),
+    TF_F(end.py_stacks, TF_ENC_U64), TF_F(end.frames, TF_ENC_U64) } };
+#undef TF_F
+#undef TF_P
+
+/* Every event kind this version defines, with its layout. */
+#define TF_EVENT_KINDS(X)                                                     \
+    X(TF_EV_CUDA_ALLOC, tf_cuda_layout) X(TF_EV_CUDA_FREE, tf_cuda_layout)     \
+    X(TF_EV_POOL_ALLOC, tf_pool_layout) X(TF_EV_POOL_FREE, tf_pool_layout)     \
+    X(TF_EV_POOL_OP_BEGIN, tf_pool_op_layout)                                  \
+    X(TF_EV_POOL_OP_END, tf_pool_op_layout)                                    \
+    X(TF_EV_POOL_SEGMENT, tf_segment_layout)                                   \
+    X(TF_EV_GC_START, tf_gc_layout) X(TF_EV_GC_STOP, tf_gc_layout)             \
+    X(TF_EV_HOST_ALLOC, tf_host_layout) X(TF_EV_HOST_FREE, tf_host_layout)     \
+    X(TF_EV_PY_ALLOC, tf_host_layout)                                          \
+    X(TF_EV_PY_DOUBLE_INIT, tf_double_init_layout)                             \
+    X(TF_EV_MARK, tf_mark_layout) X(TF_EV_END, tf_end_layout)
+
 /* The layout of an event kind, or NULL for a kind this version does not know. */
-const tf_event_layout *tf_event_layout_of(uint32_t kind);
+static inline const tf_event_layout *tf_event_layout_of(uint32_t kind)
+{
+    switch (kind) {
+#define TF_LAYOUT_CASE(kind, layout) case kind: return &layout;
+    TF_EVENT_KINDS(TF_LAYOUT_CASE)
+#undef TF_LAYOUT_CASE
+    default: return NULL;
+    }
+}
 
 /* Longest event payload: the 2-byte presence map, the common fields
  * (seq gap, tid, time, parent, two stack ids) and the longest kind (gc).

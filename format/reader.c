@@ -233,7 +233,9 @@ static int absorb_frame_record(tf_reader *r, tf_cursor *c)
 
 /* ------------------------------------------------------------ events */
 
-static void get_field(tf_reader *r, tf_cursor *c, tf_event *e, const tf_field *f)
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+ALWAYS_INLINE void get_field(tf_reader *r, tf_cursor *c, tf_event *e, const tf_field *f)
 {
     uint8_t *dst = (uint8_t *)e + f->offset;
     uint64_t v = tf_get_uv(c);
@@ -283,6 +285,26 @@ static void get_common(tf_reader *r, tf_cursor *c, uint32_t present, tf_event *e
     e->py_stack = present & 32 ? get_u32(c) : 0;
 }
 
+/* Inlined once per kind with a constant layout (see TF_EVENT_KINDS). */
+ALWAYS_INLINE void get_kind_fields(tf_reader *r, tf_cursor *c, tf_event *e, uint32_t present,
+                                   const tf_event_layout *layout)
+{
+    for (unsigned i = 0; i < layout->nfields; i++)
+        if (present >> (TF_COMMON_FIELDS + i) & 1)
+            get_field(r, c, e, &layout->fields[i]);
+}
+
+/* Fills the kind's own fields; 0 for a kind this version does not know. */
+static int get_fields(tf_reader *r, tf_cursor *c, tf_event *e, uint32_t present)
+{
+    switch (e->kind) {
+#define DECODE(kind, layout) case kind: get_kind_fields(r, c, e, present, &layout); return 1;
+    TF_EVENT_KINDS(DECODE)
+#undef DECODE
+    default: return 0;
+    }
+}
+
 /* Decodes an event record.  1: *e is an event to return; 0: an event kind
  * this version does not know (its common fields still move the bases). */
 static int decode_event(tf_reader *r, uint32_t kind, tf_cursor *c, tf_event *e)
@@ -294,16 +316,13 @@ static int decode_event(tf_reader *r, uint32_t kind, tf_cursor *c, tf_event *e)
     uint32_t present = (uint32_t)c->p[0] | (uint32_t)c->p[1] << 8;
     c->p += 2;
     get_common(r, c, present, e);
-    const tf_event_layout *layout = tf_event_layout_of(kind);
-    for (unsigned i = 0; layout && i < layout->nfields; i++)
-        if (present >> (TF_COMMON_FIELDS + i) & 1)
-            get_field(r, c, e, &layout->fields[i]);
+    int known = get_fields(r, c, e, present);
     if (c->bad)
         return TF_REC_BAD;
     r->seq = e->seq;
     r->t_ns = e->t_ns;
     r->tid = e->tid;
-    return layout != NULL;
+    return known;
 }
 
 /* ------------------------------------------------------------ the walk */

@@ -330,8 +330,10 @@ static void fill_end_counts(const tf_writer *w, tf_event *e)
     if (!e->u.end.frames) e->u.end.frames = w->frames_sealed + 1;
 }
 
-static uint8_t *put_field(tf_writer *w, uint8_t *p, const tf_event *e, const tf_field *f,
-                          uint32_t *present, uint32_t bit)
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+ALWAYS_INLINE uint8_t *put_field(tf_writer *w, uint8_t *p, const tf_event *e, const tf_field *f,
+                                 uint32_t *present, uint32_t bit)
 {
     const uint8_t *src = (const uint8_t *)e + f->offset;
     uint32_t v32;
@@ -390,13 +392,31 @@ static uint8_t *put_common(tf_writer *w, uint8_t *p, const tf_event *e, uint32_t
     return p;
 }
 
+/* Inlined once per kind with a constant layout (see TF_EVENT_KINDS). */
+ALWAYS_INLINE uint8_t *put_kind_fields(tf_writer *w, uint8_t *p, const tf_event *e,
+                                       const tf_event_layout *layout, uint32_t *present)
+{
+    for (unsigned i = 0; i < layout->nfields; i++)
+        p = put_field(w, p, e, &layout->fields[i], present, 1u << (TF_COMMON_FIELDS + i));
+    return p;
+}
+
+static uint8_t *put_fields(tf_writer *w, uint8_t *p, const tf_event *e, uint32_t *present)
+{
+    switch (e->kind) {
+#define ENCODE(kind, layout) case kind: return put_kind_fields(w, p, e, &layout, present);
+    TF_EVENT_KINDS(ENCODE)
+#undef ENCODE
+    default: return p;
+    }
+}
+
 /* Event records are encoded in place: the kind fits one byte, the payload
  * never exceeds TF_EVENT_PAYLOAD_MAX (< 128) so the length does too, and the
  * presence map is a fixed two bytes filled in last. */
 void tf_write_event(tf_writer *w, const tf_event *ev)
 {
-    const tf_event_layout *layout = tf_event_layout_of(ev->kind);
-    if (!layout)
+    if (!tf_event_layout_of(ev->kind))
         return;  /* only kinds this version defines can be encoded */
     tf_event end;
     if (ev->kind == TF_EV_END) {
@@ -412,8 +432,7 @@ void tf_write_event(tf_writer *w, const tf_event *ev)
     uint8_t *payload = rec + 2;
     uint32_t present = 0;
     uint8_t *p = put_common(w, payload + 2, ev, &present);
-    for (unsigned i = 0; i < layout->nfields; i++)
-        p = put_field(w, p, ev, &layout->fields[i], &present, 1u << (TF_COMMON_FIELDS + i));
+    p = put_fields(w, p, ev, &present);
     rec[0] = (uint8_t)ev->kind;
     rec[1] = (uint8_t)(p - payload);
     payload[0] = (uint8_t)present;
