@@ -101,6 +101,25 @@ static void story(void)
     expect("cupy5_reentry.txt", NULL, NULL, 0);
 }
 
+static void fidelity(void)
+{
+    rp_replay *r = run("cupy_choice.txt", &rp_model_cupy, 1);
+    const rp_result *res = rp_replay_result(r);
+    CHECK(!res->violated);
+    CHECK(res->matched == 3 + 4 && res->diverged == 1);  /* 3 segments, 4 pointers; 1 impossible pointer */
+    rp_replay_free(r);
+    r = run("torch_segments.txt", &rp_model_torch, 1);
+    res = rp_replay_result(r);
+    CHECK(!res->violated && res->matched == 6 && res->diverged == 0);  /* 2 segments, 4 pointers */
+    rp_replay_free(r);
+    /* tf-bfc would have taken a 2 MiB region for 5 MiB: the segment and
+     * its addresses diverge, and the replay goes on. */
+    r = run("torch_segments.txt", &rp_model_tf_bfc, 1);
+    res = rp_replay_result(r);
+    CHECK(!res->violated && res->diverged > 0);
+    rp_replay_free(r);
+}
+
 static void model_free(void)
 {
     expect("overlap.txt", NULL, "overlap", 2);
@@ -171,6 +190,7 @@ int main(int argc, char **argv)
 {
     dir = argc > 1 ? argv[1] : ".";
     story();
+    fidelity();
     model_free();
     explore();
     minimize();
