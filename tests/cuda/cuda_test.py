@@ -157,6 +157,19 @@ def test_driver_procaddr():
           by_api["cuMemRelease"]["kind"] == "cuda_free", "create/release kinds")
 
 
+def test_driver_exports():
+    """cuGetProcAddress handing out the driver's exports (our wrappers, under
+    the preload) from a libcuda opened RTLD_LOCAL: still one event per call,
+    each reaching the real function."""
+    env = env_for()
+    env["LD_LIBRARY_PATH"] = ARGS.doubles_exports
+    rc, out, err = run([prog("prog_driver_procaddr")], env)
+    check(rc == 0 and "missing" not in out, "exit %d: %s %s" % (rc, out, err))
+    calls = printed_calls(out)
+    check(len(calls) == 16 and all(r == 0 for _, r, _ in calls), "calls: %s" % out)
+    match_calls(decode(only_log()), calls, "prog_driver_procaddr")
+
+
 def test_entrypoint():
     rc, out, err = run([prog("prog_entrypoint")], env_for())
     check(rc == 0, "exit %d: %s" % (rc, err))
@@ -385,6 +398,7 @@ def main():
     ap.add_argument("--preload", required=True)
     ap.add_argument("--bin", required=True)
     ap.add_argument("--doubles", required=True)
+    ap.add_argument("--doubles-exports", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--ctypes-script", required=True)
     ARGS = ap.parse_args()
