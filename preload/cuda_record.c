@@ -2,6 +2,7 @@
  * cuda_record.c - depth counting and the event for a CUDA call.
  */
 #include "cuda_record.h"
+#include "cuda_versions.h"
 #include "dl_hooks.h"
 #include "recorder.h"
 
@@ -33,6 +34,7 @@ static int current_device(void)
         if (!libcuda)
             return -1;
         fn = (ctx_get_device_fn)dl_real_dlsym(libcuda, "cuCtxGetDevice");
+        cuda_versions_note_driver(libcuda);
         dl_real_dlclose(libcuda);
         if (!fn)
             return -1;

@@ -2,6 +2,7 @@
  * cuda_symbols.c - finding real CUDA functions and handing out wrappers.
  */
 #include "cuda_symbols.h"
+#include "cuda_versions.h"
 #include "dl_hooks.h"
 #include "native_stack.h"
 #include "warn.h"
@@ -13,10 +14,18 @@
 
 /* ---------------------------------------------------------------- slots */
 
+/* Runtime entry points ("cuda...") name the runtime they live in. */
+static void note_if_runtime(enum cuda_entry entry, const void *real)
+{
+    if (cuda_entry_name[entry][2] == 'd')
+        cuda_versions_note_runtime(real);
+}
+
 static void *slot_for(enum cuda_entry entry, void *real)
 {
     if (native_stack_is_ours((uintptr_t)real))
         return real;                    /* already one of ours */
+    note_if_runtime(entry, real);
     for (int i = 0; i < CUDA_SLOTS; i++) {
         void *bound = atomic_load(&cuda_slot_real[entry][i]);
         if (!bound && atomic_compare_exchange_strong(&cuda_slot_real[entry][i], &bound, real))
@@ -152,6 +161,7 @@ void *cuda_real_for_caller(enum cuda_entry entry, const void *ret)
     void *real = resolve_for_caller(cuda_entry_name[entry], ret);
     if (!real)
         return NULL;
+    note_if_runtime(entry, real);
     /* Remember it; a full table only costs the lookup above next time. */
     int expected = 0;
     if (!atomic_compare_exchange_strong(&sites_lock, &expected, 1))

@@ -132,6 +132,10 @@ def test_runtime():
     check(evs[-1]["result"] == 2 and evs[-1]["size"] == 1 << 50, "failed call recorded")
     check(evs[0]["device"] == 0 and evs[-1]["device"] == -1, "devices")
     check(status(records)["clean_end"] == 1, "clean end")
+    infos = {i["key"]: i["value"] for i in of_type(records, "info")}
+    check(infos.get("cuda_driver_version") == "13000", "driver version: %s" % infos)
+    check(infos.get("cuda_runtime", "").endswith("/libcudart.so.13 version=13000"),
+          "runtime: %s" % infos)
 
 
 def test_real_runtime():
@@ -139,7 +143,11 @@ def test_real_runtime():
     check(rc == 0, "exit %d: %s" % (rc, err))
     calls = printed_calls(out)
     check(len(calls) == 11 and calls[0] == ("cudaMalloc", 35, 0), "calls: %s" % out)
-    match_calls(decode(only_log()), calls, "prog_runtime_real")
+    records = decode(only_log())
+    match_calls(records, calls, "prog_runtime_real")
+    infos = {i["key"]: i["value"] for i in of_type(records, "info")}
+    check(infos.get("cuda_runtime") == os.path.realpath(prog("prog_runtime_real")) or
+          "libcudart.so.13 version=" in infos.get("cuda_runtime", ""), "runtime: %s" % infos)
 
 
 def test_driver_procaddr():

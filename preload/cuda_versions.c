@@ -1,0 +1,66 @@
+/*
+ * cuda_versions.c - see cuda_versions.h.  Both version calls are plain
+ * getters: they need no context and take no lock a traced call could hold.
+ */
+#include "cuda_versions.h"
+#include "dl_hooks.h"
+#include "recorder.h"
+
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <stdio.h>
+
+#define RUNTIMES_NOTED 8
+
+typedef int (*get_version_fn)(int *);
+
+static int call_version(void *handle, const char *name, int *version)
+{
+    get_version_fn fn = handle ? (get_version_fn)dl_real_dlsym(handle, name) : NULL;
+    return fn && fn(version) == 0;
+}
+
+void cuda_versions_note_driver(void *libcuda)
+{
+    static _Atomic int noted;
+    int version;
+    if (atomic_load(&noted) || !call_version(libcuda, "cuDriverGetVersion", &version) ||
+        atomic_exchange(&noted, 1))
+        return;
+    char text[16];
+    snprintf(text, sizeof text, "%d", version);
+    rec_info("cuda_driver_version", text);
+}
+
+/* Claims a place for this object; 0 if it was noted before (or no room). */
+static int first_time(const void *base)
+{
+    static const void *_Atomic noted[RUNTIMES_NOTED];
+    for (int i = 0; i < RUNTIMES_NOTED; i++) {
+        const void *seen = atomic_load(&noted[i]);
+        if (seen == base)
+            return 0;
+        if (!seen && atomic_compare_exchange_strong(&noted[i], &seen, base))
+            return 1;
+        if (seen == base)
+            return 0;
+    }
+    return 0;
+}
+
+void cuda_versions_note_runtime(const void *fn)
+{
+    Dl_info info;
+    if (!rec_active() || !dladdr(fn, &info) || !info.dli_fname || !first_time(info.dli_fbase))
+        return;
+    void *handle = dl_real_dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    int version;
+    char text[4200];
+    if (call_version(handle, "cudaRuntimeGetVersion", &version))
+        snprintf(text, sizeof text, "%s version=%d", info.dli_fname, version);
+    else
+        snprintf(text, sizeof text, "%s", info.dli_fname);
+    if (handle)
+        dl_real_dlclose(handle);
+    rec_info("cuda_runtime", text);
+}
