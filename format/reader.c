@@ -166,13 +166,12 @@ static int load_frame(tf_reader *r)
 {
     while (r->off < r->size) {
         size_t at = r->off;
-        r->frame_index = r->frames_seen++;
         if (r->size - at >= 8 && (le32(r->data + at) & ~0xFu) == SKIPPABLE_MAGIC) {
             uint64_t len = le32(r->data + at + 4);
             r->off = len < r->size - at - 8 ? at + 8 + len : r->size;
-            r->frames_seen--;
             continue;
         }
+        r->frame_index = r->frames_seen++;
         if (cut_in_magic(r, at)) {
             r->off = r->size;
             r->st.truncated = 1;

@@ -212,6 +212,22 @@ static void test_version(void)
     printf("version 2 refused: %s\n", err);
 }
 
+/* A zstd skippable frame between two frames is stepped over, not damage. */
+static void test_skippable(const log *lg)
+{
+    static const uint8_t skip[] = { 0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 'x', 'y', 'z' };
+    size_t at = lg->frame_off[2];
+    uint8_t *copy = malloc(lg->len + sizeof skip);
+    memcpy(copy, lg->data, at);
+    memcpy(copy + at, skip, sizeof skip);
+    memcpy(copy + at + sizeof skip, lg->data + at, lg->len - at);
+    tf_reader *r;
+    CHECK(read_all(copy, lg->len + sizeof skip, &r, lg) == EVENTS + 1);
+    CHECK(r && tf_reader_damage(r) == NULL && tf_reader_status(r)->frames == FRAMES);
+    tf_reader_close(r);
+    free(copy);
+}
+
 static void test_not_logs(void)
 {
     char err[256];
@@ -234,6 +250,7 @@ int main(void)
     make_log(&lg);
     test_truncation(&lg);
     test_bit_flips(&lg);
+    test_skippable(&lg);
     test_unknown_kinds();
     test_version();
     test_not_logs();
