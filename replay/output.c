@@ -7,6 +7,7 @@
 #include "json.h"
 
 #define MAX_FRAMES 64
+#define TEXT_WARNINGS 10
 
 static const char *kind_name(uint32_t kind)
 {
@@ -372,6 +373,8 @@ static void print_text(const rp_output *rep, const rp_replay *r)
     const rp_finding *w;
     uint64_t total;
     uint32_t n = rp_replay_warnings(r, &w, &total);
+    if (n > TEXT_WARNINGS)
+        n = TEXT_WARNINGS;  /* --json lists more */
     if (total)
         fprintf(f, "warnings: %" PRIu64 " (first %u shown)\n", total, n);
     for (uint32_t i = 0; i < n; i++)

@@ -211,8 +211,11 @@ static int is_bare(const tf_event *e)
 
 /* The operation starting at buf[i] and everything nested in it.  Nested
  * operations are those inside it on its thread: through a collection, or
- * directly; a bare pool_free under a collection counts as one too. */
-static uint32_t parse(rp_replay *r, const tf_event *buf, uint32_t n, uint32_t i, uint32_t gc)
+ * directly; a bare pool_free under a collection counts as one too.  Below
+ * MAX_DEPTH (deeper than any recorder nests) operations stay plain events,
+ * so a hostile log cannot exhaust the stack. */
+#define MAX_DEPTH 64
+static uint32_t parse(rp_replay *r, const tf_event *buf, uint32_t n, uint32_t i, uint32_t gc, int depth)
 {
     uint32_t id = node_new(r, i, gc);
     if (buf[i].kind != TF_EV_POOL_OP_BEGIN)
@@ -226,8 +229,8 @@ static uint32_t parse(rp_replay *r, const tf_event *buf, uint32_t n, uint32_t i,
             j++;
             break;
         }
-        if (e->kind == TF_EV_POOL_OP_BEGIN || (is_bare(e) && e->parent != seq)) {
-            uint32_t c = parse(r, buf, n, j, ngc ? gcs[ngc - 1] : RP_NIL);
+        if (depth < MAX_DEPTH && (e->kind == TF_EV_POOL_OP_BEGIN || (is_bare(e) && e->parent != seq))) {
+            uint32_t c = parse(r, buf, n, j, ngc ? gcs[ngc - 1] : RP_NIL, depth + 1);
             if (last == RP_NIL)
                 r->nodes[id].child = c;
             else
@@ -639,7 +642,7 @@ static void apply_top(rp_replay *r, const tf_event *buf, uint32_t n)
 {
     r->nnodes = 0;
     r->nre = 0;
-    uint32_t root = parse(r, buf, n, 0, RP_NIL);
+    uint32_t root = parse(r, buf, n, 0, RP_NIL, 0);
     pool *p = modelled(r, pool_id_of(&buf[0]));
     if (!p)
         return;
