@@ -16,15 +16,18 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "segv_early.h"
 #include "trace_api.h"
 
+/* A store to a page with no access: a real SIGSEGV, and not the null
+ * store a sanitizer would report before it happens. */
 static void fault(void)
 {
-    volatile int *nowhere = NULL;
-    *nowhere = 1;
+    volatile int *forbidden = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    *forbidden = 1;
 }
 
 static void cuda_pair(void)

@@ -6,6 +6,7 @@
  */
 #include "segv_early.h"
 
+#include <dlfcn.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -31,19 +32,23 @@ void segv_install_handler(void)
 }
 
 #ifdef SEGV_EARLY
-/* Ask the kernel, not the (interposed) sigaction, whether anyone installed a
- * SIGSEGV handler before us: the proof that we ran before the preload. */
-static int kernel_has_default_action(void)
+/* Ask the kernel, not the (interposed) sigaction, whose SIGSEGV handler is
+ * in place: one from libtrace.so means the preload started before us.  (A
+ * sanitizer runtime's handler may be there already; that one does not
+ * count.) */
+static int preload_started_first(void)
 {
     unsigned long act[4] = { 0 };   /* handler, flags, restorer, mask */
+    Dl_info where;
     if (syscall(SYS_rt_sigaction, SIGSEGV, NULL, act, sizeof(unsigned long)) != 0)
         return 0;
-    return act[0] == (unsigned long)SIG_DFL;
+    return act[0] > (unsigned long)SIG_IGN && dladdr((void *)act[0], &where) &&
+           where.dli_fname && strstr(where.dli_fname, "libtrace");
 }
 
 __attribute__((constructor)) static void install_early(void)
 {
-    segv_installed_first = kernel_has_default_action();
+    segv_installed_first = !preload_started_first();
     segv_install_handler();
 }
 #endif
