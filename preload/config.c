@@ -48,6 +48,22 @@ static void expand_output(char *out, size_t cap, const char *tmpl, pid_t pid)
     out[n] = '\0';
 }
 
+/* The log is created at the first write, and the app may have changed
+ * directory by then: a relative path means relative to where it started. */
+static void anchor_to_start_directory(void)
+{
+    char cwd[sizeof output_template];
+    if (output_template[0] == '/' || !getcwd(cwd, sizeof cwd))
+        return;
+    const char *rel = output_template;
+    while (rel[0] == '.' && rel[1] == '/')
+        rel += 2;
+    char joined[sizeof output_template];
+    if (snprintf(joined, sizeof joined, "%s/%s", strcmp(cwd, "/") ? cwd : "", rel) <
+        (int)sizeof joined)
+        strcpy(output_template, joined);
+}
+
 /* An integer setting in [lo, hi]; anything else warns and keeps *value. */
 static void read_int(const char *name, long long lo, long long hi, long long *value)
 {
@@ -91,6 +107,7 @@ void trace_config_load(void)
         else
             strcpy(output_template, out);
     }
+    anchor_to_start_directory();
 
     long long v = config.stack_depth;
     read_int("TRACE_STACK_DEPTH", 0, MAX_STACK_DEPTH, &v);
