@@ -5,7 +5,8 @@ their logs reported as text, JSON and HTML.
 
 Cases: seed002 (ctypes.cast keeps 10 MiB bytearrays alive until a collection:
 the GC section must name the bytearray line), device_cycles (pooled device
-memory held by reference cycles, through the fake CuPy pool), pool_reentry
+memory held by reference cycles, through the fake CuPy pool), cuda_cycles
+(the same with cudaMalloc/cudaFree, through the CUDA test doubles), pool_reentry
 (a collection inside a pool operation frees into the same pool), double_init
 (seed 001: objects initialised twice, with their stacks), bundle
 (scripts/trace-bundle: stacks resolve from the bundle alone), import_roundtrip
@@ -18,6 +19,7 @@ perfetto (export --perfetto: slices nest as the operations ran, instants
 carry stacks, counters carry memory).  Exit status 77: skipped.
 """
 import argparse
+import glob
 import json
 import os
 import pickle
@@ -51,6 +53,8 @@ def line_of(path, tag):
 def trace(args, prog, argv, log, env_extra=None):
     env = dict(os.environ, LD_PRELOAD=args.preload, TRACE_OUTPUT=log, TRACE_QUIET="1")
     env.update(env_extra or {})
+    if os.path.exists(log):
+        os.remove(log)   # the recorder never overwrites a log
     p = subprocess.run([sys.executable, prog] + argv, env=env, capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         fail("%s exited %d: %s" % (prog, p.returncode, p.stderr[-2000:]))
@@ -128,6 +132,8 @@ def trace_run(args, work):
     script = os.path.join(ROOT, "scripts", "trace-run")
     env = dict(os.environ, TRACE_LIB=args.preload, TRACE_REPLAY=args.replay)
     env.pop("LD_PRELOAD", None)
+    for old in glob.glob(os.path.join(work, "*.tlog")):
+        os.remove(old)   # the recorder never overwrites a log
     prog = os.path.join(ROOT, "tests", "python", "workloads", "ctypes_cast.py")
     log = os.path.join(work, "run-%p.tlog")
     # The command's exit status comes back, and the log and the report's
@@ -148,6 +154,10 @@ def trace_run(args, work):
                         "-c", "import sys; sys.exit(0)"], env=env, capture_output=True, text=True, timeout=300)
     if p.returncode != 0 or "trace-replay report" in p.stderr:
         fail("--quiet: exit %d, stderr %r" % (p.returncode, p.stderr))
+    p = subprocess.run([script, "--output", os.path.join(work, "quiet.tlog"), "--", "true"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    if p.returncode == 0 or "exists" not in p.stderr:
+        fail("an existing --output must be refused: exit %d, %r" % (p.returncode, p.stderr))
     p = subprocess.run([script, "--torch-no-caching", "--py-allocs", "7", "--output", os.path.join(work, "env.tlog"),
                         "--", sys.executable, "-c",
                         "import os, sys; sys.exit(os.environ.get('PYTORCH_NO_CUDA_MEMORY_CACHING') == '1' and "
@@ -200,6 +210,22 @@ def perfetto(args, work):
         fail("device memory counter peak %d" % peak)
     if not any(e["ph"] == "M" and e["name"] == "process_name" for e in events):
         fail("no process name")
+
+
+def cuda_cycles(args, work):
+    """Device memory from cudaMalloc held by cycles: cudaFree inside a
+    collection is charged to the cudaMalloc's line."""
+    if not args.cuda_doubles:
+        print("SKIP: no CUDA test doubles in this build")
+        sys.exit(SKIP)
+    prog = os.path.join(HERE, "workloads", "cuda_cycles.py")
+    log = os.path.join(work, "cuda.tlog")
+    trace(args, prog, [args.cuda_doubles], log, {"LD_LIBRARY_PATH": args.cuda_doubles})
+    text = report(args, log)
+    print(text)
+    gc = gc_section(text)
+    if "device 16.0 MiB" not in gc or "cuda_cycles.py:%d" % line_of(prog, "alloc") not in gc:
+        fail("expected 4 x 4 MiB of cudaMalloc memory freed inside collections, at the Buffer line")
 
 
 def pool_reentry(args, work):
@@ -571,16 +597,17 @@ def html(args, work):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("case", choices=["seed002", "device_cycles", "pool_reentry", "double_init", "bundle", "import_roundtrip",
+    p.add_argument("case", choices=["seed002", "device_cycles", "cuda_cycles", "pool_reentry", "double_init", "bundle", "import_roundtrip",
                                       "torch_snapshot", "progress", "html", "trace_run", "perfetto"])
     p.add_argument("--preload", required=True)
     p.add_argument("--replay", required=True)
     p.add_argument("--workdir")
+    p.add_argument("--cuda-doubles", help="folder of the CUDA test doubles (libcudart.so.13)")
     args = p.parse_args()
     args.replay = os.path.abspath(args.replay)
     work = args.workdir or tempfile.mkdtemp(prefix="report-")
     os.makedirs(work, exist_ok=True)
-    {"seed002": seed002, "device_cycles": device_cycles, "html": html, "trace_run": trace_run, "perfetto": perfetto, "double_init": double_init, "pool_reentry": pool_reentry, "bundle": bundle,
+    {"seed002": seed002, "device_cycles": device_cycles, "html": html, "trace_run": trace_run, "perfetto": perfetto, "double_init": double_init, "pool_reentry": pool_reentry, "bundle": bundle, "cuda_cycles": cuda_cycles,
      "import_roundtrip": import_roundtrip, "torch_snapshot": torch_snapshot,
      "progress": progress}[args.case](args, work)
     print("ok")
