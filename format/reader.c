@@ -199,7 +199,7 @@ enum { NEXT_RECORD, NEXT_FRAME_END, NEXT_BAD };
 
 /* Splits the next record off the frame buffer.  A record cut by the end of
  * the file ends the frame quietly; one that overruns a whole frame is damage. */
-static int next_record(tf_reader *r, uint32_t *kind, tf_cursor *payload)
+static inline int next_record(tf_reader *r, uint32_t *kind, tf_cursor *payload)
 {
     tf_cursor c = { r->buf + r->buf_pos, r->buf + r->buf_len, 0 };
     uint64_t k = tf_get_uv(&c);
