@@ -122,6 +122,8 @@ void flusher_stop(void)
     atomic_store(&kick_word, 1);
     futex_wake(&kick_word);
     pthread_join(thread, NULL);
+    /* Ready for a new thread: the next event starts one (after fork). */
+    atomic_store(&stopping, 0);
     atomic_store(&started, NOT_STARTED);
 }
 

@@ -20,7 +20,8 @@ void flusher_kick(void);
  * flushing.  Returns 0 when the data reached the file. */
 int flush_now(int from_signal);
 
-/* At exit: stop the thread, then the caller flushes for the last time. */
+/* Stop the thread (the next event starts it again).  At exit and before
+ * fork the caller then flushes on its own thread. */
 void flusher_stop(void);
 
 /* In a forked child: the thread did not come along. */

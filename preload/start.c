@@ -80,6 +80,13 @@ static tf_header make_header(void)
 
 static void fork_prepare(void)
 {
+    /* CPython 3.12+ warns in os.fork() when the process has more than one
+     * OS thread, so the flusher must not live across fork.  It stops here,
+     * what is pending is written now (a parent idle after fork would keep it
+     * in memory), and the next event starts the thread again.  Both happen
+     * before rec_fork_prepare takes the recorder's lock, which sealing needs. */
+    flusher_stop();
+    flush_now(0);
     rec_fork_prepare();
 }
 
