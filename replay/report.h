@@ -165,7 +165,9 @@ double rpt_seconds(const rpt *r, uint64_t t_ns);
 uint32_t *rpt_sites_by(const rpt *r, int which, uint32_t *n);
 uint64_t rpt_site_figure(const rpt_site *s, int which, uint64_t *count);
 
-/* Text for a site: "file.py:12 (func) <- main.py:3 (<module>)" and "func (file.c:3) libfoo.so+0x1c". */
+/* Text for a site: "file.py:12 (func) <- main.py:3 (<module>)" and (the
+ * site's native frame, or the first caller that is not an allocator entry
+ * point) "func (file.c:3) libfoo.so+0x1c". */
 void rpt_site_python(const rpt *r, const rpt_site *s, char *buf, size_t len);
 void rpt_site_native(rp_stacks *st, const rpt_site *s, char *buf, size_t len);
 /* One native frame as text. */

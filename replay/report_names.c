@@ -87,12 +87,30 @@ void rpt_native_frame_text(const rp_native_frame *f, char *buf, size_t len)
     }
 }
 
+/* Allocator entry points: every allocation of their kind goes through them,
+ * so the frame that called them is the one that says where. */
+static int is_allocator(const char *function)
+{
+    static const char *const prefixes[] = {
+        "PyObject_Malloc", "PyObject_Calloc", "PyObject_Realloc", "_PyObject_Malloc", "_PyObject_Calloc",
+        "_PyObject_Realloc", "PyMem_", "_PyMem_", "pymalloc_", "malloc", "calloc", "realloc", "__libc_malloc",
+        "__libc_calloc", "__libc_realloc",
+    };
+    for (size_t i = 0; function && i < sizeof prefixes / sizeof *prefixes; i++)
+        if (!strncmp(function, prefixes[i], strlen(prefixes[i])))
+            return 1;
+    return 0;
+}
+
 void rpt_site_native(rp_stacks *st, const rpt_site *s, char *buf, size_t len)
 {
     rp_native_frame f[RPT_MAX_FRAMES];
     uint32_t n = s->native_ip ? rp_stacks_native(st, s->native_stack, f, RPT_MAX_FRAMES) : 0;
-    if (s->native_index < n)
-        rpt_native_frame_text(&f[s->native_index], buf, len);
+    uint32_t i = s->native_index;
+    while (i + 1 < n && is_allocator(f[i].function))
+        i++;
+    if (i < n)
+        rpt_native_frame_text(&f[i], buf, len);
     else
         snprintf(buf, len, "(no native stack)");
 }
