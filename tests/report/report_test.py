@@ -319,13 +319,19 @@ def bundle(args, work):
         if "cmdline: " + exe not in f.read():
             fail("environment.txt lacks the log's command line")
 
+    with open(os.path.join(top, "report.txt")) as f:
+        if "[overlap]" not in f.read():
+            fail("report.txt does not list the violation")
+
     def native_frames(debug_dir):
         cmd = [args.replay, "report", "app.tlog", "--json"] + (["--debug-dir", debug_dir] if debug_dir else [])
         p = subprocess.run(cmd, cwd=top, capture_output=True, text=True, timeout=60)
         if p.returncode != 0:
             fail("report in the bundle: %s" % p.stderr)
         doc = json.loads(p.stdout)
-        return [f for st in doc["device_stacks"] for f in st["native_stack"]]
+        if [v["invariant"] for v in doc["violations"]] != ["overlap"]:
+            fail("violations: %r" % doc["violations"])
+        return [f for st in doc["device_stacks"] for f in st["native_stack"]] + doc["violations"][0]["at"]["native_stack"]
 
     if any("bundle_fixture_allocate" in f for f in native_frames(None)):
         fail("stacks resolve without the bundle's debug folder: the test proves nothing")
