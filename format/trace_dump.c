@@ -6,6 +6,8 @@
  * Default: the header, then one readable line per event.  --json: one JSON
  * object per line, the header first (FORMAT.md, "trace-dump --json").
  * --summary: counts per kind, threads, time span, size, and how the log ends.
+ * --debug-dir DIR (repeatable): where else to look for binaries and debug
+ * files when --json symbolises native stacks (see replay/symbolize.h).
  * Exit status: 0 a whole log, 1 a damaged one (what was readable is printed,
  * the damage goes to stderr), 2 a usage error or a file that is not a log.
  */
