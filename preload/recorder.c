@@ -186,7 +186,9 @@ uint64_t rec_event(tf_event *e, unsigned flags)
     if (seq && flags & REC_OPEN && open_count < MAX_OPEN_OPS)
         open_ops[open_count++] = seq;
     flusher_ensure_started();
-    if (pending >= REC_SEAL_BYTES)
+    if (pending >= REC_FLUSH_NOW_BYTES)
+        flush_now(0);
+    else if (pending >= REC_SEAL_BYTES)
         flusher_kick();
     return seq;
 }

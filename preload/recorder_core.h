@@ -12,6 +12,10 @@
 
 /* Chunks are handed to the flusher once this much is encoded. */
 #define REC_SEAL_BYTES (256u * 1024u)
+/* A frame may not exceed 64 MiB (FORMAT.md).  Should the flusher fall this
+ * far behind (a stalled disk, a starved thread), the recording thread
+ * flushes itself: the app slows down rather than lose the log. */
+#define REC_FLUSH_NOW_BYTES (16u * 1024u * 1024u)
 
 /* Start recording into a new writer whose first record is h.  0 or -1. */
 int rec_start(const tf_header *h);
