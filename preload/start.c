@@ -84,9 +84,12 @@ static void fork_prepare(void)
      * OS thread, so the flusher must not live across fork.  It stops here,
      * what is pending is written now (a parent idle after fork would keep it
      * in memory), and the next event starts the thread again.  Both happen
-     * before rec_fork_prepare takes the recorder's lock, which sealing needs. */
+     * before rec_fork_prepare takes the recorder's lock, which sealing needs.
+     * A process with no events yet writes nothing: a shell that forks and
+     * execs the real program under the same pid must not take its log name. */
     flusher_stop();
-    flush_now(0);
+    if (rec_event_count() > 0)
+        flush_now(0);
     rec_fork_prepare();
 }
 

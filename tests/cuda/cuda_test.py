@@ -406,6 +406,11 @@ def test_settings():
     rc, out, err = run(["/bin/sh", "-c", "true"], env_for())
     check(rc == 0 and err == "" and not os.listdir(ARGS.work),
           "a process with no events left %r, said %r" % (os.listdir(ARGS.work), err))
+    # A shell that forks before exec'ing the program under its own pid: the
+    # program, not the shell, owns trace-<pid>.tlog.
+    rc, out, err = run(["/bin/sh", "-c", "/bin/true; exec %s" % prog("prog_exit")], env_for())
+    check(rc == 3 and err.startswith("trace: 3 events -> "),
+          "shell, then exec: %r %s" % (err, os.listdir(ARGS.work)))
 
 
 def main():
