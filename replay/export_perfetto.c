@@ -30,13 +30,15 @@ typedef struct exporter {
     uint32_t pid;
     uint64_t shown[RPT_SERIES_MEASURES];  /* counter values last written */
     int counters_written;
+    int no_stacks;                        /* --no-stacks: smaller files for long logs */
 } exporter;
 
 static const char usage[] =
-    "usage: trace-replay export --perfetto OUT LOG [--debug-dir DIR]\n"
+    "usage: trace-replay export --perfetto OUT LOG [--debug-dir DIR] [--no-stacks]\n"
     "  Write the log as Chrome trace-event JSON for the Perfetto UI or\n"
     "  chrome://tracing: memory counters, collections and pool operations as\n"
-    "  nested slices, allocations as instant events with their stacks.\n";
+    "  nested slices, allocations as instant events with their stacks.\n"
+    "  --no-stacks  leave the stacks out (a file several times smaller)\n";
 
 /* Integer microseconds, then the nanoseconds as a fraction: rp_json writes
  * integers only, and sub-microsecond order matters inside a collection. */
@@ -69,6 +71,8 @@ static void begin_event(exporter *x, const char *ph, const char *name, const cha
 
 static void stacks(exporter *x, const tf_event *e)
 {
+    if (x->no_stacks)
+        return;
     rp_py_frame pf[RPT_MAX_FRAMES];
     rp_native_frame nf[RPT_MAX_FRAMES];
     char line[1024];
@@ -270,7 +274,7 @@ static void names(exporter *x, const rpt *r)
     }
 }
 
-static int export_log(const char *log, const char *out_path, const char *const *dirs, int ndirs)
+static int export_log(const char *log, const char *out_path, const char *const *dirs, int ndirs, int no_stacks)
 {
     char err[512];
     rpt r;
@@ -291,6 +295,7 @@ static int export_log(const char *log, const char *out_path, const char *const *
     x.pid = h->pid;
     x.t0 = h->mono_start_ns;
     x.stacks = rp_stacks_new(r.reader, dirs, ndirs);
+    x.no_stacks = no_stacks;
     rp_json_init(&x.j, out);
     rp_json_obj(&x.j, NULL);
     rp_json_str(&x.j, "displayTimeUnit", "ms");
@@ -314,11 +319,12 @@ int cmd_export(int argc, char **argv)
     static const struct option longopts[] = {
         {"perfetto", required_argument, NULL, 'p'},
         {"debug-dir", required_argument, NULL, 'd'},
+        {"no-stacks", no_argument, NULL, 'n'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *out = NULL, *dirs[MAX_DEBUG_DIRS];
-    int ndirs = 0, c;
+    int ndirs = 0, no_stacks = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
@@ -327,6 +333,7 @@ int cmd_export(int argc, char **argv)
             if (ndirs < MAX_DEBUG_DIRS)
                 dirs[ndirs++] = optarg;
             break;
+        case 'n': no_stacks = 1; break;
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return 2;
         }
@@ -335,5 +342,5 @@ int cmd_export(int argc, char **argv)
         fputs(usage, stderr);
         return 2;
     }
-    return export_log(argv[optind], out, dirs, ndirs);
+    return export_log(argv[optind], out, dirs, ndirs, no_stacks);
 }

@@ -14,6 +14,7 @@
 
 #define SITES_LISTED 200
 #define FLAME_STACKS 2000
+#define COLLECTIONS_LISTED 10000
 
 /* Frames as text, innermost first: the same lines the text report prints. */
 static void stacks(rp_json *w, rp_stacks *st, uint32_t py, uint32_t native)
@@ -310,8 +311,12 @@ static void gc(rp_json *w, const rpt *r)
     rp_json_end_arr(w);
     rp_json_u64(w, "freed_in_collections_device_bytes", r->gc_dev_bytes);
     rp_json_u64(w, "freed_in_collections_host_bytes", r->gc_host_bytes);
+    /* A chart has no use for more than a few thousand marks: a long run's
+     * collections are sampled evenly, the longest pauses are in the totals. */
+    uint32_t step = r->ncollections / COLLECTIONS_LISTED + 1;
+    rp_json_u64(w, "collections_total", r->ncollections);
     rp_json_arr(w, "collections");
-    for (uint32_t i = 0; i < r->ncollections; i++) {
+    for (uint32_t i = 0; i < r->ncollections; i += step) {
         const rpt_collection *c = &r->collections[i];
         rp_json_arr(w, NULL);
         rp_json_u64(w, NULL, c->t_start);

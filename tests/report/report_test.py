@@ -210,6 +210,12 @@ def perfetto(args, work):
         fail("device memory counter peak %d" % peak)
     if not any(e["ph"] == "M" and e["name"] == "process_name" for e in events):
         fail("no process name")
+    small = os.path.join(work, "small.json")
+    subprocess.run([args.replay, "export", "--perfetto", small, "--no-stacks", log], check=True, timeout=300)
+    with open(small) as f:
+        lean = json.load(f)["traceEvents"]
+    if len(lean) != len(events) or any("py_stack" in e.get("args", {}) for e in lean):
+        fail("--no-stacks: the same events without stacks expected")
 
 
 def cuda_cycles(args, work):
@@ -397,6 +403,15 @@ def import_roundtrip(args, work):
         fail("module line not imported: %r" % doc["modules"])
     if not doc["log"]["clean_end"]:
         fail("the end line did not end the log")
+    # A long run's collections: the JSON lists an even sample, and counts all.
+    many = os.path.join(work, "many.tlog")
+    import_lines(args, "".join('{"kind":"gc_start","t_ns":%d,"generation":0}\n{"kind":"gc_stop","t_ns":%d}\n'
+                               % (10 * i, 10 * i + 5) for i in range(25000)), many)
+    gc = json.loads(report(args, many, "--json"))["gc"]
+    if gc["collections_total"] != 25000 or not 5000 <= len(gc["collections"]) <= 10000:
+        fail("collections: %d listed of %d" % (len(gc["collections"]), gc["collections_total"]))
+    if gc["generations"][0]["collections"] != 25000:
+        fail("generation 0 collections: %r" % gc["generations"][0])
     for bad in ('{"kind":"header"}\n{"kind":"header"}\n', '{"kind":"nonsense"}\n', '{"kind": \n'):
         p = subprocess.run([args.replay, "import", "-o", os.path.join(work, "bad.tlog"), "-"], input=bad,
                            capture_output=True, text=True)
