@@ -14,6 +14,7 @@
 
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
@@ -26,7 +27,8 @@
 #define SIGNAL_WAIT_NS 200000000L
 
 static pthread_t thread;
-enum { NOT_STARTED, RUNNING, NO_THREAD };
+/* STARTING: pthread_create in progress, `thread` not yet valid. */
+enum { NOT_STARTED, STARTING, RUNNING, NO_THREAD };
 static _Atomic int started;
 static _Atomic int stopping;
 static _Atomic int kick_word;  /* futex: 1 when there is work */
@@ -89,7 +91,7 @@ void flusher_ensure_started(void)
 {
     int expected = NOT_STARTED;
     if (atomic_load_explicit(&started, memory_order_relaxed) != NOT_STARTED ||
-        !atomic_compare_exchange_strong(&started, &expected, RUNNING))
+        !atomic_compare_exchange_strong(&started, &expected, STARTING))
         return;
     /* The app's signals are the app's business: block them all in our
      * thread so no handler of the app ever runs on it. */
@@ -105,6 +107,7 @@ void flusher_ensure_started(void)
         return;
     }
     pthread_setname_np(thread, "trace-flush");
+    atomic_store(&started, RUNNING);
 }
 
 void flusher_kick(void)
@@ -116,6 +119,10 @@ void flusher_kick(void)
 
 void flusher_stop(void)
 {
+    /* Bounded: the starter may be this very thread, interrupted by a signal
+     * whose handler forks. */
+    for (int i = 0; i < 10000 && atomic_load(&started) == STARTING; i++)
+        sched_yield();
     if (atomic_load(&started) != RUNNING)
         return;
     atomic_store(&stopping, 1);
