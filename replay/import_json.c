@@ -58,8 +58,13 @@ typedef struct importer {
 
 static const char usage[] =
     "usage: trace-replay import [-o OUT] [JSONL|-]\n"
-    "  Write a log from JSON lines in trace-dump --json's schema (the inverse of\n"
-    "  trace-dump --json; see replay/import_json.c for the line kinds).\n"
+    "  Write a log from JSON lines in trace-dump --json's schema (its inverse).\n"
+    "  One object per line, by \"kind\": \"header\" (first, optional); \"pool\"\n"
+    "  {pool, name}; \"thread\" {tid, name}; \"info\" {key, value}; \"module\"\n"
+    "  {path, base, build_id, segments: [{vaddr, memsz, flags}]}; and events\n"
+    "  {seq, tid, t_ns, kind, parent, fields by trace-dump's names,\n"
+    "  native_stack: [{ip, module, offset} or ip], py_stack: [{file, line,\n"
+    "  function}]}.  Sequence numbers are renumbered from 1.\n"
     "  -o OUT   the log to write (default: import.tlog)\n";
 
 static int failf(importer *im, const char *fmt, const char *what)
