@@ -8,7 +8,7 @@ import subprocess
 import pytrace as pt
 
 MODULES = ["test_gc", "test_weakref", "test_ctypes", "test_threading", "test_audit"]
-RESULT = re.compile(r"^\w+ \(([\w.]+)\)(?:\n.*?)?\s\.\.\.\s*(ok|FAIL|ERROR|skipped|expected failure|"
+RESULT = re.compile(r"^(\w+) \(([\w.]+)\)(?:\n.*?)?\s\.\.\.\s*(ok|FAIL|ERROR|skipped|expected failure|"
                     r"unexpected success)", re.M)
 
 args = pt.parse_args()
@@ -16,8 +16,12 @@ fails = pt.Failures()
 
 
 def results(run):
-    """{test id: outcome} from `python -m test -v` output."""
-    return dict(RESULT.findall(run.proc.stdout + run.proc.stderr))
+    """{test id: outcome} from `python -m test -v` output.  The id in
+    parentheses is module.Class.test from 3.11 on, module.Class before."""
+    out = {}
+    for name, where, outcome in RESULT.findall(run.proc.stdout + run.proc.stderr):
+        out[where if where.endswith("." + name) else where + "." + name] = outcome
+    return out
 
 
 def check(python, version):
