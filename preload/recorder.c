@@ -40,7 +40,7 @@ TLS int in_rec_event;             /* set: a signal handler interrupted rec_event
 static tf_writer *writer;
 static _Atomic int recording;
 static _Atomic pid_t lock_owner;
-static uint64_t last_seq;                 /* under the lock */
+static uint64_t last_seq;                 /* written under the lock, read anywhere */
 static _Atomic uint64_t dropped;
 static _Atomic uint32_t generation = 1;   /* a new writer after fork is a new generation */
 static int fork_took_lock;
@@ -148,7 +148,8 @@ static uint64_t encode(tf_event *e, const struct captured *c, pid_t tid)
         tf_write_thread(writer, (uint32_t)tid, c->thread_name);
         my_named_generation = atomic_load_explicit(&generation, memory_order_relaxed);
     }
-    e->seq = ++last_seq;
+    e->seq = last_seq + 1;
+    __atomic_store_n(&last_seq, e->seq, __ATOMIC_RELAXED);
     e->tid = (uint32_t)tid;
     e->t_ns = now_ns();
     e->parent = open_count ? open_ops[open_count - 1] : 0;
@@ -297,7 +298,7 @@ size_t rec_seal(tf_chunk *out)
 
 uint64_t rec_event_count(void)
 {
-    return last_seq;
+    return __atomic_load_n(&last_seq, __ATOMIC_RELAXED);
 }
 
 uint64_t rec_dropped_count(void)
