@@ -158,6 +158,10 @@ def trace_run(args, work):
                        capture_output=True, text=True, timeout=60)
     if p.returncode == 0 or "exists" not in p.stderr:
         fail("an existing --output must be refused: exit %d, %r" % (p.returncode, p.stderr))
+    p = subprocess.run([script, "--output", os.path.join(work, "none.tlog"), "--", os.path.join(work, "no-such-cmd")],
+                       env=env, capture_output=True, text=True, timeout=60)
+    if p.returncode != 127:
+        fail("a command that cannot run: exit %d, expected 127" % p.returncode)
     p = subprocess.run([script, "--torch-no-caching", "--py-allocs", "7", "--output", os.path.join(work, "env.tlog"),
                         "--", sys.executable, "-c",
                         "import os, sys; sys.exit(os.environ.get('PYTORCH_NO_CUDA_MEMORY_CACHING') == '1' and "
