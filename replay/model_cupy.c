@@ -266,7 +266,7 @@ static int remove_from_free_list(cupy *m, size_t ai, uint32_t id)
     arena *a = &m->a[ai];
     uint64_t bin = bin_of(m->c[id].size);
     size_t index = lower_bound(a->index, a->len, bin);
-    if (index >= a->len || a->index[index] != bin)
+    if (index >= a->len || a->index[index] != bin || !a->flag[index])
         return 0;
     uint32_t s = a->slot[index];
     if (s == RP_NIL || m->c[id].set != s)
@@ -281,13 +281,16 @@ static int remove_from_free_list(cupy *m, size_t ai, uint32_t id)
     return 1;
 }
 
-/* Drop the None slots; order is kept, so a sorted index stays sorted. */
+/* _compact_index: keep the slots holding chunks, in order (a sorted index
+ * stays sorted), all flagged. */
 static void compact_index(cupy *m, size_t ai)
 {
     arena *a = &m->a[ai];
     size_t j = 0;
     for (size_t i = 0; i < a->len; i++) {
-        if (!a->flag[i])
+        if (a->slot[i] != RP_NIL && !m->s[a->slot[i]].count)
+            set_drop(m, a->slot[i]);
+        if (a->slot[i] == RP_NIL || !m->s[a->slot[i]].count)
             continue;
         a->index[j] = a->index[i];
         a->flag[j] = 1;
@@ -648,11 +651,13 @@ static int cupy_check(void *p, int full, const rp_host *h)
                 rc = check_slot(m, ai, j, h);
         }
     }
-    if (full) {
+    if (audit) {
+        /* Past MAX_TOUCHED (a collection re-entered with many frees) the
+         * touched list lost track: every slot's newest chunk, at least. */
         for (size_t ai = 0; ai < m->na && !rc; ai++)
             for (size_t i = 0; i < m->a[ai].len && !rc; i++)
-                rc = check_set(m, ai, i, 1, h);
-        if (!rc)
+                rc = check_set(m, ai, i, full, h);
+        if (!rc && full)
             rc = check_chunks(m, h);
     } else {
         for (int t = 0; t < m->ntouched && t < MAX_TOUCHED && !rc; t++)

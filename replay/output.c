@@ -225,6 +225,7 @@ static void print_json(const rp_output *rep, const rp_replay *r)
     rp_json_obj(&j, "fidelity");
     rp_json_u64(&j, "matched", res->matched);
     rp_json_u64(&j, "diverged", res->diverged);
+    rp_json_u64(&j, "first_diverged_seq", res->first_diverged_seq);
     rp_json_end_obj(&j);
     rp_json_bool(&j, "clean_end", rep->clean_end);
     rp_json_str(&j, "damage", rep->damage);
@@ -344,7 +345,10 @@ static void print_text(const rp_output *rep, const rp_replay *r)
             res->violated ? "violation" : "no violation");
     fprintf(f, "peak reserved %" PRIu64 " bytes (seq %" PRIu64 "), peak allocated %" PRIu64 " bytes (seq %" PRIu64
                ")\n", res->peak_reserved, res->peak_reserved_seq, res->peak_allocated, res->peak_allocated_seq);
-    fprintf(f, "fidelity: %" PRIu64 " matched, %" PRIu64 " diverged\n", res->matched, res->diverged);
+    fprintf(f, "fidelity: %" PRIu64 " matched, %" PRIu64 " diverged", res->matched, res->diverged);
+    if (res->diverged)
+        fprintf(f, " (first at seq %" PRIu64 ")", res->first_diverged_seq);
+    fputc('\n', f);
     for (uint32_t i = 0; i < rp_replay_pool_count(r); i++) {
         uint32_t id;
         const rp_model_ops *m;

@@ -290,6 +290,20 @@ static rp_site site_at(rp_replay *r, const tf_event *buf, uint32_t nid)
 
 /* -------------------------------------------------------- model services */
 
+/* The model's state left the real pool's at this event (the first one is
+ * where to look). */
+static void diverge(rp_replay *r, uint64_t seq)
+{
+    if (!r->res.diverged++)
+        r->res.first_diverged_seq = seq;
+}
+
+/* The event an operation context stands for. */
+static uint64_t seq_of(const hctx *h)
+{
+    return h->node != RP_NIL ? h->buf[h->r->nodes[h->node].begin].seq : h->ev ? h->ev->seq : 0;
+}
+
 static void deliver(hctx *h, const char *point);
 
 static void host_reenter(void *ctx, const char *point)
@@ -362,7 +376,7 @@ static uint64_t host_segment(void *ctx, uint64_t size)
         if (rec && rec_size == size)
             r->res.matched++;
         else
-            r->res.diverged++;
+            diverge(r, seq_of(h));
     }
     uint64_t base = rec && rec_size >= size ? rec : h->host.hint;
     if (!base || rp_rangeset_overlap(&h->p->msegs, base, base + size))
@@ -482,7 +496,7 @@ static void apply_releases(hctx *h)
         if (r->probe.active)
             continue;
         if (rc == RP_UNKNOWN)
-            r->res.diverged++;
+            diverge(r, e->seq);
         rp_rangeset_erase(&h->p->msegs, *base, NULL);
         rp_ptrmap_del(&h->p->segx, ptr, NULL);
     }
@@ -506,10 +520,10 @@ static int run_alloc(hctx *h, uint32_t res_i, const tf_event *b)
         if (ptr == hint)
             r->res.matched++;
         else
-            r->res.diverged++;
+            diverge(r, res->seq);
         rp_ptrmap_put(&h->p->xlat, hint, ptr);
     } else if ((rc == RP_OK) != (hint != 0)) {
-        r->res.diverged++;  /* one of them failed where the other did not */
+        diverge(r, b->seq);  /* one of them failed where the other did not */
     }
     return RP_OK;
 }
@@ -521,7 +535,7 @@ static int run_free(hctx *h, uint32_t res_i, const tf_event *b, int nested)
     uint64_t *mp = rp_ptrmap_get(&h->p->xlat, rec);
     if (!mp) {
         if (!r->probe.active && rec)
-            r->res.diverged++;
+            diverge(r, b->seq);
         return RP_OK;
     }
     uint64_t m = *mp;
@@ -529,7 +543,7 @@ static int run_free(hctx *h, uint32_t res_i, const tf_event *b, int nested)
         rp_ptrmap_del(&h->p->xlat, rec, NULL);
     int rc = h->p->ops->free(h->m, m, nested, &h->host);
     if (rc == RP_UNKNOWN && !r->probe.active)
-        r->res.diverged++;
+        diverge(r, b->seq);
     return rc == RP_BROKEN ? rc : RP_OK;
 }
 
@@ -564,7 +578,7 @@ static int apply_node(rp_replay *r, pool *p, void *m, const tf_event *buf, uint3
         for (uint32_t j = h.seg_cursor; j < nd->end; j++)
             if (buf[j].parent == b->seq && ((is_device_alloc(&buf[j]) && buf[j].u.cuda.ptr && !buf[j].u.cuda.result) ||
                                            (buf[j].kind == TF_EV_POOL_SEGMENT && buf[j].u.segment.grow)))
-                r->res.diverged++;
+                diverge(r, buf[j].seq);
     }
     return r->stopped || r->probe.broke;
 }
@@ -712,7 +726,7 @@ static void top_release(rp_replay *r, const tf_event *e, uint64_t ptr, uint32_t 
         hctx h = {r, p, p->m, NULL, RP_NIL, RP_NIL, 0, NULL, {0}, e};
         h.host = (rp_host){&h, host_reenter, host_segment, host_violation, 0};
         if (p->ops->release(p->m, *base, &h.host) == RP_UNKNOWN)
-            r->res.diverged++;
+            diverge(r, e->seq);
         rp_rangeset_erase(&p->msegs, *base, NULL);
         rp_ptrmap_del(&p->segx, ptr, NULL);
     }

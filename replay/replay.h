@@ -63,6 +63,7 @@ typedef struct rp_result {
     rp_reentry reentries[RP_MAX_NESTED]; /* re-entries during that operation */
     uint32_t nreentries;
     uint64_t matched, diverged;        /* fidelity */
+    uint64_t first_diverged_seq;       /* where the model first left the pool */
     uint64_t peak_reserved, peak_allocated;
     uint64_t peak_reserved_seq, peak_allocated_seq;
     uint64_t ops;                      /* operations replayed through models */

@@ -17,7 +17,7 @@ static int failures;
 
 /* The fake host: segment i lands at 0x10000000 * (i + 1); records sizes. */
 typedef struct fake {
-    uint64_t seg_sizes[16];
+    uint64_t seg_sizes[64];
     int nseg;
     char inv[64];
     int reentries;
@@ -29,7 +29,8 @@ typedef struct fake {
 static uint64_t fake_segment(void *ctx, uint64_t size)
 {
     fake *f = ctx;
-    f->seg_sizes[f->nseg] = size;
+    if (f->nseg < 64)
+        f->seg_sizes[f->nseg] = size;
     return 0x10000000ULL * (uint64_t)(++f->nseg);
 }
 
@@ -164,6 +165,41 @@ static void cupy5_split_size(void)
     teardown(&f);
 }
 
+/* cupy5, the other branch: the bin's slot exists but is None, so set() runs
+ * before arena[index] = ...; twenty frees in the collection put bin 0 in
+ * front, and the outer chunk (bin 30) lands in the slot of bin 20.  The
+ * collection touched more places than the cheap check tracks: it must still
+ * see the misfiled chunk. */
+static uint64_t garbage[20];
+
+static void collect_many(fake *f)
+{
+    rp_host h = host_of(f);
+    for (int i = 0; i < 20; i++)
+        CHECK(f->ops->free(f->model, garbage[i], 1, &h) == RP_OK);
+}
+
+static void cupy5_misfiled(void)
+{
+    fake f;
+    setup(&f, &rp_model_cupy5);
+    uint64_t p[21];
+    for (int b = 1; b <= 21; b++)
+        p[b - 1] = alloc(&f, (uint64_t)(b == 21 ? 31 : b + 1) * 512, NULL);  /* bins 1..20, 30 */
+    for (int i = 0; i < 21; i++)
+        CHECK(do_free(&f, p[i]) == RP_OK);
+    for (int b = 1; b <= 21; b++)
+        CHECK(alloc(&f, (uint64_t)(b == 21 ? 31 : b + 1) * 512, NULL) == p[b - 1]);  /* slots None */
+    uint64_t outer = alloc(&f, 31 * 512, NULL);
+    for (int i = 0; i < 20; i++)
+        garbage[i] = alloc(&f, 512, NULL);
+    CHECK(check(&f, 0) == RP_OK);
+    f.on_reenter = collect_many;
+    CHECK(do_free(&f, outer) == RP_OK);
+    CHECK(check(&f, 0) == RP_BROKEN && !strcmp(f.inv, "bin_membership"));
+    teardown(&f);
+}
+
 static void cupy_split_merge(void)
 {
     fake f;
@@ -281,6 +317,7 @@ int main(void)
     cupy_story(&rp_model_cupy5, 1);
     cupy_story(&rp_model_cupy, 0);
     cupy5_split_size();
+    cupy5_misfiled();
     cupy_split_merge();
     torch_rules();
     bfc_rules();
