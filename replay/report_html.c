@@ -380,14 +380,16 @@ static const char page_tail[] =
     "</body>\n"
     "</html>\n";
 
-/* The JSON goes inside a <script> element: "</" must not appear in it as
- * such ("<\/" is the same JSON string). */
+/* The JSON goes inside a <script> element, where "</script" or "<!--" in a
+ * string would end or derail it.  '<' only ever occurs inside JSON strings,
+ * so writing it as \u003c keeps the same JSON and leaves no markup. */
 static void put_script_safe(const char *json, size_t n, FILE *out)
 {
     for (size_t i = 0; i < n; i++) {
-        fputc(json[i], out);
-        if (json[i] == '<' && i + 1 < n && json[i + 1] == '/')
-            fputc('\\', out);
+        if (json[i] == '<')
+            fputs("\\u003c", out);
+        else
+            fputc(json[i], out);
     }
 }
 

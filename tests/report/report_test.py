@@ -612,6 +612,22 @@ def html(args, work):
         fail("the memory chart has no series or no collection marks")
     if "ctypes_cast.py:%d" % line_of(prog, "alloc") not in dom:
         fail("the page's tables do not name the bytearray line")
+    # Text from the log is data, never markup: a command line or a function
+    # name that looks like HTML neither breaks the page nor runs.
+    nasty = "</script><!--<script>document.title='owned'</script>"
+    hostile_log, hostile_page = os.path.join(work, "hostile.tlog"), os.path.join(work, "hostile.html")
+    import_lines(args, "\n".join(json.dumps(x) for x in [
+        {"kind": "header", "cmdline": nasty, "mono_start_ns": 1},
+        {"kind": "pool", "pool": 1, "name": nasty},
+        {"kind": "pool_alloc", "t_ns": 10, "pool": 1, "ptr": 4096, "requested": 64, "granted": 64,
+         "py_stack": [{"file": nasty, "line": 1, "function": nasty}]},
+        {"kind": "end", "t_ns": 20}]) + "\n", hostile_log)
+    report(args, hostile_log, "--html", hostile_page)
+    dom = subprocess.run(cmd[:-1] + ["file://" + hostile_page], capture_output=True, text=True, timeout=120).stdout
+    if 'data-status="rendered"' not in dom or "owned" in dom.split("<title>")[1].split("</title>")[0]:
+        fail("a log with markup in its strings broke the page")
+    if "&lt;/script&gt;&lt;!--&lt;script&gt;" not in dom:
+        fail("the hostile strings are not shown as text")
     shot = os.path.join(work, "report.png")
     subprocess.run(cmd[:-2] + ["--screenshot=" + shot, "--window-size=1280,2000", "file://" + page],
                    capture_output=True, timeout=120)
