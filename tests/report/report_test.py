@@ -99,6 +99,14 @@ def seed002(args, work):
     if doc["memory"]["peak_host"]["bytes"] < 20 * MiB:
         fail("peak host buffers too small: %r" % doc["memory"]["peak_host"])
 
+    # A log cut short (a killed process) still reports, and says so.
+    cut = os.path.join(work, "cut.tlog")
+    with open(cast_log, "rb") as f, open(cut, "wb") as g:
+        g.write(f.read()[:os.path.getsize(cast_log) - 20])
+    text = report(args, cut)
+    if "log        damaged:" not in text and "log        no end record" not in text:
+        fail("a truncated log is reported as whole:\n" + text[:600])
+
     # Without the cast, reference counting frees every buffer at once.
     gc = gc_section(report(args, nocast_log))
     if "host buffers 0 B" not in gc or alloc_line in gc:
