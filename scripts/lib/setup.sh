@@ -28,6 +28,18 @@ ensure_packages() {
         >/dev/null
 }
 
+# Python packages some tests use, installed into the interpreters they run
+# (numpy: ordinary C-extension code that must give no double-init report).
+ensure_python_packages() {
+    for python in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.11.*/bin/python3.11 \
+                  "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13.*/bin/python3.13; do
+        [ -x "$python" ] || continue
+        "$python" -c 'import numpy' 2>/dev/null && continue
+        echo "setup: pip install numpy for $python"
+        "$python" -m pip install -q --disable-pip-version-check --root-user-action=ignore numpy >/dev/null
+    done
+}
+
 # The configuration CI tests: quickstart builds the same, so neither
 # rebuilds what the other built.
 TRACE_CMAKE_OPTIONS="-DTRACE_WERROR=ON -DTRACE_FUZZ=ON"
