@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
@@ -31,14 +32,18 @@ typedef struct exporter {
     uint64_t shown[RPT_SERIES_MEASURES];  /* counter values last written */
     int counters_written;
     int no_stacks;                        /* --no-stacks: smaller files for long logs */
+    uint64_t first, last;                 /* --range: the events written */
 } exporter;
 
 static const char usage[] =
-    "usage: trace-replay export --perfetto OUT LOG [--debug-dir DIR] [--no-stacks]\n"
+    "usage: trace-replay export --perfetto OUT LOG [--debug-dir DIR] [--no-stacks] [--range FIRST:LAST]\n"
     "  Write the log as Chrome trace-event JSON for the Perfetto UI or\n"
     "  chrome://tracing: memory counters, collections and pool operations as\n"
     "  nested slices, allocations as instant events with their stacks.\n"
-    "  --no-stacks  leave the stacks out (a file several times smaller)\n";
+    "  --no-stacks  leave the stacks out (a file several times smaller)\n"
+    "  --range FIRST:LAST  only the events with seq in [FIRST, LAST] (long logs:\n"
+    "               the UI takes a few million events; see trace-replay check\n"
+    "               for the seq of a violation)\n";
 
 /* Integer microseconds, then the nanoseconds as a fraction: rp_json writes
  * integers only, and sub-microsecond order matters inside a collection. */
@@ -221,6 +226,8 @@ static void on_event(void *ctx, const rpt *r, const tf_event *e, const rpt_frame
     exporter *x = ctx;
     (void)up;
     x->t_last = e->t_ns;
+    if (e->seq < x->first || e->seq > x->last)
+        return;
     if (e->kind == TF_EV_GC_START || e->kind == TF_EV_POOL_OP_BEGIN)
         slice_begin(x, e);
     else
@@ -235,6 +242,8 @@ static void on_event(void *ctx, const rpt *r, const tf_event *e, const rpt_frame
 static void on_closed(void *ctx, const rpt_frame *f, const tf_event *by)
 {
     exporter *x = ctx;
+    if (f->seq < x->first || f->seq > x->last)
+        return;   /* its beginning was not written */
     rp_json_obj(&x->j, NULL);
     rp_json_str(&x->j, "ph", "E");
     rp_json_u64(&x->j, "pid", x->pid);
@@ -274,7 +283,13 @@ static void names(exporter *x, const rpt *r)
     }
 }
 
-static int export_log(const char *log, const char *out_path, const char *const *dirs, int ndirs, int no_stacks)
+typedef struct export_options {
+    const char *const *dirs;
+    int ndirs, no_stacks;
+    uint64_t first, last;
+} export_options;
+
+static int export_log(const char *log, const char *out_path, const export_options *o)
 {
     char err[512];
     rpt r;
@@ -294,8 +309,10 @@ static int export_log(const char *log, const char *out_path, const char *const *
     x.reader = r.reader;
     x.pid = h->pid;
     x.t0 = h->mono_start_ns;
-    x.stacks = rp_stacks_new(r.reader, dirs, ndirs);
-    x.no_stacks = no_stacks;
+    x.stacks = rp_stacks_new(r.reader, o->dirs, o->ndirs);
+    x.no_stacks = o->no_stacks;
+    x.first = o->first;
+    x.last = o->last;
     rp_json_init(&x.j, out);
     rp_json_obj(&x.j, NULL);
     rp_json_str(&x.j, "displayTimeUnit", "ms");
@@ -320,20 +337,30 @@ int cmd_export(int argc, char **argv)
         {"perfetto", required_argument, NULL, 'p'},
         {"debug-dir", required_argument, NULL, 'd'},
         {"no-stacks", no_argument, NULL, 'n'},
+        {"range", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *out = NULL, *dirs[MAX_DEBUG_DIRS];
-    int ndirs = 0, no_stacks = 0, c;
+    export_options o = {dirs, 0, 0, 0, UINT64_MAX};
+    char *end;
+    int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'p': out = optarg; break;
         case 'd':
-            if (ndirs < MAX_DEBUG_DIRS)
-                dirs[ndirs++] = optarg;
+            if (o.ndirs < MAX_DEBUG_DIRS)
+                dirs[o.ndirs++] = optarg;
             break;
-        case 'n': no_stacks = 1; break;
+        case 'n': o.no_stacks = 1; break;
+        case 'r':
+            o.first = strtoull(optarg, &end, 10);
+            if (*end != ':' || (o.last = strtoull(end + 1, &end, 10), *end) || o.last < o.first) {
+                fprintf(stderr, "trace-replay export: --range wants FIRST:LAST, got '%s'\n", optarg);
+                return 2;
+            }
+            break;
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return 2;
         }
@@ -342,5 +369,5 @@ int cmd_export(int argc, char **argv)
         fputs(usage, stderr);
         return 2;
     }
-    return export_log(argv[optind], out, dirs, ndirs, no_stacks);
+    return export_log(argv[optind], out, &o);
 }

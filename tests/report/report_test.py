@@ -228,6 +228,18 @@ def perfetto(args, work):
         lean = json.load(f)["traceEvents"]
     if len(lean) != len(events) or any("py_stack" in e.get("args", {}) for e in lean):
         fail("--no-stacks: the same events without stacks expected")
+    part = os.path.join(work, "part.json")
+    subprocess.run([args.replay, "export", "--perfetto", part, "--range", "30:60", log], check=True, timeout=300)
+    with open(part) as f:
+        window = json.load(f)["traceEvents"]
+    seqs = [e["args"]["seq"] for e in window if "seq" in e.get("args", {})]
+    depth = 0
+    for e in window:
+        depth += {"B": 1, "E": -1}.get(e["ph"], 0)
+        if depth < 0:
+            fail("--range: an E without its B")
+    if not seqs or min(seqs) < 30 or max(seqs) > 60 or depth:
+        fail("--range 30:60: seqs %r, open slices %d" % (seqs[:5], depth))
 
 
 def cuda_cycles(args, work):
