@@ -120,14 +120,23 @@ static rp_replay *run_replay(const rp_options *o, rp_source *src)
     return r;
 }
 
-static int print(const cli *c, rp_source *src, const rp_replay *r, const rp_explore_result *x)
+/* Stacks for the models (where a collection ran) and for the report. */
+typedef struct stack_src { rp_stacks *stacks; rp_source *src; } stack_src;
+
+static int stack_has(void *ctx, uint32_t id, const char *key)
+{
+    stack_src *ss = ctx;
+    rp_stacks_use_reader(ss->stacks, ss->src->reader);  /* explore reopens the log */
+    return rp_stacks_has_function(ss->stacks, id, key);
+}
+
+static int print(const cli *c, rp_source *src, rp_stacks *st, const rp_replay *r, const rp_explore_result *x)
 {
     rp_progress_done(&src->progress);   /* a replay that stopped early left it shown */
-    rp_stacks *st = rp_stacks_new(src->reader, c->debug_dirs, c->ndebug);
+    rp_stacks_use_reader(st, src->reader);
     rp_output out = {stdout, c->json, c->command, c->model_name, src->reader, st,
                      rp_source_clean_end(src), tf_reader_damage(src->reader), !strcmp(c->command, "stats"), x};
     rp_output_print(&out, r);
-    rp_stacks_free(st);
     const rp_result *res = rp_replay_result(r);
     return res->violated || (x && x->found) ? 1 : 0;
 }
@@ -155,6 +164,9 @@ int main(int argc, char **argv)
     }
     c.o.pool_name = rp_source_pool_name;
     c.o.pool_name_ctx = &src;
+    stack_src ss = {rp_stacks_new(src.reader, c.debug_dirs, c.ndebug), &src};
+    c.o.stack_has = stack_has;
+    c.o.stack_ctx = &ss;
     c.o.keep_going = !strcmp(c.command, "stats");
     c.o.series = c.o.keep_going;
     int rc;
@@ -167,16 +179,18 @@ int main(int argc, char **argv)
         rp_replay *r = rp_explore(&c.o, &src, &x);
         if (!r) {
             fprintf(stderr, "trace-replay: %s: cannot read the log a second time\n", c.log);
+            rp_stacks_free(ss.stacks);
             rp_source_close(&src);
             return 2;
         }
-        rc = print(&c, &src, r, &x);
+        rc = print(&c, &src, ss.stacks, r, &x);
         rp_replay_free(r);
     } else {
         rp_replay *r = run_replay(&c.o, &src);
-        rc = print(&c, &src, r, NULL);
+        rc = print(&c, &src, ss.stacks, r, NULL);
         rp_replay_free(r);
     }
+    rp_stacks_free(ss.stacks);
     rp_source_close(&src);
     return rc;
 }

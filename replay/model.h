@@ -70,6 +70,11 @@ typedef struct rp_model_ops {
      * call h->reenter (the driver then applies nested operations after the
      * one they interrupted). */
     int (*points)(const void *m, uint32_t op, uint64_t arg, uint64_t stream, uint64_t hint);
+    /* The re-entrancy points h->reenter is called with, NULL-terminated (or
+     * NULL).  The text before ':' names the function where the collection
+     * starts ("_Chunk.split" -> chunk_split): the driver matches it against
+     * a nested collection's native stack to deliver it where it ran. */
+    const char *const *point_names;
 } rp_model_ops;
 
 extern const rp_model_ops rp_model_cupy, rp_model_cupy5, rp_model_cupy_next,

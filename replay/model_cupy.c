@@ -13,7 +13,9 @@
  * _append_to_free_list creates a set() after computing its slot index and
  * before inserting at it; a collection there can run finalizers that free
  * pooled memory into the same arena, and the stale index then breaks the
- * sort order (the seed-000 story).  We reproduce the code's exact steps,
+ * sort order (the seed-000 story).  _Chunk.split creates the remainder
+ * object while the popped chunk is in no free list: a collection there
+ * frees its neighbours without merging them.  We reproduce the code's exact steps,
  * std::lower_bound included, so a corrupted index misbehaves the same way.
  */
 #include <stdlib.h>
@@ -210,11 +212,15 @@ static size_t lower_bound(const uint64_t *v, size_t len, uint64_t key)
     return first;
 }
 
-/* A set() is about to be created: under 5.2/5.3 a collection may run here. */
-static void creating_set(cupy *m, const rp_host *h)
+/* Where 5.2/5.3 create a GC-tracked object inside the bookkeeping: a
+ * collection may run there. */
+static const char *const points[] = {"_Chunk.split: _Chunk.__new__", "_append_to_free_list: set()", NULL};
+enum { POINT_SPLIT, POINT_SET };
+
+static void creating_object(cupy *m, int point, const rp_host *h)
 {
     if (!m->guarded)
-        h->reenter(h->ctx, "_append_to_free_list: set()");
+        h->reenter(h->ctx, points[point]);
 }
 
 static int append_to_free_list(cupy *m, size_t ai, uint32_t id, const rp_host *h)
@@ -227,7 +233,7 @@ static int append_to_free_list(cupy *m, size_t ai, uint32_t id, const rp_host *h
         s = a->slot[index];
     } else if (index < a->len && a->index[index] == bin) {
         /* arena[index] = free_list = set(): the index was computed first */
-        creating_set(m, h);
+        creating_object(m, POINT_SET, h);
         a = &m->a[ai];
         if (index >= a->len)
             return rp_violate(h, "index_range", "slot %zu no longer exists after re-entry (arena has %zu)",
@@ -238,7 +244,7 @@ static int append_to_free_list(cupy *m, size_t ai, uint32_t id, const rp_host *h
         a->slot[index] = s;
     } else {
         /* free_list = set(); then insert at the index computed before it */
-        creating_set(m, h);
+        creating_object(m, POINT_SET, h);
         a = &m->a[ai];
         if (index > a->len)
             return rp_violate(h, "index_range", "insert position %zu past the end (%zu) after re-entry", index,
@@ -311,11 +317,14 @@ static void merge(cupy *m, uint32_t left, uint32_t right)
     chunk_delete(m, right);
 }
 
-/* Split off everything past size as a new free chunk; returns it or RP_NIL. */
-static uint32_t split(cupy *m, uint32_t id, uint64_t size)
+/* Split off everything past size as a new chunk; returns it or RP_NIL.
+ * `remaining = _Chunk.__new__(_Chunk)` comes first: a collection there runs
+ * while the popped chunk is in no free list and not yet cut. */
+static uint32_t split(cupy *m, uint32_t id, uint64_t size, const rp_host *h)
 {
     if (m->c[id].size == size)
         return RP_NIL;
+    creating_object(m, POINT_SPLIT, h);
     chunk c = m->c[id];
     uint32_t rest = chunk_new(m, c.ptr + size, c.size - size, c.stream);
     chunk *x = &m->c[id];
@@ -355,7 +364,7 @@ static int get_chunk(cupy *m, size_t ai, uint64_t size, const rp_host *h, uint32
                               "request of %llu bytes (assert self.size >= size); the bin index is out of order",
                               (unsigned long long)m->c[id].size, (unsigned long long)m->c[id].ptr, i,
                               (unsigned long long)a->index[i], (unsigned long long)size);
-        uint32_t rest = split(m, id, size);
+        uint32_t rest = split(m, id, size, h);
         *out = id;
         if (rest != RP_NIL)
             return append_to_free_list(m, ai, rest, h);
@@ -528,8 +537,8 @@ static int in_free_list(const cupy *m, uint32_t id)
     return id != RP_NIL && m->c[id].set != RP_NIL;
 }
 
-/* The pool's steps without their effects: which append the operation ends
- * with, and whether it creates a set (the one re-entrancy point). */
+/* The pool's steps without their effects: whether the operation splits a
+ * chunk and whether its append creates a set (the re-entrancy points). */
 static int cupy5_points(const void *p, uint32_t op, uint64_t arg, uint64_t stream, uint64_t hint)
 {
     const cupy *m = p;
@@ -555,7 +564,9 @@ static int cupy5_points(const void *p, uint32_t op, uint64_t arg, uint64_t strea
                 continue;
             uint64_t *v = hint ? rp_ptrmap_get(&m->by_ptr, hint) : NULL;
             uint32_t id = v && m->c[*v].set == a->slot[i] ? (uint32_t)*v : m->s[a->slot[i]].head;
-            return m->c[id].size > rounded && append_creates_set(a, m->c[id].size - rounded);
+            if (m->c[id].size <= rounded)
+                return 0;  /* no split, nothing appended */
+            return 1 + append_creates_set(a, m->c[id].size - rounded);
         }
     }
     return 0;  /* a new segment: nothing is appended */
@@ -690,10 +701,10 @@ static void cupy_stats(const void *p, rp_model_stats *st, int detail)
 
 const rp_model_ops rp_model_cupy = {
     "cupy", "CuPy 5.4 to 14.0: bins of 512 bytes, sorted bin index, GC off under the lock",
-    create_cupy, destroy, copy, cupy_alloc, cupy_free, cupy_release, cupy_check, cupy_stats, NULL,
+    create_cupy, destroy, copy, cupy_alloc, cupy_free, cupy_release, cupy_check, cupy_stats, NULL, NULL,
 };
 
 const rp_model_ops rp_model_cupy5 = {
     "cupy5", "CuPy 5.2/5.3: as cupy, but a collection can re-enter at set() in _append_to_free_list",
-    create_cupy5, destroy, copy, cupy_alloc, cupy_free, cupy_release, cupy_check, cupy_stats, cupy5_points,
+    create_cupy5, destroy, copy, cupy_alloc, cupy_free, cupy_release, cupy_check, cupy_stats, cupy5_points, points,
 };

@@ -249,5 +249,5 @@ static void next_stats(const void *p, rp_model_stats *st, int detail)
 
 const rp_model_ops rp_model_cupy_next = {
     "cupy-next", "CuPy 14.1+: best fit over (size, address) per stream; re-entrant frees queued until the next malloc",
-    create, destroy, copy, next_alloc, next_free, next_release, next_check, next_stats, NULL,
+    create, destroy, copy, next_alloc, next_free, next_release, next_check, next_stats, NULL, NULL,
 };

@@ -248,5 +248,5 @@ static void bfc_stats(const void *p, rp_model_stats *st, int detail)
 
 const rp_model_ops rp_model_tf_bfc = {
     "tf-bfc", "TensorFlow/XLA BFC: 256-byte rounding, 21 power-of-two bins, regions doubling from 2 MiB",
-    create, destroy, copy, bfc_alloc, bfc_free, bfc_release, bfc_check, bfc_stats, NULL,
+    create, destroy, copy, bfc_alloc, bfc_free, bfc_release, bfc_check, bfc_stats, NULL, NULL,
 };

@@ -233,5 +233,5 @@ static void torch_stats(const void *p, rp_model_stats *st, int detail)
 
 const rp_model_ops rp_model_torch = {
     "torch", "PyTorch caching allocator: 512-byte rounding, small/large pools, best fit by (stream, size, address)",
-    create, destroy, copy, torch_alloc, torch_free, torch_release, torch_check, torch_stats, NULL,
+    create, destroy, copy, torch_alloc, torch_free, torch_release, torch_check, torch_stats, NULL, NULL,
 };

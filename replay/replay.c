@@ -445,13 +445,51 @@ static void host_violation(void *ctx, const char *inv, const char *msg)
         h->p->broken = 1;  /* the model's state is no longer the pool's */
 }
 
+/* The function a re-entrancy point names: "_Chunk.split: ..." ->
+ * "chunk_split", as symbol names spell it (C or Cython). */
+static void point_key(const char *point, char *key, size_t len)
+{
+    size_t n = 0;
+    while (*point == '_')
+        point++;
+    for (; *point && *point != ':' && n + 1 < len; point++)
+        key[n++] = *point == '.' ? '_' : (char)((*point >= 'A' && *point <= 'Z') ? *point - 'A' + 'a' : *point);
+    key[n] = 0;
+}
+
+static int stack_names(rp_replay *r, uint32_t stack, const char *point)
+{
+    char key[64];
+    point_key(point, key, sizeof key);
+    return r->o.stack_has(r->o.stack_ctx, stack, key);
+}
+
+/* Does nested operation c run at this point?  Yes unless its collection's
+ * stack shows it started at another of the model's points. */
+static int runs_here(hctx *h, uint32_t c, const char *point)
+{
+    rp_replay *r = h->r;
+    const char *const *names = h->p->ops->point_names;
+    uint32_t gc = r->nodes[c].gc;
+    if (!point || !r->o.stack_has || !names || gc == RP_NIL || !h->buf[gc].native_stack)
+        return 1;
+    uint32_t stack = h->buf[gc].native_stack;
+    if (stack_names(r, stack, point))
+        return 1;
+    for (int i = 0; names[i]; i++)
+        if (strcmp(names[i], point) && stack_names(r, stack, names[i]))
+            return 0;
+    return 1;
+}
+
 static void deliver(hctx *h, const char *point)
 {
     rp_replay *r = h->r;
     if (h->node == RP_NIL || h->next_child == RP_NIL)
         return;
     uint32_t first = h->next_child, count = 0;
-    while (h->next_child != RP_NIL && !r->stopped && !r->probe.broke) {
+    /* In order: one that ran at a later point holds back those after it. */
+    while (h->next_child != RP_NIL && !r->stopped && !r->probe.broke && runs_here(h, h->next_child, point)) {
         uint32_t c = h->next_child;
         h->next_child = r->nodes[c].sibling;
         uint32_t cp = pool_id_of(&h->buf[r->nodes[c].begin]);

@@ -25,6 +25,11 @@ typedef struct rp_options {
     int paranoid;               /* full audit after every operation */
     int keep_going;             /* stats: do not stop at the first violation */
     int series;                 /* keep the reserved/allocated time series */
+    /* Does native stack `id` hold a frame of a function whose name contains
+     * key?  It places a nested collection at the re-entrancy point it ran
+     * at (a model may have several); NULL: at the first point reached. */
+    int (*stack_has)(void *ctx, uint32_t id, const char *key);
+    void *stack_ctx;
     /* Pool names, for --pool NAME and the automatic model choice. */
     const char *(*pool_name)(void *ctx, uint32_t pool);
     void *pool_name_ctx;

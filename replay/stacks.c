@@ -4,12 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ptrmap.h"
 #include "symbolize.h"
 #include "xalloc.h"
 
 struct rp_stacks {
     const tf_reader *reader;
     sym_ctx *sym;               /* offline symbolisation (tracesym) */
+    rp_ptrmap has;              /* (stack, key hash) -> 1 + answer */
 };
 
 rp_stacks *rp_stacks_new(const tf_reader *reader, const char *const *debug_dirs, int ndirs)
@@ -17,7 +19,13 @@ rp_stacks *rp_stacks_new(const tf_reader *reader, const char *const *debug_dirs,
     rp_stacks *s = rp_xcalloc(1, sizeof *s);
     s->reader = reader;
     s->sym = sym_new(debug_dirs, ndirs);
+    rp_ptrmap_init(&s->has);
     return s;
+}
+
+void rp_stacks_use_reader(rp_stacks *s, const tf_reader *reader)
+{
+    s->reader = reader;
 }
 
 void rp_stacks_free(rp_stacks *s)
@@ -26,6 +34,7 @@ void rp_stacks_free(rp_stacks *s)
         return;
     if (s->sym)
         sym_free(s->sym);
+    rp_ptrmap_free(&s->has);
     free(s);
 }
 
@@ -72,4 +81,32 @@ uint32_t rp_stacks_py(rp_stacks *s, uint32_t id, rp_py_frame *out, uint32_t max)
         out[i].line = frames[i].line;
     }
     return n;
+}
+
+static int contains_lower(const char *name, const char *key)
+{
+    char low[256];
+    size_t n = 0;
+    for (; name[n] && n + 1 < sizeof low; n++)
+        low[n] = (char)(name[n] >= 'A' && name[n] <= 'Z' ? name[n] - 'A' + 'a' : name[n]);
+    low[n] = 0;
+    return strstr(low, key) != NULL;
+}
+
+int rp_stacks_has_function(rp_stacks *s, uint32_t id, const char *key)
+{
+    uint32_t h = 2166136261u;
+    for (const char *k = key; *k; k++)
+        h = (h ^ (uint8_t)*k) * 16777619u;
+    uint64_t ck = (uint64_t)id << 32 | h;
+    uint64_t *v = rp_ptrmap_get(&s->has, ck);
+    if (v)
+        return (int)*v - 1;
+    rp_native_frame f[64];
+    uint32_t n = rp_stacks_native(s, id, f, 64);
+    int found = 0;
+    for (uint32_t i = 0; i < n && !found; i++)
+        found = f[i].function && contains_lower(f[i].function, key);
+    rp_ptrmap_put(&s->has, ck, (uint64_t)found + 1);
+    return found;
 }

@@ -38,4 +38,10 @@ void rp_stacks_free(rp_stacks *s);
 uint32_t rp_stacks_native(rp_stacks *s, uint32_t id, rp_native_frame *out, uint32_t max);
 uint32_t rp_stacks_py(rp_stacks *s, uint32_t id, rp_py_frame *out, uint32_t max);
 
+/* 1 when a frame of native stack id is in a function whose name contains
+ * key (lowercase); answers are cached per (stack, key). */
+int rp_stacks_has_function(rp_stacks *s, uint32_t id, const char *key);
+/* Read stacks from this reader from now on (a log opened again). */
+void rp_stacks_use_reader(rp_stacks *s, const tf_reader *reader);
+
 #endif

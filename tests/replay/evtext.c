@@ -177,6 +177,8 @@ int evtext_parse(const char *text, evtext *out, char *err, size_t errlen)
         e->t_ns = e->seq * 1000;
         memcpy(out->stacks[out->n].ips, stack, sizeof stack);
         out->stacks[out->n].n = nstack;
+        if (nstack)
+            e->native_stack = (uint32_t)out->n + 1;  /* in memory: 1 + event index */
         nstack = 0;
         out->n++;
     }

@@ -15,7 +15,8 @@
  *     gc [generation]                 gc_start (opens)   gcend: gc_stop
  *     segment grow|release 1 0x100000 1048576
  *     host_alloc 0x5000 1048576       host_free 0x5000
- *     stack 0x401000 0x401100 ...     native stack of the next event (mklog)
+ *     stack 0x401000 0x401100 ...     native stack of the next event (in
+ *                                     memory its id is 1 + the event's index)
  *     endlog                          the END record
  *
  * A line may start with "tN " to run on thread N (default 1).  Numbers take

@@ -101,6 +101,49 @@ static void story(void)
     expect("cupy5_reentry.txt", NULL, NULL, 0);
 }
 
+/* A stand-in for symbolisation: ip 0xa11 is in the function gc_site. */
+static const char *gc_site;
+static evtext where_log;
+
+static int fake_stack_has(void *ctx, uint32_t id, const char *key)
+{
+    (void)ctx;
+    if (!id || id > where_log.n || !gc_site)
+        return 0;
+    const uint64_t *ips = where_log.stacks[id - 1].ips;
+    return ips[0] == 0xa11 && strstr(gc_site, key) != NULL;
+}
+
+static const char *where(const char *site)
+{
+    static char inv[64];
+    gc_site = site;
+    rp_options o = opts(&rp_model_cupy5);
+    o.stack_has = fake_stack_has;
+    rp_replay *r = rp_replay_new(&o);
+    for (size_t i = 0; i < where_log.n; i++)
+        if (rp_replay_event(r, &where_log.ev[i]))
+            break;
+    rp_replay_finish(r, 1);
+    const rp_result *res = rp_replay_result(r);
+    snprintf(inv, sizeof inv, "%s", res->violated ? res->violation.invariant : "");
+    if (res->violated)
+        CHECK(res->nreentries == 1 && !strcmp(res->reentries[0].point, "_append_to_free_list: set()"));
+    rp_replay_free(r);
+    return inv;
+}
+
+static void reentry_point(void)
+{
+    load("cupy5_where.txt", &where_log);
+    CHECK(!strcmp(where("__pyx_f_4cupy_4cuda_6memory__append_to_free_list"), "sorted_index"));
+    CHECK(!strcmp(where("append_to_free_list"), "sorted_index"));
+    CHECK(!strcmp(where("chunk_split"), ""));           /* ran in _Chunk.split: sound */
+    CHECK(!strcmp(where("__pyx_f_4cupy_4cuda_6memory_6_Chunk_split"), ""));
+    CHECK(!strcmp(where("unrelated_function"), ""));    /* unknown: the first point, the split */
+    evtext_free(&where_log);
+}
+
 static void fidelity(void)
 {
     rp_replay *r = run("cupy_choice.txt", &rp_model_cupy, 1);
@@ -190,6 +233,7 @@ int main(int argc, char **argv)
 {
     dir = argc > 1 ? argv[1] : ".";
     story();
+    reentry_point();
     fidelity();
     model_free();
     explore();

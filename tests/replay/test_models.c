@@ -200,6 +200,26 @@ static void cupy5_misfiled(void)
     teardown(&f);
 }
 
+/* cupy5, the split point: the popped chunk is in no free list while
+ * _Chunk.__new__ runs; a collection there frees its next neighbour, which
+ * cannot merge with it, and the remainder then sits next to a free chunk. */
+static void cupy5_split_reentry(void)
+{
+    fake f;
+    setup(&f, &rp_model_cupy5);
+    uint64_t a = alloc(&f, 2048, NULL);
+    CHECK(do_free(&f, a) == RP_OK);
+    uint64_t b = alloc(&f, 1024, NULL);   /* a split: b and a free rest */
+    small_block = alloc(&f, 1024, NULL);  /* the rest: a's segment is full */
+    CHECK(b == a && small_block == a + 1024);
+    CHECK(do_free(&f, b) == RP_OK);
+    f.on_reenter = collect_small;         /* at the first point: the split */
+    uint64_t c = alloc(&f, 512, NULL);
+    CHECK(c == a);
+    CHECK(check(&f, 0) == RP_BROKEN && !strcmp(f.inv, "coalesced"));
+    teardown(&f);
+}
+
 static void cupy_split_merge(void)
 {
     fake f;
@@ -318,6 +338,7 @@ int main(void)
     cupy_story(&rp_model_cupy, 0);
     cupy5_split_size();
     cupy5_misfiled();
+    cupy5_split_reentry();
     cupy_split_merge();
     torch_rules();
     bfc_rules();
