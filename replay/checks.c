@@ -133,6 +133,13 @@ static rp_finding *warning(rp_checks *c)
     return &c->warn[c->nwarn++];
 }
 
+void rp_checks_add_warning(rp_checks *c, const rp_finding *w)
+{
+    rp_finding *slot = warning(c);
+    if (slot)
+        *slot = *w;
+}
+
 #define ULL(x) ((unsigned long long)(x))
 
 static int space_alloc(space *s, const tf_event *e, uint64_t ptr, uint64_t size, rp_finding *v)

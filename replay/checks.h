@@ -35,6 +35,9 @@ void rp_checks_free(rp_checks *c);
  * segment), 0 if none.  Returns 1 and fills *v on a violation. */
 int rp_checks_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_finding *v);
 
+/* A warning found elsewhere (a model), listed with the checks' own. */
+void rp_checks_add_warning(rp_checks *c, const rp_finding *w);
+
 /* The log ended cleanly: record what is still live as warnings. */
 void rp_checks_end(rp_checks *c);
 

@@ -24,6 +24,9 @@ typedef struct rp_host {
     uint64_t (*segment)(void *ctx, uint64_t size);
     /* An invariant broke.  Models return RP_BROKEN right after. */
     void (*violation)(void *ctx, const char *invariant, const char *message);
+    /* Something worth saying that does not stop the replay (fragmentation
+     * the real pool also has). */
+    void (*warning)(void *ctx, const char *invariant, const char *message);
     /* Among equal candidates, prefer this address (the real pool's choice). */
     uint64_t hint;
 } rp_host;
@@ -88,5 +91,7 @@ const rp_model_ops *rp_model_find(const char *name);
 /* Report through h->violation with a formatted message; returns RP_BROKEN. */
 int rp_violate(const rp_host *h, const char *invariant, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same through h->warning; returns RP_OK. */
+int rp_warn(const rp_host *h, const char *invariant, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

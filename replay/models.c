@@ -27,3 +27,14 @@ int rp_violate(const rp_host *h, const char *invariant, const char *fmt, ...)
     h->violation(h->ctx, invariant, msg);
     return RP_BROKEN;
 }
+
+int rp_warn(const rp_host *h, const char *invariant, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    h->warning(h->ctx, invariant, msg);
+    return RP_OK;
+}

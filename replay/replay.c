@@ -305,6 +305,7 @@ static uint64_t seq_of(const hctx *h)
 }
 
 static void deliver(hctx *h, const char *point);
+static void host_warning(void *ctx, const char *inv, const char *msg);
 
 static void host_reenter(void *ctx, const char *point)
 {
@@ -443,6 +444,26 @@ static void host_violation(void *ctx, const char *inv, const char *msg)
         r->stopped = 1;
     else
         h->p->broken = 1;  /* the model's state is no longer the pool's */
+}
+
+static void host_warning(void *ctx, const char *inv, const char *msg)
+{
+    hctx *h = ctx;
+    rp_replay *r = h->r;
+    if (r->probe.active)
+        return;  /* explore looks for violations only */
+    rp_finding w;
+    memset(&w, 0, sizeof w);
+    snprintf(w.invariant, sizeof w.invariant, "%s", inv);
+    snprintf(w.message, sizeof w.message, "%s", msg);
+    hctx *root = h;
+    while (root->up)
+        root = root->up;
+    if (root->node != RP_NIL)
+        w.at = site_at(r, root->buf, root->node);
+    else if (root->ev)
+        w.at = (rp_site){root->ev->seq, root->ev->tid, root->ev->native_stack, root->ev->py_stack};
+    rp_checks_add_warning(r->checks, &w);
 }
 
 /* The function a re-entrancy point names: "_Chunk.split: ..." ->
@@ -588,7 +609,7 @@ static int run_free(hctx *h, uint32_t res_i, const tf_event *b, int nested)
 static int apply_node(rp_replay *r, pool *p, void *m, const tf_event *buf, uint32_t nid, int nested, hctx *up)
 {
     hctx h = {r, p, m, buf, nid, r->nodes[nid].child, r->nodes[nid].begin + 1, up, {0}, NULL};
-    h.host = (rp_host){&h, host_reenter, host_segment, host_violation, 0};
+    h.host = (rp_host){&h, host_reenter, host_segment, host_violation, host_warning, 0};
     if (!p->ops || p->broken) {
         deliver(&h, NULL);  /* unmodelled: its nested operations still count */
         return r->stopped;
@@ -677,7 +698,7 @@ static void note_peaks(rp_replay *r, uint64_t seq)
 static void check_model(rp_replay *r, pool *p, const tf_event *buf, uint32_t root)
 {
     hctx h = {r, p, p->m, buf, root, RP_NIL, 0, NULL, {0}, NULL};
-    h.host = (rp_host){&h, host_reenter, host_segment, host_violation, 0};
+    h.host = (rp_host){&h, host_reenter, host_segment, host_violation, host_warning, 0};
     p->ops->check(p->m, r->o.paranoid, &h.host);
     rp_model_stats st;
     if (p->broken)
@@ -762,7 +783,7 @@ static void top_release(rp_replay *r, const tf_event *e, uint64_t ptr, uint32_t 
         if (!p->ops || (pool_hint && p->id != pool_hint) || !(base = rp_ptrmap_get(&p->segx, ptr)))
             continue;
         hctx h = {r, p, p->m, NULL, RP_NIL, RP_NIL, 0, NULL, {0}, e};
-        h.host = (rp_host){&h, host_reenter, host_segment, host_violation, 0};
+        h.host = (rp_host){&h, host_reenter, host_segment, host_violation, host_warning, 0};
         if (p->ops->release(p->m, *base, &h.host) == RP_UNKNOWN)
             diverge(r, e->seq);
         rp_rangeset_erase(&p->msegs, *base, NULL);
@@ -949,7 +970,7 @@ int rp_replay_try(rp_replay *r, int point, const uint64_t *ptrs, uint32_t n, rp_
     apply_node(r, p, p->scratch, buf, 0, 0, NULL);
     if (!r->probe.broke && r->probe.seen > point) {
         hctx h = {r, p, p->scratch, buf, 0, RP_NIL, 0, NULL, {0}, NULL};
-        h.host = (rp_host){&h, host_reenter, host_segment, host_violation, 0};
+        h.host = (rp_host){&h, host_reenter, host_segment, host_violation, host_warning, 0};
         p->ops->check(p->scratch, r->o.paranoid, &h.host);
     }
     r->synth_next = synth;
