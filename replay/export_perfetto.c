@@ -293,8 +293,10 @@ static int export_log(const char *log, const char *out_path, const export_option
 {
     char err[512];
     rpt r;
-    if (rpt_open(&r, log, err, sizeof err)) {
+    rpt_options ro = {NULL, o->dirs, o->ndirs};
+    if (rpt_open(&r, log, &ro, err, sizeof err)) {
         fprintf(stderr, "trace-replay export: %s: %s\n", log, err);
+        rpt_free(&r);
         return 2;
     }
     FILE *out = fopen(out_path, "w");
@@ -309,7 +311,7 @@ static int export_log(const char *log, const char *out_path, const export_option
     x.reader = r.reader;
     x.pid = h->pid;
     x.t0 = h->mono_start_ns;
-    x.stacks = rp_stacks_new(r.reader, o->dirs, o->ndirs);
+    x.stacks = r.stacks;
     x.no_stacks = o->no_stacks;
     x.first = o->first;
     x.last = o->last;
@@ -322,7 +324,6 @@ static int export_log(const char *log, const char *out_path, const export_option
     names(&x, &r);
     rp_json_end_arr(&x.j);
     rp_json_end_obj(&x.j);
-    rp_stacks_free(x.stacks);
     rpt_free(&r);
     if (fclose(out)) {
         fprintf(stderr, "trace-replay export: %s: write failed\n", out_path);

@@ -15,6 +15,8 @@
 #include <stdio.h>
 
 #include "finding.h"
+#include "model.h"
+#include "replay.h"
 #include "report_series.h"
 #include "stacks.h"
 #include "trace_format.h"
@@ -81,6 +83,7 @@ typedef struct rpt_thread { uint32_t tid; uint64_t events; } rpt_thread;
 
 typedef struct rpt {
     const tf_reader *reader;
+    rp_stacks *stacks;                 /* stack ids to frames, through the reader */
     const char *path;
     uint64_t events, kinds[TF_KIND_MAX];
     uint64_t t_first, t_last;          /* monotonic ns of the first and last event */
@@ -114,6 +117,11 @@ typedef struct rpt {
     uint32_t nwarnings;
     uint64_t total_warnings;
 
+    /* The pool models' verdict (trace-replay check, run in the same pass):
+     * NULL with --model none. */
+    const rp_result *model;
+    const char *model_name;            /* "auto" or the model's name */
+
     const tf_read_status *status;
     const char *damage;                /* NULL when the log is whole */
     void *priv;                        /* the pass's own state */
@@ -142,10 +150,19 @@ typedef struct rpt_hooks {
     void (*closed)(void *ctx, const rpt_frame *f, const tf_event *by);
 } rpt_hooks;
 
-/* Open the log at path: 0, or -1 with a message in err.  The header and the
- * reader are there from then on; rpt_read reads every event (hooks may be
- * NULL).  rpt_free in both cases. */
-int rpt_open(rpt *r, const char *path, char *err, size_t errlen);
+/* What rpt_open needs besides the log. */
+typedef struct rpt_options {
+    const char *model;                 /* NULL: no pool model; "auto": by each pool's
+                                          name, as check does; or a model's name */
+    const char *const *debug_dirs;     /* more places for binaries and debug files */
+    int ndebug_dirs;
+} rpt_options;
+
+/* Open the log at path: 0, or -1 with a message in err (an unreadable log,
+ * an unknown model).  The header, the reader and the stacks are there from
+ * then on; rpt_read reads every event (hooks may be NULL).  rpt_free in both
+ * cases. */
+int rpt_open(rpt *r, const char *path, const rpt_options *o, char *err, size_t errlen);
 void rpt_read(rpt *r, const rpt_hooks *hooks);
 
 /* Memory now, as the pass counts it: device reserved, device allocated,

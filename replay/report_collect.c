@@ -32,6 +32,8 @@ typedef struct live {
 typedef struct pass {
     const rpt_hooks *hooks;
     rp_checks *checks;
+    rp_replay *replay;         /* the pool models, while they have not stopped */
+    int replay_stopped;
     tstack *ts;
     size_t nts, capts;
     live direct_dev;           /* device allocations outside any pool */
@@ -516,13 +518,46 @@ static void event(rpt *r, pass *ps, const tf_event *e)
     account(r, ps, e, up);
     if (e->kind == TF_EV_GC_START || e->kind == TF_EV_GC_STOP)
         collection(r, ps, e, t);
+    if (ps->replay && !ps->replay_stopped)
+        ps->replay_stopped = rp_replay_event(ps->replay, e);
     if (ps->hooks && ps->hooks->event)
         ps->hooks->event(ps->hooks->ctx, r, e, up);
     if (e->kind == TF_EV_POOL_OP_BEGIN || e->kind == TF_EV_GC_START)
         open_frame_push(t, e, up);
 }
 
-int rpt_open(rpt *r, const char *path, char *err, size_t errlen)
+static const char *pool_name(void *reader, uint32_t pool)
+{
+    return tf_reader_pool_name(reader, pool);
+}
+
+/* Where a collection ran, for the models' re-entrancy points. */
+static int stack_has(void *stacks, uint32_t id, const char *function)
+{
+    return rp_stacks_has_function(stacks, id, function);
+}
+
+/* The replay driver, as check runs it: stops at the first violation. */
+static int start_models(rpt *r, pass *ps, const char *model, char *err, size_t errlen)
+{
+    rp_options o;
+    memset(&o, 0, sizeof o);
+    o.pool_name = pool_name;
+    o.pool_name_ctx = (void *)r->reader;
+    o.stack_has = stack_has;
+    o.stack_ctx = r->stacks;
+    if (!strcmp(model, "auto"))
+        o.model_auto = 1;
+    else if (!(o.model = rp_model_find(model))) {
+        snprintf(err, errlen, "unknown model '%s'", model);
+        return -1;
+    }
+    ps->replay = rp_replay_new(&o);
+    r->model_name = model;
+    return 0;
+}
+
+int rpt_open(rpt *r, const char *path, const rpt_options *o, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
     tf_reader *rd = tf_reader_open(path, err, errlen);
@@ -532,6 +567,7 @@ int rpt_open(rpt *r, const char *path, char *err, size_t errlen)
     r->reader = rd;
     r->path = path;
     r->priv = ps;
+    r->stacks = rp_stacks_new(rd, o->debug_dirs, o->ndebug_dirs);
     ps->checks = rp_checks_new();
     live_init(&ps->direct_dev);
     live_init(&ps->pool_blocks);
@@ -543,7 +579,7 @@ int rpt_open(rpt *r, const char *path, char *err, size_t errlen)
     rp_ptrmap_init(&ps->stacks_seen);
     rp_ptrmap_init(&ps->modules_seen);
     rpt_series_init(&r->series);
-    return 0;
+    return o->model ? start_models(r, ps, o->model, err, errlen) : 0;
 }
 
 void rpt_read(rpt *r, const rpt_hooks *hooks)
@@ -567,6 +603,10 @@ void rpt_read(rpt *r, const rpt_hooks *hooks)
     if (r->status->clean_end)
         rp_checks_end(ps->checks);
     r->nwarnings = rp_checks_warnings(ps->checks, &r->warnings, &r->total_warnings);
+    if (ps->replay) {
+        rp_replay_finish(ps->replay, r->status->clean_end);
+        r->model = rp_replay_result(ps->replay);
+    }
     if (r->nmodules_on_stacks)
         qsort(r->modules_on_stacks, r->nmodules_on_stacks, sizeof *r->modules_on_stacks, by_id);
     for (uint32_t i = 0; i < r->npools; i++) {
@@ -581,6 +621,7 @@ void rpt_free(rpt *r)
     pass *ps = r->priv;
     if (ps) {
         rp_checks_free(ps->checks);
+        rp_replay_free(ps->replay);
         for (size_t i = 0; i < ps->nts; i++)
             free(ps->ts[i].f);
         free(ps->ts);
@@ -595,6 +636,7 @@ void rpt_free(rpt *r)
         rp_ptrmap_free(&ps->modules_seen);
         free(ps);
     }
+    rp_stacks_free(r->stacks);
     if (r->reader)
         tf_reader_close((tf_reader *)r->reader);
     rpt_series_free(&r->series);

@@ -278,6 +278,28 @@ static void checks(rp_json *w, const rpt *r, rp_stacks *st)
     rp_json_u64(w, "warnings_total", r->total_warnings);
 }
 
+static void model_check(rp_json *w, const rpt *r, rp_stacks *st)
+{
+    const rp_result *m = r->model;
+    if (!m) {
+        rp_json_null(w, "model_check");
+        return;
+    }
+    rp_json_obj(w, "model_check");
+    rp_json_str(w, "model", r->model_name);
+    rp_json_bool(w, "violated", m->violated);
+    if (m->violated) {
+        rp_json_arr(w, "violation");
+        finding(w, st, &m->violation, 1);
+        rp_json_end_arr(w);
+        rp_json_u64(w, "op_seq", m->op.seq);
+    }
+    rp_json_u64(w, "ops", m->ops);
+    rp_json_u64(w, "matched", m->matched);
+    rp_json_u64(w, "diverged", m->diverged);
+    rp_json_end_obj(w);
+}
+
 static void double_inits(rp_json *w, const rpt *r, rp_stacks *st)
 {
     rp_json_arr(w, "double_inits");
@@ -344,6 +366,7 @@ int rpt_print_json(const rpt *r, rp_stacks *st, FILE *out)
     sites(&w, r, st);
     device_stacks(&w, r, st);
     checks(&w, r, st);
+    model_check(&w, r, st);
     double_inits(&w, r, st);
     gc(&w, r);
     rp_json_end_obj(&w);

@@ -165,6 +165,35 @@ static void print_checks(const rpt *r, rp_stacks *st, FILE *out)
         fprintf(out, "    ... and %" PRIu64 " more warnings\n", r->total_warnings - WARNINGS_SHOWN);
 }
 
+static const char *op_text(const rp_opref *o)
+{
+    return o->op == TF_POOL_OP_ALLOC ? "alloc" : o->op == TF_POOL_OP_FREE ? "free" : "operation";
+}
+
+static void print_models(const rpt *r, rp_stacks *st, FILE *out)
+{
+    const rp_result *m = r->model;
+    if (!m)
+        return;
+    fprintf(out, "\nPool models (replayed as trace-replay check does, model %s)\n", r->model_name);
+    if (m->violated) {
+        fprintf(out, "  VIOLATION [%s] at seq %" PRIu64 ": %s\n", m->violation.invariant, m->violation.at.seq,
+                m->violation.message);
+        if (m->op.seq)
+            fprintf(out, "    during the %s at seq %" PRIu64 " on pool %u\n", op_text(&m->op), m->op.seq, m->op.pool);
+        print_stacks(st, out, m->violation.at.py_stack, m->violation.at.native_stack);
+        fprintf(out, "    details, and a smaller log that still breaks it: trace-replay check %s; trace-replay"
+                     " minimize %s -o small.tlog\n", r->path, r->path);
+    } else if (!m->ops) {
+        fprintf(out, "  no pool in this log has a model by its name (choose one with --model)\n");
+        return;
+    } else {
+        fprintf(out, "  no violation\n");
+    }
+    fprintf(out, "  %" PRIu64 " operations replayed; fidelity: %" PRIu64 " matched, %" PRIu64 " diverged\n", m->ops,
+            m->matched, m->diverged);
+}
+
 static void print_double_inits(const rpt *r, rp_stacks *st, FILE *out)
 {
     fprintf(out, "\nDouble initialisations (an object initialised twice: the reference total drifts)\n");
@@ -212,6 +241,7 @@ int rpt_print_text(const rpt *r, rp_stacks *st, FILE *out)
     print_sites(r, st, out, 'd', "Top device allocation sites (bytes allocated over the run)");
     print_sites(r, st, out, 'h', "Top host-buffer allocation sites (bytes allocated over the run)");
     print_checks(r, st, out);
+    print_models(r, st, out);
     print_double_inits(r, st, out);
     print_gc(r, st, out);
     return ferror(out) ? -1 : 0;

@@ -361,6 +361,9 @@ def bundle(args, work):
         doc = json.loads(p.stdout)
         if [v["invariant"] for v in doc["violations"]] != ["overlap"]:
             fail("violations: %r" % doc["violations"])
+        m = doc["model_check"]
+        if not m["violated"] or m["violation"][0]["invariant"] != "overlap":
+            fail("model_check: %r" % m)
         return [f for st in doc["device_stacks"] for f in st["native_stack"]] + doc["violations"][0]["at"]["native_stack"]
 
     if any("bundle_fixture_allocate" in f for f in native_frames(None)):
@@ -524,6 +527,17 @@ def torch_snapshot(args, work):
         fail("expected no violation and the OOM as a failed allocation")
     if doc["memory"]["peak_reserved"]["bytes"] != 22 * MB:
         fail("peak reserved %r" % doc["memory"]["peak_reserved"])
+    # The report replays the pool model as check does (auto: by the pool's name).
+    m = doc["model_check"]
+    if m["model"] != "auto" or m["violated"] or not m["ops"]:
+        fail("model_check: %r" % m)
+    if "Pool models (replayed as trace-replay check does, model auto)\n  no violation" not in text:
+        fail("the text report lacks the pool model's verdict")
+    if json.loads(report(args, log, "--json", "--model", "none"))["model_check"] is not None:
+        fail("--model none still replayed a model")
+    p = subprocess.run([args.replay, "report", log, "--model", "nonsense"], capture_output=True, text=True)
+    if p.returncode != 2 or "unknown model" not in p.stderr:
+        fail("an unknown model: exit %d, %r" % (p.returncode, p.stderr))
 
 
 DOUBLE_INIT_PROGRAM = """
