@@ -150,7 +150,8 @@ static int space_alloc(space *s, const tf_event *e, uint64_t ptr, uint64_t size,
         return report(v, "overlap", site_of(e), site_of_range(r),
                       "%s: [0x%llx, 0x%llx) handed out while [0x%llx, 0x%llx) is still live", s->name, ULL(ptr),
                       ULL(end), ULL(r->start), ULL(r->end));
-    rp_ptrmap_del(&s->freed, ptr, NULL);
+    /* s->freed keeps ptr's last free: consulted only when ptr is not live,
+     * where the last free is the one that matters. */
     rp_rangeset_insert(&s->live, ptr, end, e->seq, pack_stacks(e));
     if (s->live.bytes > s->peak)
         s->peak = s->live.bytes;
@@ -168,6 +169,11 @@ static int space_free_ptr(space *s, const tf_event *e, uint64_t ptr, int check_u
         rp_ptrmap_put(&s->freed, ptr, e->seq);
         return 0;
     }
+    const rp_range *in = check_unknown ? rp_rangeset_find(&s->live, ptr) : NULL;
+    if (in)
+        return report(v, "free_unknown", site_of(e), site_of_range(in),
+                      "%s: 0x%llx freed, but it is inside the live block [0x%llx, 0x%llx), not its start", s->name,
+                      ULL(ptr), ULL(in->start), ULL(in->end));
     uint64_t *prev = rp_ptrmap_get(&s->freed, ptr);
     if (prev)
         return report(v, "double_free", site_of(e), (rp_site){*prev, 0, 0, 0},
@@ -175,11 +181,6 @@ static int space_free_ptr(space *s, const tf_event *e, uint64_t ptr, int check_u
                       ULL(ptr), ULL(*prev));
     if (!check_unknown)
         return 0;
-    const rp_range *in = rp_rangeset_find(&s->live, ptr);
-    if (in)
-        return report(v, "free_unknown", site_of(e), site_of_range(in),
-                      "%s: 0x%llx freed, but it is inside the live block [0x%llx, 0x%llx), not its start", s->name,
-                      ULL(ptr), ULL(in->start), ULL(in->end));
     return report(v, "free_unknown", site_of(e), (rp_site){0, 0, 0, 0},
                   "%s: 0x%llx freed, but it was never handed out", s->name, ULL(ptr));
 }
