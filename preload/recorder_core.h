@@ -12,10 +12,11 @@
 
 /* Chunks are handed to the flusher once this much is encoded. */
 #define REC_SEAL_BYTES (256u * 1024u)
-/* A frame may not exceed 64 MiB (FORMAT.md).  Should the flusher fall this
- * far behind (a stalled disk, a starved thread), the recording thread
- * flushes itself: the app slows down rather than lose the log. */
-#define REC_FLUSH_NOW_BYTES (16u * 1024u * 1024u)
+/* Should the flusher fall this far behind (a stalled disk, a thread starved
+ * of CPU by a busy app), the recording thread flushes itself: the app slows
+ * down rather than lose the log.  It also keeps frames small, and a kill -9
+ * loses at most the frame being written (frames may not exceed 64 MiB). */
+#define REC_FLUSH_NOW_BYTES (1024u * 1024u)
 
 /* Start recording into a new writer whose first record is h.  0 or -1. */
 int rec_start(const tf_header *h);
