@@ -12,7 +12,7 @@
 
 /* Replays stop being worth it past this many: the result is still valid,
  * only less small. */
-#define MAX_TESTS 4000
+#define MAX_TESTS 20000
 
 typedef struct unit { size_t first, last; } unit;  /* event index range it spans */
 
@@ -76,6 +76,68 @@ static uint32_t make_units(search *s)
             th[t].depth--;
     }
     return units;
+}
+
+/* Union-find root of unit u. */
+static uint32_t root_of(uint32_t *parent, uint32_t u)
+{
+    while (parent[u] != u)
+        u = parent[u] = parent[parent[u]];
+    return u;
+}
+
+/* A block's allocation and its free only go together: removing one leaves
+ * the other a different violation (free_unknown).  Units that hand out and
+ * take back the same block (pool blocks, device memory, segments) are
+ * merged, so candidates drop whole lifetimes. */
+static uint32_t join_lifetimes(search *s, uint32_t nunits)
+{
+    uint32_t *parent = rp_xmalloc((nunits + 1) * sizeof *parent);
+    for (uint32_t u = 0; u < nunits; u++)
+        parent[u] = u;
+    rp_ptrmap born;  /* (kind, pool, address) -> unit that handed it out */
+    rp_ptrmap_init(&born);
+    for (size_t i = 0; i < s->n; i++) {
+        const tf_event *e = &s->ev[i];
+        uint64_t key, *u;
+        int alloc;
+        if (!s->mask[i])
+            continue;  /* cut already: it ties nothing together */
+        switch (e->kind) {
+        case TF_EV_POOL_ALLOC: case TF_EV_POOL_FREE:
+            key = e->u.pool.ptr ^ (uint64_t)e->u.pool.pool << 56;
+            alloc = e->kind == TF_EV_POOL_ALLOC;
+            break;
+        case TF_EV_POOL_SEGMENT:
+            key = e->u.segment.ptr ^ (uint64_t)e->u.segment.pool << 56 ^ 1ULL << 55;
+            alloc = e->u.segment.grow == TF_SEGMENT_GROW;
+            break;
+        case TF_EV_CUDA_ALLOC: case TF_EV_CUDA_FREE:
+            key = e->u.cuda.ptr ^ 1ULL << 54;
+            alloc = e->kind == TF_EV_CUDA_ALLOC;
+            break;
+        default:
+            continue;
+        }
+        if (alloc)
+            rp_ptrmap_put(&born, key, s->unit_of[i]);
+        else if ((u = rp_ptrmap_get(&born, key)) != NULL)
+            parent[root_of(parent, s->unit_of[i])] = root_of(parent, (uint32_t)*u);
+    }
+    rp_ptrmap_free(&born);
+    /* Renumber the groups densely, in order of first appearance. */
+    uint32_t *id = rp_xmalloc((nunits + 1) * sizeof *id), groups = 0;
+    for (uint32_t u = 0; u < nunits; u++)
+        id[u] = UINT32_MAX;
+    for (size_t i = 0; i < s->n; i++) {
+        uint32_t r = root_of(parent, s->unit_of[i]);
+        if (id[r] == UINT32_MAX)
+            id[r] = groups++;
+        s->unit_of[i] = id[r];
+    }
+    free(id);
+    free(parent);
+    return groups;
 }
 
 static void mark_units(search *s, const unsigned char *unit_on)
@@ -157,15 +219,24 @@ size_t rp_minimize_events(const rp_options *o, const tf_event *ev, size_t n, con
     search s = {o, ev, n, invariant, rp_xmalloc((n + 1) * sizeof(uint32_t)), keep, rp_xmalloc(n + 1),
                 rp_xmalloc((n + 1) * sizeof(tf_event)), 0};
     memset(s.mask, 1, n + 1);
-    uint32_t nunits = make_units(&s);
-    unsigned char *on = rp_xmalloc(nunits + 1);
-    memset(on, 1, nunits + 1);
+    uint32_t nraw = make_units(&s);
+    uint32_t *raw = rp_xmalloc((n + 1) * sizeof *raw);
+    memcpy(raw, s.unit_of, n * sizeof *raw);
+    uint32_t nunits = join_lifetimes(&s, nraw);
+    unsigned char *on = rp_xmalloc(nraw + 1);
+    memset(on, 1, nraw + 1);
     ddmin(&s, on, nunits);
     drop_nested(&s);
     /* Dropping a nested free can make the unit that allocated it
-     * removable: one more round over the units, keeping the nested cuts. */
+     * removable: one more round, over lifetimes of what is left. */
     memcpy(s.mask, keep, n);
+    memcpy(s.unit_of, raw, n * sizeof *raw);
+    nunits = join_lifetimes(&s, nraw);
+    memset(on, 0, nraw + 1);
+    for (size_t i = 0; i < n; i++)
+        on[s.unit_of[i]] |= keep[i];
     ddmin(&s, on, nunits);
+    free(raw);
     free(on);
     free(s.mask);
     free(s.unit_of);
