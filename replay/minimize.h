@@ -7,8 +7,9 @@
  * with everything nested in it, joined with the units that allocate or free
  * the same blocks) while the replay still breaks the same invariant; then
  * it tries dropping the operations nested inside the units left, and the
- * units again.  The result is written with the format's writer: stacks, strings and
- * modules re-interned, sequence numbers renumbered, an END record at the end.
+ * units again.  The result is written with the format's writer: stacks,
+ * strings and modules re-interned, sequence numbers renumbered, an END
+ * record at the end.
  */
 #ifndef RP_MINIMIZE_H
 #define RP_MINIMIZE_H
