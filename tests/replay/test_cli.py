@@ -147,6 +147,19 @@ def stats_pool_leaks(tmp):
     check(rc == 0 and kinds == ["alloc_failed", "live_at_end", "live_at_end"], "leaks are warnings: %s" % kinds)
 
 
+def damaged(tmp):
+    log = os.path.join(tmp, "gen.log")
+    subprocess.run([A.gen, log, "200000"], check=True, capture_output=True)
+    cut = os.path.join(tmp, "cut.log")
+    with open(log, "rb") as f, open(cut, "wb") as g:
+        data = f.read()
+        g.write(data[: len(data) * 2 // 3])
+    rc, d = doc(["check", cut, "--model", "cupy"])
+    check(rc == 0 and d.get("clean_end") is False and d.get("damage"), "a cut log replays as far as it reads")
+    check(0 < d.get("events", 0) < 200000, "and says how far (%s events)" % d.get("events"))
+    check(not d.get("warnings"), "no leak report without a clean end")
+
+
 def generated(tmp):
     log = os.path.join(tmp, "gen.log")
     subprocess.run([A.gen, log, "20000"], check=True, capture_output=True)
@@ -164,7 +177,7 @@ def main():
         ap.add_argument("--" + k, default="")
     A = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        for t in (exit_codes, json_shape, determinism, explore, minimize, stats_pool_leaks, generated):
+        for t in (exit_codes, json_shape, determinism, explore, minimize, stats_pool_leaks, damaged, generated):
             t(tmp)
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0
