@@ -58,6 +58,37 @@ static void print_header(const rpt *r, FILE *out)
     }
 }
 
+/* One line per kind of finding, first: what trace-run shows of a report. */
+static void print_findings(const rpt *r, FILE *out)
+{
+    char dev[32], host[32];
+    fprintf(out, "\nFindings\n");
+    if (r->model && r->model->violated)
+        fprintf(out, "  pool model (%s): VIOLATION [%s] at seq %" PRIu64 " (see Pool models)\n", r->model_name,
+                r->model->violation.invariant, r->model->violation.at.seq);
+    else if (r->model && r->model->ops)
+        fprintf(out, "  pool model (%s): no violation in %" PRIu64 " operations\n", r->model_name, r->model->ops);
+    if (r->total_violations)
+        fprintf(out, "  model-free checks: %" PRIu64 " violations, the first [%s] at seq %" PRIu64 "\n",
+                r->total_violations, r->violations[0].invariant, r->violations[0].at.seq);
+    else
+        fprintf(out, "  model-free checks: no violations\n");
+    for (uint32_t i = 0; i < r->npools; i++)
+        if (r->pools[i].reentries)
+            fprintf(out, "  pool %u re-entered %" PRIu64 " times by collections inside its operations\n",
+                    r->pools[i].id, r->pools[i].reentries);
+    rpt_bytes(r->gc_dev_bytes, dev, sizeof dev);
+    rpt_bytes(r->gc_host_bytes, host, sizeof host);
+    if (r->gc_dev_bytes || r->gc_host_bytes)
+        fprintf(out, "  freed only by garbage collections: device %s, host buffers %s (reference cycles)\n", dev,
+                host);
+    uint64_t dinits = 0;
+    for (uint32_t i = 0; i < r->ndinits; i++)
+        dinits += r->dinits[i].count;
+    if (dinits)
+        fprintf(out, "  double initialisations: %" PRIu64 " objects of %u types\n", dinits, r->ndinits);
+}
+
 static void print_counts(const rpt *r, FILE *out)
 {
     fprintf(out, "\nEvents\n");
@@ -232,6 +263,7 @@ static void print_gc(const rpt *r, rp_stacks *st, FILE *out)
 int rpt_print_text(const rpt *r, rp_stacks *st, FILE *out)
 {
     print_header(r, out);
+    print_findings(r, out);
     print_counts(r, out);
     fprintf(out, "\nMemory over time\n");
     print_peak(r, out, "peak device reserved", &r->peak_reserved);

@@ -82,6 +82,8 @@ def seed002(args, work):
 
     text = report(args, cast_log)
     print(text)
+    if "freed only by garbage collections: device 0 B, host buffers" not in text.split("\nEvents")[0]:
+        fail("the findings at the top do not mention the memory freed by collections")
     gc = gc_section(text)
     if alloc_line not in gc:
         fail("the GC section does not name the bytearray line %s" % alloc_line)
@@ -563,6 +565,8 @@ def double_init(args, work):
     trace(args, prog, [], log, {"PYTHONPATH": work})
     text = report(args, log)
     print(text)
+    if "double initialisations: 14 objects of 2 types" not in text.split("\nEvents")[0]:
+        fail("the findings at the top do not count the double initialisations")
     section = text[text.index("\nDouble initialisations"):text.index("\nGarbage collection")]
     if "py_double_init: off" in text:
         print("SKIP: the interpreter's PyObject_Init cannot be interposed here")
