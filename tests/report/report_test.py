@@ -341,7 +341,8 @@ def bundle(args, work):
     with tarfile.open(out) as tar:
         tar.extractall(elsewhere)
     top = os.path.join(elsewhere, "app.tlog.bundle")
-    for name in ("app.tlog", "README.md", "environment.txt", "report.txt", "check.txt", "minimized.tlog"):
+    for name in ("app.tlog", "README.md", "environment.txt", "report.txt", "report.html", "check.txt",
+                 "minimized.tlog"):
         if not os.path.exists(os.path.join(top, name)):
             fail("the bundle lacks " + name)
     p = subprocess.run([args.replay, "check", "minimized.tlog"], cwd=top, capture_output=True, text=True)
