@@ -155,6 +155,16 @@ static void fidelity(void)
     res = rp_replay_result(r);
     CHECK(!res->violated && res->matched == 6 && res->diverged == 0);  /* 2 segments, 4 pointers */
     rp_replay_free(r);
+    /* The out-of-memory ladder: release, retry; then a refusal the model
+     * predicts too (it asks for a segment and the log says none came). */
+    r = run("cupy_oom.txt", &rp_model_cupy, 1);
+    res = rp_replay_result(r);
+    CHECK(!res->violated && res->diverged == 0 && res->matched == 5);
+    const rp_finding *w;
+    uint64_t total;
+    rp_replay_warnings(r, &w, &total);
+    CHECK(total == 3 && !strcmp(w[0].invariant, "alloc_failed"));  /* two refusals, one block live at the end */
+    rp_replay_free(r);
     /* tf-bfc would have taken a 2 MiB region for 5 MiB: the segment and
      * its addresses diverge, and the replay goes on. */
     r = run("torch_segments.txt", &rp_model_tf_bfc, 1);
