@@ -15,7 +15,6 @@ typedef struct space {
     const char *name;
     rp_rangeset live;       /* val: seq of the allocation; aux: stack ids */
     rp_ptrmap freed;        /* start -> seq of the free */
-    uint64_t peak;
 } space;
 
 typedef struct pool_state {
@@ -153,8 +152,6 @@ static int space_alloc(space *s, const tf_event *e, uint64_t ptr, uint64_t size,
     /* s->freed keeps ptr's last free: consulted only when ptr is not live,
      * where the last free is the one that matters. */
     rp_rangeset_insert(&s->live, ptr, end, e->seq, pack_stacks(e));
-    if (s->live.bytes > s->peak)
-        s->peak = s->live.bytes;
     return 0;
 }
 
@@ -402,10 +399,3 @@ rp_pool_figures rp_checks_pool(const rp_checks *c, uint32_t pool)
 }
 
 uint64_t rp_checks_device_live(const rp_checks *c) { return c->sp[SP_DEVICE].live.bytes; }
-uint64_t rp_checks_device_peak(const rp_checks *c) { return c->sp[SP_DEVICE].peak; }
-
-uint32_t rp_checks_segment_pool(const rp_checks *c, uint64_t base)
-{
-    uint64_t *owner = rp_ptrmap_get(&c->seg_owner, base);
-    return owner ? (uint32_t)*owner : 0;
-}

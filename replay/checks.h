@@ -49,9 +49,5 @@ uint32_t rp_checks_warnings(const rp_checks *c, const rp_finding **list, uint64_
 /* Figures for one pool (zeros for an unknown one), and the device totals. */
 rp_pool_figures rp_checks_pool(const rp_checks *c, uint32_t pool);
 uint64_t rp_checks_device_live(const rp_checks *c);
-uint64_t rp_checks_device_peak(const rp_checks *c);
-
-/* Is base a segment the checks attribute to a pool?  Its pool, or 0. */
-uint32_t rp_checks_segment_pool(const rp_checks *c, uint64_t base);
 
 #endif

@@ -27,13 +27,6 @@ void rp_ptrmap_free(rp_ptrmap *m)
     rp_ptrmap_init(m);
 }
 
-void rp_ptrmap_clear(rp_ptrmap *m)
-{
-    if (m->cap)
-        memset(m->keys, 0xff, m->cap * sizeof *m->keys);
-    m->len = 0;
-}
-
 void rp_ptrmap_copy(rp_ptrmap *dst, const rp_ptrmap *src)
 {
     if (dst->cap != src->cap) {

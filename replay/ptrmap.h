@@ -22,7 +22,6 @@ typedef struct rp_ptrmap {
 
 void rp_ptrmap_init(rp_ptrmap *m);
 void rp_ptrmap_free(rp_ptrmap *m);
-void rp_ptrmap_clear(rp_ptrmap *m);
 /* Deep copy: dst's buffers are reused when large enough. */
 void rp_ptrmap_copy(rp_ptrmap *dst, const rp_ptrmap *src);
 

@@ -85,7 +85,6 @@ struct rp_replay {
         rp_finding f;
         const char *where;
         const tf_event *buf;   /* the pending operation */
-        uint32_t nbuf;
         pool *p;
     } probe;
 };
@@ -722,7 +721,6 @@ static void apply_top(rp_replay *r, const tf_event *buf, uint32_t n)
     if (r->hook) {
         rp_opref op = opref_of(&buf[0]);
         r->probe.buf = buf;
-        r->probe.nbuf = n;
         r->probe.p = p;
         r->hook(r->hook_ctx, r, &op);
         r->probe.buf = NULL;
