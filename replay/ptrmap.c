@@ -22,24 +22,19 @@ void rp_ptrmap_init(rp_ptrmap *m)
 
 void rp_ptrmap_free(rp_ptrmap *m)
 {
-    free(m->keys);
-    free(m->vals);
+    free(m->slots);
     rp_ptrmap_init(m);
 }
 
 void rp_ptrmap_copy(rp_ptrmap *dst, const rp_ptrmap *src)
 {
     if (dst->cap != src->cap) {
-        free(dst->keys);
-        free(dst->vals);
-        dst->keys = src->cap ? rp_xmalloc(src->cap * sizeof *dst->keys) : NULL;
-        dst->vals = src->cap ? rp_xmalloc(src->cap * sizeof *dst->vals) : NULL;
+        free(dst->slots);
+        dst->slots = src->cap ? rp_xmalloc(src->cap * sizeof *dst->slots) : NULL;
         dst->cap = src->cap;
     }
-    if (src->cap) {
-        memcpy(dst->keys, src->keys, src->cap * sizeof *dst->keys);
-        memcpy(dst->vals, src->vals, src->cap * sizeof *dst->vals);
-    }
+    if (src->cap)
+        memcpy(dst->slots, src->slots, src->cap * sizeof *dst->slots);
     dst->len = src->len;
 }
 
@@ -49,9 +44,9 @@ uint64_t *rp_ptrmap_get(const rp_ptrmap *m, uint64_t key)
         return NULL;
     size_t mask = m->cap - 1;
     for (size_t i = slot_of(key, mask);; i = (i + 1) & mask) {
-        if (m->keys[i] == key)
-            return &m->vals[i];
-        if (m->keys[i] == RP_PTRMAP_EMPTY)
+        if (m->slots[i].key == key)
+            return &m->slots[i].val;
+        if (m->slots[i].key == RP_PTRMAP_EMPTY)
             return NULL;
     }
 }
@@ -59,18 +54,16 @@ uint64_t *rp_ptrmap_get(const rp_ptrmap *m, uint64_t key)
 static void grow(rp_ptrmap *m)
 {
     size_t ncap = m->cap ? m->cap * 2 : 64;
-    uint64_t *ok = m->keys, *ov = m->vals;
+    rp_ptrmap_slot *old = m->slots;
     size_t ocap = m->cap;
-    m->keys = rp_xmalloc(ncap * sizeof *m->keys);
-    m->vals = rp_xmalloc(ncap * sizeof *m->vals);
-    memset(m->keys, 0xff, ncap * sizeof *m->keys);
+    m->slots = rp_xmalloc(ncap * sizeof *m->slots);
+    memset(m->slots, 0xff, ncap * sizeof *m->slots);
     m->cap = ncap;
     m->len = 0;
     for (size_t i = 0; i < ocap; i++)
-        if (ok[i] != RP_PTRMAP_EMPTY)
-            rp_ptrmap_put(m, ok[i], ov[i]);
-    free(ok);
-    free(ov);
+        if (old[i].key != RP_PTRMAP_EMPTY)
+            rp_ptrmap_put(m, old[i].key, old[i].val);
+    free(old);
 }
 
 void rp_ptrmap_put(rp_ptrmap *m, uint64_t key, uint64_t val)
@@ -80,12 +73,12 @@ void rp_ptrmap_put(rp_ptrmap *m, uint64_t key, uint64_t val)
         grow(m);
     size_t mask = m->cap - 1;
     size_t i = slot_of(key, mask);
-    while (m->keys[i] != RP_PTRMAP_EMPTY && m->keys[i] != key)
+    while (m->slots[i].key != RP_PTRMAP_EMPTY && m->slots[i].key != key)
         i = (i + 1) & mask;
-    if (m->keys[i] == RP_PTRMAP_EMPTY)
+    if (m->slots[i].key == RP_PTRMAP_EMPTY)
         m->len++;
-    m->keys[i] = key;
-    m->vals[i] = val;
+    m->slots[i].key = key;
+    m->slots[i].val = val;
 }
 
 int rp_ptrmap_del(rp_ptrmap *m, uint64_t key, uint64_t *val)
@@ -94,27 +87,26 @@ int rp_ptrmap_del(rp_ptrmap *m, uint64_t key, uint64_t *val)
         return 0;
     size_t mask = m->cap - 1;
     size_t i = slot_of(key, mask);
-    while (m->keys[i] != key) {
-        if (m->keys[i] == RP_PTRMAP_EMPTY)
+    while (m->slots[i].key != key) {
+        if (m->slots[i].key == RP_PTRMAP_EMPTY)
             return 0;
         i = (i + 1) & mask;
     }
     if (val)
-        *val = m->vals[i];
+        *val = m->slots[i].val;
     /* Backward shift: pull later entries of the probe run into the hole so
      * lookups never meet a gap before their key. */
     for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
-        if (m->keys[j] == RP_PTRMAP_EMPTY)
+        if (m->slots[j].key == RP_PTRMAP_EMPTY)
             break;
-        size_t home = slot_of(m->keys[j], mask);
+        size_t home = slot_of(m->slots[j].key, mask);
         /* j's entry may move to i only if its home is not in (i, j]. */
         if (((j - home) & mask) >= ((j - i) & mask)) {
-            m->keys[i] = m->keys[j];
-            m->vals[i] = m->vals[j];
+            m->slots[i] = m->slots[j];
             i = j;
         }
     }
-    m->keys[i] = RP_PTRMAP_EMPTY;
+    m->slots[i].key = RP_PTRMAP_EMPTY;
     m->len--;
     return 1;
 }

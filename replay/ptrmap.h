@@ -11,9 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Key and value side by side: a probe touches one cache line. */
+typedef struct rp_ptrmap_slot {
+    uint64_t key;     /* RP_PTRMAP_EMPTY marks a free slot */
+    uint64_t val;
+} rp_ptrmap_slot;
+
 typedef struct rp_ptrmap {
-    uint64_t *keys;   /* RP_PTRMAP_EMPTY marks a free slot */
-    uint64_t *vals;
+    rp_ptrmap_slot *slots;
     size_t cap;       /* power of two, 0 before the first insert */
     size_t len;
 } rp_ptrmap;
