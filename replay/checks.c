@@ -144,14 +144,13 @@ void rp_checks_add_warning(rp_checks *c, const rp_finding *w)
 static int space_alloc(space *s, const tf_event *e, uint64_t ptr, uint64_t size, rp_finding *v)
 {
     uint64_t end = ptr + (size ? size : 1);
-    const rp_range *r = rp_rangeset_overlap(&s->live, ptr, end);
-    if (r)
-        return report(v, "overlap", site_of(e), site_of_range(r),
-                      "%s: [0x%llx, 0x%llx) handed out while [0x%llx, 0x%llx) is still live", s->name, ULL(ptr),
-                      ULL(end), ULL(r->start), ULL(r->end));
+    rp_range r;
     /* s->freed keeps ptr's last free: consulted only when ptr is not live,
      * where the last free is the one that matters. */
-    rp_rangeset_insert(&s->live, ptr, end, e->seq, pack_stacks(e));
+    if (!rp_rangeset_insert_new(&s->live, ptr, end, e->seq, pack_stacks(e), &r))
+        return report(v, "overlap", site_of(e), site_of_range(&r),
+                      "%s: [0x%llx, 0x%llx) handed out while [0x%llx, 0x%llx) is still live", s->name, ULL(ptr),
+                      ULL(end), ULL(r.start), ULL(r.end));
     return 0;
 }
 

@@ -136,6 +136,60 @@ void rp_rangeset_insert(rp_rangeset *s, uint64_t start, uint64_t end, uint64_t v
     s->bytes += end - start;
 }
 
+static uint32_t rightmost(const rp_rangeset *s, uint32_t i)
+{
+    while (i != RP_NIL && s->n[i].right != RP_NIL)
+        i = s->n[i].right;
+    return i;
+}
+
+static uint32_t leftmost(const rp_rangeset *s, uint32_t i)
+{
+    while (i != RP_NIL && s->n[i].left != RP_NIL)
+        i = s->n[i].left;
+    return i;
+}
+
+int rp_rangeset_insert_new(rp_rangeset *s, uint64_t start, uint64_t end, uint64_t val, uint64_t aux, rp_range *clash)
+{
+    uint32_t prio = prio_of(start), pred = RP_NIL, succ = RP_NIL;
+    if (s->freelist == RP_NIL)
+        rp_grow(&s->n, &s->cap, s->used + 1, sizeof *s->n);  /* before `at` points into s->n */
+    uint32_t *at = &s->root;
+    /* Down to where the new node goes; the last turns right and left are
+     * its neighbours unless the subtree split below holds closer ones. */
+    while (*at != RP_NIL && s->n[*at].prio >= prio) {
+        if (start < s->n[*at].start) {
+            succ = *at;
+            at = &s->n[*at].left;
+        } else {
+            pred = *at;
+            at = &s->n[*at].right;
+        }
+    }
+    uint32_t l, r;
+    split(s, *at, start, &l, &r);
+    uint32_t p = l != RP_NIL ? rightmost(s, l) : pred, q = r != RP_NIL ? leftmost(s, r) : succ;
+    uint32_t bad = p != RP_NIL && s->n[p].end > start ? p : q != RP_NIL && s->n[q].start < end ? q : RP_NIL;
+    if (bad != RP_NIL) {
+        *at = merge(s, l, r);  /* put the subtree back as it was */
+        *clash = s->n[bad];
+        return 0;
+    }
+    uint32_t i;
+    if (s->freelist != RP_NIL) {
+        i = s->freelist;
+        s->freelist = s->n[i].left;
+    } else {
+        i = (uint32_t)s->used++;
+    }
+    s->n[i] = (rp_range){start, end, val, aux, l, r, prio};
+    *at = i;
+    s->len++;
+    s->bytes += end - start;
+    return 1;
+}
+
 int rp_rangeset_erase(rp_rangeset *s, uint64_t start, rp_range *out)
 {
     uint32_t *at = &s->root;

@@ -40,6 +40,10 @@ const rp_range *rp_rangeset_overlap(const rp_rangeset *s, uint64_t start, uint64
 const rp_range *rp_rangeset_find(const rp_rangeset *s, uint64_t addr);
 /* Insert [start, end) (the caller has checked for overlap). */
 void rp_rangeset_insert(rp_rangeset *s, uint64_t start, uint64_t end, uint64_t val, uint64_t aux);
+/* Insert [start, end) unless it overlaps a range already there: then
+ * nothing changes and that range is returned (a copy in *clash).  One
+ * descent: the neighbours are found on the way down. */
+int rp_rangeset_insert_new(rp_rangeset *s, uint64_t start, uint64_t end, uint64_t val, uint64_t aux, rp_range *clash);
 /* Remove the range starting at start; 1 and a copy in *out if present. */
 int rp_rangeset_erase(rp_rangeset *s, uint64_t start, rp_range *out);
 /* Visit ranges in address order (deterministic); stop when fn returns nonzero. */
