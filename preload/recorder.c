@@ -165,10 +165,18 @@ uint64_t rec_event(tf_event *e, unsigned flags)
 {
     if (!rec_active())
         return 0;
+    pid_t tid = rec_tid();
+    /* A signal handler interrupting this thread inside the recorder: its
+     * event is dropped, and dropped before the costly stack capture, so a
+     * storm of such signals cannot keep the interrupted thread (and every
+     * thread waiting for the lock) from making progress. */
+    if (atomic_load_explicit(&lock_owner, memory_order_relaxed) == tid) {
+        atomic_fetch_add(&dropped, 1);
+        return 0;
+    }
     int nested = in_rec_event++;
     struct captured c;
     capture(&c, flags, nested);
-    pid_t tid = rec_tid();
     if (!lock_take(tid)) {
         in_rec_event--;
         atomic_fetch_add(&dropped, 1);
