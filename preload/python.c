@@ -70,6 +70,7 @@ static int on_audit_event(const char *event, py_object *args, void *user)
     python_early_hook_on_audit_event(event, on_audit_event);
     if (attach_state == PY_ATTACHED) {
         python_cupy_on_audit_event(event, args);
+        python_reftracer_poll();
         return 0;
     }
     if (attach_state != PY_WAITING || !py.Py_IsInitialized())

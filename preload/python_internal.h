@@ -19,8 +19,18 @@ int python_gc_install(void);
 /* python_alloc.c: wrap the allocator domains (after initialisation). */
 void python_alloc_install(void);
 
-/* python_init_check.c: start checking PyObject_Init calls (or say why not). */
+/* python_init_check.c: choose how to detect double initialisation
+ * (TRACE_PY_REFTRACER), start it and say which in an INFO record;
+ * record() writes one py_double_init event with both stacks. */
 void python_init_check_install(void);
+void python_double_init_record(py_object *op, py_object *type);
+
+/* python_reftracer.c: the reference-tracer check (3.13+).  prepare() and
+ * start() return why it cannot run, or NULL; poll(), on every audit event,
+ * notices when another tracer replaced ours. */
+const char *python_reftracer_prepare(void);
+const char *python_reftracer_start(void);
+void python_reftracer_poll(void);
 
 /* python_cupy.c: prepare() at attach time; then every audit event goes to
  * on_audit_event(), which installs CuPy's MemoryHook once cupy is imported. */
