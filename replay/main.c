@@ -44,7 +44,7 @@ static void usage(FILE *f)
             "  export    --perfetto OUT: the log as Chrome trace-event JSON\n"
             "  import    JSON lines (trace-dump --json's schema) to a log (-o OUT)\n"
             "options:\n"
-            "  --model NAME     pool model (default: chosen from the pool's name, else none):\n");
+            "  --model NAME     pool model (default auto: chosen from the pool's name, else none):\n");
     for (int i = 0; rp_models[i]; i++)
         fprintf(f, "                     %-10s %s\n", rp_models[i]->name, rp_models[i]->summary);
     fprintf(f,
@@ -74,8 +74,8 @@ static int parse_args(cli *c, int argc, char **argv)
         switch (ch) {
         case 'm':
             c->model_name = optarg;
-            c->o.model_auto = 0;
-            if (strcmp(optarg, "none") && !(c->o.model = rp_model_find(optarg))) {
+            c->o.model_auto = !strcmp(optarg, "auto");
+            if (strcmp(optarg, "none") && !c->o.model_auto && !(c->o.model = rp_model_find(optarg))) {
                 fprintf(stderr, "trace-replay: unknown model '%s'\n", optarg);
                 return -1;
             }

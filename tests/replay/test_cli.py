@@ -43,6 +43,7 @@ def exit_codes(tmp):
     check(run(["check", story, "--model", "cupy5"]).returncode == 1, "cupy5 finds the story: exit 1")
     check(run(["check", story, "--model", "cupy"]).returncode == 0, "cupy is clean: exit 0")
     check(run(["check", story, "--model", "none"]).returncode == 0, "model-free only: exit 0")
+    check(run(["check", story, "--model", "auto"]).returncode == 0, "auto: pool 'cupy' gets cupy: exit 0")
     check(run(["check", os.path.join(tmp, "missing.log")]).returncode == 2, "missing log: exit 2")
     junk = os.path.join(tmp, "junk.log")
     with open(junk, "wb") as f:
