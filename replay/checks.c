@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_space.h"
 #include "ptrmap.h"
 #include "rangeset.h"
 #include "xalloc.h"
@@ -25,7 +26,8 @@ typedef struct pool_state {
     rp_pool_figures fig;
 } pool_state;
 
-enum { SP_DEVICE, SP_PINNED, SP_HANDLE, SP_VA, SP_HOST, SP_COUNT };
+/* The CUDA spaces (cuda_space.h), then large host buffers. */
+enum { SP_DEVICE = RP_CUDA_DEVICE, SP_HOST = RP_CUDA_SPACES, SP_COUNT };
 static const char *const space_names[SP_COUNT] = {
     "device memory", "pinned host memory", "VMM handles", "VA reservations", "host buffers",
 };
@@ -181,28 +183,6 @@ static int space_free_ptr(space *s, const tf_event *e, uint64_t ptr, int check_u
                   "%s: 0x%llx freed, but it was never handed out", s->name, ULL(ptr));
 }
 
-/* Which space a CUDA entry point works in; -1 for those we do not track. */
-static int space_of_api(uint32_t api)
-{
-    switch (api) {
-    case TF_API_cudaMalloc: case TF_API_cudaMallocAsync: case TF_API_cudaMallocManaged:
-    case TF_API_cudaMallocPitch: case TF_API_cudaMallocFromPoolAsync: case TF_API_cuMemAlloc_v2:
-    case TF_API_cuMemAllocAsync: case TF_API_cuMemAllocFromPoolAsync: case TF_API_cuMemAllocManaged:
-    case TF_API_cuMemAllocPitch_v2: case TF_API_cudaFree: case TF_API_cudaFreeAsync:
-    case TF_API_cuMemFree_v2: case TF_API_cuMemFreeAsync:
-        return SP_DEVICE;
-    case TF_API_cudaMallocHost: case TF_API_cudaHostAlloc: case TF_API_cuMemAllocHost_v2:
-    case TF_API_cuMemHostAlloc: case TF_API_cudaFreeHost: case TF_API_cuMemFreeHost:
-        return SP_PINNED;
-    case TF_API_cuMemCreate: case TF_API_cuMemRelease:
-        return SP_HANDLE;
-    case TF_API_cuMemAddressReserve: case TF_API_cuMemAddressFree:
-        return SP_VA;
-    default:
-        return -1;  /* cuMemMap/Unmap map into a reservation: not an allocation */
-    }
-}
-
 static void note_peak(pool_state *p)
 {
     if (p->fig.reserved > p->fig.peak_reserved)
@@ -260,8 +240,8 @@ static int alloc_failed(rp_checks *c, const tf_event *e, uint32_t owner_pool)
 
 static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_finding *v)
 {
-    int sp = space_of_api(e->u.cuda.api);
-    if (sp < 0)
+    rp_cuda_space sp = rp_cuda_space_of(e->u.cuda.api);
+    if (sp == RP_CUDA_UNTRACKED)
         return 0;
     if (e->kind == TF_EV_CUDA_ALLOC) {
         if (e->u.cuda.result != 0)
@@ -270,7 +250,7 @@ static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_f
             return 0;  /* a zero-byte request */
         if (space_alloc(&c->sp[sp], e, e->u.cuda.ptr, e->u.cuda.size, v))
             return 1;
-        if (sp == SP_DEVICE && owner_pool) {
+        if (sp == RP_CUDA_DEVICE && owner_pool) {
             segment_grow(c, owner_pool, e, e->u.cuda.ptr, e->u.cuda.size);
             rp_ptrmap_put(&c->seg_owner, e->u.cuda.ptr, owner_pool);
         }
@@ -281,7 +261,7 @@ static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_f
     uint64_t size;
     if (space_free_ptr(&c->sp[sp], e, e->u.cuda.ptr, 1, &size, v))
         return 1;
-    uint64_t *owner = sp == SP_DEVICE ? rp_ptrmap_get(&c->seg_owner, e->u.cuda.ptr) : NULL;
+    uint64_t *owner = sp == RP_CUDA_DEVICE ? rp_ptrmap_get(&c->seg_owner, e->u.cuda.ptr) : NULL;
     return owner ? segment_release(c, (uint32_t)*owner, e, e->u.cuda.ptr, v) : 0;
 }
 

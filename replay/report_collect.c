@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "checks.h"
+#include "cuda_space.h"
 #include "progress.h"
 #include "ptrmap.h"
 #include "xalloc.h"
@@ -254,20 +255,6 @@ static void open_frame_push(tstack *t, const tf_event *e, const rpt_frame *up)
 
 /* ------------------------------------------------------------ accounting */
 
-static int is_device_api(uint32_t api)
-{
-    switch (api) {
-    case TF_API_cudaMalloc: case TF_API_cudaMallocAsync: case TF_API_cudaMallocManaged:
-    case TF_API_cudaMallocPitch: case TF_API_cudaMallocFromPoolAsync: case TF_API_cuMemAlloc_v2:
-    case TF_API_cuMemAllocAsync: case TF_API_cuMemAllocFromPoolAsync: case TF_API_cuMemAllocManaged:
-    case TF_API_cuMemAllocPitch_v2: case TF_API_cudaFree: case TF_API_cudaFreeAsync:
-    case TF_API_cuMemFree_v2: case TF_API_cuMemFreeAsync:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 static rpt_pool *pool_of(rpt *r, pass *ps, uint32_t id)
 {
     for (uint32_t i = 0; i < r->npools; i++)
@@ -438,11 +425,11 @@ static void account(rpt *r, pass *ps, const tf_event *e, const rpt_frame *up)
     switch (e->kind) {
     case TF_EV_CUDA_ALLOC:
         /* Inside a pool operation it is the pool's segment, not the program's. */
-        if (is_device_api(e->u.cuda.api) && !e->u.cuda.result && e->u.cuda.ptr && !owner)
+        if (rp_cuda_space_of(e->u.cuda.api) == RP_CUDA_DEVICE && !e->u.cuda.result && e->u.cuda.ptr && !owner)
             alloc_event(r, ps, e, &ps->direct_dev, e->u.cuda.ptr, e->u.cuda.size, 1);
         break;
     case TF_EV_CUDA_FREE:
-        if (is_device_api(e->u.cuda.api) && !e->u.cuda.result && e->u.cuda.ptr)
+        if (rp_cuda_space_of(e->u.cuda.api) == RP_CUDA_DEVICE && !e->u.cuda.result && e->u.cuda.ptr)
             free_event(r, &ps->direct_dev, e->u.cuda.ptr, in_gc, 1);
         break;
     case TF_EV_POOL_ALLOC:
