@@ -265,18 +265,6 @@ void rec_info(const char *key, const char *value)
     rec_define(define_info, &a);
 }
 
-static void define_thread(tf_writer *w, void *arg)
-{
-    struct named_arg *a = arg;
-    tf_write_thread(w, a->num, a->value);
-}
-
-void rec_thread_name(uint32_t tid, const char *name)
-{
-    struct named_arg a = { tid, NULL, name };
-    rec_define(define_thread, &a);
-}
-
 void rec_end(void)
 {
     if (!rec_active() || !lock_take(rec_tid()))

@@ -36,7 +36,6 @@ void rec_close(uint64_t seq);
 uint32_t rec_string(const char *s);
 void rec_pool(uint32_t pool, const char *name);
 void rec_info(const char *key, const char *value);
-void rec_thread_name(uint32_t tid, const char *name);
 
 /*
  * The Python side plugs its stack reader in here.  capture() runs outside the
