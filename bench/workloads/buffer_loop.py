@@ -18,7 +18,7 @@ def one_buffer():
 
 
 def main(scale):
-    for _ in range(int(30 * scale)):
+    for _ in range(int(60 * scale)):
         one_buffer()
     print("buffer_loop: done")
 

@@ -21,7 +21,7 @@ def tree(depth, fanout, parent=None):
 
 def main(scale):
     kept = []
-    for i in range(int(900 * scale)):
+    for i in range(int(1800 * scale)):
         kept.append(tree(5, 3))
         if len(kept) > 20:
             kept.pop(0)

@@ -13,12 +13,12 @@ def words(n):
 
 def main(scale):
     counts = {}
-    for w in words(int(800_000 * scale)):
+    for w in words(int(1_600_000 * scale)):
         counts[w] = counts.get(w, 0) + 1
     lines = [f"{k}={v}" for k, v in sorted(counts.items())]
     text = ";".join(lines * 20)
     merged = {}
-    for part in text.split(";")[: int(200_000 * scale)]:
+    for part in text.split(";")[: int(400_000 * scale)]:
         k, _, v = part.partition("=")
         merged.setdefault(k.upper(), []).append(int(v))
     print(f"dict_str: {len(counts)} words, {len(merged)} keys")

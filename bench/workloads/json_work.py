@@ -12,7 +12,7 @@ def document(i):
 
 def main(scale):
     total = 0
-    for batch in range(int(130 * scale)):
+    for batch in range(int(260 * scale)):
         docs = [document(batch * 500 + i) for i in range(500)]
         text = json.dumps(docs)
         total += len(json.loads(text))

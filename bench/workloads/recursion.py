@@ -17,7 +17,7 @@ def walk(depth, *, acc=0):
 
 def main(scale):
     total = 0
-    for _ in range(max(1, int(3 * scale))):
+    for _ in range(max(1, int(6 * scale))):
         total += fib(28) + walk(18)
     print(f"recursion: {total}")
 

@@ -17,7 +17,7 @@ def lines(n):
 
 def main(scale):
     by_level, digits = {}, 0
-    for line in lines(int(120_000 * scale)):
+    for line in lines(int(240_000 * scale)):
         m = LINE.match(line)
         by_level[m["level"]] = by_level.get(m["level"], 0) + 1
         digits += len(NUMBER.findall(m["msg"]))

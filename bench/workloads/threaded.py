@@ -22,7 +22,7 @@ def main(scale):
     threads = [threading.Thread(target=worker, args=(todo, done)) for _ in range(THREADS)]
     for t in threads:
         t.start()
-    n = int(70_000 * scale)
+    n = int(100_000 * scale)
     for i in range(n):
         todo.put({"id": i, "values": list(range(i % 50)), "tags": {"t%d" % (i % 5), "u"}})
     for _ in threads:
