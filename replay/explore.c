@@ -67,7 +67,8 @@ static void learn(explorer *x, rp_source *src)
     }
     free(stack);
     rp_ptrmap_free(&allocs);
-    qsort(x->f, x->n, sizeof *x->f, by_gc);
+    if (x->n)   /* no collection freed anything: x->f is NULL, qsort's nonnull */
+        qsort(x->f, x->n, sizeof *x->f, by_gc);
 }
 
 /* The first later collection that frees blocks of this pool already live at
