@@ -172,6 +172,12 @@ void rpt_free(rpt *r);
 
 /* The interpreter's version: the header's, or the one learnt later (INFO). */
 const char *rpt_python_version(const rpt *r);
+/* CUDA's versions, the same way (0 unknown): the driver's, and the first
+ * runtime's.  As text: "CUDA driver 13000, runtime 13000 (libcudart.so.13)"
+ * (every runtime the process used), or "no CUDA seen". */
+int32_t rpt_cuda_driver_version(const rpt *r);
+int32_t rpt_cuda_runtime_version(const rpt *r);
+void rpt_cuda_text(const rpt *r, char *buf, size_t len);
 
 /* Seconds from the start of the process (or the first event) to t_ns. */
 double rpt_seconds(const rpt *r, uint64_t t_ns);

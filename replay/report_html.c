@@ -157,7 +157,7 @@ static const char page_tail[] =
     "  var log = R.log.damage ? \"damaged: \" + R.log.damage : R.log.clean_end ? \"whole\" : \"no end record (the process did not exit normally)\";\n"
     "  table(sec, [\"\", \"\"], [[\"process\", \"pid \" + p.pid + \" (parent \" + p.ppid + \") on \" + (p.hostname || \"?\")],\n"
     "    [\"started\", p.wall_start_ns ? new Date(p.wall_start_ns / 1e6).toISOString() : \"?\"],\n"
-    "    [\"runtime\", \"Python \" + (p.python || \"unknown\") + \", CUDA runtime \" + p.cuda_runtime + \", driver \" + p.cuda_driver],\n"
+    "    [\"runtime\", \"Python \" + (p.python || \"unknown\") + \", \" + p.cuda],\n"
     "    [\"tracer\", (p.tracer || \"?\") + \"; settings: \" + (p.settings || \"(defaults)\")], [\"log\", log]], [0, 0]);\n"
     "}\n"
     "\n"

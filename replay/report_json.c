@@ -49,8 +49,11 @@ static void process(rp_json *w, const rpt *r)
     rp_json_str(w, "cmdline", h->cmdline);
     rp_json_str(w, "exe", h->exe);
     rp_json_str(w, "python", rpt_python_version(r));
-    rp_json_i64(w, "cuda_runtime", h->cuda_runtime_version);
-    rp_json_i64(w, "cuda_driver", h->cuda_driver_version);
+    char cuda[512];
+    rpt_cuda_text(r, cuda, sizeof cuda);
+    rp_json_i64(w, "cuda_runtime", rpt_cuda_runtime_version(r));
+    rp_json_i64(w, "cuda_driver", rpt_cuda_driver_version(r));
+    rp_json_str(w, "cuda", cuda);
     rp_json_str(w, "tracer", h->tracer_version);
     rp_json_str(w, "settings", h->settings);
     rp_json_u64(w, "wall_start_ns", h->wall_start_ns);

@@ -30,16 +30,76 @@ double rpt_seconds(const rpt *r, uint64_t t_ns)
     return t_ns > t0 ? (double)(t_ns - t0) / 1e9 : 0.0;
 }
 
+/* The value of the INFO record key, the n-th of that key (from 0), or NULL. */
+static const char *info_value(const rpt *r, const char *key, uint32_t n)
+{
+    const char *k, *value;
+    for (uint32_t i = 0; i < tf_reader_info_count(r->reader); i++)
+        if (tf_reader_info(r->reader, i, &k, &value) && !strcmp(k, key) && !n--)
+            return value;
+    return NULL;
+}
+
+/* A "cuda_runtime" record is "PATH version=N", or "PATH" when the runtime
+ * would not tell: its version (0 unknown) and the file name of PATH. */
+static int32_t runtime_of(const char *info, const char **file, size_t *file_len)
+{
+    const char *tag = strstr(info, " version=");
+    size_t path_len = tag ? (size_t)(tag - info) : strlen(info);
+    const char *base = info + path_len;
+    while (base > info && base[-1] != '/')
+        base--;
+    *file = base;
+    *file_len = path_len - (size_t)(base - info);
+    return tag ? (int32_t)strtol(tag + 9, NULL, 10) : 0;
+}
+
 const char *rpt_python_version(const rpt *r)
 {
     const tf_header *h = tf_reader_header(r->reader);
     if (h->python_version && *h->python_version)
         return h->python_version;
-    const char *key, *value;
-    for (uint32_t i = 0; i < tf_reader_info_count(r->reader); i++)
-        if (tf_reader_info(r->reader, i, &key, &value) && !strcmp(key, "python_version"))
-            return value;
-    return "unknown";
+    const char *value = info_value(r, "python_version", 0);
+    return value ? value : "unknown";
+}
+
+int32_t rpt_cuda_driver_version(const rpt *r)
+{
+    const tf_header *h = tf_reader_header(r->reader);
+    const char *info = info_value(r, "cuda_driver_version", 0);
+    return h->cuda_driver_version ? h->cuda_driver_version : info ? (int32_t)strtol(info, NULL, 10) : 0;
+}
+
+int32_t rpt_cuda_runtime_version(const rpt *r)
+{
+    const tf_header *h = tf_reader_header(r->reader);
+    const char *info = info_value(r, "cuda_runtime", 0), *file;
+    size_t file_len;
+    return h->cuda_runtime_version ? h->cuda_runtime_version : info ? runtime_of(info, &file, &file_len) : 0;
+}
+
+void rpt_cuda_text(const rpt *r, char *buf, size_t len)
+{
+    const tf_header *h = tf_reader_header(r->reader);
+    int32_t driver = rpt_cuda_driver_version(r);
+    const char *info = info_value(r, "cuda_runtime", 0);
+    size_t at = 0;
+    snprintf(buf, len, "no CUDA seen");
+    if (driver)
+        at += (size_t)snprintf(buf, len, "CUDA driver %d", driver);
+    /* The recorder names each runtime it saw; an older log has only the header's version. */
+    if (!info && h->cuda_runtime_version && at < len)
+        at += (size_t)snprintf(buf + at, len - at, "%sruntime %d", at ? ", " : "CUDA ", h->cuda_runtime_version);
+    for (uint32_t i = 0; info && at < len; info = info_value(r, "cuda_runtime", ++i)) {
+        const char *file;
+        size_t file_len;
+        int32_t version = runtime_of(info, &file, &file_len);
+        const char *sep = at ? ", " : "CUDA ";
+        if (version)
+            at += (size_t)snprintf(buf + at, len - at, "%sruntime %d (%.*s)", sep, version, (int)file_len, file);
+        else
+            at += (size_t)snprintf(buf + at, len - at, "%sruntime ? (%.*s)", sep, (int)file_len, file);
+    }
 }
 
 static const char *str(const rpt *r, uint32_t id)

@@ -33,7 +33,8 @@ static void print_stacks(rp_stacks *st, FILE *out, uint32_t py, uint32_t native)
 static void print_header(const rpt *r, FILE *out)
 {
     const tf_header *h = tf_reader_header(r->reader);
-    char when[64] = "start time unknown";
+    char when[64] = "start time unknown", cuda[512];
+    rpt_cuda_text(r, cuda, sizeof cuda);
     time_t wall = (time_t)(h->wall_start_ns / 1000000000ULL);
     struct tm tm;
     if (h->wall_start_ns && gmtime_r(&wall, &tm))
@@ -41,9 +42,8 @@ static void print_header(const rpt *r, FILE *out)
     fprintf(out, "trace-replay report: %s\n", r->path);
     fprintf(out, "  command    %s\n", h->cmdline && *h->cmdline ? h->cmdline : "(unknown)");
     fprintf(out, "  process    pid %u (parent %u) on %s\n", h->pid, h->ppid, h->hostname && *h->hostname ? h->hostname : "?");
-    fprintf(out, "  runtime    Python %s, CUDA runtime %d, driver %d, tracer %s\n",
-            rpt_python_version(r), h->cuda_runtime_version,
-            h->cuda_driver_version, h->tracer_version ? h->tracer_version : "?");
+    fprintf(out, "  runtime    Python %s, %s, tracer %s\n", rpt_python_version(r), cuda,
+            h->tracer_version ? h->tracer_version : "?");
     fprintf(out, "  recorded   %s, %.3f s, %" PRIu64 " events, %u threads\n", when, rpt_seconds(r, r->t_last),
             r->events, r->nthreads);
     if (r->damage)
