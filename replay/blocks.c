@@ -171,10 +171,67 @@ int rp_blocks_check(const rp_blocks *s, uint32_t id, const rp_host *h)
     return RP_OK;
 }
 
-int rp_blocks_audit(const rp_blocks *s, const rp_host *h)
+void rp_touched_add(rp_touched *t, uint32_t id)
 {
-    for (size_t id = 0; id < s->n; id++)
-        if (rp_blocks_live(s, (uint32_t)id) && rp_blocks_check(s, (uint32_t)id, h))
-            return RP_BROKEN;
+    if (t->n < RP_TOUCHED_MAX)
+        t->id[t->n] = id;
+    t->n++;  /* past RP_TOUCHED_MAX the next check audits every block */
+}
+
+static int check_live(const rp_blocks *s, uint32_t id, const rp_fit_checks *own, const rp_host *h)
+{
+    if (!rp_blocks_live(s, id))
+        return RP_OK;  /* merged away since it was touched */
+    if (own->block && own->block(&s->b[id], h))
+        return RP_BROKEN;
+    return rp_blocks_check(s, id, h);
+}
+
+int rp_blocks_check_touched(const rp_blocks *s, rp_touched *t, int full, const rp_fit_checks *own,
+                            const void *model, const rp_host *h)
+{
+    int rc = RP_OK;
+    if (full || t->n > RP_TOUCHED_MAX) {
+        if (own->sets)
+            rc = own->sets(model, h);
+        for (size_t id = 0; id < s->n && !rc; id++)
+            rc = check_live(s, (uint32_t)id, own, h);
+    } else {
+        for (int i = 0; i < t->n && !rc; i++)
+            rc = check_live(s, t->id[i], own, h);
+    }
+    t->n = 0;
+    return rc;
+}
+
+uint32_t rp_blocks_coalesce(rp_blocks *s, uint32_t id, rp_unlist_fn *unlist, void *model)
+{
+    s->b[id].in_use = 0;
+    uint32_t next = s->b[id].next;
+    if (next != RP_NIL && !s->b[next].in_use) {
+        unlist(model, next);
+        rp_blocks_merge(s, id, next);
+    }
+    uint32_t prev = s->b[id].prev;
+    if (prev != RP_NIL && !s->b[prev].in_use) {
+        unlist(model, prev);
+        rp_blocks_merge(s, prev, id);
+        id = prev;
+    }
+    return id;
+}
+
+int rp_blocks_release(rp_blocks *s, uint64_t base, rp_model_counts *c, rp_unlist_fn *unlist, void *model)
+{
+    uint32_t id = rp_blocks_at(s, base);
+    if (id == RP_NIL)
+        return RP_UNKNOWN;
+    const rp_block *b = &s->b[id];
+    if (b->in_use || b->prev != RP_NIL || b->next != RP_NIL)
+        return RP_UNKNOWN;
+    unlist(model, id);
+    c->reserved -= b->size;
+    c->segments--;
+    rp_blocks_delete(s, id);
     return RP_OK;
 }

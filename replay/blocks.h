@@ -1,6 +1,8 @@
 /*
  * blocks.h - what the best-fit models share: segments cut into blocks
- * linked to their address neighbours, and ordered sets of free blocks.
+ * linked to their address neighbours, ordered sets of free blocks, freeing
+ * with coalescing, releasing a segment, and the checks of what the last
+ * operations touched.
  *
  * Everything lives in flat arrays linked by index, so a model's copy (for
  * explore's checkpoints) is a few memcpys.
@@ -11,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model.h"
 #include "ptrmap.h"
 
 typedef struct rp_block {
@@ -58,13 +61,39 @@ int rp_ordset_erase(rp_ordset *s, rp_key k);
 /* 1 when keys are strictly increasing (the audit). */
 int rp_ordset_sorted(const rp_ordset *s);
 
-
-#include "model.h"
-
 /* Cheap check of one block: linked and adjacent to its neighbours, and, if
  * free, not next to another free block and listed in a free set. */
 int rp_blocks_check(const rp_blocks *s, uint32_t id, const rp_host *h);
-/* The same for every block. */
-int rp_blocks_audit(const rp_blocks *s, const rp_host *h);
+
+/* The blocks the operations since the last check touched: the next check
+ * looks at them alone, or at every block once more were touched than kept. */
+#define RP_TOUCHED_MAX 8
+typedef struct rp_touched { uint32_t id[RP_TOUCHED_MAX]; int n; } rp_touched;
+
+void rp_touched_add(rp_touched *t, uint32_t id);
+
+/* A model's own checks, beside rp_blocks_check: its free sets as a whole
+ * (in an audit), and one block (either may be NULL). */
+typedef struct rp_fit_checks {
+    int (*sets)(const void *model, const rp_host *h);
+    int (*block)(const rp_block *b, const rp_host *h);
+} rp_fit_checks;
+
+/* The check of a best-fit model: the blocks touched since the last check,
+ * or, when full or when more were touched than kept, the free sets and every
+ * block.  The touched blocks are forgotten whatever is found. */
+int rp_blocks_check_touched(const rp_blocks *s, rp_touched *t, int full, const rp_fit_checks *own,
+                            const void *model, const rp_host *h);
+
+/* How a model takes a free block out of its free set. */
+typedef void rp_unlist_fn(void *model, uint32_t id);
+
+/* Mark id free and merge it with its free neighbours, each unlisted first:
+ * the block that remains, for the model to list. */
+uint32_t rp_blocks_coalesce(rp_blocks *s, uint32_t id, rp_unlist_fn *unlist, void *model);
+/* The device took back the segment at base: unlist and delete it, and count
+ * it gone.  RP_UNKNOWN when the model does not hold it whole and free (it
+ * diverged; the model-free checks judge the real release). */
+int rp_blocks_release(rp_blocks *s, uint64_t base, rp_model_counts *c, rp_unlist_fn *unlist, void *model);
 
 #endif

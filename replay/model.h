@@ -88,6 +88,16 @@ extern const rp_model_ops *const rp_models[];
 const rp_model_ops *rp_model_find(const char *name);
 
 
+/* The byte counts every model keeps of its state. */
+typedef struct rp_model_counts {
+    uint64_t reserved, allocated, free_bytes, segments;   /* as in rp_model_stats */
+} rp_model_counts;
+
+/* The accounting invariant: allocated + free == reserved. */
+int rp_counts_check(const rp_model_counts *c, const rp_host *h);
+/* *st from the counts alone: the free-set figures zero, for the model's walk. */
+void rp_counts_stats(const rp_model_counts *c, rp_model_stats *st);
+
 /* Report through h->violation with a formatted message; returns RP_BROKEN. */
 int rp_violate(const rp_host *h, const char *invariant, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

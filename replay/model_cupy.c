@@ -61,7 +61,7 @@ typedef struct cupy {
     arena *a;
     size_t na, capa;
     rp_ptrmap by_ptr;       /* chunk start -> chunk id, every chunk */
-    uint64_t reserved, allocated, free_bytes, segments;
+    rp_model_counts count;
     uint64_t orphaned;      /* free chunks in sets no slot refers to */
     int warned_coalesced;
     /* What operations touched since the last check: (arena, position). */
@@ -123,7 +123,7 @@ static void set_add(cupy *m, uint32_t s, uint32_t id)
         m->c[c->fnext].fprev = id;
     m->s[s].head = id;
     m->s[s].count++;
-    m->free_bytes += c->size;
+    m->count.free_bytes += c->size;
 }
 
 static void set_remove(cupy *m, uint32_t id)
@@ -138,7 +138,7 @@ static void set_remove(cupy *m, uint32_t id)
         m->c[c->fnext].fprev = c->fprev;
     s->count--;
     c->set = RP_NIL;
-    m->free_bytes -= c->size;
+    m->count.free_bytes -= c->size;
 }
 
 /* set.pop(): CPython picks by hash-table position, which depends on object
@@ -437,10 +437,7 @@ static void copy(void *dp, const void *sp)
     d->ns = s->ns;
     d->sfree = s->sfree;
     d->na = s->na;
-    d->reserved = s->reserved;
-    d->allocated = s->allocated;
-    d->free_bytes = s->free_bytes;
-    d->segments = s->segments;
+    d->count = s->count;
     d->orphaned = s->orphaned;
     d->warned_coalesced = s->warned_coalesced;
     memcpy(d->touched, s->touched, sizeof d->touched);
@@ -462,11 +459,11 @@ static int cupy_alloc(void *p, uint64_t size, uint64_t stream, const rp_host *h,
         if (!base)
             return RP_NOMEM;
         id = chunk_new(m, base, rounded, stream);
-        m->reserved += rounded;
-        m->segments++;
+        m->count.reserved += rounded;
+        m->count.segments++;
     }
     m->c[id].in_use = 1;
-    m->allocated += m->c[id].size;
+    m->count.allocated += m->c[id].size;
     *ptr = m->c[id].ptr;
     *granted = m->c[id].size;
     return RP_OK;
@@ -481,7 +478,7 @@ static int cupy_free(void *p, uint64_t ptr, int nested, const rp_host *h)
         return RP_UNKNOWN;
     uint32_t id = (uint32_t)*v;
     m->c[id].in_use = 0;
-    m->allocated -= m->c[id].size;
+    m->count.allocated -= m->c[id].size;
     size_t ai = arena_of(m, m->c[id].stream);
     uint32_t n = m->c[id].next;
     if (n != RP_NIL && remove_from_free_list(m, ai, n))
@@ -519,8 +516,8 @@ static int cupy_release(void *p, uint64_t base, const rp_host *h)
             }
         set_drop(m, s);
     }
-    m->reserved -= c->size;
-    m->segments--;
+    m->count.reserved -= c->size;
+    m->count.segments--;
     chunk_delete(m, id);
     compact_index(m, ai);
     return RP_OK;
@@ -629,11 +626,7 @@ static int check_accounting(cupy *m, const rp_host *h)
     if (m->orphaned)
         return rp_violate(h, "reachable", "%llu free chunks are in a set no slot of the arena refers to any more "
                           "(arena[index] was overwritten after re-entry)", (unsigned long long)m->orphaned);
-    if (m->allocated + m->free_bytes != m->reserved)
-        return rp_violate(h, "accounting", "allocated %llu + free %llu != reserved %llu",
-                          (unsigned long long)m->allocated, (unsigned long long)m->free_bytes,
-                          (unsigned long long)m->reserved);
-    return RP_OK;
+    return rp_counts_check(&m->count, h);
 }
 
 /* Full audit of the chunk lists: they tile each allocation, link both ways. */
@@ -690,11 +683,7 @@ static int cupy_check(void *p, int full, const rp_host *h)
 static void cupy_stats(const void *p, rp_model_stats *st, int detail)
 {
     const cupy *m = p;
-    memset(st, 0, sizeof *st);
-    st->reserved = m->reserved;
-    st->allocated = m->allocated;
-    st->free_bytes = m->free_bytes;
-    st->segments = m->segments;
+    rp_counts_stats(&m->count, st);
     for (size_t ai = 0; detail && ai < m->na; ai++)
         for (size_t i = 0; i < m->a[ai].len; i++) {
             uint32_t s = m->a[ai].slot[i];

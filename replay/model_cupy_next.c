@@ -26,9 +26,8 @@ typedef struct cnext {
     size_t na, capa;
     uint64_t *queue;           /* frees waiting for the lock */
     size_t nq, capq;
-    uint64_t reserved, allocated, free_bytes, segments;
-    uint32_t touched[8];
-    int ntouched;
+    rp_model_counts count;
+    rp_touched touched;
 } cnext;
 
 static rp_ordset *set_of(cnext *m, uint64_t stream)
@@ -43,28 +42,22 @@ static rp_ordset *set_of(cnext *m, uint64_t stream)
     return &m->a[m->na++].set;
 }
 
-static void touch(cnext *m, uint32_t id)
-{
-    if (m->ntouched < 8)
-        m->touched[m->ntouched] = id;
-    m->ntouched++;
-}
-
 static void to_set(cnext *m, uint32_t id)
 {
     rp_block *b = &m->bl.b[id];
     rp_ordset_insert(set_of(m, b->stream), (rp_key){b->size, b->ptr, 0});
     b->in_set = 1;
-    m->free_bytes += b->size;
-    touch(m, id);
+    m->count.free_bytes += b->size;
+    rp_touched_add(&m->touched, id);
 }
 
-static void from_set(cnext *m, uint32_t id)
+static void from_set(void *p, uint32_t id)
 {
+    cnext *m = p;
     rp_block *b = &m->bl.b[id];
     rp_ordset_erase(set_of(m, b->stream), (rp_key){b->size, b->ptr, 0});
     b->in_set = 0;
-    m->free_bytes -= b->size;
+    m->count.free_bytes -= b->size;
 }
 
 static void *create(void)
@@ -102,30 +95,14 @@ static void copy(void *dp, const void *sp)
     if (s->nq)
         memcpy(d->queue, s->queue, s->nq * sizeof *d->queue);
     d->nq = s->nq;
-    d->reserved = s->reserved;
-    d->allocated = s->allocated;
-    d->free_bytes = s->free_bytes;
-    d->segments = s->segments;
-    memcpy(d->touched, s->touched, sizeof d->touched);
-    d->ntouched = s->ntouched;
+    d->count = s->count;
+    d->touched = s->touched;
 }
 
 static void do_free(cnext *m, uint32_t id)
 {
-    m->bl.b[id].in_use = 0;
-    m->allocated -= m->bl.b[id].size;
-    uint32_t n = m->bl.b[id].next;
-    if (n != RP_NIL && !m->bl.b[n].in_use) {
-        from_set(m, n);
-        rp_blocks_merge(&m->bl, id, n);
-    }
-    uint32_t pr = m->bl.b[id].prev;
-    if (pr != RP_NIL && !m->bl.b[pr].in_use) {
-        from_set(m, pr);
-        rp_blocks_merge(&m->bl, pr, id);
-        id = pr;
-    }
-    to_set(m, id);
+    m->count.allocated -= m->bl.b[id].size;
+    to_set(m, rp_blocks_coalesce(&m->bl, id, from_set, m));
 }
 
 static void commit_queue(cnext *m)
@@ -162,12 +139,12 @@ static int next_alloc(void *p, uint64_t size, uint64_t stream, const rp_host *h,
         if (!base)
             return RP_NOMEM;
         id = rp_blocks_new(&m->bl, base, need, stream, 0);
-        m->reserved += need;
-        m->segments++;
+        m->count.reserved += need;
+        m->count.segments++;
     }
     m->bl.b[id].in_use = 1;
-    m->allocated += m->bl.b[id].size;
-    touch(m, id);
+    m->count.allocated += m->bl.b[id].size;
+    rp_touched_add(&m->touched, id);
     *ptr = m->bl.b[id].ptr;
     *granted = m->bl.b[id].size;
     return RP_OK;
@@ -194,52 +171,32 @@ static int next_release(void *p, uint64_t base, const rp_host *h)
 {
     (void)h;  /* a release never breaks the model: at worst it diverged */
     cnext *m = p;
-    uint32_t id = rp_blocks_at(&m->bl, base);
-    if (id == RP_NIL)
-        return RP_UNKNOWN;
-    rp_block *b = &m->bl.b[id];
-    if (b->in_use || b->prev != RP_NIL || b->next != RP_NIL)
-        return RP_UNKNOWN;  /* still in use here: the model diverged; the
-                             * model-free checks judge the real release */
-    from_set(m, id);
-    m->reserved -= b->size;
-    m->segments--;
-    rp_blocks_delete(&m->bl, id);
+    return rp_blocks_release(&m->bl, base, &m->count, from_set, m);
+}
+
+static int check_sets(const void *p, const rp_host *h)
+{
+    const cnext *m = p;
+    for (size_t i = 0; i < m->na; i++)
+        if (!rp_ordset_sorted(&m->a[i].set))
+            return rp_violate(h, "sorted_set", "free set of stream 0x%llx is out of (size, address) order",
+                              (unsigned long long)m->a[i].stream);
     return RP_OK;
 }
+
+static const rp_fit_checks next_checks = {check_sets, NULL};
 
 static int next_check(void *p, int full, const rp_host *h)
 {
     cnext *m = p;
-    int rc = RP_OK;
-    if (full || m->ntouched > 8) {
-        for (size_t i = 0; i < m->na && !rc; i++)
-            if (!rp_ordset_sorted(&m->a[i].set))
-                rc = rp_violate(h, "sorted_set", "free set of stream 0x%llx is out of (size, address) order",
-                                (unsigned long long)m->a[i].stream);
-        if (!rc)
-            rc = rp_blocks_audit(&m->bl, h);
-    } else {
-        for (int t = 0; t < m->ntouched && !rc; t++)
-            if (rp_blocks_live(&m->bl, m->touched[t]))
-                rc = rp_blocks_check(&m->bl, m->touched[t], h);
-    }
-    m->ntouched = 0;
-    if (!rc && m->allocated + m->free_bytes != m->reserved)
-        rc = rp_violate(h, "accounting", "allocated %llu + free %llu != reserved %llu",
-                        (unsigned long long)m->allocated, (unsigned long long)m->free_bytes,
-                        (unsigned long long)m->reserved);
-    return rc;
+    int rc = rp_blocks_check_touched(&m->bl, &m->touched, full, &next_checks, m, h);
+    return rc ? rc : rp_counts_check(&m->count, h);
 }
 
 static void next_stats(const void *p, rp_model_stats *st, int detail)
 {
     const cnext *m = p;
-    memset(st, 0, sizeof *st);
-    st->reserved = m->reserved;
-    st->allocated = m->allocated;
-    st->free_bytes = m->free_bytes;
-    st->segments = m->segments;
+    rp_counts_stats(&m->count, st);
     for (size_t i = 0; detail && i < m->na; i++) {
         st->free_blocks += m->a[i].set.n;
         if (m->a[i].set.n && m->a[i].set.k[m->a[i].set.n - 1].a > st->largest_free)

@@ -27,9 +27,8 @@ typedef struct bfc {
     rp_blocks bl;
     rp_ordset bin[NBINS];
     uint64_t region;           /* curr_region_allocation_bytes_ */
-    uint64_t reserved, allocated, free_bytes, segments;
-    uint32_t touched[8];
-    int ntouched;
+    rp_model_counts count;
+    rp_touched touched;
 } bfc;
 
 static uint64_t rounded(uint64_t n)
@@ -46,28 +45,22 @@ static int bin_of(uint64_t size)
     return b < NBINS - 1 ? b : NBINS - 1;
 }
 
-static void touch(bfc *m, uint32_t id)
-{
-    if (m->ntouched < 8)
-        m->touched[m->ntouched] = id;
-    m->ntouched++;
-}
-
 static void to_bin(bfc *m, uint32_t id)
 {
     rp_block *b = &m->bl.b[id];
     rp_ordset_insert(&m->bin[bin_of(b->size)], (rp_key){b->size, b->ptr, 0});
     b->in_set = 1;
-    m->free_bytes += b->size;
-    touch(m, id);
+    m->count.free_bytes += b->size;
+    rp_touched_add(&m->touched, id);
 }
 
-static void from_bin(bfc *m, uint32_t id)
+static void from_bin(void *p, uint32_t id)
 {
+    bfc *m = p;
     rp_block *b = &m->bl.b[id];
     rp_ordset_erase(&m->bin[bin_of(b->size)], (rp_key){b->size, b->ptr, 0});
     b->in_set = 0;
-    m->free_bytes -= b->size;
+    m->count.free_bytes -= b->size;
 }
 
 static void *create(void)
@@ -95,12 +88,8 @@ static void copy(void *dp, const void *sp)
     for (int i = 0; i < NBINS; i++)
         rp_ordset_copy(&d->bin[i], &s->bin[i]);
     d->region = s->region;
-    d->reserved = s->reserved;
-    d->allocated = s->allocated;
-    d->free_bytes = s->free_bytes;
-    d->segments = s->segments;
-    memcpy(d->touched, s->touched, sizeof d->touched);
-    d->ntouched = s->ntouched;
+    d->count = s->count;
+    d->touched = s->touched;
 }
 
 static uint32_t find_chunk(bfc *m, uint64_t need)
@@ -132,8 +121,8 @@ static int extend(bfc *m, uint64_t need, const rp_host *h)
     if (!base)
         return RP_NOMEM;
     uint32_t id = rp_blocks_new(&m->bl, base, m->region, 0, 0);
-    m->reserved += m->region;
-    m->segments++;
+    m->count.reserved += m->region;
+    m->count.segments++;
     to_bin(m, id);
     if (!increased)
         m->region *= 2;
@@ -153,8 +142,8 @@ static int bfc_alloc(void *p, uint64_t size, uint64_t stream, const rp_host *h, 
         id = find_chunk(m, need);
     }
     m->bl.b[id].in_use = 1;
-    m->allocated += m->bl.b[id].size;
-    touch(m, id);
+    m->count.allocated += m->bl.b[id].size;
+    rp_touched_add(&m->touched, id);
     *ptr = m->bl.b[id].ptr;
     *granted = m->bl.b[id].size;
     return RP_OK;
@@ -168,20 +157,8 @@ static int bfc_free(void *p, uint64_t ptr, int nested, const rp_host *h)
     uint32_t id = rp_blocks_at(&m->bl, ptr);
     if (id == RP_NIL || !m->bl.b[id].in_use)
         return RP_UNKNOWN;
-    m->bl.b[id].in_use = 0;
-    m->allocated -= m->bl.b[id].size;
-    uint32_t n = m->bl.b[id].next;
-    if (n != RP_NIL && !m->bl.b[n].in_use) {
-        from_bin(m, n);
-        rp_blocks_merge(&m->bl, id, n);
-    }
-    uint32_t pr = m->bl.b[id].prev;
-    if (pr != RP_NIL && !m->bl.b[pr].in_use) {
-        from_bin(m, pr);
-        rp_blocks_merge(&m->bl, pr, id);
-        id = pr;
-    }
-    to_bin(m, id);
+    m->count.allocated -= m->bl.b[id].size;
+    to_bin(m, rp_blocks_coalesce(&m->bl, id, from_bin, m));
     return RP_OK;
 }
 
@@ -193,52 +170,41 @@ static int bfc_release(void *p, uint64_t base, const rp_host *h)
     return RP_UNKNOWN;  /* BFC keeps its regions: a release is a divergence */
 }
 
-static int check_one(bfc *m, uint32_t id, const rp_host *h)
+static int check_block(const rp_block *b, const rp_host *h)
 {
-    if (!rp_blocks_live(&m->bl, id))
-        return RP_OK;
-    const rp_block *b = &m->bl.b[id];
     if (b->size % MIN_ALLOC)
         return rp_violate(h, "rounding", "chunk 0x%llx of %llu bytes is not a multiple of 256",
                           (unsigned long long)b->ptr, (unsigned long long)b->size);
-    return rp_blocks_check(&m->bl, id, h);
+    return RP_OK;
 }
+
+static int check_bins(const void *p, const rp_host *h)
+{
+    const bfc *m = p;
+    for (int i = 0; i < NBINS; i++) {
+        if (!rp_ordset_sorted(&m->bin[i]))
+            return rp_violate(h, "sorted_bin", "bin %d is out of (size, address) order", i);
+        for (size_t j = 0; j < m->bin[i].n; j++)
+            if (bin_of(m->bin[i].k[j].a) != i)
+                return rp_violate(h, "size_class", "chunk 0x%llx of %llu bytes sits in bin %d",
+                                  (unsigned long long)m->bin[i].k[j].b, (unsigned long long)m->bin[i].k[j].a, i);
+    }
+    return RP_OK;
+}
+
+static const rp_fit_checks bfc_checks = {check_bins, check_block};
 
 static int bfc_check(void *p, int full, const rp_host *h)
 {
     bfc *m = p;
-    int rc = RP_OK;
-    if (full || m->ntouched > 8) {
-        for (int i = 0; i < NBINS && !rc; i++) {
-            if (!rp_ordset_sorted(&m->bin[i]))
-                rc = rp_violate(h, "sorted_bin", "bin %d is out of (size, address) order", i);
-            for (size_t j = 0; j < m->bin[i].n && !rc; j++)
-                if (bin_of(m->bin[i].k[j].a) != i)
-                    rc = rp_violate(h, "size_class", "chunk 0x%llx of %llu bytes sits in bin %d",
-                                    (unsigned long long)m->bin[i].k[j].b, (unsigned long long)m->bin[i].k[j].a, i);
-        }
-        for (size_t id = 0; id < m->bl.n && !rc; id++)
-            rc = check_one(m, (uint32_t)id, h);
-    } else {
-        for (int t = 0; t < m->ntouched && !rc; t++)
-            rc = check_one(m, m->touched[t], h);
-    }
-    m->ntouched = 0;
-    if (!rc && m->allocated + m->free_bytes != m->reserved)
-        rc = rp_violate(h, "accounting", "allocated %llu + free %llu != reserved %llu",
-                        (unsigned long long)m->allocated, (unsigned long long)m->free_bytes,
-                        (unsigned long long)m->reserved);
-    return rc;
+    int rc = rp_blocks_check_touched(&m->bl, &m->touched, full, &bfc_checks, m, h);
+    return rc ? rc : rp_counts_check(&m->count, h);
 }
 
 static void bfc_stats(const void *p, rp_model_stats *st, int detail)
 {
     const bfc *m = p;
-    memset(st, 0, sizeof *st);
-    st->reserved = m->reserved;
-    st->allocated = m->allocated;
-    st->free_bytes = m->free_bytes;
-    st->segments = m->segments;
+    rp_counts_stats(&m->count, st);
     for (int i = 0; detail && i < NBINS; i++) {
         st->free_blocks += m->bin[i].n;
         if (m->bin[i].n && m->bin[i].k[m->bin[i].n - 1].a > st->largest_free)
