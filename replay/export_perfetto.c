@@ -76,26 +76,8 @@ static void begin_event(exporter *x, const char *ph, const char *name, const cha
 
 static void stacks(exporter *x, const tf_event *e)
 {
-    if (x->no_stacks)
-        return;
-    rp_py_frame pf[RPT_MAX_FRAMES];
-    rp_native_frame nf[RPT_MAX_FRAMES];
-    char line[1024];
-    uint32_t n = rp_stacks_py(x->stacks, e->py_stack, pf, RPT_MAX_FRAMES);
-    rp_json_arr(&x->j, "py_stack");
-    for (uint32_t i = 0; i < n; i++) {
-        snprintf(line, sizeof line, "%s:%u (%s)", pf[i].file ? pf[i].file : "?", pf[i].line,
-                 pf[i].function ? pf[i].function : "?");
-        rp_json_str(&x->j, NULL, line);
-    }
-    rp_json_end_arr(&x->j);
-    n = rp_stacks_native(x->stacks, e->native_stack, nf, RPT_MAX_FRAMES);
-    rp_json_arr(&x->j, "native_stack");
-    for (uint32_t i = 0; i < n; i++) {
-        rpt_native_frame_text(&nf[i], line, sizeof line);
-        rp_json_str(&x->j, NULL, line);
-    }
-    rp_json_end_arr(&x->j);
+    if (!x->no_stacks)
+        rpt_json_stacks(&x->j, x->stacks, e->py_stack, e->native_stack);
 }
 
 static const char *pool_name(exporter *x, uint32_t pool)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "finding.h"
+#include "json.h"
 #include "model.h"
 #include "replay.h"
 #include "report_series.h"
@@ -193,8 +194,12 @@ uint64_t rpt_site_figure(const rpt_site *s, int which, uint64_t *count);
  * point) "func (file.c:3) libfoo.so+0x1c". */
 void rpt_site_python(const rpt *r, const rpt_site *s, char *buf, size_t len);
 void rpt_site_native(rp_stacks *st, const rpt_site *s, char *buf, size_t len);
-/* One native frame as text. */
+/* One frame as text: "file.py:12 (func)", "func (file.c:3) libfoo.so+0x1c". */
+void rpt_py_frame_text(const rp_py_frame *f, char *buf, size_t len);
 void rpt_native_frame_text(const rp_native_frame *f, char *buf, size_t len);
+/* Both stacks as the JSON members "py_stack" and "native_stack": arrays of
+ * frames as text, innermost first (the report's and the export's). */
+void rpt_json_stacks(rp_json *w, rp_stacks *st, uint32_t py, uint32_t native);
 
 /* The printers.  Each returns 0, or -1 when the output failed. */
 int rpt_print_text(const rpt *r, rp_stacks *st, FILE *out);

@@ -16,8 +16,8 @@
 #define FLAME_STACKS 2000
 #define COLLECTIONS_LISTED 10000
 
-/* Frames as text, innermost first: the same lines the text report prints. */
-static void stacks(rp_json *w, rp_stacks *st, uint32_t py, uint32_t native)
+/* The same lines the text report prints. */
+void rpt_json_stacks(rp_json *w, rp_stacks *st, uint32_t py, uint32_t native)
 {
     rp_py_frame pf[RPT_MAX_FRAMES];
     rp_native_frame nf[RPT_MAX_FRAMES];
@@ -25,8 +25,7 @@ static void stacks(rp_json *w, rp_stacks *st, uint32_t py, uint32_t native)
     uint32_t n = rp_stacks_py(st, py, pf, RPT_MAX_FRAMES);
     rp_json_arr(w, "py_stack");
     for (uint32_t i = 0; i < n; i++) {
-        snprintf(line, sizeof line, "%s:%u (%s)", pf[i].file ? pf[i].file : "?", pf[i].line,
-                 pf[i].function ? pf[i].function : "?");
+        rpt_py_frame_text(&pf[i], line, sizeof line);
         rp_json_str(w, NULL, line);
     }
     rp_json_end_arr(w);
@@ -178,7 +177,7 @@ static void pools(rp_json *w, const rpt *r, rp_stacks *st)
             rp_json_obj(w, "first_reentry");
             rp_json_u64(w, "seq", p->first_reentry.seq);
             rp_json_u64(w, "reentered_op", p->reentered_op);
-            stacks(w, st, p->first_reentry.py_stack, p->first_reentry.native_stack);
+            rpt_json_stacks(w, st, p->first_reentry.py_stack, p->first_reentry.native_stack);
             rp_json_end_obj(w);
         }
         rp_json_end_obj(w);
@@ -204,7 +203,7 @@ static void site(rp_json *w, const rpt *r, rp_stacks *st, uint32_t i)
     rp_json_u64(w, "gc_device_count", s->gc_dev_count);
     rp_json_u64(w, "gc_host_bytes", s->gc_host_bytes);
     rp_json_u64(w, "gc_host_count", s->gc_host_count);
-    stacks(w, st, s->py_stack, s->native_stack);
+    rpt_json_stacks(w, st, s->py_stack, s->native_stack);
     rp_json_end_obj(w);
 }
 
@@ -243,7 +242,7 @@ static void device_stacks(rp_json *w, const rpt *r, rp_stacks *st)
         rp_json_obj(w, NULL);
         rp_json_u64(w, "bytes", t->bytes);
         rp_json_u64(w, "count", t->count);
-        stacks(w, st, t->py_stack, t->native_stack);
+        rpt_json_stacks(w, st, t->py_stack, t->native_stack);
         rp_json_end_obj(w);
     }
     rp_json_end_arr(w);
@@ -261,7 +260,7 @@ static void finding(rp_json *w, rp_stacks *st, const rp_finding *f, int with_sta
         rp_json_obj(w, where[i].key);
         rp_json_u64(w, "seq", where[i].s->seq);
         if (with_stacks)
-            stacks(w, st, where[i].s->py_stack, where[i].s->native_stack);
+            rpt_json_stacks(w, st, where[i].s->py_stack, where[i].s->native_stack);
         rp_json_end_obj(w);
     }
     rp_json_end_obj(w);
@@ -313,7 +312,7 @@ static void double_inits(rp_json *w, const rpt *r, rp_stacks *st)
         rp_json_u64(w, "count", d->count);
         rp_json_u64(w, "first_seq", d->first_seq);
         rp_json_u64(w, "object", d->first_obj);
-        stacks(w, st, d->py_stack, d->native_stack);
+        rpt_json_stacks(w, st, d->py_stack, d->native_stack);
         rp_json_end_obj(w);
     }
     rp_json_end_arr(w);

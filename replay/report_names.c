@@ -132,6 +132,11 @@ void rpt_site_python(const rpt *r, const rpt_site *s, char *buf, size_t len)
     }
 }
 
+void rpt_py_frame_text(const rp_py_frame *f, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s:%u (%s)", f->file ? f->file : "?", f->line, f->function ? f->function : "?");
+}
+
 void rpt_native_frame_text(const rp_native_frame *f, char *buf, size_t len)
 {
     const char *mod = f->module ? strrchr(f->module, '/') : NULL;

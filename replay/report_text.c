@@ -18,9 +18,10 @@ static void print_stacks(rp_stacks *st, FILE *out, uint32_t py, uint32_t native)
     uint32_t n = rp_stacks_py(st, py, pf, RPT_MAX_FRAMES);
     if (n)
         fprintf(out, "      Python stack (innermost first):\n");
-    for (uint32_t i = 0; i < n; i++)
-        fprintf(out, "        %s:%u (%s)\n", pf[i].file ? pf[i].file : "?", pf[i].line,
-                pf[i].function ? pf[i].function : "?");
+    for (uint32_t i = 0; i < n; i++) {
+        rpt_py_frame_text(&pf[i], line, sizeof line);
+        fprintf(out, "        %s\n", line);
+    }
     n = rp_stacks_native(st, native, nf, RPT_MAX_FRAMES);
     if (n)
         fprintf(out, "      native stack (innermost first):\n");
