@@ -252,48 +252,57 @@ typedef struct rewriter {
     rp_ptrmap native, py, code, str;   /* old id -> new id */
 } rewriter;
 
+/* 1 with *nid when old id is written already (or is 0, which stays 0). */
+static int rewritten(const rp_ptrmap *map, uint32_t id, uint32_t *nid)
+{
+    uint64_t *v = id ? rp_ptrmap_get(map, id) : NULL;
+    *nid = v ? (uint32_t)*v : 0;
+    return !id || v;
+}
+
+static uint32_t remember(rp_ptrmap *map, uint32_t id, uint32_t nid)
+{
+    rp_ptrmap_put(map, id, nid);
+    return nid;
+}
+
 static uint32_t re_string(rewriter *x, uint32_t id)
 {
-    uint64_t *v = id ? rp_ptrmap_get(&x->str, id) : NULL;
-    if (!id || v)
-        return v ? (uint32_t)*v : 0;
+    uint32_t nid;
+    if (rewritten(&x->str, id, &nid))
+        return nid;
     size_t len;
     const char *s = tf_reader_string(x->r, id, &len);
-    uint32_t nid = s ? tf_write_string(x->w, s, len) : 0;
-    rp_ptrmap_put(&x->str, id, nid);
-    return nid;
+    return remember(&x->str, id, s ? tf_write_string(x->w, s, len) : 0);
 }
 
 static uint32_t re_native(rewriter *x, uint32_t id)
 {
-    uint64_t *v = id ? rp_ptrmap_get(&x->native, id) : NULL;
-    if (!id || v)
-        return v ? (uint32_t)*v : 0;
+    uint32_t nid;
+    if (rewritten(&x->native, id, &nid))
+        return nid;
     const uint64_t *ips;
     uint32_t n;
-    uint32_t nid = tf_reader_native_stack(x->r, id, &ips, &n) ? tf_write_native_stack(x->w, ips, n) : 0;
-    rp_ptrmap_put(&x->native, id, nid);
-    return nid;
+    return remember(&x->native, id, tf_reader_native_stack(x->r, id, &ips, &n) ? tf_write_native_stack(x->w, ips, n) : 0);
 }
 
 static uint32_t re_code(rewriter *x, uint32_t id)
 {
-    uint64_t *v = rp_ptrmap_get(&x->code, id);
-    if (v)
-        return (uint32_t)*v;
+    uint32_t nid;
+    if (rewritten(&x->code, id, &nid))
+        return nid;
     const tf_py_code *c = tf_reader_py_code(x->r, id);
-    uint32_t nid = c ? tf_write_py_code(x->w, re_string(x, c->file), re_string(x, c->function), c->first_line) : 0;
-    rp_ptrmap_put(&x->code, id, nid);
-    return nid;
+    return remember(&x->code, id,
+                    c ? tf_write_py_code(x->w, re_string(x, c->file), re_string(x, c->function), c->first_line) : 0);
 }
 
 static uint32_t re_py(rewriter *x, uint32_t id)
 {
-    uint64_t *v = id ? rp_ptrmap_get(&x->py, id) : NULL;
-    if (!id || v)
-        return v ? (uint32_t)*v : 0;
+    uint32_t nid;
+    if (rewritten(&x->py, id, &nid))
+        return nid;
     const tf_py_frame *f;
-    uint32_t n, nid = 0;
+    uint32_t n;
     if (tf_reader_py_stack(x->r, id, &f, &n)) {
         tf_py_frame *nf = rp_xmalloc((n + 1) * sizeof *nf);
         for (uint32_t i = 0; i < n; i++)
@@ -301,8 +310,7 @@ static uint32_t re_py(rewriter *x, uint32_t id)
         nid = tf_write_py_stack(x->w, nf, n);
         free(nf);
     }
-    rp_ptrmap_put(&x->py, id, nid);
-    return nid;
+    return remember(&x->py, id, nid);
 }
 
 static void write_definitions(rewriter *x)
