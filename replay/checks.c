@@ -27,9 +27,10 @@ typedef struct pool_state {
 } pool_state;
 
 /* The CUDA spaces (cuda_space.h), then large host buffers. */
-enum { SP_DEVICE = RP_CUDA_DEVICE, SP_HOST = RP_CUDA_SPACES, SP_COUNT };
+enum { SP_HOST = RP_CUDA_SPACES, SP_COUNT };
 static const char *const space_names[SP_COUNT] = {
-    "device memory", "pinned host memory", "VMM handles", "VA reservations", "host buffers",
+    [RP_CUDA_DEVICE] = "device memory", [RP_CUDA_PINNED] = "pinned host memory", [RP_CUDA_HANDLE] = "VMM handles",
+    [RP_CUDA_VA] = "VA reservations", [SP_HOST] = "host buffers",
 };
 
 struct rp_checks {
@@ -230,7 +231,7 @@ static int alloc_failed(rp_checks *c, const tf_event *e, uint32_t owner_pool)
     rp_pool_figures f = rp_checks_pool(c, owner_pool);
     report(w, "alloc_failed", site_of(e), (rp_site){0, 0, 0, 0},
            "%s of %llu bytes failed (error %d); device memory live %llu bytes in %zu blocks", tf_api_name(e->u.cuda.api),
-           ULL(e->u.cuda.size), e->u.cuda.result, ULL(c->sp[SP_DEVICE].live.bytes), c->sp[SP_DEVICE].live.len);
+           ULL(e->u.cuda.size), e->u.cuda.result, ULL(c->sp[RP_CUDA_DEVICE].live.bytes), c->sp[RP_CUDA_DEVICE].live.len);
     if (owner_pool)
         snprintf(w->message + strlen(w->message), sizeof w->message - strlen(w->message),
                  "; pool %u reserved %llu, allocated %llu in %llu segments", owner_pool, ULL(f.reserved),
@@ -360,8 +361,8 @@ void rp_checks_end(rp_checks *c)
         leak_walk w = {c, name, NULL};
         rp_rangeset_walk(&c->pools[i].blocks.live, leak_one, &w);
     }
-    leak_walk w = {c, space_names[SP_DEVICE], &c->seg_owner};
-    rp_rangeset_walk(&c->sp[SP_DEVICE].live, leak_one, &w);
+    leak_walk w = {c, space_names[RP_CUDA_DEVICE], &c->seg_owner};
+    rp_rangeset_walk(&c->sp[RP_CUDA_DEVICE].live, leak_one, &w);
 }
 
 uint32_t rp_checks_warnings(const rp_checks *c, const rp_finding **list, uint64_t *total)
@@ -377,4 +378,4 @@ rp_pool_figures rp_checks_pool(const rp_checks *c, uint32_t pool)
     return pool < c->npools ? c->pools[pool].fig : zero;
 }
 
-uint64_t rp_checks_device_live(const rp_checks *c) { return c->sp[SP_DEVICE].live.bytes; }
+uint64_t rp_checks_device_live(const rp_checks *c) { return c->sp[RP_CUDA_DEVICE].live.bytes; }
