@@ -2,7 +2,8 @@
 # bench/python_overhead.sh - what the preload costs a call-heavy Python
 # program that records no events: bare vs LD_PRELOAD=libtrace.so, the best of
 # N alternating runs of each, in CPU time (alternating, so that a busy shared machine
-# slows both alike).
+# slows both alike), pinned to CPU 0 like the other benchmarks (migrations between
+# cores cost a few percent, more than what is measured).
 #
 #   bench/python_overhead.sh [PYTHON...]     default: python3
 #   TRACE_LIB=path/libtrace.so RUNS=9 FIB=30 bench/python_overhead.sh
@@ -17,14 +18,16 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 best() { sort -n | head -1; }
+pin=""
+command -v taskset >/dev/null 2>&1 && pin="taskset -c 0"
 
 for py in "$@"; do
     : > "$tmp/bare"; : > "$tmp/traced"
     i=0
     while [ $i -lt "$runs" ]; do
-        "$py" "$here/python_overhead.py" "$fib" >> "$tmp/bare"
+        $pin "$py" "$here/python_overhead.py" "$fib" >> "$tmp/bare"
         TRACE_QUIET=1 TRACE_OUTPUT="$tmp/t-%p.tlog" LD_PRELOAD="$lib" \
-            "$py" "$here/python_overhead.py" "$fib" >> "$tmp/traced"
+            $pin "$py" "$here/python_overhead.py" "$fib" >> "$tmp/traced"
         i=$((i + 1))
     done
     bare=$(best < "$tmp/bare")
