@@ -63,6 +63,18 @@ def find_interpreters(requested=()):
     return found
 
 
+def for_each_interpreter(requested, check, fails):
+    """check(python, version) on every interpreter found (exit 77, skipped,
+    when there is none), then report the failures."""
+    interpreters = find_interpreters(requested)
+    if not interpreters:
+        raise SystemExit(SKIP)
+    for python, version in interpreters:
+        print("==", version, python)
+        check(python, version)
+    fails.finish()
+
+
 def is_static(python):
     """True for an interpreter linked without a shared libpython (Debian's
     /usr/bin/python3.X, whatever its sysconfig says)."""

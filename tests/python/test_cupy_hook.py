@@ -67,10 +67,4 @@ def check(python, version):
     fails.check(len(threads) == 2, "%s: mallocs recorded on %d threads, expected 2" % (tag, len(threads)))
 
 
-interpreters = pt.find_interpreters(args.python)
-if not interpreters:
-    raise SystemExit(pt.SKIP)
-for python, version in interpreters:
-    print("==", version, python)
-    check(python, version)
-fails.finish()
+pt.for_each_interpreter(args.python, check, fails)

@@ -57,10 +57,4 @@ def check(python, version):
     fails.check(not run.of("host_alloc"), "%s: host_alloc below TRACE_HOST_THRESHOLD" % tag)
 
 
-interpreters = pt.find_interpreters(args.python)
-if not interpreters:
-    raise SystemExit(pt.SKIP)
-for python, version in interpreters:
-    print("==", version, python)
-    check(python, version)
-fails.finish()
+pt.for_each_interpreter(args.python, check, fails)

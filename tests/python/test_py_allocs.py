@@ -24,10 +24,4 @@ def check(python, version):
     fails.check(every.proc.returncode == 0, "%s: program failed" % tag)
 
 
-interpreters = pt.find_interpreters(args.python)
-if not interpreters:
-    raise SystemExit(pt.SKIP)
-for python, version in interpreters:
-    print("==", version, python)
-    check(python, version)
-fails.finish()
+pt.for_each_interpreter(args.python, check, fails)

@@ -40,10 +40,4 @@ def check(python, version):
                     "%s: worker thread's stack wrong: %s" % (tag, top))
 
 
-interpreters = pt.find_interpreters(args.python)
-if not interpreters:
-    raise SystemExit(pt.SKIP)
-for python, version in interpreters:
-    print("==", version, python)
-    check(python, version)
-fails.finish()
+pt.for_each_interpreter(args.python, check, fails)
