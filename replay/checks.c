@@ -19,6 +19,7 @@ typedef struct space {
 } space;
 
 typedef struct pool_state {
+    uint32_t id;
     space blocks;
     rp_rangeset segs;       /* val: seq that obtained it */
     uint64_t seg_lo, seg_hi; /* the segment of the last block (a cache) */
@@ -35,8 +36,9 @@ static const char *const space_names[SP_COUNT] = {
 
 struct rp_checks {
     space sp[SP_COUNT];
-    pool_state *pools;      /* indexed by pool id */
-    size_t npools;
+    pool_state *pools;      /* in order of first appearance */
+    size_t npools, cappools;
+    rp_ptrmap pool_index;   /* pool id -> position in pools */
     rp_ptrmap seg_owner;    /* device allocation base -> pool owning it */
     rp_finding warn[RP_CHECKS_MAX_WARNINGS];
     uint32_t nwarn;
@@ -63,6 +65,7 @@ rp_checks *rp_checks_new(void)
     for (int i = 0; i < SP_COUNT; i++)
         space_init(&c->sp[i], space_names[i]);
     rp_ptrmap_init(&c->seg_owner);
+    rp_ptrmap_init(&c->pool_index);
     return c;
 }
 
@@ -77,23 +80,32 @@ void rp_checks_free(rp_checks *c)
         rp_rangeset_free(&c->pools[i].segs);
     }
     free(c->pools);
+    rp_ptrmap_free(&c->pool_index);
     rp_ptrmap_free(&c->seg_owner);
     free(c);
 }
 
+/* Pool ids come from the log: an array indexed by them would be as large as
+ * a forged id asks, so pools are kept densely and found through a map. */
+static const pool_state *pool_find(const rp_checks *c, uint32_t id)
+{
+    const uint64_t *at = rp_ptrmap_get(&c->pool_index, id);
+    return at ? &c->pools[*at] : NULL;
+}
+
 static pool_state *pool_of(rp_checks *c, uint32_t id)
 {
-    if (id >= c->npools) {
-        size_t n = c->npools;
-        c->pools = rp_xrealloc(c->pools, (id + 1) * sizeof *c->pools);
-        for (; n <= id; n++) {
-            memset(&c->pools[n], 0, sizeof *c->pools);
-            space_init(&c->pools[n].blocks, "pool blocks");
-            rp_rangeset_init(&c->pools[n].segs);
-        }
-        c->npools = id + 1;
-    }
-    return &c->pools[id];
+    const pool_state *found = pool_find(c, id);
+    if (found)
+        return (pool_state *)found;
+    rp_grow(&c->pools, &c->cappools, c->npools + 1, sizeof *c->pools);
+    pool_state *p = &c->pools[c->npools];
+    memset(p, 0, sizeof *p);
+    p->id = id;
+    space_init(&p->blocks, "pool blocks");
+    rp_rangeset_init(&p->segs);
+    rp_ptrmap_put(&c->pool_index, id, c->npools++);
+    return p;
 }
 
 static rp_site site_of(const tf_event *e)
@@ -357,7 +369,7 @@ void rp_checks_end(rp_checks *c)
 {
     char name[64];
     for (size_t i = 0; i < c->npools; i++) {
-        snprintf(name, sizeof name, "pool %zu", i);
+        snprintf(name, sizeof name, "pool %u", c->pools[i].id);
         leak_walk w = {c, name, NULL};
         rp_rangeset_walk(&c->pools[i].blocks.live, leak_one, &w);
     }
@@ -375,7 +387,8 @@ uint32_t rp_checks_warnings(const rp_checks *c, const rp_finding **list, uint64_
 rp_pool_figures rp_checks_pool(const rp_checks *c, uint32_t pool)
 {
     rp_pool_figures zero = {0};
-    return pool < c->npools ? c->pools[pool].fig : zero;
+    const pool_state *p = pool_find(c, pool);
+    return p ? p->fig : zero;
 }
 
 uint64_t rp_checks_device_live(const rp_checks *c) { return c->sp[RP_CUDA_DEVICE].live.bytes; }

@@ -66,6 +66,7 @@ struct rp_replay {
     size_t nth, capth, last_th;
     pool *pools;
     size_t npools, cappools;
+    rp_ptrmap pool_index;          /* pool id -> position in pools */
     node *nodes;
     size_t nnodes, capnodes;
     rp_result res;
@@ -123,6 +124,7 @@ void rp_replay_free(rp_replay *r)
     }
     free(r->th);
     free(r->pools);
+    rp_ptrmap_free(&r->pool_index);
     free(r->nodes);
     free(r->res.series);
     rp_checks_free(r->checks);
@@ -168,12 +170,14 @@ static int pool_selected(const rp_options *o, uint32_t id, const char *name)
     return name && !strcmp(name, o->pool);
 }
 
+/* Found through a map: a log can name any number of pools. */
 static pool *pool_of(rp_replay *r, uint32_t id)
 {
-    for (size_t i = 0; i < r->npools; i++)
-        if (r->pools[i].id == id)
-            return &r->pools[i];
+    uint64_t *at = rp_ptrmap_get(&r->pool_index, id);
+    if (at)
+        return &r->pools[*at];
     rp_grow(&r->pools, &r->cappools, r->npools + 1, sizeof *r->pools);
+    rp_ptrmap_put(&r->pool_index, id, r->npools);
     pool *p = &r->pools[r->npools++];
     memset(p, 0, sizeof *p);
     p->id = id;

@@ -47,6 +47,7 @@ typedef struct pass {
     rp_ptrmap stacks_seen;     /* native stack ids whose modules are noted */
     rp_ptrmap modules_seen;    /* module ids on some native stack */
     size_t cappools;
+    rp_ptrmap pool_index;      /* pool id -> position in r->pools */
     size_t capsites, capstacks, capdinits, capmodules, capcoll, capthreads;
 } pass;
 
@@ -255,12 +256,14 @@ static void open_frame_push(tstack *t, const tf_event *e, const rpt_frame *up)
 
 /* ------------------------------------------------------------ accounting */
 
+/* Found through a map: a log can name any number of pools. */
 static rpt_pool *pool_of(rpt *r, pass *ps, uint32_t id)
 {
-    for (uint32_t i = 0; i < r->npools; i++)
-        if (r->pools[i].id == id)
-            return &r->pools[i];
+    uint64_t *at = rp_ptrmap_get(&ps->pool_index, id);
+    if (at)
+        return &r->pools[*at];
     rp_grow(&r->pools, &ps->cappools, r->npools + 1, sizeof *r->pools);
+    rp_ptrmap_put(&ps->pool_index, id, r->npools);
     rpt_pool *p = &r->pools[r->npools++];
     memset(p, 0, sizeof *p);
     p->id = id;
@@ -621,6 +624,7 @@ void rpt_free(rpt *r)
         rp_ptrmap_free(&ps->stack_index);
         rp_ptrmap_free(&ps->stacks_seen);
         rp_ptrmap_free(&ps->modules_seen);
+        rp_ptrmap_free(&ps->pool_index);
         free(ps);
     }
     rp_stacks_free(r->stacks);
