@@ -109,9 +109,15 @@ static uint32_t find_chunk(bfc *m, uint64_t need)
     return RP_NIL;
 }
 
+/* No device has 2^62 bytes: a larger request is a damaged log, and doubling
+ * the region past it would wrap to zero. */
+#define MAX_REGION (1ULL << 62)
+
 /* Extend(): a new region, doubling as the allocator does with allow_growth. */
 static int extend(bfc *m, uint64_t need, const rp_host *h)
 {
+    if (need > MAX_REGION)
+        return RP_NOMEM;
     int increased = 0;
     while (need > m->region) {
         m->region *= 2;
@@ -124,7 +130,7 @@ static int extend(bfc *m, uint64_t need, const rp_host *h)
     m->count.reserved += m->region;
     m->count.segments++;
     to_bin(m, id);
-    if (!increased)
+    if (!increased && m->region < MAX_REGION)
         m->region *= 2;
     return RP_OK;
 }
