@@ -233,7 +233,7 @@ static double write_run(const tf_event *ev, size_t n, int level, int *fd_out)
     }
     ZSTD_freeCCtx(cctx);
     tf_writer_free(w);
-    free(chunk.data);
+    tf_chunk_free(&chunk);
     *fd_out = fd;
     return t;
 }
@@ -253,7 +253,7 @@ static double encode_run(const tf_event *ev, size_t n)
     }
     double t = now() - t0;
     tf_writer_free(w);
-    free(chunk.data);
+    tf_chunk_free(&chunk);
     return t;
 }
 

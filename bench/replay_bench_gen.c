@@ -198,7 +198,7 @@ int main(int argc, char **argv)
     tf_writer_seal(g.w, &g.chunk);
     int rc = tf_chunk_write(g.fd, &g.chunk, NULL, 1);
     close(g.fd);
-    free(g.chunk.data);
+    tf_chunk_free(&g.chunk);
     tf_writer_free(g.w);
     rp_model_cupy.destroy(g.model);
     fprintf(stderr, "replay-bench-gen: %llu events, %llu operations\n", (unsigned long long)g.events,

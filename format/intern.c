@@ -5,8 +5,7 @@
 #include <string.h>
 
 #include "intern.h"
-
-#include <sys/mman.h>
+#include "pages.h"
 
 /* The recorder hashes a 32-frame stack for every event, so the hash must not
  * be one long dependency chain: each 16-byte block is folded by its own
@@ -63,34 +62,17 @@ static void place(tf_intern_slot *slots, size_t mask, const tf_intern_slot *s)
     slots[i] = *s;
 }
 
-/* The writer's tables grow inside the traced process, at times from a signal
- * handler that interrupted the app inside malloc: so they take memory from
- * the kernel (mmap and mremap are async-signal-safe), never from the
- * allocator, whose lock the interrupted code may hold. */
-static void *pages_resize(void *old, size_t old_size, size_t new_size)
-{
-    void *p = old ? mremap(old, old_size, new_size, MREMAP_MAYMOVE)
-                  : mmap(NULL, new_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
-static void pages_free(void *p, size_t size)
-{
-    if (p)
-        munmap(p, size);
-}
-
 static int grow_slots(tf_intern *t)
 {
     size_t size = t->slots ? (t->mask + 1) * 2 : 64;
-    tf_intern_slot *slots = pages_resize(NULL, 0, size * sizeof *slots);  /* zeroed */
+    tf_intern_slot *slots = tf_pages_resize(NULL, 0, size * sizeof *slots);  /* zeroed */
     if (!slots)
         return -1;
     if (t->slots) {
         for (size_t i = 0; i <= t->mask; i++)
             if (t->slots[i].id != 0)
                 place(slots, size - 1, &t->slots[i]);
-        pages_free(t->slots, (t->mask + 1) * sizeof *t->slots);
+        tf_pages_free(t->slots, (t->mask + 1) * sizeof *t->slots);
     }
     t->slots = slots;
     t->mask = size - 1;
@@ -104,7 +86,7 @@ static int reserve_keys(tf_intern *t, size_t len)
     size_t cap = t->keys_cap ? t->keys_cap : 4096;
     while (cap - t->keys_len < len)
         cap *= 2;
-    uint8_t *keys = pages_resize(t->keys, t->keys_cap, cap);
+    uint8_t *keys = tf_pages_resize(t->keys, t->keys_cap, cap);
     if (!keys)
         return -1;
     t->keys = keys;
@@ -131,7 +113,7 @@ uint32_t tf_intern_add(tf_intern *t, const void *key, size_t len, uint64_t hash)
 void tf_intern_free(tf_intern *t)
 {
     if (t->slots)
-        pages_free(t->slots, (t->mask + 1) * sizeof *t->slots);
-    pages_free(t->keys, t->keys_cap);
+        tf_pages_free(t->slots, (t->mask + 1) * sizeof *t->slots);
+    tf_pages_free(t->keys, t->keys_cap);
     memset(t, 0, sizeof *t);
 }

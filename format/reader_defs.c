@@ -349,6 +349,14 @@ uint32_t tf_reader_module_count(const tf_reader *r)
     return r->defs.modules.count;
 }
 
+const tf_module *tf_reader_module_at(const tf_reader *r, uint32_t i)
+{
+    if (i >= r->defs.modules.count)
+        return NULL;
+    const tf_module_entry *e = list_at(&r->defs.modules, i, sizeof *e);
+    return e->m;
+}
+
 uint32_t tf_reader_info_count(const tf_reader *r)
 {
     return r->defs.infos.count;

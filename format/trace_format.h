@@ -190,8 +190,11 @@ typedef struct tf_py_code {
 typedef struct tf_writer tf_writer;
 
 /* A run of encoded records, not yet compressed.  Buffers are swapped, not
- * copied, between the writer and its caller. */
+ * copied, between the writer and its caller.  They are mapped pages, not heap
+ * memory (the writer may grow one inside a signal handler): release a chunk
+ * the writer handed out with tf_chunk_free, never free(). */
 typedef struct tf_chunk { uint8_t *data; size_t len, cap; } tf_chunk;
+void tf_chunk_free(tf_chunk *c);
 
 /* Start a log: encodes the HEADER record into the first chunk.  Allocates; the
  * rest of the writer only allocates when an intern table or the chunk grows. */
@@ -270,6 +273,8 @@ const char *tf_reader_pool_name(const tf_reader *r, uint32_t pool);
 const tf_module *tf_reader_module_for(const tf_reader *r, uint64_t ip);
 const tf_module *tf_reader_module(const tf_reader *r, uint32_t id);
 uint32_t tf_reader_module_count(const tf_reader *r);
+/* The i-th module met, 0-based, in the order the log loaded them. */
+const tf_module *tf_reader_module_at(const tf_reader *r, uint32_t i);
 /* INFO records read so far, in order: key/value of the i-th, 0-based. */
 uint32_t tf_reader_info_count(const tf_reader *r);
 int tf_reader_info(const tf_reader *r, uint32_t i, const char **key, const char **value);

@@ -7,13 +7,15 @@
  *
  * Events are the hot path: tf_write_event encodes into a buffer reserved up
  * front and allocates nothing while the chunk has room (a caller that seals
- * regularly gets the previous buffer back at each seal).
+ * regularly gets the previous buffer back at each seal).  When it must grow,
+ * it grows by mapped pages (pages.h), since it may be inside a signal handler.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "event_fields.h"
 #include "intern.h"
+#include "pages.h"
 #include "trace_format.h"
 #include "varint.h"
 
@@ -46,7 +48,7 @@ static int reserve(tf_writer *w, size_t need)
     size_t cap = c->cap ? c->cap : FIRST_CHUNK_CAP;
     while (cap - c->len < need)
         cap *= 2;
-    uint8_t *data = realloc(c->data, cap);
+    uint8_t *data = tf_pages_resize(c->data, c->cap, cap);
     if (!data)
         return -1;
     c->data = data;
@@ -164,7 +166,7 @@ void tf_writer_free(tf_writer *w)
 {
     if (!w)
         return;
-    free(w->chunk.data);
+    tf_chunk_free(&w->chunk);
     tf_intern_free(&w->strings);
     tf_intern_free(&w->native_stacks);
     tf_intern_free(&w->py_codes);
@@ -442,6 +444,12 @@ void tf_write_event(tf_writer *w, const tf_event *ev)
     w->t_ns = ev->t_ns;
     w->tid = ev->tid;
     w->events++;
+}
+
+void tf_chunk_free(tf_chunk *c)
+{
+    tf_pages_free(c->data, c->cap);
+    *c = (tf_chunk){ 0 };
 }
 
 size_t tf_writer_pending(const tf_writer *w)

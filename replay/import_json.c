@@ -412,7 +412,7 @@ int cmd_import(int argc, char **argv)
     if (in != stdin)
         fclose(in);
     tf_writer_free(im.w);
-    free(im.chunk.data);
+    tf_chunk_free(&im.chunk);
     for (size_t i = 0; i < im.nmods; i++)
         free(im.mods[i].path);
     free(im.mods);

@@ -315,12 +315,8 @@ static uint32_t re_py(rewriter *x, uint32_t id)
 
 static void write_definitions(rewriter *x)
 {
-    uint32_t count = tf_reader_module_count(x->r), found = 0;
-    for (uint32_t id = 1; found < count && id < count * 2 + 64; id++) {
-        const tf_module *m = tf_reader_module(x->r, id);
-        if (!m)
-            continue;
-        found++;
+    for (uint32_t i = 0; i < tf_reader_module_count(x->r); i++) {
+        const tf_module *m = tf_reader_module_at(x->r, i);
         tf_write_module_load(x->w, m->path, m->base, m->build_id, m->build_id_len, m->segments, m->nsegments);
     }
     for (uint32_t i = 0; i < tf_reader_pool_count(x->r); i++) {
@@ -388,7 +384,7 @@ static int write_log(const tf_reader *r, const tf_event *ev, size_t n, const uns
     tf_write_event(x.w, &end);
     if (!rc)
         rc = flush(x.w, &chunk, fd);
-    free(chunk.data);
+    tf_chunk_free(&chunk);
     tf_writer_free(x.w);
     rp_ptrmap_free(&seqs);
     rp_ptrmap_free(&x.native);

@@ -97,10 +97,8 @@ static void print_event(const tf_reader *r, const tf_event *e)
 
 static void print_tail(const tf_reader *r)
 {
-    for (uint32_t i = 1; i <= tf_reader_module_count(r); i++) {
-        const tf_module *m = tf_reader_module(r, i);
-        if (!m)
-            continue;
+    for (uint32_t i = 0; i < tf_reader_module_count(r); i++) {
+        const tf_module *m = tf_reader_module_at(r, i);
         /* Still loaded at the end of the log when its first segment's
          * address resolves to it. */
         int loaded = m->nsegments && tf_reader_module_for(r, m->base + m->segments[0].vaddr) == m;

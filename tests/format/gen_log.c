@@ -143,7 +143,7 @@ int main(int argc, char **argv)
     uint64_t events = write_events(w, fd, &chunk, &d, marks, random);
     tf_test_flush(w, fd, &chunk);
     tf_writer_free(w);
-    free(chunk.data);
+    tf_chunk_free(&chunk);
     close(fd);
     printf("{\"events\":%llu,\"module\":\"%s\",\"function0\":\"return_address\","
            "\"function1\":\"allocation_site\",\"line1\":%d,\"file\":\"gen_log.c\"}\n",

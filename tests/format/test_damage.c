@@ -40,7 +40,7 @@ static void make_log(log *lg)
     lg->frame_off[FRAMES - 1] = (size_t)lseek(f.fd, 0, SEEK_CUR);
     tf_test_flush(w, f.fd, &chunk);
     tf_writer_free(w);
-    free(chunk.data);
+    tf_chunk_free(&chunk);
     lg->data = tf_test_slurp(f.fd, &lg->len);
     lg->frame_off[FRAMES] = lg->len;
     close(f.fd);
@@ -149,12 +149,13 @@ static void test_bit_flips(const log *lg)
     free(copy);
 }
 
-/* Raw records appended to a chunk before it is compressed. */
-static void append(tf_chunk *c, const uint8_t *bytes, size_t n)
+/* A heap copy of a sealed chunk with raw records appended, to compress. */
+static tf_chunk with_records(const tf_chunk *c, const uint8_t *bytes, size_t n)
 {
-    c->data = realloc(c->data, c->len + n);
-    memcpy(c->data + c->len, bytes, n);
-    c->len += n;
+    tf_chunk out = { malloc(c->len + n), c->len + n, c->len + n };
+    memcpy(out.data, c->data, c->len);
+    memcpy(out.data + c->len, bytes, n);
+    return out;
 }
 
 /* A newer minor version's records: a definition kind 20 and an event kind 50
@@ -171,14 +172,15 @@ static void test_unknown_kinds(void)
     /* kind 20, 3 bytes; kind 50: presence 0x0044 (time delta, field 0),
      * time +5 (zigzag 10), field 0 = 9, and a trailing byte it may carry */
     static const uint8_t extra[] = { 20, 3, 'x', 'y', 'z', 50, 5, 0x44, 0x00, 10, 9, 0xff };
-    append(&chunk, extra, sizeof extra);
-    CHECK(tf_chunk_write(f.fd, &chunk, NULL, 3) == 0);
+    tf_chunk longer = with_records(&chunk, extra, sizeof extra);
+    CHECK(tf_chunk_write(f.fd, &longer, NULL, 3) == 0);
+    free(longer.data);
     e.seq = 3;
     e.t_ns = 110;
     tf_write_event(w, &e);
     tf_test_flush(w, f.fd, &chunk);
     tf_writer_free(w);
-    free(chunk.data);
+    tf_chunk_free(&chunk);
 
     char err[256];
     tf_reader *r = tf_reader_open(f.path, err, sizeof err);
@@ -205,7 +207,7 @@ static void test_version(void)
     tf_test_file f = tf_test_file_new();
     CHECK(tf_chunk_write(f.fd, &chunk, NULL, 1) == 0);
     tf_writer_free(w);
-    free(chunk.data);
+    tf_chunk_free(&chunk);
     char err[256] = "";
     CHECK(tf_reader_open(f.path, err, sizeof err) == NULL);
     CHECK(strcmp(err, "log format version 2.0; this reader understands 1.x") == 0);

@@ -158,7 +158,7 @@ int main(void)
     tf_write_event(w, &end);
     tf_test_flush(w, file.fd, &chunk);
     tf_writer_free(w);
-    free(chunk.data);
+    tf_chunk_free(&chunk);
 
     char err[256];
     tf_reader *r = tf_reader_open(file.path, err, sizeof err);

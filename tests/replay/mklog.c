@@ -56,7 +56,7 @@ int main(int argc, char **argv)
     if (fd >= 0)
         close(fd);
     tf_writer_free(w);
-    free(c.data);
+    tf_chunk_free(&c);
     evtext_free(&t);
     if (rc) {
         fprintf(stderr, "mklog: cannot write %s\n", argv[2]);

@@ -1,0 +1,20 @@
+/*
+ * pages.h - memory for the writer's growing buffers, straight from the kernel.
+ *
+ * The writer runs inside the traced process, at times from a signal handler
+ * that interrupted the app inside malloc.  Its buffers therefore take memory
+ * with mmap and mremap (async-signal-safe), never from the allocator, whose
+ * lock the interrupted code may hold.  Sizes are whatever the caller asked
+ * for; the kernel rounds them to pages.
+ */
+#ifndef TF_PAGES_H
+#define TF_PAGES_H
+
+#include <stddef.h>
+
+/* Grows (or first maps, when old is NULL) a zero-filled region, keeping its
+ * contents; NULL when out of memory, with old still valid. */
+void *tf_pages_resize(void *old, size_t old_size, size_t new_size);
+void tf_pages_free(void *p, size_t size);
+
+#endif
