@@ -89,6 +89,52 @@ void dump_json_header(dump_ctx *d)
     fputs("}\n", f);
 }
 
+static void module_line(FILE *f, const tf_module *m)
+{
+    fputs("{\"kind\":\"module\"", f);
+    key_u(f, "id", m->id);
+    key_str(f, "path", m->path);
+    key_u(f, "base", m->base);
+    fputs(",\"build_id\":\"", f);
+    for (uint32_t i = 0; i < m->build_id_len; i++)
+        fprintf(f, "%02x", m->build_id[i]);
+    fputs("\",\"segments\":[", f);
+    for (uint32_t i = 0; i < m->nsegments; i++)
+        fprintf(f, "%s{\"vaddr\":%" PRIu64 ",\"memsz\":%" PRIu64 ",\"flags\":%" PRIu32 "}", i ? "," : "",
+                m->segments[i].vaddr, m->segments[i].memsz, m->segments[i].flags);
+    fputs("]}\n", f);
+}
+
+/* A renamed thread or pool keeps its place in the reader's lists, so only
+ * first names are printed. */
+void dump_json_definitions(dump_ctx *d)
+{
+    FILE *f = d->out;
+    uint32_t id;
+    const char *name, *key, *value;
+    for (; d->json_pools < tf_reader_pool_count(d->r); d->json_pools++) {
+        tf_reader_pool_at(d->r, d->json_pools, &id, &name);
+        fprintf(f, "{\"kind\":\"pool\",\"pool\":%" PRIu32, id);
+        key_str(f, "name", name);
+        fputs("}\n", f);
+    }
+    for (; d->json_threads < tf_reader_thread_count(d->r); d->json_threads++) {
+        tf_reader_thread_at(d->r, d->json_threads, &id, &name);
+        fprintf(f, "{\"kind\":\"thread\",\"tid\":%" PRIu32, id);
+        key_str(f, "name", name);
+        fputs("}\n", f);
+    }
+    for (; d->json_infos < tf_reader_info_count(d->r); d->json_infos++) {
+        tf_reader_info(d->r, d->json_infos, &key, &value);
+        fputs("{\"kind\":\"info\"", f);
+        key_str(f, "key", key);
+        key_str(f, "value", value);
+        fputs("}\n", f);
+    }
+    for (; d->json_modules < tf_reader_module_count(d->r); d->json_modules++)
+        module_line(f, tf_reader_module_at(d->r, d->json_modules));
+}
+
 static void sink_u(dump_ctx *d, const char *key, uint64_t v, int is_address)
 {
     (void)is_address;
@@ -171,6 +217,7 @@ void dump_json_event(dump_ctx *d, const tf_event *e)
 {
     FILE *f = d->out;
     const char *kind = tf_kind_name(e->kind);
+    dump_json_definitions(d);
     fprintf(f, "{\"seq\":%" PRIu64, e->seq);
     key_u(f, "tid", e->tid);
     key_u(f, "t_ns", e->t_ns);

@@ -215,7 +215,9 @@ static int run(dump_ctx *d, enum mode mode, const char *path)
         else
             summary_add(&s, &e);
     }
-    if (mode == MODE_SUMMARY)
+    if (mode == MODE_JSON)
+        dump_json_definitions(d);
+    else if (mode == MODE_SUMMARY)
         summary_print(d, &s, path);
     else if (mode == MODE_TEXT)
         text_info(d);

@@ -47,7 +47,17 @@ def check_json(dump, log, expect):
     rc, out, err = run(dump, "--json", log)
     check(rc == 0, f"--json exit status {rc}: {err}")
     lines = [json.loads(line) for line in out.splitlines()]
-    header, events = lines[0], lines[1:]
+    header = lines[0]
+    events = [x for x in lines[1:] if "seq" in x]
+    defs = [x for x in lines[1:] if "seq" not in x]
+    check({"kind": "pool", "pool": 0, "name": "cupy"} in defs, "pool definition line")
+    check({"kind": "thread", "tid": 1002, "name": "worker"} in defs, "thread definition line")
+    check({"kind": "info", "key": "python_version", "value": "3.12.1"} in defs, "info definition line")
+    fake = [x for x in defs if x["kind"] == "module" and x["path"] == "/nonexistent/libfake.so"]
+    check(len(fake) == 1 and fake[0]["base"] == 0x10000000 and fake[0]["build_id"] == "01020304"
+          and fake[0]["segments"] == [{"vaddr": 0, "memsz": 0x1000, "flags": 5}],
+          f"module definition line {fake}")
+    check(lines.index(fake[0]) < lines.index(events[0]) if fake else False, "modules before the events")
     check(header["kind"] == "header" and header["pid"] == 4242, "header line")
     check(header["cmdline"] == "python app.py" and header["version_major"] == 1, "header fields")
     check(len(events) == expect["events"], f"{len(events)} events, want {expect['events']}")
@@ -123,7 +133,8 @@ def check_debug_dir(dump, gen, tmp):
     def first_function(*args):
         rc, out, err = run(dump, "--json", *args, log)
         check(rc == 0, f"--json {args}: {rc} {err}")
-        return json.loads(out.splitlines()[1])["native_stack"][1].get("function")
+        first = next(x for x in map(json.loads, out.splitlines()) if "seq" in x)
+        return first["native_stack"][1].get("function")
 
     check(first_function() is None, "no symbols while the binary is missing")
     check(first_function("--debug-dir", os.path.join(tmp, "nowhere"), "--debug-dir", debug)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A second reader, written from format/FORMAT.md alone, must agree with
-trace-dump --json event for event: the specification is complete.
+trace-dump --json line for line, events and definitions: the specification
+is complete.
 
 usage: test_spec_reader.py TRACE_DUMP GEN_LOG
 
@@ -80,7 +81,9 @@ def read_log(path):
     c = Cursor(data)
     defs = {"string": {}, "native": {}, "code": {}, "py": {}}
     bases = {}
-    events, header = [], None
+    lines, header = [], None
+    pending = {"pool": [], "thread": [], "info": [], "module": []}
+    named = {"thread": set(), "pool": set()}
     while c.pos < len(data):
         kind, length = c.uv(), c.uv()
         rec = Cursor(data, c.pos, c.pos + length)
@@ -113,9 +116,33 @@ def read_log(path):
         elif kind == 8:
             sid, n = rec.uv(), rec.uv()
             defs["py"][sid] = [(rec.uv(), rec.uv()) for _ in range(n)]
+        elif kind == 4:
+            mid, path, base, build_id = rec.uv(), rec.str(), rec.uv(), rec.bytes()
+            segs = [{"vaddr": rec.uv(), "memsz": rec.uv(), "flags": rec.uv()} for _ in range(rec.uv())]
+            pending["module"].append({"kind": "module", "id": mid, "path": path, "base": base,
+                                      "build_id": build_id.hex(), "segments": segs})
+        elif kind in (9, 10):
+            what, key = ("thread", "tid") if kind == 9 else ("pool", "pool")
+            num, name = rec.uv(), rec.str()
+            if num not in named[what]:  # a rename is not repeated
+                named[what].add(num)
+                pending[what].append({"kind": what, key: num, "name": name})
+        elif kind == 11:
+            pending["info"].append({"kind": "info", "key": rec.str(), "value": rec.str()})
         elif kind in EVENTS:
-            events.append(decode_event(kind, rec, bases, defs))
-    return header, events
+            lines.extend(take_definitions(pending))
+            lines.append(decode_event(kind, rec, bases, defs))
+    return header, lines + take_definitions(pending)
+
+
+def take_definitions(pending):
+    """Definition lines met since the last event, grouped as FORMAT.md
+    section 11 prints them."""
+    out = []
+    for what in ("pool", "thread", "info", "module"):
+        out.extend(pending[what])
+        pending[what].clear()
+    return out
 
 
 def decode_event(kind, rec, bases, defs):
@@ -174,17 +201,17 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         log = os.path.join(tmp, "spec.log")
         subprocess.run([gen, log, "3", "3000"], check=True, capture_output=True)
-        header, events = read_log(log)
+        header, records = read_log(log)
         out = subprocess.run([dump, "--json", log], check=True, capture_output=True).stdout
     lines = [json.loads(line) for line in out.splitlines()]
     failures = 0
     if lines[0] != dict(header, kind="header"):
         print("header differs:", lines[0], header, file=sys.stderr)
         failures += 1
-    if len(lines) - 1 != len(events):
-        print("event counts differ:", len(lines) - 1, len(events), file=sys.stderr)
+    if len(lines) - 1 != len(records):
+        print("line counts differ:", len(lines) - 1, len(records), file=sys.stderr)
         failures += 1
-    for want, got in zip(lines[1:], events):
+    for want, got in zip(lines[1:], records):
         for frame in want.get("native_stack", []):
             for key in ("module", "offset", "function", "file", "line"):
                 frame.pop(key, None)
@@ -192,7 +219,11 @@ def main():
             failures += 1
             if failures < 5:
                 print("differs:\n  trace-dump ", want, "\n  spec reader", got, file=sys.stderr)
-    print(f"spec reader: {len(events)} events agree" if not failures
+    kinds = {r["kind"] for r in records}
+    if not {"pool", "thread", "info", "module"} <= kinds:
+        print("the log lacks definitions of some kind:", sorted(kinds), file=sys.stderr)
+        failures += 1
+    print(f"spec reader: {len(records)} events and definitions agree" if not failures
           else f"spec reader: {failures} difference(s)")
     return 1 if failures else 0
 

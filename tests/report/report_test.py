@@ -407,6 +407,12 @@ def import_roundtrip(args, work):
         return out
     if records(dump_json(args, again)) != records(lines):
         fail("trace-dump --json | import | trace-dump --json changed the log")
+    kinds = [r["kind"] for r in records(lines)]
+    for kind in ("thread", "module", "info"):
+        if kind not in kinds:
+            fail("trace-dump --json printed no %s line" % kind)
+    if kinds.index("module") > kinds.index("end"):
+        fail("module lines come after the events that need them")
     handmade = "\n".join(json.dumps(x) for x in [
         {"kind": "header", "pid": 42, "cmdline": "handmade", "mono_start_ns": 1000},
         {"kind": "pool", "pool": 3, "name": "handpool"},
