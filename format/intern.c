@@ -79,28 +79,13 @@ static int grow_slots(tf_intern *t)
     return 0;
 }
 
-static int reserve_keys(tf_intern *t, size_t len)
-{
-    if (t->keys_cap - t->keys_len >= len)
-        return 0;
-    size_t cap = t->keys_cap ? t->keys_cap : 4096;
-    while (cap - t->keys_len < len)
-        cap *= 2;
-    uint8_t *keys = tf_pages_resize(t->keys, t->keys_cap, cap);
-    if (!keys)
-        return -1;
-    t->keys = keys;
-    t->keys_cap = cap;
-    return 0;
-}
-
 uint32_t tf_intern_add(tf_intern *t, const void *key, size_t len, uint64_t hash)
 {
     if (len > UINT32_MAX || t->count == UINT32_MAX - 1)
         return 0;
     if ((!t->slots || (size_t)t->count + 1 > (t->mask + 1) / 2) && grow_slots(t) < 0)
         return 0;
-    if (reserve_keys(t, len) < 0)
+    if (tf_pages_reserve(&t->keys, &t->keys_cap, t->keys_len, len, 4096) < 0)
         return 0;
     if (len)
         memcpy(t->keys + t->keys_len, key, len);

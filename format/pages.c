@@ -17,3 +17,18 @@ void tf_pages_free(void *p, size_t size)
     if (p)
         munmap(p, size);
 }
+
+int tf_pages_reserve(uint8_t **data, size_t *cap, size_t used, size_t need, size_t first_cap)
+{
+    if (*cap - used >= need)
+        return 0;
+    size_t grown = *cap ? *cap : first_cap;
+    while (grown - used < need)
+        grown *= 2;
+    uint8_t *p = tf_pages_resize(*data, *cap, grown);
+    if (!p)
+        return -1;
+    *data = p;
+    *cap = grown;
+    return 0;
+}

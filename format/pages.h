@@ -11,10 +11,15 @@
 #define TF_PAGES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Grows (or first maps, when old is NULL) a zero-filled region, keeping its
  * contents; NULL when out of memory, with old still valid. */
 void *tf_pages_resize(void *old, size_t old_size, size_t new_size);
 void tf_pages_free(void *p, size_t size);
+/* Makes room for need more bytes after the used ones of a byte buffer
+ * *data of capacity *cap, doubling from first_cap; 0, or -1 when out of
+ * memory (the buffer is then unchanged). */
+int tf_pages_reserve(uint8_t **data, size_t *cap, size_t used, size_t need, size_t first_cap);
 
 #endif

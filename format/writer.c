@@ -43,17 +43,7 @@ struct tf_writer {
 static int reserve(tf_writer *w, size_t need)
 {
     tf_chunk *c = &w->chunk;
-    if (c->cap - c->len >= need)
-        return 0;
-    size_t cap = c->cap ? c->cap : FIRST_CHUNK_CAP;
-    while (cap - c->len < need)
-        cap *= 2;
-    uint8_t *data = tf_pages_resize(c->data, c->cap, cap);
-    if (!data)
-        return -1;
-    c->data = data;
-    c->cap = cap;
-    return 0;
+    return tf_pages_reserve(&c->data, &c->cap, c->len, need, FIRST_CHUNK_CAP);
 }
 
 /* The length prefix is first reserved as one byte; record_end moves the
