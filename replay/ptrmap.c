@@ -36,10 +36,14 @@ void rp_ptrmap_copy(rp_ptrmap *dst, const rp_ptrmap *src)
     if (src->cap)
         memcpy(dst->slots, src->slots, src->cap * sizeof *dst->slots);
     dst->len = src->len;
+    dst->has_empty_key = src->has_empty_key;
+    dst->empty_key_val = src->empty_key_val;
 }
 
 uint64_t *rp_ptrmap_get(const rp_ptrmap *m, uint64_t key)
 {
+    if (key == RP_PTRMAP_EMPTY)  /* the value is the caller's to change */
+        return m->has_empty_key ? (uint64_t *)&m->empty_key_val : NULL;
     if (!m->cap)
         return NULL;
     size_t mask = m->cap - 1;
@@ -59,7 +63,7 @@ static void grow(rp_ptrmap *m)
     m->slots = rp_xmalloc(ncap * sizeof *m->slots);
     memset(m->slots, 0xff, ncap * sizeof *m->slots);
     m->cap = ncap;
-    m->len = 0;
+    m->len = m->has_empty_key;  /* re-counted below, slot by slot */
     for (size_t i = 0; i < ocap; i++)
         if (old[i].key != RP_PTRMAP_EMPTY)
             rp_ptrmap_put(m, old[i].key, old[i].val);
@@ -68,6 +72,12 @@ static void grow(rp_ptrmap *m)
 
 void rp_ptrmap_put(rp_ptrmap *m, uint64_t key, uint64_t val)
 {
+    if (key == RP_PTRMAP_EMPTY) {
+        m->len += !m->has_empty_key;
+        m->has_empty_key = 1;
+        m->empty_key_val = val;
+        return;
+    }
     /* Keep the load under 1/2: probes stay short and cache-local. */
     if ((m->len + 1) * 2 > m->cap)
         grow(m);
@@ -83,6 +93,15 @@ void rp_ptrmap_put(rp_ptrmap *m, uint64_t key, uint64_t val)
 
 int rp_ptrmap_del(rp_ptrmap *m, uint64_t key, uint64_t *val)
 {
+    if (key == RP_PTRMAP_EMPTY) {
+        if (!m->has_empty_key)
+            return 0;
+        if (val)
+            *val = m->empty_key_val;
+        m->has_empty_key = 0;
+        m->len--;
+        return 1;
+    }
     if (!m->cap)
         return 0;
     size_t mask = m->cap - 1;

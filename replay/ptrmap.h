@@ -20,7 +20,11 @@ typedef struct rp_ptrmap_slot {
 typedef struct rp_ptrmap {
     rp_ptrmap_slot *slots;
     size_t cap;       /* power of two, 0 before the first insert */
-    size_t len;
+    size_t len;       /* entries, the one below included */
+    /* The key RP_PTRMAP_EMPTY itself is a valid address in a log (a forged
+     * or corrupt one), so it lives here rather than in a slot. */
+    int has_empty_key;
+    uint64_t empty_key_val;
 } rp_ptrmap;
 
 #define RP_PTRMAP_EMPTY UINT64_MAX

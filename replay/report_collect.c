@@ -64,8 +64,6 @@ static uint64_t *index_slot(rp_ptrmap *m, uint64_t h, int (*same)(const void *ct
                             uint64_t *key)
 {
     for (;; h++) {
-        if (h == RP_PTRMAP_EMPTY)
-            continue;
         uint64_t *v = rp_ptrmap_get(m, h);
         *key = h;
         if (!v || same(ctx, *v))

@@ -83,31 +83,46 @@ static void rangeset(void)
     rp_rangeset_free(&copy);
 }
 
+/* Index k's address; the last is UINT64_MAX, the map's own empty marker,
+ * which a corrupt log can name like any other address. */
+static uint64_t address_of(uint64_t k)
+{
+    return k == 4095 ? UINT64_MAX : k << 12;
+}
+
 static void ptrmap(void)
 {
-    rp_ptrmap m;
+    rp_ptrmap m, copy;
     rp_ptrmap_init(&m);
+    rp_ptrmap_init(&copy);
     static uint64_t vals[4096];
     memset(vals, 0, sizeof vals);
     for (int step = 0; step < 300000; step++) {
-        uint64_t k = rnd() % 4096;
+        uint64_t k = rnd() % 100 == 0 ? 4095 : rnd() % 4096;
         if (rnd() % 3) {
-            rp_ptrmap_put(&m, k << 12, (uint64_t)step + 1);
+            rp_ptrmap_put(&m, address_of(k), (uint64_t)step + 1);
             vals[k] = (uint64_t)step + 1;
         } else {
             uint64_t v = 0;
-            CHECK(rp_ptrmap_del(&m, k << 12, &v) == (vals[k] != 0) && v == vals[k]);
+            CHECK(rp_ptrmap_del(&m, address_of(k), &v) == (vals[k] != 0) && v == vals[k]);
             vals[k] = 0;
         }
-        uint64_t q = rnd() % 4096;
-        uint64_t *g = rp_ptrmap_get(&m, q << 12);
+        uint64_t q = rnd() % 50 == 0 ? 4095 : rnd() % 4096;
+        uint64_t *g = rp_ptrmap_get(&m, address_of(q));
         CHECK(vals[q] ? g && *g == vals[q] : !g);
     }
     size_t live = 0;
     for (int i = 0; i < 4096; i++)
         live += vals[i] != 0;
     CHECK(m.len == live);
+    rp_ptrmap_put(&m, UINT64_MAX, 7);
+    rp_ptrmap_copy(&copy, &m);
+    rp_ptrmap_del(&m, UINT64_MAX, NULL);
+    CHECK(!rp_ptrmap_get(&m, UINT64_MAX));
+    uint64_t *g = rp_ptrmap_get(&copy, UINT64_MAX);
+    CHECK(g && *g == 7 && copy.len == m.len + 1);
     rp_ptrmap_free(&m);
+    rp_ptrmap_free(&copy);
 }
 
 int main(void)
