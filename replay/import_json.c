@@ -375,6 +375,28 @@ static int import_stream(importer *im, FILE *in)
     return rc ? rc : flush(im);
 }
 
+int rp_import(FILE *in, int fd, rp_import_result *res)
+{
+    importer im;
+    memset(&im, 0, sizeof im);
+    im.fd = fd;
+    im.next_seq = 1;
+    jp_init(&im.doc);
+    rp_ptrmap_init(&im.seqs);
+    int rc = import_stream(&im, in);
+    res->events = im.next_seq - 1;
+    res->line = im.line;
+    snprintf(res->err, sizeof res->err, "%s", im.err);
+    tf_writer_free(im.w);
+    tf_chunk_free(&im.chunk);
+    for (size_t i = 0; i < im.nmods; i++)
+        free(im.mods[i].path);
+    free(im.mods);
+    rp_ptrmap_free(&im.seqs);
+    jp_free(&im.doc);
+    return rc;
+}
+
 int cmd_import(int argc, char **argv)
 {
     static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
@@ -398,25 +420,20 @@ int cmd_import(int argc, char **argv)
         fprintf(stderr, "trace-replay import: %s: %s\n", src, strerror(errno));
         return 2;
     }
-    importer im;
-    memset(&im, 0, sizeof im);
-    im.next_seq = 1;
-    jp_init(&im.doc);
-    rp_ptrmap_init(&im.seqs);
-    im.fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int rc = im.fd < 0 ? failf(&im, "%s", strerror(errno)) : import_stream(&im, in);
-    if (im.fd >= 0 && close(im.fd) && !rc)
-        rc = failf(&im, "%s", strerror(errno));
+    rp_import_result res = {0};
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int rc = -1;
+    if (fd < 0)
+        snprintf(res.err, sizeof res.err, "%s: %s", out, strerror(errno));
+    else
+        rc = rp_import(in, fd, &res);
+    if (fd >= 0 && close(fd) && !rc) {
+        snprintf(res.err, sizeof res.err, "%s: %s", out, strerror(errno));
+        rc = -1;
+    }
     if (rc)
-        fprintf(stderr, "trace-replay import: %s:%lu: %s\n", src, im.line, im.err);
+        fprintf(stderr, "trace-replay import: %s:%lu: %s\n", src, res.line, res.err);
     if (in != stdin)
         fclose(in);
-    tf_writer_free(im.w);
-    tf_chunk_free(&im.chunk);
-    for (size_t i = 0; i < im.nmods; i++)
-        free(im.mods[i].path);
-    free(im.mods);
-    rp_ptrmap_free(&im.seqs);
-    jp_free(&im.doc);
     return rc ? 2 : 0;
 }

@@ -272,8 +272,8 @@ uint64_t jp_u64(const jp_doc *d, const jp_node *obj, const char *key, uint64_t d
     if (!m)
         return dflt;
     if (m->type == JP_INT)
-        return m->negative ? (uint64_t)-(int64_t)m->u : m->u;
-    if (m->type == JP_REAL && m->real >= 0)
+        return m->negative ? 0 - m->u : m->u;  /* -1 is all ones, as in C */
+    if (m->type == JP_REAL && m->real >= 0 && m->real < 18446744073709551616.0)
         return (uint64_t)m->real;
     if (m->type == JP_BOOL)
         return m->u;
@@ -285,9 +285,12 @@ int64_t jp_i64(const jp_doc *d, const jp_node *obj, const char *key, int64_t dfl
     const jp_node *m = jp_get(d, obj, key);
     if (!m)
         return dflt;
-    if (m->type == JP_INT)
-        return m->negative ? -(int64_t)m->u : (int64_t)m->u;
-    if (m->type == JP_REAL)
+    /* Numbers out of int64's range count as mistyped. */
+    if (m->type == JP_INT && m->negative && m->u <= (uint64_t)INT64_MAX + 1)
+        return m->u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)m->u;
+    if (m->type == JP_INT && !m->negative && m->u <= INT64_MAX)
+        return (int64_t)m->u;
+    if (m->type == JP_REAL && m->real >= -9223372036854775808.0 && m->real < 9223372036854775808.0)
         return (int64_t)m->real;
     return dflt;
 }
