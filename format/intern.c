@@ -38,7 +38,8 @@ uint64_t tf_intern_hash(const void *key, size_t len)
 static int slot_matches(const tf_intern *t, const tf_intern_slot *s, const void *key,
                         size_t len, uint64_t hash)
 {
-    return s->hash == hash && s->key_len == len && memcmp(t->keys + s->key_off, key, len) == 0;
+    /* An empty key may be all there is, with no key bytes mapped yet. */
+    return s->hash == hash && s->key_len == len && (len == 0 || memcmp(t->keys + s->key_off, key, len) == 0);
 }
 
 uint32_t tf_intern_find(const tf_intern *t, const void *key, size_t len, uint64_t hash)

@@ -24,6 +24,8 @@ typedef struct ids {
 static void write_definitions(tf_writer *w, ids *d)
 {
     d->s_empty = tf_write_string(w, "", 0);
+    /* found again while the table holds no key bytes at all */
+    CHECK(tf_write_string(w, "", 0) == d->s_empty);
     d->s_file = tf_write_string(w, "app.py", 6);
     d->s_func = tf_write_string(w, "train_step", 10);
     d->s_bin = tf_write_string(w, "a\0b", 3);
