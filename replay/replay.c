@@ -493,9 +493,11 @@ static int stack_names(rp_replay *r, uint32_t stack, const char *point)
 static int runs_here(hctx *h, uint32_t c, const char *point)
 {
     rp_replay *r = h->r;
+    if (!point)
+        return 1;  /* after the operation: also how an unmodelled pool delivers */
     const char *const *names = h->p->ops->point_names;
     uint32_t gc = r->nodes[c].gc;
-    if (!point || !r->o.stack_has || !names || gc == RP_NIL || !h->buf[gc].native_stack)
+    if (!r->o.stack_has || !names || gc == RP_NIL || !h->buf[gc].native_stack)
         return 1;
     uint32_t stack = h->buf[gc].native_stack;
     if (stack_names(r, stack, point))

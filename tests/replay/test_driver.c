@@ -239,6 +239,25 @@ static void minimize(void)
     evtext_free(&t);
 }
 
+/* An unmodelled pool's operation with a nested operation inside it. */
+static void unmodelled_nesting(void)
+{
+    evtext t;
+    load("unmodelled_nesting.txt", &t);
+    rp_options o = opts(&rp_model_cupy);
+    o.pool = "1";
+    o.paranoid = 1;
+    rp_replay *r = rp_replay_new(&o);
+    for (size_t i = 0; i < t.n; i++)
+        if (rp_replay_event(r, &t.ev[i]))
+            break;
+    rp_replay_finish(r, t.has_end);
+    const rp_result *res = rp_replay_result(r);
+    CHECK(!res->violated);
+    rp_replay_free(r);
+    evtext_free(&t);
+}
+
 int main(int argc, char **argv)
 {
     dir = argc > 1 ? argv[1] : ".";
@@ -246,6 +265,7 @@ int main(int argc, char **argv)
     reentry_point();
     fidelity();
     model_free();
+    unmodelled_nesting();
     explore();
     minimize();
     if (failures)
