@@ -23,7 +23,7 @@ typedef struct dump_ctx {
     FILE *out;
     dump_sym_slot cache[DUMP_SYM_CACHE];  /* stacks repeat: resolve each ip once */
     /* Definitions already printed as JSON lines, by list. */
-    uint32_t json_pools, json_threads, json_infos, json_modules;
+    uint32_t json_pools, json_threads, json_infos, json_modules, json_unloads;
 } dump_ctx;
 
 /* The symbol for one frame of a native stack (frame > 0: a return address). */
@@ -40,8 +40,9 @@ typedef struct dump_sink {
 void dump_kind_fields(dump_ctx *d, const tf_event *e, const dump_sink *sink);
 
 void dump_json_header(dump_ctx *d);
-/* Definition lines (pool, thread, info, module) for what the reader has met
- * since the last call; dump_json_event calls it before each event. */
+/* Definition lines (pool, thread, info, module, module_unload) for what the
+ * reader has met since the last call; dump_json_event calls it before each
+ * event. */
 void dump_json_definitions(dump_ctx *d);
 void dump_json_event(dump_ctx *d, const tf_event *e);
 

@@ -133,6 +133,9 @@ void dump_json_definitions(dump_ctx *d)
     }
     for (; d->json_modules < tf_reader_module_count(d->r); d->json_modules++)
         module_line(f, tf_reader_module_at(d->r, d->json_modules));
+    for (; d->json_unloads < tf_reader_unload_count(d->r); d->json_unloads++)
+        fprintf(f, "{\"kind\":\"module_unload\",\"id\":%" PRIu32 "}\n",
+                tf_reader_unload_at(d->r, d->json_unloads));
 }
 
 static void sink_u(dump_ctx *d, const char *key, uint64_t v, int is_address)

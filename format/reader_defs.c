@@ -200,8 +200,13 @@ static int absorb_module_unload(tf_defs *d, tf_cursor *c)
     if (c->bad)
         return TF_REC_BAD;
     uint32_t pos;
-    if (tf_idmap_get(&d->module_ids, id, &pos))
-        ((tf_module_entry *)list_at(&d->modules, pos, sizeof(tf_module_entry)))->loaded = 0;
+    if (!tf_idmap_get(&d->module_ids, id, &pos))
+        return TF_REC_OK;  /* never loaded: nothing to say */
+    uint32_t *u = list_push(&d->unloads, sizeof *u);
+    if (!u)
+        return TF_REC_NOMEM;
+    *u = id;
+    ((tf_module_entry *)list_at(&d->modules, pos, sizeof(tf_module_entry)))->loaded = 0;
     return TF_REC_OK;
 }
 
@@ -255,7 +260,7 @@ int tf_defs_absorb(tf_defs *d, uint32_t kind, tf_cursor *c)
 void tf_defs_free(tf_defs *d)
 {
     tf_list *lists[] = { &d->strings, &d->natives, &d->py_stacks, &d->py_codes,
-                         &d->modules, &d->threads, &d->pools, &d->infos };
+                         &d->modules, &d->threads, &d->pools, &d->infos, &d->unloads };
     tf_idmap *maps[] = { &d->string_ids, &d->native_ids, &d->py_stack_ids, &d->py_code_ids,
                          &d->module_ids, &d->thread_ids, &d->pool_ids };
     for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
@@ -355,6 +360,16 @@ const tf_module *tf_reader_module_at(const tf_reader *r, uint32_t i)
         return NULL;
     const tf_module_entry *e = list_at(&r->defs.modules, i, sizeof *e);
     return e->m;
+}
+
+uint32_t tf_reader_unload_count(const tf_reader *r)
+{
+    return r->defs.unloads.count;
+}
+
+uint32_t tf_reader_unload_at(const tf_reader *r, uint32_t i)
+{
+    return i < r->defs.unloads.count ? *(const uint32_t *)list_at(&r->defs.unloads, i, sizeof(uint32_t)) : 0;
 }
 
 uint32_t tf_reader_info_count(const tf_reader *r)

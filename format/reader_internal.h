@@ -36,6 +36,7 @@ typedef struct tf_defs {
     tf_list threads;    tf_idmap thread_ids;    /* tf_named */
     tf_list pools;      tf_idmap pool_ids;      /* tf_named */
     tf_list infos;                              /* tf_info */
+    tf_list unloads;                            /* uint32_t module id, file order */
 } tf_defs;
 
 /* Outcome of decoding one record. */

@@ -275,6 +275,10 @@ const tf_module *tf_reader_module(const tf_reader *r, uint32_t id);
 uint32_t tf_reader_module_count(const tf_reader *r);
 /* The i-th module met, 0-based, in the order the log loaded them. */
 const tf_module *tf_reader_module_at(const tf_reader *r, uint32_t i);
+/* MODULE_UNLOAD records of loaded modules read so far, in order: the id of
+ * the i-th, 0-based (0 past the end). */
+uint32_t tf_reader_unload_count(const tf_reader *r);
+uint32_t tf_reader_unload_at(const tf_reader *r, uint32_t i);
 /* INFO records read so far, in order: key/value of the i-th, 0-based. */
 uint32_t tf_reader_info_count(const tf_reader *r);
 int tf_reader_info(const tf_reader *r, uint32_t i, const char **key, const char **value);

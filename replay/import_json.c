@@ -7,8 +7,9 @@
  *                                 them (first line; optional)
  *   {"kind":"pool","pool":N,"name":S}   {"kind":"thread","tid":N,"name":S}
  *   {"kind":"info","key":S,"value":S}
- *   {"kind":"module","path":S,"base":N,"build_id":HEX,
- *    "segments":[{"vaddr":N,"memsz":N,"flags":N}]}
+ *   {"kind":"module","id":N,"path":S,"base":N,"build_id":HEX,
+ *    "segments":[{"vaddr":N,"memsz":N,"flags":N}]}   ("id" optional)
+ *   {"kind":"module_unload","id":N}   (a module line's id)
  *   events: {"seq","tid","t_ns","kind","parent", the kind's fields by
  *            trace-dump's names, "native_stack":[{"ip",...}|ip],
  *            "py_stack":[{"file","line","function"}]}
@@ -39,8 +40,10 @@
 /* A module written so far: which runtime addresses it covers. */
 typedef struct known_module {
     char *path;
-    uint64_t base, lo, hi;     /* runtime addresses [lo, hi) */
+    uint64_t base, lo, hi;     /* runtime addresses [lo, hi); empty once unloaded */
     int made;                  /* made up from frames: may widen */
+    uint32_t input_id, id;     /* its "id" in the input (0: none), in the log */
+    int unloaded;
 } known_module;
 
 typedef struct importer {
@@ -61,7 +64,8 @@ static const char usage[] =
     "  Write a log from JSON lines in trace-dump --json's schema (its inverse).\n"
     "  One object per line, by \"kind\": \"header\" (first, optional); \"pool\"\n"
     "  {pool, name}; \"thread\" {tid, name}; \"info\" {key, value}; \"module\"\n"
-    "  {path, base, build_id, segments: [{vaddr, memsz, flags}]}; and events\n"
+    "  {id, path, base, build_id, segments: [{vaddr, memsz, flags}]};\n"
+    "  \"module_unload\" {id}; and events\n"
     "  {seq, tid, t_ns, kind, parent, fields by trace-dump's names,\n"
     "  native_stack: [{ip, module, offset} or ip], py_stack: [{file, line,\n"
     "  function}]}.  Sequence numbers are renumbered from 1.\n"
@@ -142,10 +146,26 @@ static int module_line(importer *im, const jp_node *o)
             hi = segs[nsegs].vaddr + segs[nsegs].memsz;
         nsegs++;
     }
-    tf_write_module_load(im->w, path, base, nid ? id : NULL, nid, segs, nsegs);
+    uint32_t written = tf_write_module_load(im->w, path, base, nid ? id : NULL, nid, segs, nsegs);
     rp_grow(&im->mods, &im->capmods, im->nmods + 1, sizeof *im->mods);
-    im->mods[im->nmods++] = (known_module){rp_xstrdup(path), base, nsegs ? base + lo : 0, nsegs ? base + hi : 0, 0};
+    im->mods[im->nmods++] = (known_module){rp_xstrdup(path), base, nsegs ? base + lo : 0, nsegs ? base + hi : 0, 0,
+                                           (uint32_t)jp_u64(d, o, "id", 0), written, 0};
     return 0;
+}
+
+static int module_unload_line(importer *im, const jp_node *o)
+{
+    uint64_t input_id = jp_u64(&im->doc, o, "id", 0);
+    for (size_t i = im->nmods; i-- > 0;) {
+        known_module *m = &im->mods[i];
+        if (input_id && m->input_id == input_id && !m->unloaded) {
+            tf_write_module_unload(im->w, m->id);
+            m->lo = m->hi = 0;
+            m->unloaded = 1;
+            return 0;
+        }
+    }
+    return failf(im, "%s", "module_unload of no loaded module line's id");
 }
 
 static known_module *module_covering(importer *im, uint64_t ip)
@@ -174,9 +194,9 @@ static void cover_frame(importer *im, uint64_t ip, const char *path, uint64_t of
         }
     }
     tf_segment seg = {lo, hi - lo, 5 /* PF_R | PF_X */};
-    tf_write_module_load(im->w, path, base, NULL, 0, &seg, 1);
+    uint32_t written = tf_write_module_load(im->w, path, base, NULL, 0, &seg, 1);
     rp_grow(&im->mods, &im->capmods, im->nmods + 1, sizeof *im->mods);
-    im->mods[im->nmods++] = (known_module){rp_xstrdup(path), base, base + lo, base + hi, 1};
+    im->mods[im->nmods++] = (known_module){rp_xstrdup(path), base, base + lo, base + hi, 1, 0, written, 0};
 }
 
 /* -------------------------------------------------------------- stacks */
@@ -349,6 +369,8 @@ static int line(importer *im, char *text)
         tf_write_info(im->w, key ? key : "", value ? value : "");
     else if (!strcmp(kind, "module"))
         return module_line(im, o);
+    else if (!strcmp(kind, "module_unload"))
+        return module_unload_line(im, o);
     else if (kind_of(kind) >= 0)
         return event_line(im, o, kind_of(kind));
     else

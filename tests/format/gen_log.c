@@ -32,7 +32,7 @@ static __attribute__((noinline)) void allocation_site(void)
     stack_ips[3] = 0xdead;      /* inside no module */
 }
 
-typedef struct ids { uint32_t native, py, mark, type; } ids;
+typedef struct ids { uint32_t native, py, mark, type, fake_module; } ids;
 
 static ids define_all(tf_writer *w, const self_module *me)
 {
@@ -41,7 +41,7 @@ static ids define_all(tf_writer *w, const self_module *me)
     ids d;
     tf_write_module_load(w, me->m.path, me->m.base, me->m.build_id, me->m.build_id_len,
                          me->m.segments, me->m.nsegments);
-    tf_write_module_load(w, "/nonexistent/libfake.so", 0x10000000, fake_id, 4, &fake_seg, 1);
+    d.fake_module = tf_write_module_load(w, "/nonexistent/libfake.so", 0x10000000, fake_id, 4, &fake_seg, 1);
     d.native = tf_write_native_stack(w, stack_ips, 4);
     uint32_t file = tf_write_string(w, "app.py", 6);
     uint32_t code1 = tf_write_py_code(w, file, tf_write_string(w, "train_step", 10), 10);
@@ -111,6 +111,7 @@ static uint64_t write_events(tf_writer *w, int fd, tf_chunk *chunk, const ids *d
         if (i % 500 == 499)
             tf_test_flush(w, fd, chunk);
     }
+    tf_write_module_unload(w, d->fake_module);  /* before END: trace-dump --json shows it */
     EV(TF_EV_END);
     tf_write_event(w, &e);
 #undef EV

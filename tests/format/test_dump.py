@@ -58,6 +58,8 @@ def check_json(dump, log, expect):
           and fake[0]["segments"] == [{"vaddr": 0, "memsz": 0x1000, "flags": 5}],
           f"module definition line {fake}")
     check(lines.index(fake[0]) < lines.index(events[0]) if fake else False, "modules before the events")
+    unload = {"kind": "module_unload", "id": fake[0]["id"] if fake else -1}
+    check(unload in defs and lines.index(unload) == len(lines) - 2, f"unload line before END: {lines[-3:]}")
     check(header["kind"] == "header" and header["pid"] == 4242, "header line")
     check(header["cmdline"] == "python app.py" and header["version_major"] == 1, "header fields")
     check(len(events) == expect["events"], f"{len(events)} events, want {expect['events']}")

@@ -82,7 +82,8 @@ def read_log(path):
     defs = {"string": {}, "native": {}, "code": {}, "py": {}}
     bases = {}
     lines, header = [], None
-    pending = {"pool": [], "thread": [], "info": [], "module": []}
+    pending = {"pool": [], "thread": [], "info": [], "module": [], "module_unload": []}
+    defined = set()
     named = {"thread": set(), "pool": set()}
     while c.pos < len(data):
         kind, length = c.uv(), c.uv()
@@ -119,8 +120,13 @@ def read_log(path):
         elif kind == 4:
             mid, path, base, build_id = rec.uv(), rec.str(), rec.uv(), rec.bytes()
             segs = [{"vaddr": rec.uv(), "memsz": rec.uv(), "flags": rec.uv()} for _ in range(rec.uv())]
+            defined.add(mid)
             pending["module"].append({"kind": "module", "id": mid, "path": path, "base": base,
                                       "build_id": build_id.hex(), "segments": segs})
+        elif kind == 5:
+            mid = rec.uv()
+            if mid in defined:  # an unload of an id no MODULE_LOAD defined says nothing
+                pending["module_unload"].append({"kind": "module_unload", "id": mid})
         elif kind in (9, 10):
             what, key = ("thread", "tid") if kind == 9 else ("pool", "pool")
             num, name = rec.uv(), rec.str()
@@ -139,7 +145,7 @@ def take_definitions(pending):
     """Definition lines met since the last event, grouped as FORMAT.md
     section 11 prints them."""
     out = []
-    for what in ("pool", "thread", "info", "module"):
+    for what in ("pool", "thread", "info", "module", "module_unload"):
         out.extend(pending[what])
         pending[what].clear()
     return out
@@ -220,7 +226,7 @@ def main():
             if failures < 5:
                 print("differs:\n  trace-dump ", want, "\n  spec reader", got, file=sys.stderr)
     kinds = {r["kind"] for r in records}
-    if not {"pool", "thread", "info", "module"} <= kinds:
+    if not {"pool", "thread", "info", "module", "module_unload"} <= kinds:
         print("the log lacks definitions of some kind:", sorted(kinds), file=sys.stderr)
         failures += 1
     print(f"spec reader: {len(records)} events and definitions agree" if not failures

@@ -418,13 +418,14 @@ def import_roundtrip(args, work):
         {"kind": "pool", "pool": 3, "name": "handpool"},
         {"kind": "thread", "tid": 7, "name": "worker-7"},
         {"kind": "info", "key": "note", "value": "written by hand"},
-        {"kind": "module", "path": "/opt/lib/libhand.so", "base": 0x7f0000000000, "build_id": "0123abcd",
-         "segments": [{"vaddr": 0, "memsz": 0x10000, "flags": 5}]},
+        {"kind": "module", "id": 5, "path": "/opt/lib/libhand.so", "base": 0x7f0000000000,
+         "build_id": "0123abcd", "segments": [{"vaddr": 0, "memsz": 0x10000, "flags": 5}]},
         {"seq": 10, "tid": 7, "t_ns": 2000, "kind": "pool_op_begin", "pool": 3, "op": 1, "arg": 4096,
          "native_stack": [0x7f0000001234]},
         {"seq": 11, "tid": 7, "t_ns": 2100, "kind": "pool_alloc", "parent": 10, "pool": 3, "ptr": 0x5000,
          "requested": 4096, "granted": 4096, "py_stack": [{"file": "hand.py", "line": 3, "function": "f"}]},
         {"seq": 12, "tid": 7, "t_ns": 2200, "kind": "pool_op_end", "pool": 3, "begin": 10},
+        {"kind": "module_unload", "id": 5},
         {"seq": 13, "tid": 7, "t_ns": 2300, "kind": "end"},
     ]) + "\n"
     hand = os.path.join(work, "hand.tlog")
@@ -434,6 +435,9 @@ def import_roundtrip(args, work):
                  "hand.py:3 (f)", "command    handmade"):
         if want not in text:
             fail("the imported log's report lacks %r:\n%s" % (want, text))
+    hand_lines = [json.loads(l) for l in dump_json(args, hand).splitlines()]
+    if {"kind": "module_unload", "id": 1} not in hand_lines:
+        fail("the module_unload line did not come back: %r" % hand_lines)
     doc = json.loads(report(args, hand, "--json"))
     if [(m["path"], m["build_id"]) for m in doc["modules"]] != [("/opt/lib/libhand.so", "0123abcd")]:
         fail("module line not imported: %r" % doc["modules"])
@@ -448,7 +452,8 @@ def import_roundtrip(args, work):
         fail("collections: %d listed of %d" % (len(gc["collections"]), gc["collections_total"]))
     if gc["generations"][0]["collections"] != 25000:
         fail("generation 0 collections: %r" % gc["generations"][0])
-    for bad in ('{"kind":"header"}\n{"kind":"header"}\n', '{"kind":"nonsense"}\n', '{"kind": \n'):
+    for bad in ('{"kind":"header"}\n{"kind":"header"}\n', '{"kind":"nonsense"}\n', '{"kind": \n',
+                '{"kind":"module_unload","id":3}\n'):
         p = subprocess.run([args.replay, "import", "-o", os.path.join(work, "bad.tlog"), "-"], input=bad,
                            capture_output=True, text=True)
         if p.returncode != 2 or ":1:" not in p.stderr and ":2:" not in p.stderr:
