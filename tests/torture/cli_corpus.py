@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Every command of trace-replay, and trace-dump, over the fuzz corpora.
+"""Every command of trace-replay, and trace-dump, over a fuzz corpus.
 
 The fuzzers drive the reader, the checks, the models, explore and import;
 report, stats, export and minimize are only reachable through the command
-line, so this runs each of them on every input of the checked-in corpora (the
-damaged, forged and minimized logs the fuzzers kept). An exit status other
-than 0, 1 or 2, a sanitizer report or a time-out fails the test. Inputs that
-are raw records are wrapped in a zstd frame first, as the fuzzer does.
+line, so this runs each of them on every input of the replay fuzzer's
+checked-in corpus (the damaged, forged and minimized logs it kept). An exit
+status other than 0, 1 or 2, a sanitizer report or a time-out fails the
+test. Inputs that are raw records are wrapped in a zstd frame first, as the
+fuzzer does.
 
 usage: cli_corpus.py --trace-replay R --trace-dump D --zstd Z --work DIR CORPUS...
 """
