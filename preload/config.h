@@ -1,6 +1,6 @@
 /*
  * config.h - the tracer's settings, read once from the environment at start.
- * README.md documents each variable.
+ * docs/settings.md documents each variable.
  */
 #ifndef TRACE_CONFIG_H
 #define TRACE_CONFIG_H

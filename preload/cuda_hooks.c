@@ -2,7 +2,7 @@
  * cuda_hooks.c - the memory entry points: call the real function, record
  * one cuda_alloc or cuda_free event (failed calls too, with their code).
  *
- * What goes where (README.md has the table):
+ * What goes where (docs/cuda.md has the table):
  *   allocations, reservations, creates, maps  -> cuda_alloc
  *   frees, releases, unmaps, address frees     -> cuda_free
  *   ptr: the pointer or VA; for cuMemCreate/cuMemRelease the allocation handle.

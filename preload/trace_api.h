@@ -15,7 +15,7 @@
  * Every event recorded on this thread between op_begin and op_end (a CUDA
  * call, a garbage collection, another pool's operation) is recorded as nested
  * in the operation.  From Python, the same functions are reachable through
- * ctypes.CDLL(None) when the preload is active (see README.md).
+ * ctypes.CDLL(None) when the preload is active (see docs/pool-api.md).
  */
 #ifndef TRACE_API_H
 #define TRACE_API_H
