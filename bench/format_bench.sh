@@ -15,7 +15,7 @@ if [ -z "$bench" ]; then
     build="$here/build-bench"
     cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
     cmake --build "$build" --target format-bench -j2 >/dev/null
-    bench="$build/bin/format-bench"
+    bench="$build/bench/format-bench"
 fi
 echo "format-bench on CPU 0 of $(nproc) (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
 exec taskset -c 0 "$bench" "$events" "$level"

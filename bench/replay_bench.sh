@@ -4,7 +4,7 @@
 #   bench/replay_bench.sh [BUILD_DIR] [EVENTS]
 #
 # BUILD_DIR defaults to build (it needs bin/trace-replay and
-# bin/replay-bench-gen); EVENTS to 10 million.  Writes the logs under
+# bench/replay-bench-gen); EVENTS to 10 million.  Writes the logs under
 # $TMPDIR, prints one line per measurement:
 #   model-free checks      (--model none)        aim: >= 10 M events/s
 #   cupy model, incremental (--model cupy)       aim: >= 3 M events/s
@@ -21,7 +21,7 @@ tmp=${TMPDIR:-/tmp}/replay_bench.$$
 mkdir -p "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 replay=$build/bin/trace-replay
-gen=$build/bin/replay-bench-gen
+gen=$build/bench/replay-bench-gen
 pin=""
 command -v taskset >/dev/null 2>&1 && pin="taskset -c 0"
 
