@@ -598,8 +598,7 @@ def progress(args, work):
     nothing when it is a pipe (CI logs, files)."""
     import pty
     log = os.path.join(work, "big.tlog")
-    gen = os.path.join(os.path.dirname(args.replay), "replay-bench-gen")
-    subprocess.run([gen, log, "5000000"], check=True, capture_output=True, timeout=300)
+    subprocess.run([args.gen, log, "5000000"], check=True, capture_output=True, timeout=300)
     for cmd in (["report", log], ["check", log, "--model", "none"]):
         master, slave = pty.openpty()
         env = dict(os.environ)
@@ -692,6 +691,7 @@ def main():
                                       "torch_snapshot", "progress", "html", "trace_run", "perfetto"])
     p.add_argument("--preload", required=True)
     p.add_argument("--replay", required=True)
+    p.add_argument("--gen", help="replay-bench-gen (synthetic logs)")
     p.add_argument("--workdir")
     p.add_argument("--cuda-doubles", help="folder of the CUDA test doubles (libcudart.so.13)")
     args = p.parse_args()
