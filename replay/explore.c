@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ptrmap.h"
+#include "walk.h"
 #include "xalloc.h"
 
 /* A block some collection freed: (collection, pool, block, its allocation). */
@@ -28,45 +29,44 @@ static int by_gc(const void *a, const void *b)
     return x->free_seq < y->free_seq ? -1 : x->free_seq > y->free_seq;
 }
 
-/* Pass 1: which pool blocks each collection freed.  Per thread, the
- * innermost open collection (gc_start .. gc_stop) owns the frees in it. */
-static void learn(explorer *x, rp_source *src)
-{
+/* Pass 1: which pool blocks each collection freed: the innermost collection
+ * open around a pool_free on its thread owns it. */
+typedef struct learner {
+    explorer *x;
     rp_ptrmap allocs;           /* (pool, block) -> seq of its allocation */
-    rp_ptrmap_init(&allocs);
-    uint64_t *stack = NULL;     /* open collections: (tid, seq) pairs */
-    size_t nstack = 0, capstack = 0;
-    tf_event e;
-    while (src->next(src, &e)) {
-        uint64_t key = e.u.pool.ptr ^ (uint64_t)e.u.pool.pool << 56;
-        if (e.kind == TF_EV_GC_START) {
-            rp_grow(&stack, &capstack, nstack + 2, sizeof *stack);
-            stack[nstack++] = e.tid;
-            stack[nstack++] = e.seq;
-        } else if (e.kind == TF_EV_GC_STOP) {
-            for (size_t i = nstack; i >= 2; i -= 2)
-                if (stack[i - 2] == e.tid) {
-                    memmove(stack + i - 2, stack + i, (nstack - i) * sizeof *stack);
-                    nstack -= 2;
-                    break;
-                }
-        } else if (e.kind == TF_EV_POOL_ALLOC && e.u.pool.ptr) {
-            rp_ptrmap_put(&allocs, key, e.seq);
-        } else if (e.kind == TF_EV_POOL_FREE && e.u.pool.ptr) {
-            uint64_t gc = 0;
-            for (size_t i = nstack; i >= 2 && !gc; i -= 2)
-                if (stack[i - 2] == e.tid)
-                    gc = stack[i - 1];
-            uint64_t a = 0;
-            rp_ptrmap_del(&allocs, key, &a);
-            if (gc && a) {
-                rp_grow(&x->f, &x->cap, x->n + 1, sizeof *x->f);
-                x->f[x->n++] = (gc_free){gc, e.seq, a, e.u.pool.ptr, e.u.pool.pool};
-            }
+} learner;
+
+static int learn_event(void *ctx, const tf_event *e, const rp_where *w)
+{
+    learner *l = ctx;
+    explorer *x = l->x;
+    uint64_t key = e->u.pool.ptr ^ (uint64_t)e->u.pool.pool << 56;
+    if (e->kind == TF_EV_POOL_ALLOC && e->u.pool.ptr) {
+        rp_ptrmap_put(&l->allocs, key, e->seq);
+    } else if (e->kind == TF_EV_POOL_FREE && e->u.pool.ptr) {
+        const rp_frame *gc = rp_where_gc(w);
+        uint64_t a = 0;
+        rp_ptrmap_del(&l->allocs, key, &a);
+        if (gc && a) {
+            rp_grow(&x->f, &x->cap, x->n + 1, sizeof *x->f);
+            x->f[x->n++] = (gc_free){gc->seq, e->seq, a, e->u.pool.ptr, e->u.pool.pool};
         }
     }
-    free(stack);
-    rp_ptrmap_free(&allocs);
+    return 0;
+}
+
+static void learn(explorer *x, rp_source *src)
+{
+    learner l = {x, {0}};
+    rp_ptrmap_init(&l.allocs);
+    rp_walk *w = rp_walk_new();
+    rp_subscriber sub = {&l, learn_event, NULL};
+    rp_walk_subscribe(w, &sub);
+    tf_event e;
+    while (src->next(src, &e))
+        rp_walk_event(w, &e);
+    rp_walk_free(w);
+    rp_ptrmap_free(&l.allocs);
     if (x->n)   /* no collection freed anything: x->f is NULL, qsort's nonnull */
         qsort(x->f, x->n, sizeof *x->f, by_gc);
 }
@@ -99,29 +99,51 @@ static uint32_t candidates(explorer *x, uint32_t pool, uint64_t t, uint64_t *gc_
     return 0;
 }
 
+/* One trial: the blocks to free at the point, and what broke. */
+typedef struct attempt {
+    explorer *x;
+    uint32_t n;
+    rp_finding f;
+} attempt;
+
+static void inject(void *ctx, rp_trial *t)
+{
+    attempt *a = ctx;
+    for (uint32_t i = 0; i < a->n; i++)
+        rp_trial_free(t, a->x->frees[i]);
+}
+
+static void broke(void *ctx, const rp_finding *f)
+{
+    attempt *a = ctx;
+    a->f = *f;
+}
+
+/* Before each operation: at each re-entrancy point it reaches, a collection
+ * freeing what the next later collection freed. */
 static void probe(void *ctx, rp_replay *r, const rp_opref *op)
 {
     explorer *x = ctx;
     uint64_t gc_seq = 0;
-    uint32_t n = candidates(x, op->pool, op->seq, &gc_seq);
-    if (!n)
+    attempt a = {.x = x, .n = candidates(x, op->pool, op->seq, &gc_seq)};
+    if (!a.n)
         return;
+    rp_trial_host th = {&a, inject, broke};
     for (int point = 0; point < 4; point++) {
-        rp_finding f;
-        const char *where;
-        int rc = rp_replay_try(r, point, x->frees, n, &f, &where);
+        const char *where = NULL;
+        int rc = rp_replay_trial(r, point, &th, &where);
         if (rc < 0)
             return;
         x->out->probes++;
         if (rc == 1) {
             rp_explore_result *o = x->out;
             o->found = 1;
-            o->finding = f;
+            o->finding = a.f;
             o->op = *op;
             o->point = where;
             o->gc_seq = gc_seq;
-            memcpy(o->frees, x->frees, n * sizeof *x->frees);
-            o->nfrees = n;
+            memcpy(o->frees, x->frees, a.n * sizeof *x->frees);
+            o->nfrees = a.n;
             rp_replay_stop(r);
             return;
         }

@@ -33,6 +33,7 @@ typedef struct exporter {
     int counters_written;
     int no_stacks;                        /* --no-stacks: smaller files for long logs */
     uint64_t first, last;                 /* --range: the events written */
+    const rpt *r;                         /* the report's figures, from the same pass */
 } exporter;
 
 static const char usage[] =
@@ -203,13 +204,14 @@ static void counters(exporter *x, const rpt *r, const tf_event *e)
     rp_json_end_obj(&x->j);
 }
 
-static void on_event(void *ctx, const rpt *r, const tf_event *e, const rpt_frame *up)
+static int on_event(void *ctx, const tf_event *e, const rp_where *w)
 {
     exporter *x = ctx;
-    (void)up;
+    const rpt *r = x->r;
+    (void)w;
     x->t_last = e->t_ns;
     if (e->seq < x->first || e->seq > x->last)
-        return;
+        return 0;
     if (e->kind == TF_EV_GC_START || e->kind == TF_EV_POOL_OP_BEGIN)
         slice_begin(x, e);
     else
@@ -218,12 +220,14 @@ static void on_event(void *ctx, const rpt *r, const tf_event *e, const rpt_frame
         counters(x, r, e);
     else if (e->kind == TF_EV_HOST_ALLOC || e->kind == TF_EV_HOST_FREE)
         counters(x, r, e);
+    return 0;
 }
 
 /* The end of a slice: at its end event, or where the log shows it was left. */
-static void on_closed(void *ctx, const rpt_frame *f, const tf_event *by)
+static void on_closed(void *ctx, const rp_frame *f, rp_close how, const tf_event *by)
 {
     exporter *x = ctx;
+    (void)how;
     if (f->seq < x->first || f->seq > x->last)
         return;   /* its beginning was not written */
     rp_json_obj(&x->j, NULL);
@@ -301,8 +305,9 @@ static int export_log(const char *log, const char *out_path, const export_option
     rp_json_obj(&x.j, NULL);
     rp_json_str(&x.j, "displayTimeUnit", "ms");
     rp_json_arr(&x.j, "traceEvents");
-    rpt_hooks hooks = {&x, on_event, on_closed};
-    rpt_read(&r, &hooks);
+    x.r = &r;
+    rp_subscriber follow = {&x, on_event, on_closed};
+    rpt_read(&r, &follow);
     names(&x, &r);
     rp_json_end_arr(&x.j);
     rp_json_end_obj(&x.j);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ptrmap.h"
+#include "walk.h"
 #include "xalloc.h"
 
 /* Replays stop being worth it past this many: the result is still valid,
@@ -50,32 +51,61 @@ static int still_breaks(search *s)
     return same;
 }
 
-/* Units: an event at depth 0 on its thread starts one; everything until its
- * thread is back at depth 0 belongs to it.  Depth follows op_begin/op_end
- * and gc_start/gc_stop. */
+/* Units: an event outside every frame on its thread (walk.h) starts one;
+ * everything until its thread is outside every frame again belongs to it,
+ * the end event that closes the outermost frame included. */
+typedef struct unit_thread { uint32_t unit; uint64_t joins; } unit_thread;
+
+typedef struct unit_pass {
+    search *s;
+    size_t i;                  /* the event being walked */
+    uint32_t units;
+    unit_thread *th;
+    size_t nth, capth;
+    rp_ptrmap th_index;        /* tid -> position in th */
+} unit_pass;
+
+static unit_thread *unit_thread_of(unit_pass *u, uint32_t tid)
+{
+    uint64_t *at = rp_ptrmap_get(&u->th_index, tid);
+    if (at)
+        return &u->th[*at];
+    rp_grow(&u->th, &u->capth, u->nth + 1, sizeof *u->th);
+    u->th[u->nth] = (unit_thread){0, 0};
+    rp_ptrmap_put(&u->th_index, tid, u->nth);
+    return &u->th[u->nth++];
+}
+
+static int unit_event(void *ctx, const tf_event *e, const rp_where *w)
+{
+    unit_pass *u = ctx;
+    unit_thread *t = unit_thread_of(u, e->tid);
+    if (w->depth == 0 && t->joins != e->seq)
+        t->unit = u->units++;
+    u->s->unit_of[u->i] = t->unit;
+    return 0;
+}
+
+static void unit_closed(void *ctx, const rp_frame *f, rp_close how, const tf_event *by)
+{
+    unit_pass *u = ctx;
+    if (f->depth == 0 && how == RP_CLOSE_END)
+        unit_thread_of(u, f->tid)->joins = by->seq;
+}
+
 static uint32_t make_units(search *s)
 {
-    struct { uint32_t tid, depth, unit; } th[64];
-    int nth = 0;
-    uint32_t units = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        const tf_event *e = &s->ev[i];
-        int t = 0;
-        while (t < nth && th[t].tid != e->tid)
-            t++;
-        if (t == nth && nth < 64)
-            th[nth++] = (__typeof__(th[0])){e->tid, 0, 0};
-        if (t == 64)
-            t = 63;  /* more threads than we track: share the last slot */
-        if (th[t].depth == 0)
-            th[t].unit = units++;
-        s->unit_of[i] = th[t].unit;
-        if (e->kind == TF_EV_POOL_OP_BEGIN || e->kind == TF_EV_GC_START)
-            th[t].depth++;
-        else if ((e->kind == TF_EV_POOL_OP_END || e->kind == TF_EV_GC_STOP) && th[t].depth)
-            th[t].depth--;
-    }
-    return units;
+    unit_pass u = {s, 0, 0, NULL, 0, 0, {0}};
+    rp_ptrmap_init(&u.th_index);
+    rp_walk *w = rp_walk_new();
+    rp_subscriber sub = {&u, unit_event, unit_closed};
+    rp_walk_subscribe(w, &sub);
+    for (u.i = 0; u.i < s->n; u.i++)
+        rp_walk_event(w, &s->ev[u.i]);
+    rp_walk_free(w);
+    rp_ptrmap_free(&u.th_index);
+    free(u.th);
+    return u.units;
 }
 
 /* Union-find root of unit u. */

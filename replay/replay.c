@@ -1,4 +1,19 @@
-/* replay.c - the check driver: log events -> checks and pool models. */
+/*
+ * replay.c - the check driver: log events -> checks and pool models.
+ *
+ * The walker (walk.c) says where each event is nested; this file decides
+ * what a model sees and when.  A top-level operation of a modelled pool is
+ * gathered, with everything nested in it, until its frame closes; the
+ * operations nested in it form a tree as they arrive (gather_event), and
+ * the whole runs through the model at once (apply_top) so that the nested
+ * ones can be delivered where the model says the real code could have run a
+ * collection (deliver, runs_here: the delivery points).
+ *
+ * Two kinds of run go through the same code: the replay of record, which
+ * keeps the address maps and the fidelity counts, and explore's trials
+ * (rp_replay_trial), which run the pending operation on a scratch copy of
+ * the model, change nothing of the replay, and have hosts of their own.
+ */
 #include "replay.h"
 
 #include <stdio.h>
@@ -6,6 +21,7 @@
 #include <string.h>
 
 #include "checks.h"
+#include "cuda_space.h"
 #include "ptrmap.h"
 #include "rangeset.h"
 #include "xalloc.h"
@@ -15,16 +31,31 @@
 #define SYNTH_BASE 0x7e0000000000ULL
 #define SYNTH_ALIGN (2ULL << 20)
 
-typedef struct frame { uint64_t seq; uint32_t kind, pool; } frame;
+/* Operations nested deeper than this stay plain events of the one around
+ * them (deeper than any recorder nests), so a hostile log cannot exhaust
+ * the stack of apply_node. */
+#define MAX_DEPTH 64
+
+/* A pool operation inside a gathered buffer, and the operations nested in it. */
+typedef struct node {
+    uint32_t begin, end;       /* buffer indices: [begin, end) */
+    uint32_t child, sibling, last_child;
+    uint32_t gc;               /* index of the collection it ran in, RP_NIL */
+} node;
+
+/* A top-level operation and everything nested in it, in seq order. */
+typedef struct gathered {
+    tf_event *buf;
+    size_t nbuf, capbuf;
+    node *nodes;               /* node 0: the operation itself */
+    size_t nnodes, capnodes;
+} gathered;
 
 typedef struct thread {
-    uint32_t tid;
-    frame *st;                 /* open operations and collections */
-    size_t nst, capst;
-    tf_event *buf;             /* a top-level modelled operation, gathered */
-    size_t nbuf, capbuf;
-    uint64_t capture;          /* seq of its op_begin, 0 when not gathering */
-    uint32_t capture_pool;
+    gathered g;
+    uint64_t capture;          /* seq of the gathered operation, 0 when none */
+    uint32_t *open;            /* nodes whose frames are open, innermost last */
+    size_t nopen, capopen;
 } thread;
 
 typedef struct pool {
@@ -38,40 +69,43 @@ typedef struct pool {
     rp_rangeset msegs;         /* the model's segments */
 } pool;
 
-/* A pool operation inside a gathered buffer, and the operations nested in it. */
-typedef struct node {
-    uint32_t begin, end;       /* buffer indices: [begin, end) */
-    uint32_t child, sibling;
-    uint32_t gc;               /* index of the collection it ran in, RP_NIL */
-} node;
+/* An explore trial in progress. */
+typedef struct trial {
+    const rp_trial_host *th;
+    int point, seen, broke;
+    const char *where;
+} trial;
 
 /* One operation being applied to a model. */
 typedef struct hctx {
     rp_replay *r;
     pool *p;
     void *m;
-    const tf_event *buf;
+    const gathered *g;         /* NULL outside any operation */
     uint32_t node;             /* RP_NIL for an injected free */
     uint32_t next_child;
     uint32_t seg_cursor;
     struct hctx *up;
     rp_host host;
     const tf_event *ev;        /* outside any operation: the event itself */
+    trial *tr;                 /* NULL: the replay of record */
 } hctx;
 
 struct rp_replay {
     rp_options o;
     rp_checks *checks;
+    rp_walk *walk;                 /* rp_replay_event's own, when nobody else feeds */
     thread *th;
-    size_t nth, capth, last_th;
+    size_t nth, capth;
+    rp_ptrmap th_index;            /* tid -> position in th */
     pool *pools;
     size_t npools, cappools;
     rp_ptrmap pool_index;          /* pool id -> position in pools */
-    node *nodes;
-    size_t nnodes, capnodes;
+    gathered bare;                 /* a bare pool event, as a one-event operation */
     rp_result res;
     size_t capseries;
     int stopped;
+    uint64_t stopped_at;           /* the event being handled when it stopped */
     uint64_t synth_next;
     uint64_t model_peak_reserved, model_peak_allocated;
     rp_reentry re[RP_MAX_NESTED];  /* re-entries of the current top-level op */
@@ -79,20 +113,24 @@ struct rp_replay {
     uint64_t last_segments;
     rp_probe_hook hook;
     void *hook_ctx;
-    struct {
-        int active, point, seen, broke;
-        const uint64_t *ptrs;
-        uint32_t n;
-        rp_finding f;
-        const char *where;
-        const tf_event *buf;   /* the pending operation */
-        pool *p;
-    } probe;
+    const gathered *pending;       /* the operation a probe hook may try */
+    pool *pending_pool;
 };
 
-static int apply_node(rp_replay *r, pool *p, void *m, const tf_event *buf, uint32_t nid, int nested, hctx *up);
+static int apply_node(rp_replay *r, pool *p, void *m, const gathered *g, uint32_t nid, int nested, hctx *up,
+                      trial *tr);
+static const rp_host record_host, trial_host;
 
 /* ------------------------------------------------------------------ setup */
+
+static void gathered_free(gathered *g)
+{
+    free(g->buf);
+    free(g->nodes);
+}
+
+static int driver_event(void *ctx, const tf_event *e, const rp_where *w);
+static void driver_closed(void *ctx, const rp_frame *f, rp_close how, const tf_event *by);
 
 rp_replay *rp_replay_new(const rp_options *o)
 {
@@ -100,7 +138,15 @@ rp_replay *rp_replay_new(const rp_options *o)
     r->o = *o;
     r->checks = rp_checks_new();
     r->synth_next = SYNTH_BASE;
+    rp_ptrmap_init(&r->th_index);
+    rp_ptrmap_init(&r->pool_index);
     return r;
+}
+
+void rp_replay_attach(rp_replay *r, rp_walk *w)
+{
+    rp_subscriber driver = {r, driver_event, driver_closed};
+    rp_walk_subscribe(w, &driver);
 }
 
 void rp_replay_free(rp_replay *r)
@@ -108,8 +154,8 @@ void rp_replay_free(rp_replay *r)
     if (!r)
         return;
     for (size_t i = 0; i < r->nth; i++) {
-        free(r->th[i].st);
-        free(r->th[i].buf);
+        gathered_free(&r->th[i].g);
+        free(r->th[i].open);
     }
     for (size_t i = 0; i < r->npools; i++) {
         pool *p = &r->pools[i];
@@ -123,27 +169,24 @@ void rp_replay_free(rp_replay *r)
         rp_rangeset_free(&p->msegs);
     }
     free(r->th);
+    rp_ptrmap_free(&r->th_index);
     free(r->pools);
     rp_ptrmap_free(&r->pool_index);
-    free(r->nodes);
+    gathered_free(&r->bare);
     free(r->res.series);
     rp_checks_free(r->checks);
+    rp_walk_free(r->walk);
     free(r);
 }
 
 static thread *thread_of(rp_replay *r, uint32_t tid)
 {
-    if (r->last_th < r->nth && r->th[r->last_th].tid == tid)
-        return &r->th[r->last_th];
-    for (size_t i = 0; i < r->nth; i++)
-        if (r->th[i].tid == tid) {
-            r->last_th = i;
-            return &r->th[i];
-        }
+    uint64_t *at = rp_ptrmap_get(&r->th_index, tid);
+    if (at)
+        return &r->th[*at];
     rp_grow(&r->th, &r->capth, r->nth + 1, sizeof *r->th);
     memset(&r->th[r->nth], 0, sizeof *r->th);
-    r->th[r->nth].tid = tid;
-    r->last_th = r->nth;
+    rp_ptrmap_put(&r->th_index, tid, r->nth);
     return &r->th[r->nth++];
 }
 
@@ -198,58 +241,11 @@ static pool *modelled(rp_replay *r, uint32_t id)
     return p->ops && !p->broken ? p : NULL;
 }
 
-/* ---------------------------------------------------------------- parsing */
-
-static uint32_t node_new(rp_replay *r, uint32_t begin, uint32_t gc)
-{
-    rp_grow(&r->nodes, &r->capnodes, r->nnodes + 1, sizeof *r->nodes);
-    r->nodes[r->nnodes] = (node){begin, begin + 1, RP_NIL, RP_NIL, gc};
-    return (uint32_t)r->nnodes++;
-}
+/* --------------------------------------------------------------- events */
 
 static int is_bare(const tf_event *e)
 {
     return e->kind == TF_EV_POOL_ALLOC || e->kind == TF_EV_POOL_FREE;
-}
-
-/* The operation starting at buf[i] and everything nested in it.  Nested
- * operations are those inside it on its thread: through a collection, or
- * directly; a bare pool_free under a collection counts as one too.  Below
- * MAX_DEPTH (deeper than any recorder nests) operations stay plain events,
- * so a hostile log cannot exhaust the stack. */
-#define MAX_DEPTH 64
-static uint32_t parse(rp_replay *r, const tf_event *buf, uint32_t n, uint32_t i, uint32_t gc, int depth)
-{
-    uint32_t id = node_new(r, i, gc);
-    if (buf[i].kind != TF_EV_POOL_OP_BEGIN)
-        return id;
-    uint64_t seq = buf[i].seq;
-    uint32_t gcs[16], last = RP_NIL, j = i + 1;
-    int ngc = 0;
-    while (j < n) {
-        const tf_event *e = &buf[j];
-        if (e->kind == TF_EV_POOL_OP_END && e->u.pool_op.begin == seq) {
-            j++;
-            break;
-        }
-        if (depth < MAX_DEPTH && (e->kind == TF_EV_POOL_OP_BEGIN || (is_bare(e) && e->parent != seq))) {
-            uint32_t c = parse(r, buf, n, j, ngc ? gcs[ngc - 1] : RP_NIL, depth + 1);
-            if (last == RP_NIL)
-                r->nodes[id].child = c;
-            else
-                r->nodes[last].sibling = c;
-            last = c;
-            j = r->nodes[c].end;
-            continue;
-        }
-        if (e->kind == TF_EV_GC_START && ngc < 16)
-            gcs[ngc++] = j;
-        else if (e->kind == TF_EV_GC_STOP && ngc)
-            ngc--;
-        j++;
-    }
-    r->nodes[id].end = j;
-    return id;
 }
 
 static uint32_t pool_id_of(const tf_event *e)
@@ -272,23 +268,33 @@ static rp_opref opref_of(const tf_event *e)
 }
 
 /* The pool_alloc / pool_free that says what the operation did, or RP_NIL. */
-static uint32_t result_of(rp_replay *r, const tf_event *buf, uint32_t nid)
+static uint32_t result_of(const gathered *g, uint32_t nid)
 {
-    const node *nd = &r->nodes[nid];
-    const tf_event *b = &buf[nd->begin];
+    const node *nd = &g->nodes[nid];
+    const tf_event *b = &g->buf[nd->begin];
     if (b->kind != TF_EV_POOL_OP_BEGIN)
         return nd->begin;
     for (uint32_t j = nd->begin + 1; j < nd->end; j++)
-        if (buf[j].parent == b->seq && is_bare(&buf[j]) && buf[j].u.pool.pool == b->u.pool_op.pool)
+        if (g->buf[j].parent == b->seq && is_bare(&g->buf[j]) && g->buf[j].u.pool.pool == b->u.pool_op.pool)
             return j;
     return RP_NIL;
 }
 
-static rp_site site_at(rp_replay *r, const tf_event *buf, uint32_t nid)
+static rp_site site_of(const tf_event *e)
 {
-    uint32_t i = result_of(r, buf, nid);
-    const tf_event *e = &buf[i == RP_NIL ? r->nodes[nid].begin : i];
     return (rp_site){e->seq, e->tid, e->native_stack, e->py_stack};
+}
+
+static rp_site site_at(const gathered *g, uint32_t nid)
+{
+    uint32_t i = result_of(g, nid);
+    return site_of(&g->buf[i == RP_NIL ? g->nodes[nid].begin : i]);
+}
+
+/* The model's segments: device memory a pool operation obtained from CUDA. */
+static int is_device_alloc(const tf_event *e)
+{
+    return e->kind == TF_EV_CUDA_ALLOC && rp_cuda_space_of(e->u.cuda.api) == RP_CUDA_DEVICE;
 }
 
 /* -------------------------------------------------------- model services */
@@ -304,33 +310,25 @@ static void diverge(rp_replay *r, uint64_t seq)
 /* The event an operation context stands for. */
 static uint64_t seq_of(const hctx *h)
 {
-    return h->node != RP_NIL ? h->buf[h->r->nodes[h->node].begin].seq : h->ev ? h->ev->seq : 0;
+    return h->node != RP_NIL ? h->g->buf[h->g->nodes[h->node].begin].seq : h->ev ? h->ev->seq : 0;
+}
+
+static hctx *root_of(hctx *h)
+{
+    while (h->up)
+        h = h->up;
+    return h;
+}
+
+static rp_site site_of_ctx(hctx *h)
+{
+    hctx *root = root_of(h);
+    if (root->node != RP_NIL)
+        return site_at(root->g, root->node);
+    return root->ev ? site_of(root->ev) : (rp_site){0, 0, 0, 0};
 }
 
 static void deliver(hctx *h, const char *point);
-static void host_warning(void *ctx, const char *inv, const char *msg);
-
-static void host_reenter(void *ctx, const char *point)
-{
-    hctx *h = ctx;
-    rp_replay *r = h->r;
-    if (r->stopped)
-        return;
-    if (r->probe.active && !h->up && r->probe.seen++ == r->probe.point) {
-        r->probe.where = point;
-        for (uint32_t i = 0; i < r->probe.n && !r->probe.broke; i++) {
-            uint64_t *mp = rp_ptrmap_get(&h->p->xlat, r->probe.ptrs[i]);
-            if (!mp)
-                continue;
-            hctx inj = *h;
-            inj.node = RP_NIL;
-            inj.up = h;
-            inj.host.ctx = &inj;
-            h->p->ops->free(h->m, *mp, 1, &inj.host);
-        }
-    }
-    deliver(h, point);
-}
 
 static uint64_t synth_segment(rp_replay *r, uint64_t size)
 {
@@ -339,56 +337,60 @@ static uint64_t synth_segment(rp_replay *r, uint64_t size)
     return base;
 }
 
-static int is_device_alloc(const tf_event *e)
+/* The next segment the log shows this operation obtaining, from the event
+ * after the last one taken (rec 0: none); *refused when the device said no
+ * on the way. */
+static void next_recorded_segment(hctx *h, uint64_t *rec, uint64_t *rec_size, int *refused)
 {
-    return e->kind == TF_EV_CUDA_ALLOC && e->u.cuda.api != TF_API_cuMemCreate &&
-           e->u.cuda.api != TF_API_cuMemAddressReserve && e->u.cuda.api != TF_API_cudaMallocHost &&
-           e->u.cuda.api != TF_API_cudaHostAlloc && e->u.cuda.api != TF_API_cuMemAllocHost_v2 &&
-           e->u.cuda.api != TF_API_cuMemHostAlloc && e->u.cuda.api != TF_API_cuMemMap;
+    *rec = *rec_size = 0;
+    *refused = 0;
+    if (h->node == RP_NIL)
+        return;
+    const node *nd = &h->g->nodes[h->node];
+    uint64_t seq = h->g->buf[nd->begin].seq;
+    for (uint32_t j = h->seg_cursor; j < nd->end && !*rec; j++) {
+        const tf_event *e = &h->g->buf[j];
+        if (e->parent != seq)
+            continue;
+        if (is_device_alloc(e) && e->u.cuda.result != 0)
+            *refused = 1;
+        else if (is_device_alloc(e) && e->u.cuda.ptr)
+            *rec = e->u.cuda.ptr, *rec_size = e->u.cuda.size, h->seg_cursor = j + 1;
+        else if (e->kind == TF_EV_POOL_SEGMENT && e->u.segment.grow == TF_SEGMENT_GROW)
+            *rec = e->u.segment.ptr, *rec_size = e->u.segment.size, h->seg_cursor = j + 1;
+    }
+}
+
+/* Where a segment the model asks for goes: the recorded one when it is big
+ * enough and free in the model, else the hint, else a synthetic one. */
+static uint64_t place_segment(hctx *h, uint64_t rec, uint64_t rec_size, uint64_t size)
+{
+    uint64_t base = rec && rec_size >= size ? rec : h->host.hint;
+    if (!base || rp_rangeset_overlap(&h->p->msegs, base, base + size))
+        base = synth_segment(h->r, size);
+    return base;
 }
 
 /* The model wants a segment: take the next one the log shows this operation
  * obtaining (the prediction matched if the sizes agree). */
-static uint64_t host_segment(void *ctx, uint64_t size)
+static uint64_t record_segment(void *ctx, uint64_t size)
 {
     hctx *h = ctx;
     rp_replay *r = h->r;
-    int probe = r->probe.active;
-    uint64_t rec = 0, rec_size = 0;
-    int refused = 0;
-    if (h->node != RP_NIL) {
-        const node *nd = &r->nodes[h->node];
-        uint64_t seq = h->buf[nd->begin].seq;
-        for (uint32_t j = h->seg_cursor; j < nd->end && !rec; j++) {
-            const tf_event *e = &h->buf[j];
-            if (e->parent != seq)
-                continue;
-            if (is_device_alloc(e) && e->u.cuda.result != 0)
-                refused = 1;
-            else if (is_device_alloc(e) && e->u.cuda.ptr)
-                rec = e->u.cuda.ptr, rec_size = e->u.cuda.size, h->seg_cursor = j + 1;
-            else if (e->kind == TF_EV_POOL_SEGMENT && e->u.segment.grow == TF_SEGMENT_GROW)
-                rec = e->u.segment.ptr, rec_size = e->u.segment.size, h->seg_cursor = j + 1;
-        }
-    }
+    uint64_t rec, rec_size;
+    int refused;
+    next_recorded_segment(h, &rec, &rec_size, &refused);
     if (!rec && refused) {
-        if (!probe)
-            r->res.matched++;
+        r->res.matched++;
         return 0;
     }
-    if (!probe) {
-        if (rec && rec_size == size)
-            r->res.matched++;
-        else
-            diverge(r, seq_of(h));
-    }
-    uint64_t base = rec && rec_size >= size ? rec : h->host.hint;
-    if (!base || rp_rangeset_overlap(&h->p->msegs, base, base + size))
-        base = synth_segment(r, size);
-    if (!probe) {
-        rp_rangeset_insert(&h->p->msegs, base, base + size, rec, 0);
-        rp_ptrmap_put(&h->p->segx, rec ? rec : base, base);
-    }
+    if (rec && rec_size == size)
+        r->res.matched++;
+    else
+        diverge(r, seq_of(h));
+    uint64_t base = place_segment(h, rec, rec_size, size);
+    rp_rangeset_insert(&h->p->msegs, base, base + size, rec, 0);
+    rp_ptrmap_put(&h->p->segx, rec ? rec : base, base);
     return base;
 }
 
@@ -404,42 +406,27 @@ static void record_violation(rp_replay *r, hctx *h, const char *inv, const char 
     memset(&res->violation, 0, sizeof res->violation);
     snprintf(res->violation.invariant, sizeof res->violation.invariant, "%s", inv);
     snprintf(res->violation.message, sizeof res->violation.message, "%s", msg);
-    res->violation.at = n       ? site_at(r, chain[0]->buf, chain[0]->node)
-                        : h->ev ? (rp_site){h->ev->seq, h->ev->tid, h->ev->native_stack, h->ev->py_stack}
-                                : (rp_site){0, 0, 0, 0};
-    res->op = n ? opref_of(&root->buf[r->nodes[root->node].begin]) : (rp_opref){0, 0, 0, 0, 0};
+    res->violation.at = n ? site_at(chain[0]->g, chain[0]->node) : h->ev ? site_of(h->ev) : (rp_site){0, 0, 0, 0};
+    res->op = n ? opref_of(&root->g->buf[root->g->nodes[root->node].begin]) : (rp_opref){0, 0, 0, 0, 0};
     /* Enclosing operations and collections of the event, outermost first;
      * the top-level operation itself is "op". */
     res->nnested = 0;
     for (uint32_t i = n; i-- > 0;) {
-        const node *nd = &r->nodes[chain[i]->node];
+        const node *nd = &chain[i]->g->nodes[chain[i]->node];
         if (i + 1 < n && nd->gc != RP_NIL && res->nnested < RP_MAX_NESTED)
-            res->nested_in[res->nnested++] = opref_of(&chain[i]->buf[nd->gc]);
+            res->nested_in[res->nnested++] = opref_of(&chain[i]->g->buf[nd->gc]);
         if (i > 0 && res->nnested < RP_MAX_NESTED)
-            res->nested_in[res->nnested++] = opref_of(&chain[i]->buf[nd->begin]);
+            res->nested_in[res->nnested++] = opref_of(&chain[i]->g->buf[nd->begin]);
     }
     memcpy(res->reentries, r->re, sizeof r->re);
     res->nreentries = r->nre;
     res->violated = 1;
 }
 
-static void host_violation(void *ctx, const char *inv, const char *msg)
+static void record_violation_host(void *ctx, const char *inv, const char *msg)
 {
     hctx *h = ctx;
     rp_replay *r = h->r;
-    if (r->probe.active) {
-        if (!r->probe.broke) {
-            r->probe.broke = 1;
-            memset(&r->probe.f, 0, sizeof r->probe.f);
-            snprintf(r->probe.f.invariant, sizeof r->probe.f.invariant, "%s", inv);
-            snprintf(r->probe.f.message, sizeof r->probe.f.message, "%s", msg);
-            hctx *root = h;
-            while (root->up)
-                root = root->up;
-            r->probe.f.at = site_at(r, root->buf, root->node);
-        }
-        return;
-    }
     if (r->res.violated)
         return;
     record_violation(r, h, inv, msg);
@@ -449,25 +436,94 @@ static void host_violation(void *ctx, const char *inv, const char *msg)
         h->p->broken = 1;  /* the model's state is no longer the pool's */
 }
 
-static void host_warning(void *ctx, const char *inv, const char *msg)
+static void record_warning(void *ctx, const char *inv, const char *msg)
 {
     hctx *h = ctx;
-    rp_replay *r = h->r;
-    if (r->probe.active)
-        return;  /* explore looks for violations only */
     rp_finding w;
     memset(&w, 0, sizeof w);
     snprintf(w.invariant, sizeof w.invariant, "%s", inv);
     snprintf(w.message, sizeof w.message, "%s", msg);
-    hctx *root = h;
-    while (root->up)
-        root = root->up;
-    if (root->node != RP_NIL)
-        w.at = site_at(r, root->buf, root->node);
-    else if (root->ev)
-        w.at = (rp_site){root->ev->seq, root->ev->tid, root->ev->native_stack, root->ev->py_stack};
-    rp_checks_add_warning(r->checks, &w);
+    w.at = site_of_ctx(h);
+    rp_checks_add_warning(h->r->checks, &w);
 }
+
+static void record_reenter(void *ctx, const char *point)
+{
+    hctx *h = ctx;
+    if (!h->r->stopped)
+        deliver(h, point);
+}
+
+/* The replay of record: its segments, findings and re-entries count. */
+static const rp_host record_host = {NULL, record_reenter, record_segment, record_violation_host, record_warning, 0};
+
+/* ------------------------------------------------------------ trial hosts */
+
+/* A trial's segment: placed like the replay's, counted nowhere. */
+static uint64_t trial_segment(void *ctx, uint64_t size)
+{
+    hctx *h = ctx;
+    uint64_t rec, rec_size;
+    int refused;
+    next_recorded_segment(h, &rec, &rec_size, &refused);
+    if (!rec && refused)
+        return 0;
+    return place_segment(h, rec, rec_size, size);
+}
+
+static void trial_violation(void *ctx, const char *inv, const char *msg)
+{
+    hctx *h = ctx;
+    trial *tr = h->tr;
+    if (tr->broke)
+        return;
+    tr->broke = 1;
+    rp_finding f;
+    memset(&f, 0, sizeof f);
+    snprintf(f.invariant, sizeof f.invariant, "%s", inv);
+    snprintf(f.message, sizeof f.message, "%s", msg);
+    f.at = site_of_ctx(h);
+    tr->th->violation(tr->th->ctx, &f);
+}
+
+/* explore looks for violations only. */
+static void trial_warning(void *ctx, const char *inv, const char *msg)
+{
+    (void)ctx, (void)inv, (void)msg;
+}
+
+/* At the point the trial is about (of the operation itself, not of one
+ * nested in it), the caller injects its collection; then the nested
+ * operations of this model's pool run as in the replay. */
+static void trial_reenter(void *ctx, const char *point)
+{
+    hctx *h = ctx;
+    trial *tr = h->tr;
+    if (!h->up && tr->seen++ == tr->point) {
+        tr->where = point;
+        tr->th->inject(tr->th->ctx, (rp_trial *)h);
+    }
+    deliver(h, point);
+}
+
+static const rp_host trial_host = {NULL, trial_reenter, trial_segment, trial_violation, trial_warning, 0};
+
+void rp_trial_free(rp_trial *t, uint64_t recorded)
+{
+    hctx *h = (hctx *)t;
+    if (h->tr->broke)
+        return;
+    uint64_t *mp = rp_ptrmap_get(&h->p->xlat, recorded);
+    if (!mp)
+        return;
+    hctx inj = *h;
+    inj.node = RP_NIL;
+    inj.up = h;
+    inj.host.ctx = &inj;
+    h->p->ops->free(h->m, *mp, 1, &inj.host);
+}
+
+/* ------------------------------------------------------ delivery points */
 
 /* The function a re-entrancy point names: "_Chunk.split: ..." ->
  * "chunk_split", as symbol names spell it (C or Cython). */
@@ -496,10 +552,10 @@ static int runs_here(hctx *h, uint32_t c, const char *point)
     if (!point)
         return 1;  /* after the operation: also how an unmodelled pool delivers */
     const char *const *names = h->p->ops->point_names;
-    uint32_t gc = r->nodes[c].gc;
-    if (!r->o.stack_has || !names || gc == RP_NIL || !h->buf[gc].native_stack)
+    uint32_t gc = h->g->nodes[c].gc;
+    if (!r->o.stack_has || !names || gc == RP_NIL || !h->g->buf[gc].native_stack)
         return 1;
-    uint32_t stack = h->buf[gc].native_stack;
+    uint32_t stack = h->g->buf[gc].native_stack;
     if (stack_names(r, stack, point))
         return 1;
     for (int i = 0; names[i]; i++)
@@ -508,28 +564,35 @@ static int runs_here(hctx *h, uint32_t c, const char *point)
     return 1;
 }
 
+static int halted(const hctx *h)
+{
+    return h->r->stopped || (h->tr && h->tr->broke);
+}
+
+/* Apply the nested operations that run at this point, in order: one that
+ * ran at a later point holds back those after it. */
 static void deliver(hctx *h, const char *point)
 {
     rp_replay *r = h->r;
     if (h->node == RP_NIL || h->next_child == RP_NIL)
         return;
+    const gathered *g = h->g;
     uint32_t first = h->next_child, count = 0;
-    /* In order: one that ran at a later point holds back those after it. */
-    while (h->next_child != RP_NIL && !r->stopped && !r->probe.broke && runs_here(h, h->next_child, point)) {
+    while (h->next_child != RP_NIL && !halted(h) && runs_here(h, h->next_child, point)) {
         uint32_t c = h->next_child;
-        h->next_child = r->nodes[c].sibling;
-        uint32_t cp = pool_id_of(&h->buf[r->nodes[c].begin]);
+        h->next_child = g->nodes[c].sibling;
+        uint32_t cp = pool_id_of(&g->buf[g->nodes[c].begin]);
         pool *p = cp == h->p->id ? h->p : pool_of(r, cp);
-        if (p != h->p && r->probe.active)
-            continue;  /* a probe must not touch other pools' models */
-        apply_node(r, p, p == h->p ? h->m : p->m, h->buf, c, p == h->p, h);
+        if (p != h->p && h->tr)
+            continue;  /* a trial must not touch other pools' models */
+        apply_node(r, p, p == h->p ? h->m : p->m, g, c, p == h->p, h, h->tr);
         count++;
     }
-    if (!count || r->probe.active || r->nre == RP_MAX_NESTED)
+    if (!count || h->tr || r->nre == RP_MAX_NESTED)
         return;
-    const node *f = &r->nodes[first];
-    const tf_event *gc = f->gc != RP_NIL ? &h->buf[f->gc] : NULL;
-    r->re[r->nre++] = (rp_reentry){h->buf[r->nodes[h->node].begin].seq, gc ? gc->seq : 0, h->buf[f->begin].seq,
+    const node *f = &g->nodes[first];
+    const tf_event *gc = f->gc != RP_NIL ? &g->buf[f->gc] : NULL;
+    r->re[r->nre++] = (rp_reentry){g->buf[g->nodes[h->node].begin].seq, gc ? gc->seq : 0, g->buf[f->begin].seq,
                                    count, gc ? gc->native_stack : 0, gc ? gc->py_stack : 0, point};
 }
 
@@ -540,10 +603,10 @@ static void deliver(hctx *h, const char *point)
 static void apply_releases(hctx *h)
 {
     rp_replay *r = h->r;
-    const node *nd = &r->nodes[h->node];
-    uint64_t seq = h->buf[nd->begin].seq;
+    const node *nd = &h->g->nodes[h->node];
+    uint64_t seq = h->g->buf[nd->begin].seq;
     for (uint32_t j = nd->begin + 1; j < nd->end && !r->stopped; j++) {
-        const tf_event *e = &h->buf[j];
+        const tf_event *e = &h->g->buf[j];
         uint64_t ptr;
         if (e->parent != seq)
             continue;
@@ -557,7 +620,7 @@ static void apply_releases(hctx *h)
         if (!base)
             continue;
         int rc = h->p->ops->release(h->m, *base, &h->host);
-        if (r->probe.active)
+        if (h->tr)
             continue;
         if (rc == RP_UNKNOWN)
             diverge(r, e->seq);
@@ -569,7 +632,7 @@ static void apply_releases(hctx *h)
 static int run_alloc(hctx *h, uint32_t res_i, const tf_event *b)
 {
     rp_replay *r = h->r;
-    const tf_event *res = res_i == RP_NIL ? NULL : &h->buf[res_i];
+    const tf_event *res = res_i == RP_NIL ? NULL : &h->g->buf[res_i];
     uint64_t size = b->kind == TF_EV_POOL_OP_BEGIN ? b->u.pool_op.arg : 0;
     if (!size && res)
         size = res->u.pool.requested ? res->u.pool.requested : res->u.pool.granted;
@@ -578,7 +641,7 @@ static int run_alloc(hctx *h, uint32_t res_i, const tf_event *b)
     uint64_t hint = res ? res->u.pool.ptr : 0, ptr = 0, granted = 0;
     h->host.hint = hint;
     int rc = h->p->ops->alloc(h->m, size, res ? res->u.pool.stream : 0, &h->host, &ptr, &granted);
-    if (rc == RP_BROKEN || r->probe.active)
+    if (rc == RP_BROKEN || h->tr)
         return rc;
     if (rc == RP_OK && hint) {
         if (ptr == hint)
@@ -595,56 +658,70 @@ static int run_alloc(hctx *h, uint32_t res_i, const tf_event *b)
 static int run_free(hctx *h, uint32_t res_i, const tf_event *b, int nested)
 {
     rp_replay *r = h->r;
-    uint64_t rec = res_i != RP_NIL ? h->buf[res_i].u.pool.ptr : b->u.pool_op.arg;
+    uint64_t rec = res_i != RP_NIL ? h->g->buf[res_i].u.pool.ptr : b->u.pool_op.arg;
     uint64_t *mp = rp_ptrmap_get(&h->p->xlat, rec);
     if (!mp) {
-        if (!r->probe.active && rec)
+        if (!h->tr && rec)
             diverge(r, b->seq);
         return RP_OK;
     }
     uint64_t m = *mp;
-    if (!r->probe.active)
+    if (!h->tr)
         rp_ptrmap_del(&h->p->xlat, rec, NULL);
     int rc = h->p->ops->free(h->m, m, nested, &h->host);
-    if (rc == RP_UNKNOWN && !r->probe.active)
+    if (rc == RP_UNKNOWN && !h->tr)
         diverge(r, b->seq);
     return rc == RP_BROKEN ? rc : RP_OK;
 }
 
-static int apply_node(rp_replay *r, pool *p, void *m, const tf_event *buf, uint32_t nid, int nested, hctx *up)
+static hctx context(rp_replay *r, pool *p, void *m, const gathered *g, uint32_t nid, hctx *up, trial *tr,
+                    const tf_event *ev)
 {
-    hctx h = {r, p, m, buf, nid, r->nodes[nid].child, r->nodes[nid].begin + 1, up, {0}, NULL};
-    h.host = (rp_host){&h, host_reenter, host_segment, host_violation, host_warning, 0};
+    hctx h = {r, p, m, g, nid, RP_NIL, 0, up, tr ? trial_host : record_host, ev, tr};
+    if (g && nid != RP_NIL) {
+        h.next_child = g->nodes[nid].child;
+        h.seg_cursor = g->nodes[nid].begin + 1;
+    }
+    return h;
+}
+
+static int apply_node(rp_replay *r, pool *p, void *m, const gathered *g, uint32_t nid, int nested, hctx *up,
+                      trial *tr)
+{
+    hctx h = context(r, p, m, g, nid, up, tr, NULL);
+    h.host.ctx = &h;
     if (!p->ops || p->broken) {
         deliver(&h, NULL);  /* unmodelled: its nested operations still count */
         return r->stopped;
     }
-    const tf_event *b = &buf[r->nodes[nid].begin];
-    uint32_t res = result_of(r, buf, nid);
+    const tf_event *b = &g->buf[g->nodes[nid].begin];
+    uint32_t res = result_of(g, nid);
     uint32_t kind = b->kind == TF_EV_POOL_OP_BEGIN ? b->u.pool_op.op
                     : b->kind == TF_EV_POOL_ALLOC  ? TF_POOL_OP_ALLOC
                                                    : TF_POOL_OP_FREE;
     int rc = RP_OK;
     if (b->kind == TF_EV_POOL_OP_BEGIN)
         apply_releases(&h);
-    if (r->stopped || r->probe.broke)
+    if (halted(&h))
         return 1;
     if (kind == TF_POOL_OP_ALLOC)
         rc = run_alloc(&h, res, b);
     else if (kind == TF_POOL_OP_FREE)
         rc = run_free(&h, res, b, nested);
-    if (rc == RP_BROKEN || r->stopped || r->probe.broke)
+    if (rc == RP_BROKEN || halted(&h))
         return 1;
     deliver(&h, NULL);
-    if (!r->probe.active && h.node != RP_NIL) {
+    if (!tr) {
         /* Growth the log shows and the model did not predict. */
-        const node *nd = &r->nodes[nid];
-        for (uint32_t j = h.seg_cursor; j < nd->end; j++)
-            if (buf[j].parent == b->seq && ((is_device_alloc(&buf[j]) && buf[j].u.cuda.ptr && !buf[j].u.cuda.result) ||
-                                           (buf[j].kind == TF_EV_POOL_SEGMENT && buf[j].u.segment.grow)))
-                diverge(r, buf[j].seq);
+        const node *nd = &g->nodes[nid];
+        for (uint32_t j = h.seg_cursor; j < nd->end; j++) {
+            const tf_event *e = &g->buf[j];
+            if (e->parent == b->seq && ((is_device_alloc(e) && e->u.cuda.ptr && !e->u.cuda.result) ||
+                                        (e->kind == TF_EV_POOL_SEGMENT && e->u.segment.grow)))
+                diverge(r, e->seq);
+        }
     }
-    return r->stopped || r->probe.broke;
+    return halted(&h);
 }
 
 /* ------------------------------------------------------------- top level */
@@ -700,10 +777,11 @@ static void note_peaks(rp_replay *r, uint64_t seq)
     }
 }
 
-static void check_model(rp_replay *r, pool *p, const tf_event *buf, uint32_t root)
+static void check_model(rp_replay *r, pool *p, const gathered *g)
 {
-    hctx h = {r, p, p->m, buf, root, RP_NIL, 0, NULL, {0}, NULL};
-    h.host = (rp_host){&h, host_reenter, host_segment, host_violation, host_warning, 0};
+    hctx h = context(r, p, p->m, g, 0, NULL, NULL, NULL);
+    h.host.ctx = &h;
+    h.next_child = RP_NIL;
     p->ops->check(p->m, r->o.paranoid, &h.host);
     rp_model_stats st;
     if (p->broken)
@@ -716,66 +794,116 @@ static void check_model(rp_replay *r, pool *p, const tf_event *buf, uint32_t roo
 }
 
 /* Run one gathered top-level operation (or a bare pool event). */
-static void apply_top(rp_replay *r, const tf_event *buf, uint32_t n)
+static void apply_top(rp_replay *r, const gathered *g)
 {
-    r->nnodes = 0;
     r->nre = 0;
-    uint32_t root = parse(r, buf, n, 0, RP_NIL, 0);
-    pool *p = modelled(r, pool_id_of(&buf[0]));
+    pool *p = modelled(r, pool_id_of(&g->buf[0]));
     if (!p)
         return;
     if (r->hook) {
-        rp_opref op = opref_of(&buf[0]);
-        r->probe.buf = buf;
-        r->probe.p = p;
+        rp_opref op = opref_of(&g->buf[0]);
+        r->pending = g;
+        r->pending_pool = p;
         r->hook(r->hook_ctx, r, &op);
-        r->probe.buf = NULL;
+        r->pending = NULL;
         if (r->stopped)
             return;
     }
     r->res.ops++;
-    apply_node(r, p, p->m, buf, root, 0, NULL);
+    apply_node(r, p, p->m, g, 0, 0, NULL, NULL);
     if (!r->stopped && p->ops)
-        check_model(r, p, buf, root);
+        check_model(r, p, g);
 }
 
-static void flush_capture(rp_replay *r, thread *t)
+/* ------------------------------------------------------------- gathering */
+
+static uint32_t push_buf(gathered *g, const tf_event *e)
 {
-    uint64_t seq = t->capture;
+    rp_grow(&g->buf, &g->capbuf, g->nbuf + 1, sizeof *g->buf);
+    g->buf[g->nbuf] = *e;
+    return (uint32_t)g->nbuf++;
+}
+
+static uint32_t node_new(gathered *g, uint32_t begin, uint32_t end, uint32_t gc)
+{
+    rp_grow(&g->nodes, &g->capnodes, g->nnodes + 1, sizeof *g->nodes);
+    g->nodes[g->nnodes] = (node){begin, end, RP_NIL, RP_NIL, RP_NIL, gc};
+    return (uint32_t)g->nnodes++;
+}
+
+/* The buffer index of the event with this seq (the buffer is in seq order). */
+static uint32_t index_of(const gathered *g, uint64_t seq)
+{
+    size_t lo = 0, hi = g->nbuf;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (g->buf[mid].seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < g->nbuf && g->buf[lo].seq == seq ? (uint32_t)lo : RP_NIL;
+}
+
+static void start_gathering(thread *t, const tf_event *e)
+{
+    gathered *g = &t->g;
+    g->nbuf = g->nnodes = 0;
+    t->capture = e->seq;
+    push_buf(g, e);
+    node_new(g, 0, 1, RP_NIL);
+    t->nopen = 0;
+    rp_grow(&t->open, &t->capopen, 1, sizeof *t->open);
+    t->open[t->nopen++] = 0;
+}
+
+/* An event inside the gathered operation.  Nested operations are those
+ * inside it on its thread: through a collection, or directly; a bare pool
+ * event inside a collection counts as one too. */
+static void gather_event(thread *t, const tf_event *e, const rp_where *w)
+{
+    gathered *g = &t->g;
+    uint32_t i = push_buf(g, e);
+    int op = e->kind == TF_EV_POOL_OP_BEGIN;
+    if (!op && !(is_bare(e) && w->up && w->up->kind != TF_EV_POOL_OP_BEGIN))
+        return;
+    if (t->nopen > MAX_DEPTH)
+        return;
+    /* The innermost open node is its parent; a collection between the two
+     * is the one it ran in. */
+    uint32_t parent = t->open[t->nopen - 1];
+    uint64_t parent_seq = g->buf[g->nodes[parent].begin].seq, gc_seq = 0;
+    for (uint32_t k = w->depth; k-- > 0 && w->frames[k].seq != parent_seq;)
+        if (w->frames[k].kind == TF_EV_GC_START) {
+            gc_seq = w->frames[k].seq;
+            break;
+        }
+    uint32_t c = node_new(g, i, i + 1, gc_seq ? index_of(g, gc_seq) : RP_NIL);
+    node *pn = &g->nodes[parent];
+    if (pn->last_child == RP_NIL)
+        pn->child = c;
+    else
+        g->nodes[pn->last_child].sibling = c;
+    pn->last_child = c;
+    if (op) {
+        rp_grow(&t->open, &t->capopen, t->nopen + 1, sizeof *t->open);
+        t->open[t->nopen++] = c;
+    }
+}
+
+/* A frame closed: a nested operation's node ends here; the gathered
+ * operation itself runs. */
+static void gather_closed(rp_replay *r, thread *t, const rp_frame *f)
+{
+    gathered *g = &t->g;
+    if (!t->nopen || g->buf[g->nodes[t->open[t->nopen - 1]].begin].seq != f->seq)
+        return;
+    uint32_t id = t->open[--t->nopen];
+    g->nodes[id].end = (uint32_t)g->nbuf;
+    if (id)
+        return;
     t->capture = 0;
-    if (seq)
-        apply_top(r, t->buf, (uint32_t)t->nbuf);
-    t->nbuf = 0;
-}
-
-static void push_buf(thread *t, const tf_event *e)
-{
-    rp_grow(&t->buf, &t->capbuf, t->nbuf + 1, sizeof *t->buf);
-    t->buf[t->nbuf++] = *e;
-}
-
-/* Keep the thread's stack of open operations; returns the pool of the
- * operation e is a direct child of (0 if none). */
-static uint32_t track_nesting(thread *t, const tf_event *e)
-{
-    if (e->kind == TF_EV_POOL_OP_END) {
-        while (t->nst && t->st[--t->nst].seq != e->u.pool_op.begin)
-            ;
-        return 0;
-    }
-    if (e->kind == TF_EV_GC_STOP) {
-        while (t->nst && t->st[--t->nst].kind != TF_EV_GC_START)
-            ;
-        return 0;
-    }
-    while (t->nst && t->st[t->nst - 1].seq != e->parent)
-        t->nst--;
-    uint32_t owner = t->nst && t->st[t->nst - 1].kind == TF_EV_POOL_OP_BEGIN ? t->st[t->nst - 1].pool : 0;
-    if (e->kind == TF_EV_POOL_OP_BEGIN || e->kind == TF_EV_GC_START) {
-        rp_grow(&t->st, &t->capst, t->nst + 1, sizeof *t->st);
-        t->st[t->nst++] = (frame){e->seq, e->kind, e->kind == TF_EV_GC_START ? 0 : e->u.pool_op.pool};
-    }
-    return owner;
+    apply_top(r, g);
 }
 
 /* A segment given back outside any operation (free_all_blocks, empty_cache). */
@@ -786,8 +914,8 @@ static void top_release(rp_replay *r, const tf_event *e, uint64_t ptr, uint32_t 
         uint64_t *base;
         if (!p->ops || (pool_hint && p->id != pool_hint) || !(base = rp_ptrmap_get(&p->segx, ptr)))
             continue;
-        hctx h = {r, p, p->m, NULL, RP_NIL, RP_NIL, 0, NULL, {0}, e};
-        h.host = (rp_host){&h, host_reenter, host_segment, host_violation, host_warning, 0};
+        hctx h = context(r, p, p->m, NULL, RP_NIL, NULL, NULL, e);
+        h.host.ctx = &h;
         if (p->ops->release(p->m, *base, &h.host) == RP_UNKNOWN)
             diverge(r, e->seq);
         rp_rangeset_erase(&p->msegs, *base, NULL);
@@ -795,32 +923,27 @@ static void top_release(rp_replay *r, const tf_event *e, uint64_t ptr, uint32_t 
     }
 }
 
-static void model_event(rp_replay *r, thread *t, const tf_event *e)
+static void model_event(rp_replay *r, const tf_event *e, const rp_where *w)
 {
+    thread *t = thread_of(r, e->tid);
     if (t->capture) {
-        /* A same-pool operation opened right inside the one being gathered
-         * means that one never closed (it raised): replay it as it stands. */
-        if (e->kind == TF_EV_POOL_OP_BEGIN && e->parent == t->capture && e->u.pool_op.pool == t->capture_pool)
-            flush_capture(r, t);
-        else {
-            push_buf(t, e);
-            if (e->kind == TF_EV_POOL_OP_END && e->u.pool_op.begin == t->capture)
-                flush_capture(r, t);
-            return;
-        }
+        gather_event(t, e, w);
+        return;
     }
     switch (e->kind) {
     case TF_EV_POOL_OP_BEGIN:
-        if (!modelled(r, e->u.pool_op.pool))
-            return;
-        t->capture = e->seq;
-        t->capture_pool = e->u.pool_op.pool;
-        push_buf(t, e);
+        if (modelled(r, e->u.pool_op.pool))
+            start_gathering(t, e);
         return;
     case TF_EV_POOL_ALLOC:
     case TF_EV_POOL_FREE:
-        if (modelled(r, e->u.pool.pool))
-            apply_top(r, e, 1);
+        if (modelled(r, e->u.pool.pool)) {
+            gathered *g = &r->bare;
+            g->nbuf = g->nnodes = 0;
+            push_buf(g, e);
+            node_new(g, 0, 1, RP_NIL);
+            apply_top(r, g);
+        }
         return;
     case TF_EV_CUDA_FREE:
         if (e->u.cuda.ptr)
@@ -843,15 +966,19 @@ static int log2_floor(uint64_t x)
     return n;
 }
 
-int rp_replay_event(rp_replay *r, const tf_event *e)
+/* The checks first, then the models. */
+static int driver_event(void *ctx, const tf_event *e, const rp_where *w)
 {
-    if (r->stopped)
+    rp_replay *r = ctx;
+    if (r->stopped) {
+        /* An operation this event closed broke an invariant: it still counts. */
+        if (r->stopped_at && r->stopped_at == e->seq)
+            r->res.events++;
         return 1;
+    }
     r->res.events++;
-    thread *t = thread_of(r, e->tid);
-    uint32_t owner = track_nesting(t, e);
     rp_finding v;
-    if (rp_checks_event(r->checks, e, owner, &v) && !r->res.violated) {
+    if (rp_checks_event(r->checks, e, w->owner_pool, &v) && !r->res.violated) {
         r->res.violation = v;
         r->res.violated = 1;
         r->res.op = (rp_opref){0, 0, 0, 0, 0};
@@ -873,13 +1000,14 @@ int rp_replay_event(rp_replay *r, const tf_event *e)
             r->res.seg_sizes[log2_floor(e->u.segment.size)]++;
         break;
     case TF_EV_CUDA_ALLOC:
-        if (owner && is_device_alloc(e) && !e->u.cuda.result && e->u.cuda.ptr && pool_of(r, owner)->selected)
+        if (w->owner_pool && is_device_alloc(e) && !e->u.cuda.result && e->u.cuda.ptr &&
+            pool_of(r, w->owner_pool)->selected)
             r->res.seg_sizes[log2_floor(e->u.cuda.size)]++;
         break;
     default:
         break;
     }
-    model_event(r, t, e);
+    model_event(r, e, w);
     /* Peaks only rise on a growth; the series moves with segments. */
     if (e->kind == TF_EV_POOL_ALLOC || e->kind == TF_EV_POOL_SEGMENT || e->kind == TF_EV_CUDA_ALLOC)
         note_peaks(r, e->seq);
@@ -888,10 +1016,38 @@ int rp_replay_event(rp_replay *r, const tf_event *e)
     return r->stopped;
 }
 
+static void driver_closed(void *ctx, const rp_frame *f, rp_close how, const tf_event *by)
+{
+    rp_replay *r = ctx;
+    (void)how, (void)by;
+    uint64_t *at = rp_ptrmap_get(&r->th_index, f->tid);
+    if (!r->stopped && at && r->th[*at].capture) {
+        gather_closed(r, &r->th[*at], f);
+        if (r->stopped && by)
+            r->stopped_at = by->seq;
+    }
+}
+
+int rp_replay_event(rp_replay *r, const tf_event *e)
+{
+    if (!r->walk) {
+        r->walk = rp_walk_new();
+        rp_replay_attach(r, r->walk);
+    }
+    return rp_walk_event(r->walk, e);
+}
+
 void rp_replay_finish(rp_replay *r, int clean_end)
 {
+    if (r->walk)
+        rp_walk_end(r->walk);
+    /* An operation whose frame the walker could not open (nested too deep)
+     * still runs as far as the log shows it. */
     for (size_t i = 0; i < r->nth && !r->stopped; i++)
-        flush_capture(r, &r->th[i]);
+        if (r->th[i].capture) {
+            r->th[i].capture = 0;
+            apply_top(r, &r->th[i].g);
+        }
     if (!r->res.peak_reserved)
         r->res.peak_reserved = r->model_peak_reserved;
     if (!r->res.peak_allocated)
@@ -934,11 +1090,11 @@ void rp_replay_set_probe(rp_replay *r, rp_probe_hook hook, void *ctx)
 
 /* Ask the model how many re-entrancy points the pending operation reaches,
  * before paying for a copy of it. */
-static int would_reenter(rp_replay *r, pool *p, const tf_event *buf)
+static int would_reenter(const pool *p, const gathered *g)
 {
-    const tf_event *b = &buf[0];
-    uint32_t res = result_of(r, buf, 0);
-    const tf_event *e = res == RP_NIL ? NULL : &buf[res];
+    const tf_event *b = &g->buf[0];
+    uint32_t res = result_of(g, 0);
+    const tf_event *e = res == RP_NIL ? NULL : &g->buf[res];
     uint32_t op = b->kind == TF_EV_POOL_OP_BEGIN ? b->u.pool_op.op
                   : b->kind == TF_EV_POOL_ALLOC  ? TF_POOL_OP_ALLOC
                                                  : TF_POOL_OP_FREE;
@@ -954,36 +1110,27 @@ static int would_reenter(rp_replay *r, pool *p, const tf_event *buf)
     return mp && p->ops->points(p->m, op, *mp, 0, 0);
 }
 
-int rp_replay_try(rp_replay *r, int point, const uint64_t *ptrs, uint32_t n, rp_finding *f, const char **where)
+int rp_replay_trial(rp_replay *r, int point, const rp_trial_host *th, const char **where)
 {
-    pool *p = r->probe.p;
-    const tf_event *buf = r->probe.buf;
-    if (!p || !buf || !p->ops->points || would_reenter(r, p, buf) <= point)
+    pool *p = r->pending_pool;
+    const gathered *g = r->pending;
+    if (!p || !g || !p->ops->points || would_reenter(p, g) <= point)
         return -1;
     if (!p->scratch)
         p->scratch = p->ops->create();
     p->ops->copy(p->scratch, p->m);
-    r->probe.active = 1;
-    r->probe.point = point;
-    r->probe.seen = 0;
-    r->probe.broke = 0;
-    r->probe.ptrs = ptrs;
-    r->probe.n = n;
-    r->probe.where = NULL;
+    trial tr = {th, point, 0, 0, NULL};
     uint64_t synth = r->synth_next;
-    apply_node(r, p, p->scratch, buf, 0, 0, NULL);
-    if (!r->probe.broke && r->probe.seen > point) {
-        hctx h = {r, p, p->scratch, buf, 0, RP_NIL, 0, NULL, {0}, NULL};
-        h.host = (rp_host){&h, host_reenter, host_segment, host_violation, host_warning, 0};
+    apply_node(r, p, p->scratch, g, 0, 0, NULL, &tr);
+    if (!tr.broke && tr.seen > point) {
+        hctx h = context(r, p, p->scratch, g, 0, NULL, &tr, NULL);
+        h.host.ctx = &h;
+        h.next_child = RP_NIL;
         p->ops->check(p->scratch, r->o.paranoid, &h.host);
     }
     r->synth_next = synth;
-    r->probe.active = 0;
-    if (r->probe.seen <= point)
+    if (tr.seen <= point)
         return -1;
-    if (!r->probe.broke)
-        return 0;
-    *f = r->probe.f;
-    *where = r->probe.where;
-    return 1;
+    *where = tr.where;
+    return tr.broke;
 }

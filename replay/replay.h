@@ -3,11 +3,16 @@
  * model-free checks and to one pool model per selected pool.
  *
  * Pool operations are replayed whole: the driver gathers an operation's
- * events (op_begin .. op_end on its thread, with everything nested in it) and
- * then runs the model; operations nested in it (a collection's finalizers
- * freeing pooled memory) are delivered at the model's re-entrancy points, or
- * after the operation for models without any.  Addresses the real pool chose
- * are followed where the model has a choice, and divergences counted.
+ * events (op_begin .. op_end on its thread, with everything nested in it, as
+ * the walker nests them: walk.h) and then runs the model; operations nested
+ * in it (a collection's finalizers freeing pooled memory) are delivered at
+ * the model's re-entrancy points, or after the operation for models without
+ * any.  Addresses the real pool chose are followed where the model has a
+ * choice, and divergences counted.
+ *
+ * The driver is a subscriber of a walker: rp_replay_attach puts it on one
+ * that also feeds others (the report); rp_replay_event feeds it through a
+ * walker of its own.  Use one or the other.
  */
 #ifndef RP_REPLAY_H
 #define RP_REPLAY_H
@@ -17,6 +22,7 @@
 #include "finding.h"
 #include "model.h"
 #include "trace_format.h"
+#include "walk.h"
 
 typedef struct rp_options {
     const rp_model_ops *model;  /* every selected pool gets one; NULL: see auto */
@@ -82,11 +88,16 @@ typedef struct rp_replay rp_replay;
 rp_replay *rp_replay_new(const rp_options *o);
 void rp_replay_free(rp_replay *r);
 
-/* Feed events in seq order.  Returns 1 once the replay has stopped (a
- * violation, or rp_replay_stop); later events are ignored. */
+/* Subscribe the driver (model-free checks, then the models) to a walker
+ * someone else feeds; it asks to be given nothing more once it stopped. */
+void rp_replay_attach(rp_replay *r, rp_walk *w);
+
+/* Feed events in seq order, through the driver's own walker.  Returns 1
+ * once the replay has stopped (a violation, or rp_replay_stop); later events
+ * are ignored. */
 int rp_replay_event(rp_replay *r, const tf_event *e);
-/* The log is over: apply operations left open, and (clean_end) report what
- * is still live. */
+/* The log is over (after rp_walk_end of an attached walker): apply
+ * operations left open, and (clean_end) report what is still live. */
 void rp_replay_finish(rp_replay *r, int clean_end);
 void rp_replay_stop(rp_replay *r);
 
@@ -105,11 +116,25 @@ int rp_replay_pool_at(const rp_replay *r, uint32_t i, uint32_t *pool, const rp_m
 typedef void (*rp_probe_hook)(void *ctx, rp_replay *r, const rp_opref *op);
 void rp_replay_set_probe(rp_replay *r, rp_probe_hook hook, void *ctx);
 
+/* explore's side of a trial: what to inject, and what it broke. */
+typedef struct rp_trial rp_trial;
+typedef struct rp_trial_host {
+    void *ctx;
+    /* The operation reached the re-entrancy point the trial is about: free
+     * blocks re-entrantly with rp_trial_free, as a collection would. */
+    void (*inject)(void *ctx, rp_trial *t);
+    /* An invariant broke (at: the operation's event); the trial stops. */
+    void (*violation)(void *ctx, const rp_finding *f);
+} rp_trial_host;
+
 /* From inside the hook: run the pending operation on a scratch copy of its
- * pool's model, freeing the recorded blocks ptrs[0..n) re-entrantly at the
- * model's re-entrancy point number `point` (0-based) of the operation.
- * Returns 1 with *f and *where filled when an invariant broke, 0 when the
- * operation stayed sound, -1 when it reaches fewer re-entrancy points. */
-int rp_replay_try(rp_replay *r, int point, const uint64_t *ptrs, uint32_t n, rp_finding *f, const char **where);
+ * pool's model, with h injecting at its re-entrancy point number `point`
+ * (0-based) and the operation's nested operations delivered as in the
+ * replay.  Nothing of the replay changes.  Returns 1 (and *where, the
+ * point's name) when an invariant broke, 0 when the operation stayed sound,
+ * -1 when it reaches fewer re-entrancy points. */
+int rp_replay_trial(rp_replay *r, int point, const rp_trial_host *h, const char **where);
+/* From h->inject: free the recorded block ptr (as the log names it). */
+void rp_trial_free(rp_trial *t, uint64_t ptr);
 
 #endif

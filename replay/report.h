@@ -21,6 +21,7 @@
 #include "report_series.h"
 #include "stacks.h"
 #include "trace_format.h"
+#include "walk.h"
 
 /* An allocation site: the two innermost Python frames (the allocating line
  * and its caller: when a library's Python code allocates, the caller is the
@@ -128,29 +129,6 @@ typedef struct rpt {
     void *priv;                        /* the pass's own state */
 } rpt;
 
-/* An operation or collection open on a thread. */
-typedef struct rpt_frame {
-    uint64_t seq, t_ns;
-    uint32_t tid, kind;        /* TF_EV_POOL_OP_BEGIN or TF_EV_GC_START */
-    uint32_t pool, op;         /* operations: pool, enum tf_pool_op */
-    uint64_t arg;              /* operations: size or pointer; collections: generation */
-    int in_gc;                 /* it, or an operation it is nested in, is a collection */
-    uint32_t pool_ctx;         /* pool of the innermost operation it is (in) */
-    uint64_t pool_ctx_seq;     /* that operation */
-    uint32_t gc_over_pool;     /* a collection it is (in) ran inside an operation of this pool */
-    uint64_t gc_over_seq;      /* that operation */
-} rpt_frame;
-
-/* For tools that follow the log as the pass reads it (export). */
-typedef struct rpt_hooks {
-    void *ctx;
-    /* Every event, after its accounting; up: the frame it is nested in. */
-    void (*event)(void *ctx, const rpt *r, const tf_event *e, const rpt_frame *up);
-    /* A frame closed: by its end event, by an event showing it was left (an
-     * operation that raised), or (by NULL) by the end of the log. */
-    void (*closed)(void *ctx, const rpt_frame *f, const tf_event *by);
-} rpt_hooks;
-
 /* What rpt_open needs besides the log. */
 typedef struct rpt_options {
     const char *model;                 /* NULL: no pool model; "auto": by each pool's
@@ -161,10 +139,12 @@ typedef struct rpt_options {
 
 /* Open the log at path: 0, or -1 with a message in err (an unreadable log,
  * an unknown model).  The header, the reader and the stacks are there from
- * then on; rpt_read reads every event (hooks may be NULL).  rpt_free in both
- * cases. */
+ * then on; rpt_read reads every event through one walker: the report's
+ * accounting, then the pool models, then `follow` (a tool that follows the
+ * log as the pass reads it, such as the export; NULL for none).  rpt_free
+ * in both cases. */
 int rpt_open(rpt *r, const char *path, const rpt_options *o, char *err, size_t errlen);
-void rpt_read(rpt *r, const rpt_hooks *hooks);
+void rpt_read(rpt *r, const rp_subscriber *follow);
 
 /* Memory now, as the pass counts it: device reserved, device allocated,
  * large host buffers. */

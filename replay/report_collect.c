@@ -18,12 +18,6 @@
 #include "ptrmap.h"
 #include "xalloc.h"
 
-typedef struct tstack {
-    uint32_t tid;
-    rpt_frame *f;              /* operations and collections still open */
-    size_t n, cap;
-} tstack;
-
 /* Live blocks of one kind of memory: address -> site, address -> size. */
 typedef struct live {
     rp_ptrmap site, size;
@@ -31,12 +25,10 @@ typedef struct live {
 } live;
 
 typedef struct pass {
-    const rpt_hooks *hooks;
+    rpt *r;
     rp_checks *checks;
-    rp_replay *replay;         /* the pool models, while they have not stopped */
-    int replay_stopped;
-    tstack *ts;
-    size_t nts, capts;
+    rp_replay *replay;         /* the pool models (check's driver), on the same walker */
+    rp_ptrmap thread_index;    /* tid -> position in r->threads */
     live direct_dev;           /* device allocations outside any pool */
     live pool_blocks;
     live host;
@@ -183,73 +175,18 @@ static uint32_t site_of(rpt *r, pass *ps, const tf_event *e)
     return r->nsites++;
 }
 
-/* ---------------------------------------------------------------- nesting */
+/* ---------------------------------------------------------------- threads */
 
-static tstack *tstack_of(rpt *r, pass *ps, uint32_t tid)
+static void count_thread(rpt *r, pass *ps, uint32_t tid)
 {
-    for (size_t i = 0; i < ps->nts; i++)
-        if (ps->ts[i].tid == tid) {
-            r->threads[i].events++;
-            return &ps->ts[i];
-        }
-    rp_grow(&ps->ts, &ps->capts, ps->nts + 1, sizeof *ps->ts);
+    uint64_t *at = rp_ptrmap_get(&ps->thread_index, tid);
+    if (at) {
+        r->threads[*at].events++;
+        return;
+    }
     rp_grow(&r->threads, &ps->capthreads, r->nthreads + 1, sizeof *r->threads);
-    memset(&ps->ts[ps->nts], 0, sizeof *ps->ts);
-    ps->ts[ps->nts].tid = tid;
+    rp_ptrmap_put(&ps->thread_index, tid, r->nthreads);
     r->threads[r->nthreads++] = (rpt_thread){tid, 1};
-    return &ps->ts[ps->nts++];
-}
-
-static void close_frame(pass *ps, const rpt_frame *f, const tf_event *by)
-{
-    if (ps->hooks && ps->hooks->closed)
-        ps->hooks->closed(ps->hooks->ctx, f, by);
-}
-
-/* Pop what e shows is closed (an operation that raised never ends: the
- * next event of its parent closes it); returns the frame e is nested in,
- * or NULL. */
-static const rpt_frame *enter(pass *ps, tstack *t, const tf_event *e)
-{
-    if (e->kind == TF_EV_POOL_OP_END || e->kind == TF_EV_GC_STOP) {
-        uint32_t opener = e->kind == TF_EV_GC_STOP ? TF_EV_GC_START : TF_EV_POOL_OP_BEGIN;
-        size_t k = t->n;
-        while (k && !(t->f[k - 1].kind == opener && (opener == TF_EV_GC_START || t->f[k - 1].seq == e->u.pool_op.begin)))
-            k--;
-        if (!k)
-            return t->n ? &t->f[t->n - 1] : NULL;   /* its start is not in the log */
-        while (t->n >= k)
-            close_frame(ps, &t->f[--t->n], e);
-    } else {
-        while (t->n && t->f[t->n - 1].seq != e->parent)
-            close_frame(ps, &t->f[--t->n], e);
-    }
-    return t->n ? &t->f[t->n - 1] : NULL;
-}
-
-static void open_frame_push(tstack *t, const tf_event *e, const rpt_frame *up)
-{
-    rp_grow(&t->f, &t->cap, t->n + 1, sizeof *t->f);
-    int op = e->kind == TF_EV_POOL_OP_BEGIN;
-    rpt_frame f = {e->seq, e->t_ns, e->tid, e->kind, op ? e->u.pool_op.pool : 0, op ? e->u.pool_op.op : 0,
-                   op ? e->u.pool_op.arg : (uint64_t)e->u.gc.generation,
-                   !op || (up && up->in_gc), 0, 0, 0, 0};
-    if (op) {
-        f.pool_ctx = e->u.pool_op.pool;
-        f.pool_ctx_seq = e->seq;
-    } else if (up) {
-        f.pool_ctx = up->pool_ctx;
-        f.pool_ctx_seq = up->pool_ctx_seq;
-    }
-    if (up) {
-        f.gc_over_pool = up->gc_over_pool;
-        f.gc_over_seq = up->gc_over_seq;
-    }
-    if (!op && up && up->pool_ctx) {
-        f.gc_over_pool = up->pool_ctx;
-        f.gc_over_seq = up->pool_ctx_seq;
-    }
-    t->f[t->n++] = f;
 }
 
 /* ------------------------------------------------------------ accounting */
@@ -270,7 +207,7 @@ static rpt_pool *pool_of(rpt *r, pass *ps, uint32_t id)
 
 /* An operation of pool p starting inside a collection that interrupted an
  * operation of the same pool: the pool is re-entered. */
-static void note_reentry(rpt_pool *p, const tf_event *e, const rpt_frame *up)
+static void note_reentry(rpt_pool *p, const tf_event *e, const rp_frame *up)
 {
     if (!up || up->gc_over_pool != p->id)
         return;
@@ -280,7 +217,7 @@ static void note_reentry(rpt_pool *p, const tf_event *e, const rpt_frame *up)
     }
 }
 
-static void pool_event(rpt *r, pass *ps, const tf_event *e, const rpt_frame *up)
+static void pool_event(rpt *r, pass *ps, const tf_event *e, const rp_frame *up)
 {
     uint32_t id = e->kind == TF_EV_POOL_OP_BEGIN ? e->u.pool_op.pool
                   : e->kind == TF_EV_POOL_SEGMENT ? e->u.segment.pool
@@ -348,7 +285,7 @@ static void free_event(rpt *r, live *l, uint64_t ptr, int in_gc, int device)
         charge_gc_free(r, site, size, device);
 }
 
-static void collection(rpt *r, pass *ps, const tf_event *e, tstack *t)
+static void collection(rpt *r, pass *ps, const tf_event *e)
 {
     if (e->kind == TF_EV_GC_START) {
         rp_grow(&r->collections, &ps->capcoll, r->ncollections + 1, sizeof *r->collections);
@@ -358,7 +295,7 @@ static void collection(rpt *r, pass *ps, const tf_event *e, tstack *t)
     /* The stop closes the latest open collection of its thread. */
     for (uint32_t i = r->ncollections; i-- > 0;) {
         rpt_collection *c = &r->collections[i];
-        if (c->tid != t->tid || c->t_stop)
+        if (c->tid != e->tid || c->t_stop)
             continue;
         c->t_stop = e->t_ns;
         int g = c->generation >= 0 && c->generation < 3 ? c->generation : 2;
@@ -419,7 +356,7 @@ static void note_memory(rpt *r, pass *ps, const tf_event *e)
     rpt_series_add(&r->series, e->t_ns, v);
 }
 
-static void account(rpt *r, pass *ps, const tf_event *e, const rpt_frame *up)
+static void account(rpt *r, pass *ps, const tf_event *e, const rp_frame *up)
 {
     int in_gc = up && up->in_gc;
     uint32_t owner = up && up->kind == TF_EV_POOL_OP_BEGIN ? up->pool : 0;
@@ -484,34 +421,30 @@ static int by_id(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void event(rpt *r, pass *ps, const tf_event *e)
+/* The report's subscriber: counts, the model-free checks, the accounting. */
+static int event(void *ctx, const tf_event *e, const rp_where *w)
 {
+    pass *ps = ctx;
+    rpt *r = ps->r;
     note_modules(r, ps, e->native_stack);
     if (!r->events)
         r->t_first = e->t_ns;
     r->events++;
     r->t_last = e->t_ns;
     r->kinds[e->kind < TF_KIND_MAX ? e->kind : 0]++;
-    tstack *t = tstack_of(r, ps, e->tid);
-    const rpt_frame *up = enter(ps, t, e);
-    uint32_t owner = up && up->kind == TF_EV_POOL_OP_BEGIN ? up->pool : 0;
+    count_thread(r, ps, e->tid);
     rp_finding v;
-    if (rp_checks_event(ps->checks, e, owner, &v)) {
+    if (rp_checks_event(ps->checks, e, w->owner_pool, &v)) {
         if (r->nviolations < RPT_MAX_VIOLATIONS)
             r->violations[r->nviolations++] = v;
         r->total_violations++;
     }
     if (e->kind >= TF_EV_POOL_ALLOC && e->kind <= TF_EV_POOL_SEGMENT && e->kind != TF_EV_POOL_OP_END)
-        pool_event(r, ps, e, up);
-    account(r, ps, e, up);
+        pool_event(r, ps, e, w->up);
+    account(r, ps, e, w->up);
     if (e->kind == TF_EV_GC_START || e->kind == TF_EV_GC_STOP)
-        collection(r, ps, e, t);
-    if (ps->replay && !ps->replay_stopped)
-        ps->replay_stopped = rp_replay_event(ps->replay, e);
-    if (ps->hooks && ps->hooks->event)
-        ps->hooks->event(ps->hooks->ctx, r, e, up);
-    if (e->kind == TF_EV_POOL_OP_BEGIN || e->kind == TF_EV_GC_START)
-        open_frame_push(t, e, up);
+        collection(r, ps, e);
+    return 0;
 }
 
 static const char *pool_name(void *reader, uint32_t pool)
@@ -555,6 +488,8 @@ int rpt_open(rpt *r, const char *path, const rpt_options *o, char *err, size_t e
     r->reader = rd;
     r->path = path;
     r->priv = ps;
+    ps->r = r;
+    rp_ptrmap_init(&ps->thread_index);
     r->stacks = rp_stacks_new(rd, o->debug_dirs, o->ndebug_dirs);
     ps->checks = rp_checks_new();
     live_init(&ps->direct_dev);
@@ -570,22 +505,27 @@ int rpt_open(rpt *r, const char *path, const rpt_options *o, char *err, size_t e
     return o->model ? start_models(r, ps, o->model, err, errlen) : 0;
 }
 
-void rpt_read(rpt *r, const rpt_hooks *hooks)
+void rpt_read(rpt *r, const rp_subscriber *follow)
 {
     pass *ps = r->priv;
     tf_reader *rd = (tf_reader *)r->reader;
-    ps->hooks = hooks;
+    rp_walk *walk = rp_walk_new();
+    rp_subscriber self = {ps, event, NULL};
+    rp_walk_subscribe(walk, &self);
+    if (ps->replay)
+        rp_replay_attach(ps->replay, walk);
+    if (follow)
+        rp_walk_subscribe(walk, follow);
     rp_progress pg;
     rp_progress_start(&pg, "report");
     tf_event e;
     while (tf_reader_next(rd, &e)) {
-        event(r, ps, &e);
+        rp_walk_event(walk, &e);
         rp_progress_tick(&pg, e.seq);
     }
     rp_progress_done(&pg);
-    for (size_t i = 0; i < ps->nts; i++)
-        while (ps->ts[i].n)
-            close_frame(ps, &ps->ts[i].f[--ps->ts[i].n], NULL);
+    rp_walk_end(walk);
+    rp_walk_free(walk);
     r->status = tf_reader_status(rd);
     r->damage = tf_reader_damage(rd);
     if (r->status->clean_end)
@@ -610,9 +550,7 @@ void rpt_free(rpt *r)
     if (ps) {
         rp_checks_free(ps->checks);
         rp_replay_free(ps->replay);
-        for (size_t i = 0; i < ps->nts; i++)
-            free(ps->ts[i].f);
-        free(ps->ts);
+        rp_ptrmap_free(&ps->thread_index);
         live_free(&ps->direct_dev);
         live_free(&ps->pool_blocks);
         live_free(&ps->host);
