@@ -171,6 +171,28 @@ def generated(tmp):
     check(rc in (0, 1) and (d.get("explore") or {}).get("probes", 0) > 0, "explore probes a generated log")
 
 
+def one_nesting(tmp):
+    """An operation that raised is left when the next one of its pool
+    begins, for every command alike (one walker)."""
+    log = mklog("raised.txt", tmp)
+    out = os.path.join(tmp, "raised.json")
+    p = run(["export", "--perfetto", out, log])
+    check(p.returncode == 0, "export of raised.txt: %s" % p.stderr)
+    events = json.load(open(out))["traceEvents"] if p.returncode == 0 else []
+    slices = [(e["ph"], e.get("args", {}).get("seq"), e.get("args", {}).get("ended")) for e in events
+              if e["ph"] in ("B", "E")]
+    # B(op 5) then E(op 5, raised) before B(op 7): not nested in it.
+    seqs = [s for s in slices if s[0] == "B"]
+    check([s[1] for s in seqs] == [1, 5, 7, 11], "one slice per operation: %s" % slices)
+    at = slices.index(("B", 7, None)) if ("B", 7, None) in slices else -1
+    check(at > 0 and slices[at - 1] == ("E", None, "left without its end event (raised)"),
+          "the raised allocation ends where the next one begins: %s" % slices)
+    check(all(e != ("E", None, "open at the end of the log") for e in slices), "nothing open at the end: %s" % slices)
+    rc, d = doc(["check", log, "--model", "cupy"])
+    check(rc == 0 and d.get("fidelity") == {"matched": 5, "diverged": 0, "first_diverged_seq": 0},
+          "check follows it: %s" % d.get("fidelity"))
+
+
 def main():
     global A
     ap = argparse.ArgumentParser()
@@ -178,7 +200,8 @@ def main():
         ap.add_argument("--" + k, default="")
     A = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        for t in (exit_codes, json_shape, determinism, explore, minimize, stats_pool_leaks, damaged, generated):
+        for t in (exit_codes, json_shape, determinism, explore, minimize, stats_pool_leaks, damaged, generated,
+                  one_nesting):
             t(tmp)
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0
