@@ -41,6 +41,7 @@ static void install_hooks(void)
     python_alloc_install();
     python_init_check_install();
     python_cupy_prepare();
+    python_mark_install();
     py.PyErr_Restore(type, value, traceback);
 }
 
@@ -70,6 +71,7 @@ static int on_audit_event(const char *event, py_object *args, void *user)
     python_early_hook_on_audit_event(event, on_audit_event);
     if (attach_state == PY_ATTACHED) {
         python_cupy_on_audit_event(event, args);
+        python_mark_on_audit_event(event, args);
         python_reftracer_poll();
         return 0;
     }

@@ -58,6 +58,9 @@ int py_api_resolve(const char **why)
     RESOLVE(PyUnicode_CompareWithASCIIString, "PyUnicode_CompareWithASCIIString");
     RESOLVE(PyTuple_GetItem, "PyTuple_GetItem");
     RESOLVE(PyTuple_Pack, "PyTuple_Pack");
+    RESOLVE(PyTuple_Size, "PyTuple_Size");
+    RESOLVE(PyObject_Type, "PyObject_Type");
+    RESOLVE(PyType_GetFlags, "PyType_GetFlags");
     RESOLVE(PyDict_New, "PyDict_New");
     RESOLVE(PyDict_SetItemString, "PyDict_SetItemString");
     RESOLVE(PyObject_SetItem, "PyObject_SetItem");

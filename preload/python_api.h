@@ -57,6 +57,9 @@ typedef struct py_api {
     int (*PyUnicode_CompareWithASCIIString)(py_object *u, const char *s);
     py_object *(*PyTuple_GetItem)(py_object *t, ssize_t i);
     py_object *(*PyTuple_Pack)(ssize_t n, ...);
+    ssize_t (*PyTuple_Size)(py_object *t);
+    py_object *(*PyObject_Type)(py_object *o);          /* new reference */
+    unsigned long (*PyType_GetFlags)(py_object *type);
     py_object *(*PyDict_New)(void);
     int (*PyDict_SetItemString)(py_object *d, const char *key, py_object *v);
     int (*PyObject_SetItem)(py_object *o, py_object *key, py_object *v);

@@ -37,6 +37,12 @@ void python_reftracer_poll(void);
 void python_cupy_prepare(void);
 void python_cupy_on_audit_event(const char *event, py_object *args);
 
+/* python_mark.c: the audit events "gputrace.mark" (a mark whose text is read
+ * in place) and "gputrace.flush" (write the log now), for gputrace.mark() and
+ * the pytest plugin.  install() once attached. */
+void python_mark_install(void);
+void python_mark_on_audit_event(const char *event, py_object *args);
+
 /* python_early_hook.c: the user data our audit hook is registered with, and
  * the audit events (any state) that let it free the hook's entry at exit. */
 void *python_early_hook_user_data(void);
