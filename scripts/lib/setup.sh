@@ -40,6 +40,26 @@ ensure_python_packages() {
     done
 }
 
+# Wheels the install tests put into fresh venvs without a network
+# (pip install --no-index --find-links): pip install .'s build backend, and
+# pytest with pytest-xdist for the pytest plugin.  Fetched once, for the
+# python3 the tests run; pure-Python wheels.  tests/install reads the same
+# default place (or TRACE_WHEELHOUSE).
+TRACE_WHEELHOUSE=${TRACE_WHEELHOUSE:-${XDG_CACHE_HOME:-$HOME/.cache}/gputrace/wheels}
+TRACE_WHEELS="scikit-build-core pytest pytest-xdist"
+ensure_wheelhouse() {
+    have=1
+    for w in scikit_build_core pytest pytest_xdist; do
+        ls "$TRACE_WHEELHOUSE/$w"-*.whl >/dev/null 2>&1 || have=0
+    done
+    [ "$have" -eq 1 ] && return 0
+    echo "setup: pip download $TRACE_WHEELS into $TRACE_WHEELHOUSE"
+    mkdir -p "$TRACE_WHEELHOUSE"
+    # shellcheck disable=SC2086
+    python3 -m pip download -q --disable-pip-version-check --only-binary=:all: \
+        --dest "$TRACE_WHEELHOUSE" $TRACE_WHEELS >/dev/null
+}
+
 # The configuration CI tests: quickstart builds the same, so neither
 # rebuilds what the other built.
 TRACE_CMAKE_OPTIONS="-DTRACE_WERROR=ON -DTRACE_FUZZ=ON"

@@ -26,19 +26,9 @@ import shutil
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+from installcheck import ROOT, check, finish
+
 TOOLS = ["trace-run", "trace-replay", "trace-dump", "trace-bundle", "torch-snapshot-import"]
-failures = []
-
-
-def check(cond, msg):
-    print(("ok    " if cond else "FAIL  ") + msg)
-    if not cond:
-        failures.append(msg)
-    return cond
-
-
 def run(cmd, **kw):
     kw.setdefault("timeout", 300)
     p = subprocess.run(cmd, capture_output=True, text=True, **kw)
@@ -242,11 +232,7 @@ def main():
         tools_on_log(opts, prefix, elsewhere, log)
     pkg_config(opts, prefix, elsewhere)
     missing_prerequisite(opts)
-    if failures:
-        print("%d check(s) failed" % len(failures))
-        return 1
-    print("all install checks passed")
-    return 0
+    return finish("install")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,409 @@
+"""pytest --gputrace: trace a test session with the flight recorder and say,
+per test, what it left behind.
+
+Off unless --gputrace is given (the plugin is registered for every pytest
+run where gputrace is installed, and then does nothing).  With it:
+
+- The recorder must be in place from the first instruction of the process,
+  so pytest is started again (exec, same pid, same arguments, same
+  interpreter flags) with libtrace.so preloaded by absolute path and the logs
+  going to one folder.  pytest-xdist workers inherit the preload and each
+  writes its own log.
+- Each test is bracketed by two marks in the log ("gputrace:begin NODEID",
+  "gputrace:end NODEID"), emitted through the audit event the recorder
+  reads in place (gputrace.mark), so marking allocates nothing the test
+  could be blamed for.  Fixtures wider than a function are bracketed too:
+  what they allocate is not charged to the test that happened to set them up.
+- At the end, every log is read (trace-dump --json) and each test gets:
+  device memory it allocated that was still allocated when it ended (a CUDA
+  allocation, or a block of a traced pool; a pool's cached segments are not
+  counted, their blocks are), memory of the test that only a garbage
+  collection freed (the collector does not count device bytes, so such
+  memory can run a process out of device memory), and objects initialised
+  twice, each with the Python line that allocated it.
+- --gputrace-fail-leaks / --gputrace-fail-gc turn those findings into a
+  teardown error of the test; without them no outcome changes.
+- The logs are deleted at the end unless --gputrace-keep or --gputrace-dir
+  is given.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+import gputrace
+
+ENV_DIR = "GPUTRACE_PYTEST_DIR"     # set in the re-executed process: where logs go
+MARK = "gputrace:"
+
+# CUDA entry points by what they hand out (FORMAT.md's API table).
+DEVICE_ALLOC = {"cudaMalloc", "cudaMallocAsync", "cudaMallocFromPoolAsync", "cudaMallocManaged",
+                "cudaMallocPitch", "cuMemAlloc_v2", "cuMemAllocAsync", "cuMemAllocFromPoolAsync",
+                "cuMemAllocManaged", "cuMemAllocPitch_v2"}
+DEVICE_FREE = {"cudaFree", "cudaFreeAsync", "cuMemFree_v2", "cuMemFreeAsync"}
+# Physical memory of the virtual-memory API (PyTorch's expandable segments):
+# counted by handle; mapping and reserving address space are not memory.
+VMM_ALLOC, VMM_FREE = {"cuMemCreate"}, {"cuMemRelease"}
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("gputrace", "GPU and Python memory flight recorder")
+    group.addoption("--gputrace", action="store_true", default=False,
+                    help="trace the session with libtrace.so and report, per test, device memory still "
+                         "allocated at its end, memory only garbage collections freed, and double "
+                         "initialisations")
+    group.addoption("--gputrace-fail-leaks", action="store_true", default=False,
+                    help="a test that leaves device memory allocated at its end gets an error")
+    group.addoption("--gputrace-fail-gc", action="store_true", default=False,
+                    help="a test whose device memory only a garbage collection freed gets an error")
+    group.addoption("--gputrace-keep", action="store_true", default=False,
+                    help="keep the logs (their folder is printed)")
+    group.addoption("--gputrace-dir", metavar="DIR", default=None,
+                    help="write the logs to DIR (kept); default: a temporary folder")
+
+
+def _preloaded():
+    """Whether libtrace.so is mapped into this process."""
+    try:
+        with open("/proc/self/maps") as f:
+            return any(line.rstrip().endswith("/libtrace.so") for line in f)
+    except OSError:
+        return False
+
+
+def _original_argv():
+    """The command line that started this interpreter, flags included."""
+    if hasattr(sys, "orig_argv"):                 # 3.10+
+        return list(sys.orig_argv)
+    flags = subprocess._args_from_interpreter_flags()
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name:            # python -m pytest / -m xdist...
+        name = spec.name[:-len(".__main__")] if spec.name.endswith(".__main__") else spec.name
+        return [sys.executable] + flags + ["-m", name] + sys.argv[1:]
+    return [sys.executable] + flags + sys.argv
+
+
+def _restart_traced(config):
+    """Start this pytest again under the recorder (exec: same pid, stdin,
+    stdout, exit status)."""
+    log_dir = config.getoption("gputrace_dir")
+    log_dir = os.path.abspath(log_dir) if log_dir else tempfile.mkdtemp(prefix="gputrace-pytest-")
+    os.makedirs(log_dir, exist_ok=True)
+    lib = gputrace.libtrace()
+    if not os.path.exists(lib.split(":")[-1]):
+        raise pytest.UsageError("--gputrace: %s not found (a broken gputrace install?)" % lib)
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = lib + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    env["TRACE_OUTPUT"] = os.path.join(log_dir, "pytest-%p.tlog")
+    env["TRACE_QUIET"] = "1"
+    env[ENV_DIR] = log_dir
+    # pytest has redirected fds 1 and 2 to its capture files by now: give
+    # the new process the real ones.
+    capman = config.pluginmanager.getplugin("capturemanager")
+    if capman is not None:
+        capman.stop_global_capturing()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    argv = _original_argv()
+    os.execve(sys.executable, argv, env)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    if not config.getoption("gputrace"):
+        return None
+    if hasattr(config, "workerinput"):            # an xdist worker: started traced by its controller
+        return None
+    if os.environ.get(ENV_DIR):
+        if not _preloaded():
+            raise pytest.UsageError("--gputrace: libtrace.so was not loaded (LD_PRELOAD=%s); a setuid "
+                                    "interpreter or a missing library?" % os.environ.get("LD_PRELOAD"))
+        return None
+    _restart_traced(config)
+    return None
+
+
+def pytest_configure(config):
+    if config.getoption("gputrace") and os.environ.get(ENV_DIR):
+        config.pluginmanager.register(_Session(config), "gputrace-session")
+
+
+def _mark(text):
+    gputrace.mark(MARK + text)
+
+
+class _Session:
+    def __init__(self, config):
+        self.config = config
+        self.dir = os.environ[ENV_DIR]
+        self.worker = hasattr(config, "workerinput")
+        self.results = None
+        self.failing = {}
+
+    # -- in every traced process: marks -------------------------------------
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        _mark("begin " + item.nodeid)
+        yield
+        _mark("end " + item.nodeid)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        wide = fixturedef.scope != "function"
+        if wide:
+            _mark("fixture-begin %s %s" % (fixturedef.scope, fixturedef.argname))
+        yield
+        if wide:
+            _mark("fixture-end %s %s" % (fixturedef.scope, fixturedef.argname))
+
+    # -- at the end: read the logs (the controller or the only process) -----
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        gputrace.flush()          # this process's marks reach its log now
+        if self.worker:
+            return
+        self.results = analyse_dir(self.dir, str(self.config.rootpath))
+        fail_leaks = self.config.getoption("gputrace_fail_leaks")
+        fail_gc = self.config.getoption("gputrace_fail_gc")
+        for nodeid, r in sorted(self.results["tests"].items()):
+            reasons = []
+            if fail_leaks and r["leaked"]:
+                reasons.append("left %s of device memory allocated at its end" % size_text(
+                    sum(a["size"] for a in r["leaked"])))
+            if fail_gc and r["gc_freed"]:
+                reasons.append("relied on garbage collection to free %s of device memory" % size_text(
+                    sum(a["size"] for a in r["gc_freed"])))
+            if reasons:
+                self.failing[nodeid] = reasons
+                self._report_error(nodeid, r, reasons)
+        if self.failing and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _report_error(self, nodeid, r, reasons):
+        lines = ["gputrace: this test " + " and ".join(reasons)]
+        lines += describe(r)
+        report = pytest.TestReport(nodeid=nodeid, location=(nodeid.split("::")[0], None, nodeid),
+                                   keywords={}, outcome="failed", longrepr="\n".join(lines),
+                                   when="teardown", sections=[], duration=0.0)
+        self.config.hook.pytest_runtest_logreport(report=report)
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.worker or self.results is None:
+            return
+        tr = terminalreporter
+        tr.section("gputrace")
+        res = self.results
+        for note in res["notes"]:
+            tr.write_line("note: " + note)
+        traced = len(res["tests"])
+        found = {n: r for n, r in res["tests"].items() if r["leaked"] or r["gc_freed"] or r["double_init"]}
+        for nodeid in sorted(found):
+            shown = _shown(self.config, nodeid)
+            tr.write_line(shown + ("  [error]" if nodeid in self.failing else ""))
+            for line in describe(found[nodeid]):
+                tr.write_line("    " + line)
+        tr.write_line("%d test(s) traced in %d log(s); %d with findings, %d without" % (
+            traced, res["logs"], len(found), traced - len(found)))
+        if self._keep():
+            tr.write_line("logs kept in %s (trace-replay report LOG, trace-dump LOG)" % self.dir)
+
+    def _keep(self):
+        return self.config.getoption("gputrace_keep") or self.config.getoption("gputrace_dir")
+
+    def pytest_unconfigure(self, config):
+        if not self.worker and not self._keep():
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _shown(config, nodeid):
+    """A node id as pytest shows it: its path relative to the directory
+    pytest was started in, when that is above it."""
+    path, sep, rest = nodeid.partition("::")
+    full = os.path.join(str(config.rootpath), path)
+    rel = os.path.relpath(full, str(config.invocation_params.dir))
+    return nodeid if rel.startswith("..") else rel + sep + rest
+
+
+# -- reading the logs ---------------------------------------------------------
+
+def size_text(n):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return "%.1f %s" % (n / scale, unit)
+    return "%d B" % n
+
+
+def describe(r):
+    """The lines that say what one test left behind."""
+    lines = []
+    for title, allocs in (("device memory still allocated at the end of the test", r["leaked"]),
+                          ("device memory only garbage collection freed", r["gc_freed"])):
+        if not allocs:
+            continue
+        lines.append("%s: %s in %d allocation(s)" % (title, size_text(sum(a["size"] for a in allocs)), len(allocs)))
+        for a in sorted(allocs, key=lambda a: -a["size"])[:5]:
+            later = ""
+            if a.get("freed_seq") and title.startswith("device memory still"):
+                later = ", freed later at seq %d" % a["freed_seq"]
+            lines.append("  %10s  %s at %s (seq %d%s)" % (size_text(a["size"]), a["what"], a["site"], a["seq"], later))
+        if len(allocs) > 5:
+            lines.append("  ... %d more" % (len(allocs) - 5))
+    for type_name, d in sorted(r["double_init"].items()):
+        lines.append("%d x %s initialised twice, first at %s (seq %d)" % (d["count"], type_name, d["site"], d["seq"]))
+    return lines
+
+
+def _site(ev, test_file, root):
+    """The allocating line: the innermost Python frame, and the frame in the
+    test's own file when that is another one (paths under the rootdir shown
+    relative to it)."""
+    def where(f):
+        path = str(f.get("file"))
+        if root and path.startswith(root + os.sep):
+            path = path[len(root) + 1:]
+        return "%s:%s (%s)" % (path, f.get("line"), f.get("function"))
+
+    frames = ev.get("py_stack") or []
+    if not frames:
+        # No Python stack: the call was made with the GIL released (ctypes,
+        # most CUDA bindings).  The first native frame outside the tracer,
+        # libffi, ctypes and the interpreter says more than nothing.
+        for f in ev.get("native_stack") or []:
+            module = os.path.basename(f.get("module") or "")
+            fn = f.get("function") or ""
+            if fn and not fn.startswith("ffi_") and not module.startswith(
+                    ("libtrace", "libffi", "_ctypes", "libpython", "python")):
+                where = " (%s:%s)" % (f["file"], f["line"]) if f.get("file") else ""
+                return "%s%s in %s [native stack only]" % (fn, where, module)
+        return "(no Python stack: called with the GIL released)"
+    text = where(frames[0])
+    if test_file and not str(frames[0].get("file", "")).endswith(test_file):
+        for f in frames[1:]:
+            if str(f.get("file", "")).endswith(test_file):
+                text += " from " + where(f)
+                break
+    return text
+
+
+def analyse_dir(log_dir, root=None):
+    res = {"tests": {}, "notes": [], "logs": 0}
+    dump = gputrace.tool("trace-dump")
+    for name in sorted(os.listdir(log_dir)):
+        if name.endswith(".tlog"):
+            res["logs"] += 1
+            analyse_log(dump, os.path.join(log_dir, name), res, root)
+    return res
+
+
+def analyse_log(dump, path, res, root=None):
+    """One process's log: test intervals from the marks, and what each test
+    allocated: when it was freed, and whether inside a collection."""
+    proc = subprocess.Popen([dump, "--json", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    parents = {}        # seq of a gc_start or pool_op_begin -> (kind, parent)
+    live = {}           # (space, key) -> allocation record
+    segments = set()    # pointers pools hold as segments (pool_segment grow)
+    test = None         # nodeid of the running test
+    test_file = None
+    wide_fixture = 0    # depth of wider-than-function fixture setup
+    current = {}        # (space, key) of what the running test allocated -> record
+
+    def results_for(nodeid):
+        return res["tests"].setdefault(nodeid, {"leaked": [], "gc_freed": [], "double_init": {}})
+
+    def chain_has(seq, kind):
+        seen = 0
+        while seq and seq in parents and seen < 10000:
+            k, seq = parents[seq]
+            if k == kind:
+                return True
+            seen += 1
+        return False
+
+    def allocated(ev, space, key, size, what):
+        if test is None or wide_fixture or size == 0:
+            return
+        rec = {"test": test, "size": size, "what": what, "seq": ev["seq"], "site": _site(ev, test_file, root)}
+        live[(space, key)] = rec
+        current[(space, key)] = rec
+
+    def freed(ev, space, key):
+        rec = live.pop((space, key), None)
+        current.pop((space, key), None)
+        if rec is None:
+            return
+        if chain_has(ev.get("parent"), "gc_start"):
+            r = results_for(rec["test"])
+            if rec in r["leaked"]:
+                r["leaked"].remove(rec)
+            r["gc_freed"].append(rec)
+        else:
+            rec["freed_seq"] = ev["seq"]
+
+    for line in proc.stdout:
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        kind = ev.get("kind")
+        if kind in ("gc_start", "pool_op_begin"):
+            parents[ev["seq"]] = (kind, ev.get("parent"))
+        if kind == "mark":
+            text = ev.get("text") or ""
+            if not text.startswith(MARK):
+                continue
+            verb, _, rest = text[len(MARK):].partition(" ")
+            if verb == "begin":
+                test, current = rest, {}
+                test_file = rest.split("::")[0]
+                results_for(test)
+            elif verb == "end" and test is not None:
+                results_for(test)["leaked"].extend(current.values())
+                test, current = None, {}
+            elif verb == "fixture-begin":
+                wide_fixture += 1
+            elif verb == "fixture-end":
+                wide_fixture = max(0, wide_fixture - 1)
+        elif kind == "cuda_alloc":
+            if ev.get("result") not in (0, None) or not ev.get("ptr"):
+                continue
+            api = ev.get("api")
+            if api in DEVICE_ALLOC:
+                # A pool's segment (obtained inside its operation) is not the
+                # test's memory: the pool's blocks are.
+                if chain_has(ev.get("parent"), "pool_op_begin") or ev["ptr"] in segments:
+                    continue
+                allocated(ev, "device", ev["ptr"], ev.get("size", 0), api)
+            elif api in VMM_ALLOC:
+                allocated(ev, "vmm", ev["ptr"], ev.get("size", 0), api)
+        elif kind == "cuda_free":
+            api = ev.get("api")
+            if api in DEVICE_FREE:
+                freed(ev, "device", ev.get("ptr"))
+            elif api in VMM_FREE:
+                freed(ev, "vmm", ev.get("ptr"))
+        elif kind == "pool_segment" and ev.get("grow"):
+            segments.add(ev.get("ptr"))
+            live.pop(("device", ev.get("ptr")), None)
+            current.pop(("device", ev.get("ptr")), None)
+        elif kind == "pool_alloc":
+            allocated(ev, "pool%s" % ev.get("pool"), ev.get("ptr"), ev.get("granted") or ev.get("requested", 0),
+                      "pool block")
+        elif kind == "pool_free":
+            freed(ev, "pool%s" % ev.get("pool"), ev.get("ptr"))
+        elif kind == "py_double_init" and test is not None:
+            d = results_for(test)["double_init"].setdefault(
+                ev.get("type_name") or "?", {"count": 0, "seq": ev["seq"], "site": _site(ev, test_file, root)})
+            d["count"] += 1
+    proc.wait()
+    err = proc.stderr.read()
+    if proc.returncode not in (0, 1):
+        res["notes"].append("%s: trace-dump failed: %s" % (path, err.strip()))
+    if test is not None:
+        res["notes"].append("%s ends inside %s (the process died during the test?)" % (os.path.basename(path), test))
+        results_for(test)["leaked"].extend(current.values())

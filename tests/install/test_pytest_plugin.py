@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""test_pytest_plugin.py - pytest --gputrace on a small suite
+(pytest_sample/): device memory from the CUDA runtime test double through
+ctypes, one leaky test, one whose memory only a later collection frees, a
+clean one, a module-scoped fixture; and a file of ordinary outcomes (pass,
+fail, skip, xfail, error) that must not change.
+
+A fresh venv gets pytest and pytest-xdist offline from the wheelhouse that
+scripts/lib/setup.sh fills; the plugin comes from this checkout's python/
+folder (-p gputrace.pytest_plugin: the pip test checks the entry point).
+
+    test_pytest_plugin.py --prefix BUILD --doubles DIR --work DIR [--preload LIBS]
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+from installcheck import ROOT, HERE, SKIP, check, finish, has_wheel, make_venv, wheelhouse
+
+SAMPLE = os.path.join(HERE, "pytest_sample")
+
+
+def line_of(path, tag):
+    with open(path) as f:
+        for n, text in enumerate(f, 1):
+            if "LINE:" + tag in text:
+                return n
+    raise KeyError(tag)
+
+
+def pytest(opts, venv, args, via_module=False):
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "TRACE_OUTPUT", "PYTHONPATH")}
+    env.update(PYTHONPATH=os.path.join(ROOT, "python"), CUDA_DOUBLES=opts.doubles,
+               GPUTRACE_PREFIX=opts.prefix, PYTHONDONTWRITEBYTECODE="1")
+    if opts.preload:
+        env["TRACE_LIB"] = opts.preload
+    cmd = ([os.path.join(venv, "bin", "python"), "-m", "pytest"] if via_module
+           else [os.path.join(venv, "bin", "pytest")])
+    cmd += ["-p", "gputrace.pytest_plugin", "-p", "no:cacheprovider", "-rA"] + args
+    p = subprocess.run(cmd, cwd=SAMPLE, env=env, capture_output=True, text=True, timeout=600)
+    print("$ %s -> %d" % (" ".join(cmd[1:]), p.returncode))
+    return p
+
+
+def outcomes(text):
+    """nodeid -> outcome from -rA's short summary (PASSED/FAILED/ERROR/...)."""
+    found = {}
+    for m in re.finditer(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)", text, re.M):
+        found.setdefault(m.group(2), set()).add(m.group(1))
+    return found
+
+
+def gputrace_section(text):
+    m = re.search(r"^=+ gputrace =+$(.*?)(?=^=+ )", text, re.M | re.S)
+    return m.group(1) if m else ""
+
+
+def section_for(section, nodeid):
+    """The lines of the gputrace section about one test."""
+    out, on = [], False
+    for line in section.splitlines():
+        if line and not line.startswith(" "):
+            on = line.split()[0] == nodeid
+            continue
+        if on:
+            out.append(line)
+    return "\n".join(out)
+
+
+def audit_marks(opts, venv):
+    """gputrace.mark() and gputrace.flush() in a traced process: marks with
+    their text (UTF-8 too), misuse of the audit event ignored, no exception
+    left behind, the log readable before the process ends."""
+    log = os.path.join(opts.work, "marks.tlog")
+    lib = opts.preload or os.path.join(opts.prefix, "lib", "libtrace.so")
+    env = dict(os.environ, LD_PRELOAD=lib, TRACE_OUTPUT=log, TRACE_QUIET="1",
+               PYTHONPATH=os.path.join(ROOT, "python"), GPUTRACE_PREFIX=opts.prefix)
+    code = ("import gputrace, subprocess, sys\n"
+            "gputrace.mark('first mark')\n"
+            "gputrace.mark('second, caf\\u00e9')\n"
+            "sys.audit('gputrace.mark')\n"
+            "sys.audit('gputrace.mark', b'bytes')\n"
+            "sys.audit('gputrace.mark', 'two', 'args')\n"
+            "assert sys.exc_info() == (None, None, None)\n"
+            "gputrace.flush()\n"
+            "p = subprocess.run([gputrace.tool('trace-dump'), %r], capture_output=True, text=True)\n"
+            "print(p.stdout)\n" % log)
+    p = subprocess.run([os.path.join(venv, "bin", "python"), "-c", code], env=env, capture_output=True, text=True)
+    marks = re.findall(r'mark text="([^"]*)"', p.stdout)
+    check(p.returncode == 0 and marks == ["first mark", "second, caf\u00e9"],
+          "gputrace.mark: two marks, read back by trace-dump before the process ended: %d %s %s"
+          % (p.returncode, marks, p.stderr[-300:]))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--prefix", required=True, help="the build folder (bin/trace-dump, lib/libtrace.so)")
+    ap.add_argument("--doubles", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--preload", help="what to preload instead of PREFIX/lib/libtrace.so (sanitizer runtime first)")
+    opts = ap.parse_args()
+    shutil.rmtree(opts.work, ignore_errors=True)
+    os.makedirs(opts.work)
+    if not has_wheel("pytest_xdist"):
+        print("SKIP: no pytest wheels in %s (scripts/test fills it: scripts/lib/setup.sh)" % wheelhouse())
+        return SKIP
+    venv = os.path.join(opts.work, "venv")
+    make_venv(venv, "pytest", "pytest-xdist")
+    audit_marks(opts, venv)
+    memory = os.path.join(SAMPLE, "test_memory.py")
+    leak_line, cycle_line, pool_line = line_of(memory, "leak"), line_of(memory, "cycle"), line_of(memory, "poolleak")
+
+    # 1. Clean outcomes do not change: the same file with and without it.
+    bare = pytest(opts, venv, ["test_outcomes.py"])
+    traced = pytest(opts, venv, ["--gputrace", "test_outcomes.py"], via_module=True)
+    check(bare.returncode == traced.returncode == 1, "exit status unchanged: %d / %d" % (bare.returncode, traced.returncode))
+    check(outcomes(bare.stdout) == outcomes(traced.stdout) and len(outcomes(bare.stdout)) == 6,
+          "every outcome unchanged: %s / %s" % (outcomes(bare.stdout), outcomes(traced.stdout)))
+    check("6 test(s) traced" in traced.stdout, "the session was traced (6 tests)")
+
+    # 2. The summary: the leak, the collector, nothing for the clean tests.
+    plain = pytest(opts, venv, ["test_memory.py"])
+    check(plain.returncode == 0, "the memory tests pass without the plugin")
+    p = pytest(opts, venv, ["--gputrace", "test_memory.py"])
+    check(p.returncode == 0, "and with --gputrace alone: %d\n%s" % (p.returncode, p.stdout[-2000:]))
+    check(outcomes(p.stdout) == outcomes(plain.stdout), "no outcome changes with findings reported only")
+    section = gputrace_section(p.stdout)
+    print(section)
+    leaky = section_for(section, "test_memory.py::test_leaky")
+    check("still allocated at the end of the test: 2.0 MiB in 1 allocation" in leaky
+          and "test_memory.py:%d" % leak_line in leaky, "test_leaky: 2 MiB still allocated, at its line")
+    cycle = section_for(section, "test_memory.py::test_cycle")
+    check("only garbage collection freed: 5.0 MiB in 1 allocation" in cycle
+          and "test_memory.py:%d" % cycle_line in cycle and "still allocated" not in cycle,
+          "test_cycle: 5 MiB freed only by a collection, at the allocating line")
+    pool = section_for(section, "test_memory.py::test_pool_leaky")
+    check("still allocated at the end of the test: 512.0 KiB in 1 allocation" in pool
+          and "pool block" in pool and "test_memory.py:%d" % pool_line in pool,
+          "test_pool_leaky: the pool block it kept, at its line")
+    for clean in ("test_clean", "test_collects", "test_module_fixture", "test_pool_clean"):
+        check("test_memory.py::" + clean + "\n" not in section,
+              "%s has no finding (wider fixtures and a pool's cached segment are not charged)" % clean)
+    check("7 test(s) traced" in section and "3 with findings" in section, "the totals line")
+
+    # 3. Failing on findings: a teardown error on the test, the rest as before.
+    p = pytest(opts, venv, ["--gputrace", "--gputrace-fail-leaks", "test_memory.py"])
+    got = outcomes(p.stdout)
+    leakers = ("test_memory.py::test_leaky", "test_memory.py::test_pool_leaky")
+    check(p.returncode == 1 and all(got.get(k) == {"PASSED", "ERROR"} for k in leakers)
+          and all(v == {"PASSED"} for k, v in got.items() if k not in leakers),
+          "--gputrace-fail-leaks: test_leaky and test_pool_leaky error, the others pass: %d %s" % (p.returncode, got))
+    check("left 2.0 MiB of device memory allocated at its end" in p.stdout, "the error says why")
+    p = pytest(opts, venv, ["--gputrace", "--gputrace-fail-gc", "test_memory.py"])
+    got = outcomes(p.stdout)
+    check(p.returncode == 1 and got.get("test_memory.py::test_cycle") == {"PASSED", "ERROR"}
+          and got.get("test_memory.py::test_leaky") == {"PASSED"},
+          "--gputrace-fail-gc: test_cycle errors: %d %s" % (p.returncode, got))
+
+    # 4. Keeping the logs: the marks bracket each test.
+    logs = os.path.join(opts.work, "logs")
+    p = pytest(opts, venv, ["--gputrace", "--gputrace-dir", logs, "test_memory.py"])
+    kept = [f for f in os.listdir(logs) if f.endswith(".tlog")] if os.path.isdir(logs) else []
+    check(p.returncode == 0 and len(kept) == 1 and "logs kept in " + logs in p.stdout,
+          "--gputrace-dir keeps the session's log: %s" % kept)
+    if kept:
+        d = subprocess.run([os.path.join(opts.prefix, "bin", "trace-dump"), os.path.join(logs, kept[0])],
+                           capture_output=True, text=True)
+        begins = re.findall(r'text="gputrace:begin \S*test_memory.py::', d.stdout)
+        ends = re.findall(r'text="gputrace:end \S*test_memory.py::', d.stdout)
+        check(len(begins) == 7 and len(ends) == 7, "seven begin and seven end marks in the log")
+
+    # 5. pytest-xdist: each worker traced from its start, one summary.
+    p = pytest(opts, venv, ["--gputrace", "-n", "2", "test_memory.py"])
+    section = gputrace_section(p.stdout)
+    check(p.returncode == 0 and "test_memory.py::test_leaky" in section and "7 test(s) traced" in section,
+          "-n 2: the workers' logs give the same findings: %d\n%s" % (p.returncode, section or p.stdout[-1500:]))
+    # test_cycle's memory is freed by whichever collection runs in its worker;
+    # with two workers that may be none before the end: not asserted here.
+
+    return finish("pytest plugin")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
