@@ -38,6 +38,7 @@ import pytest
 import gputrace
 
 ENV_DIR = "GPUTRACE_PYTEST_DIR"     # set in the re-executed process: where logs go
+ENV_PID = "GPUTRACE_PYTEST_PID"     # ... and its pid (exec keeps it): the session's owner
 MARK = "gputrace:"
 
 # CUDA entry points by what they hand out (FORMAT.md's API table).
@@ -48,6 +49,8 @@ DEVICE_FREE = {"cudaFree", "cudaFreeAsync", "cuMemFree_v2", "cuMemFreeAsync"}
 # Physical memory of the virtual-memory API (PyTorch's expandable segments):
 # counted by handle; mapping and reserving address space are not memory.
 VMM_ALLOC, VMM_FREE = {"cuMemCreate"}, {"cuMemRelease"}
+WANTED = {"mark", "gc_start", "pool_op_begin", "cuda_alloc", "cuda_free", "pool_segment", "pool_alloc", "pool_free",
+          "py_double_init"}
 
 
 def pytest_addoption(parser):
@@ -94,6 +97,8 @@ def _restart_traced(config):
     log_dir = config.getoption("gputrace_dir")
     log_dir = os.path.abspath(log_dir) if log_dir else tempfile.mkdtemp(prefix="gputrace-pytest-")
     os.makedirs(log_dir, exist_ok=True)
+    if "%" in log_dir:
+        raise pytest.UsageError("--gputrace-dir: %r: a folder name with %% is not supported" % log_dir)
     lib = gputrace.libtrace()
     if not os.path.exists(lib.split(":")[-1]):
         raise pytest.UsageError("--gputrace: %s not found (a broken gputrace install?)" % lib)
@@ -102,6 +107,7 @@ def _restart_traced(config):
     env["TRACE_OUTPUT"] = os.path.join(log_dir, "pytest-%p.tlog")
     env["TRACE_QUIET"] = "1"
     env[ENV_DIR] = log_dir
+    env[ENV_PID] = str(os.getpid())
     # pytest has redirected fds 1 and 2 to its capture files by now: give
     # the new process the real ones.
     capman = config.pluginmanager.getplugin("capturemanager")
@@ -120,6 +126,8 @@ def pytest_cmdline_main(config):
     if hasattr(config, "workerinput"):            # an xdist worker: started traced by its controller
         return None
     if os.environ.get(ENV_DIR):
+        if _role(config) is None:
+            return None                           # a pytest inside a traced test: left alone
         if not _preloaded():
             raise pytest.UsageError("--gputrace: libtrace.so was not loaded (LD_PRELOAD=%s); a setuid "
                                     "interpreter or a missing library?" % os.environ.get("LD_PRELOAD"))
@@ -128,9 +136,27 @@ def pytest_cmdline_main(config):
     return None
 
 
+def _role(config):
+    """"owner" in the process --gputrace restarted, "worker" in its xdist
+    workers, None anywhere else (a pytest that a traced test runs, in a
+    subprocess or in-process, inherits the environment and must neither
+    mark nor delete the session's logs)."""
+    if not os.environ.get(ENV_DIR) or _active is not None:
+        return None
+    if hasattr(config, "workerinput"):
+        return "worker"
+    return "owner" if os.environ.get(ENV_PID) == str(os.getpid()) else None
+
+
+_active = None      # the _Session of this process, once there is one
+
+
 def pytest_configure(config):
-    if config.getoption("gputrace") and os.environ.get(ENV_DIR):
-        config.pluginmanager.register(_Session(config), "gputrace-session")
+    global _active
+    role = _role(config) if config.getoption("gputrace") else None
+    if role:
+        _active = _Session(config, role == "worker")
+        config.pluginmanager.register(_active, "gputrace-session")
 
 
 def _mark(text):
@@ -138,10 +164,10 @@ def _mark(text):
 
 
 class _Session:
-    def __init__(self, config):
+    def __init__(self, config, worker):
         self.config = config
         self.dir = os.environ[ENV_DIR]
-        self.worker = hasattr(config, "workerinput")
+        self.worker = worker
         self.results = None
         self.failing = {}
 
@@ -216,6 +242,8 @@ class _Session:
         return self.config.getoption("gputrace_keep") or self.config.getoption("gputrace_dir")
 
     def pytest_unconfigure(self, config):
+        global _active
+        _active = None
         if not self.worker and not self._keep():
             shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -346,6 +374,12 @@ def analyse_log(dump, path, res, root=None):
             rec["freed_seq"] = ev["seq"]
 
     for line in proc.stdout:
+        # Most lines are events this does not look at (host buffers,
+        # collections' ends, definitions): their kind is read from the text,
+        # and only the rest is parsed.
+        at = line.find('"kind":"')
+        if at < 0 or line[at + 8:line.find('"', at + 8)] not in WANTED:
+            continue
         try:
             ev = json.loads(line)
         except ValueError:

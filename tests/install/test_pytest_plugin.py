@@ -172,7 +172,15 @@ def main():
         ends = re.findall(r'text="gputrace:end \S*test_memory.py::', d.stdout)
         check(len(begins) == 7 and len(ends) == 7, "seven begin and seven end marks in the log")
 
-    # 5. pytest-xdist: each worker traced from its start, one summary.
+    # 5. A test that runs pytest --gputrace itself: the inner run is left
+    # alone (no second session deleting the logs, no marks of its own).
+    nested_logs = os.path.join(opts.work, "nested-logs")
+    p = pytest(opts, venv, ["--gputrace", "--gputrace-dir", nested_logs, "test_nested.py"])
+    section = gputrace_section(p.stdout)
+    check(p.returncode == 0 and "1 test(s) traced" in section and os.path.isdir(nested_logs),
+          "a nested pytest --gputrace leaves the session alone: %d\n%s" % (p.returncode, p.stdout[-1500:]))
+
+    # 6. pytest-xdist: each worker traced from its start, one summary.
     p = pytest(opts, venv, ["--gputrace", "-n", "2", "test_memory.py"])
     section = gputrace_section(p.stdout)
     check(p.returncode == 0 and "test_memory.py::test_leaky" in section and "7 test(s) traced" in section,
