@@ -331,8 +331,9 @@ def analyse_dir(log_dir, root=None):
 def analyse_log(dump, path, res, root=None):
     """One process's log: test intervals from the marks, and what each test
     allocated: when it was freed, and whether inside a collection."""
-    proc = subprocess.Popen([dump, "--json", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    # stderr to a file: a pipe nobody reads while stdout is read could fill.
+    errors = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen([dump, "--json", path], stdout=subprocess.PIPE, stderr=errors, text=True)
     parents = {}        # seq of a gc_start or pool_op_begin -> (kind, parent)
     live = {}           # (space, key) -> allocation record
     segments = set()    # pointers pools hold as segments (pool_segment grow)
@@ -434,8 +435,11 @@ def analyse_log(dump, path, res, root=None):
             d = results_for(test)["double_init"].setdefault(
                 ev.get("type_name") or "?", {"count": 0, "seq": ev["seq"], "site": _site(ev, test_file, root)})
             d["count"] += 1
+    proc.stdout.close()
     proc.wait()
-    err = proc.stderr.read()
+    errors.seek(0)
+    err = errors.read()
+    errors.close()
     if proc.returncode not in (0, 1):
         res["notes"].append("%s: trace-dump failed: %s" % (path, err.strip()))
     if test is not None:

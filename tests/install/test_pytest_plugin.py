@@ -31,13 +31,13 @@ def line_of(path, tag):
     raise KeyError(tag)
 
 
-def pytest(opts, venv, args, via_module=False):
+def pytest(opts, venv, args, via_module=False, flags=()):
     env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "TRACE_OUTPUT", "PYTHONPATH")}
     env.update(PYTHONPATH=os.path.join(ROOT, "python"), CUDA_DOUBLES=opts.doubles,
                GPUTRACE_PREFIX=opts.prefix, PYTHONDONTWRITEBYTECODE="1")
     if opts.preload:
         env["TRACE_LIB"] = opts.preload
-    cmd = ([os.path.join(venv, "bin", "python"), "-m", "pytest"] if via_module
+    cmd = ([os.path.join(venv, "bin", "python")] + list(flags) + ["-m", "pytest"] if via_module
            else [os.path.join(venv, "bin", "pytest")])
     cmd += ["-p", "gputrace.pytest_plugin", "-p", "no:cacheprovider", "-rA"] + args
     p = subprocess.run(cmd, cwd=SAMPLE, env=env, capture_output=True, text=True, timeout=600)
@@ -144,6 +144,13 @@ def main():
         check("test_memory.py::" + clean + "\n" not in section,
               "%s has no finding (wider fixtures and a pool's cached segment are not charged)" % clean)
     check("7 test(s) traced" in section and "3 with findings" in section, "the totals line")
+
+    # Interpreter flags survive the restart, and the plugin itself warns
+    # about nothing (-X dev shows unclosed files and the like).
+    p = pytest(opts, venv, ["--gputrace", "test_memory.py"], via_module=True, flags=["-X", "dev"])
+    check(p.returncode == 0 and "3 with findings" in p.stdout and "warnings summary" not in p.stdout
+          and "Warning" not in p.stderr, "python -X dev -m pytest --gputrace: no warning: %s%s"
+          % (p.stdout[-800:], p.stderr[-800:]))
 
     # 3. Failing on findings: a teardown error on the test, the rest as before.
     p = pytest(opts, venv, ["--gputrace", "--gputrace-fail-leaks", "test_memory.py"])
