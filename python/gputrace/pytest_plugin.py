@@ -332,8 +332,11 @@ def analyse_log(dump, path, res, root=None):
     """One process's log: test intervals from the marks, and what each test
     allocated: when it was freed, and whether inside a collection."""
     # stderr to a file: a pipe nobody reads while stdout is read could fill.
-    errors = tempfile.TemporaryFile(mode="w+")
-    proc = subprocess.Popen([dump, "--json", path], stdout=subprocess.PIPE, stderr=errors, text=True)
+    errors = tempfile.TemporaryFile(mode="w+", errors="replace")
+    # errors="replace": paths in a log need not be UTF-8; such a line then
+    # parses with a replacement character instead of stopping the summary.
+    proc = subprocess.Popen([dump, "--json", path], stdout=subprocess.PIPE, stderr=errors, text=True,
+                            errors="replace")
     parents = {}        # seq of a gc_start or pool_op_begin -> (kind, parent)
     live = {}           # (space, key) -> allocation record
     segments = set()    # pointers pools hold as segments (pool_segment grow)

@@ -137,6 +137,19 @@ def trace_run(opts, prefix, elsewhere):
     check(p.returncode == 0 and len(logs) == 1 and "cannot be preloaded" not in p.stderr,
           "trace-run through a symlink on PATH traces a program started from another directory: %d %s"
           % (p.returncode, p.stderr[-400:]))
+    # A program under a folder whose name is not UTF-8: the report names it,
+    # and trace-run still shows it and returns the command's status.
+    odd = os.path.join(os.fsencode(elsewhere), b"caf\xe9")
+    os.makedirs(odd)
+    with open(os.path.join(odd, b"app.py"), "w") as f:
+        f.write("import gc, sys\nclass C:\n    def __init__(self):\n        self.b = bytearray(4 << 20)\n"
+                "        self.me = self\nfor i in range(3):\n    C()\ngc.collect()\nsys.exit(5)\n")
+    p = subprocess.run([os.path.join(prefix, "bin", "trace-run"), "--output", "odd-%p.tlog", "--",
+                        sys.executable, "app.py"], cwd=odd, env=clean_env(opts), capture_output=True, timeout=300)
+    check(p.returncode == 5 and b"Traceback" not in p.stderr and
+          re.search(rb"log written to \S*/caf\xe9/odd-\d+\.tlog", p.stderr) is not None,
+          "trace-run under a non-UTF-8 folder: the command's status, the path as it is on disk: %d %r"
+          % (p.returncode, p.stderr[-300:]))
     return log
 
 
