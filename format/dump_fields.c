@@ -66,6 +66,10 @@ void dump_kind_fields(dump_ctx *d, const tf_event *e, const dump_sink *k)
     case TF_EV_MARK:
         string_id(d, k, "text", e->u.mark.text);
         break;
+    case TF_EV_RELEASE_FAILED:
+        k->u(d, "release", e->u.release_failed.release, 0);
+        k->i(d, "result", e->u.release_failed.result);
+        break;
     case TF_EV_END:
         k->u(d, "events", e->u.end.events, 0);
         k->u(d, "strings", e->u.end.strings, 0);

@@ -77,6 +77,9 @@ static const tf_event_layout tf_double_init_layout = { 2, {
 
 static const tf_event_layout tf_mark_layout = { 1, { TF_F(mark.text, TF_ENC_U32) } };
 
+static const tf_event_layout tf_release_failed_layout = { 2, {
+    TF_F(release_failed.release, TF_ENC_SEQREL), TF_F(release_failed.result, TF_ENC_S32) } };
+
 static const tf_event_layout tf_end_layout = { 5, {
     TF_F(end.events, TF_ENC_U64), TF_F(end.strings, TF_ENC_U64), TF_F(end.native_stacks, TF_ENC_U64),
     TF_F(end.py_stacks, TF_ENC_U64), TF_F(end.frames, TF_ENC_U64) } };
@@ -94,7 +97,8 @@ static const tf_event_layout tf_end_layout = { 5, {
     X(TF_EV_HOST_ALLOC, tf_host_layout) X(TF_EV_HOST_FREE, tf_host_layout)     \
     X(TF_EV_PY_ALLOC, tf_host_layout)                                          \
     X(TF_EV_PY_DOUBLE_INIT, tf_double_init_layout)                             \
-    X(TF_EV_MARK, tf_mark_layout) X(TF_EV_END, tf_end_layout)
+    X(TF_EV_MARK, tf_mark_layout) X(TF_EV_END, tf_end_layout)                 \
+    X(TF_EV_RELEASE_FAILED, tf_release_failed_layout)
 
 /* The layout of an event kind, or NULL for a kind this version does not know. */
 static inline const tf_event_layout *tf_event_layout_of(uint32_t kind)

@@ -58,6 +58,7 @@ static const char *const kind_names[TF_KIND_MAX] = {
     [TF_EV_PY_DOUBLE_INIT] = "py_double_init",
     [TF_EV_MARK] = "mark",
     [TF_EV_END] = "end",
+    [TF_EV_RELEASE_FAILED] = "release_failed",
     [TF_EV_PY_ALLOC] = "py_alloc",
 };
 

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define TF_VERSION_MAJOR 1
-#define TF_VERSION_MINOR 0
+#define TF_VERSION_MINOR 1
 
 /* Record kinds.  Definitions (< 32) give ids meaning; events (>= 32) carry a
  * sequence number.  A reader skips kinds it does not know (records are
@@ -54,6 +54,7 @@ enum tf_kind {
     TF_EV_MARK = 44,
     TF_EV_END = 45,
     TF_EV_PY_ALLOC = 46,      /* opt-in: one GC-object allocation */
+    TF_EV_RELEASE_FAILED = 47, /* 1.1: the release recorded at seq `release` failed */
     TF_KIND_MAX = 64
 };
 
@@ -139,6 +140,10 @@ typedef struct tf_event {
         struct {            /* mark */
             uint32_t text;  /* string id */
         } mark;
+        struct {            /* release_failed */
+            uint64_t release; /* seq of the release (cuda_free, ...) that failed */
+            int32_t result;   /* what the call returned */
+        } release_failed;
         struct {            /* end: counts of everything written */
             uint64_t events;
             uint64_t strings;
@@ -226,6 +231,16 @@ size_t tf_writer_pending(const tf_writer *w);
  * *out's old buffer in exchange (so steady state allocates nothing).  The next
  * record starts a new frame. */
 void tf_writer_seal(tf_writer *w, tf_chunk *out);
+
+/* Where a writer stands between frames, to take back a frame that was
+ * written but must not count (the END written before exec, when exec then
+ * fails).  Take the mark right after a seal; tf_writer_rewind drops whatever
+ * was encoded since and puts seq, time, frame and event counts back, so the
+ * next frame continues the log as if nothing had been written after the mark.
+ * Definitions interned after the mark must not be used again (record none). */
+typedef struct tf_writer_mark { uint64_t frames_sealed, seq, t_ns, events; } tf_writer_mark;
+tf_writer_mark tf_writer_get_mark(const tf_writer *w);
+void tf_writer_rewind(tf_writer *w, const tf_writer_mark *m);
 
 /* Compress a sealed chunk into one checksummed zstd frame and write all of it.
  * cctx is a ZSTD_CCtx* the caller keeps (NULL: one is made and freed).

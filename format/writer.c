@@ -436,6 +436,21 @@ void tf_write_event(tf_writer *w, const tf_event *ev)
     w->events++;
 }
 
+tf_writer_mark tf_writer_get_mark(const tf_writer *w)
+{
+    return (tf_writer_mark){ w->frames_sealed, w->seq, w->t_ns, w->events };
+}
+
+void tf_writer_rewind(tf_writer *w, const tf_writer_mark *m)
+{
+    w->chunk.len = 0;
+    w->frame_open = 0;
+    w->frames_sealed = m->frames_sealed;
+    w->seq = m->seq;
+    w->t_ns = m->t_ns;
+    w->events = m->events;
+}
+
 void tf_chunk_free(tf_chunk *c)
 {
     tf_pages_free(c->data, c->cap);

@@ -34,8 +34,24 @@ static const char *const space_names[SP_COUNT] = {
     [RP_CUDA_VA] = "VA reservations", [SP_HOST] = "host buffers",
 };
 
+/* A release is recorded before the real call (it must precede any
+ * allocation that reuses the memory); when the call then fails, a
+ * release_failed event names it.  The latest releases are kept so that one
+ * can be taken back: the block is live again, as it was. */
+#define UNDO_SLOTS 256
+typedef struct undo {
+    uint64_t seq;           /* of the release; 0: empty */
+    int sp;                 /* space index */
+    rp_range block;         /* what the release erased */
+    uint64_t freed_before;  /* s->freed's entry for the pointer before, 0 if none */
+    uint32_t seg_pool;      /* the pool whose segment it released, 0 if none */
+    rp_range seg;
+} undo;
+
 struct rp_checks {
     space sp[SP_COUNT];
+    undo undo[UNDO_SLOTS];
+    uint32_t undo_next;
     pool_state *pools;      /* in order of first appearance */
     size_t npools, cappools;
     rp_ptrmap pool_index;   /* pool id -> position in pools */
@@ -169,14 +185,19 @@ static int space_alloc(space *s, const tf_event *e, uint64_t ptr, uint64_t size,
     return 0;
 }
 
-/* 1 with *v on a bad free; *size gets the block's size when it was live. */
-static int space_free_ptr(space *s, const tf_event *e, uint64_t ptr, int check_unknown, uint64_t *size,
-                          rp_finding *v)
+/* 1 with *v on a bad free; *size gets the block's size when it was live
+ * (and *erased, if given, the block itself; else its start is 0). */
+static int space_free_block(space *s, const tf_event *e, uint64_t ptr, int check_unknown, uint64_t *size,
+                            rp_range *erased, rp_finding *v)
 {
     rp_range r;
     *size = 0;
+    if (erased)
+        erased->start = erased->end = 0;
     if (rp_rangeset_erase(&s->live, ptr, &r)) {
         *size = r.end - r.start;
+        if (erased)
+            *erased = r;
         rp_ptrmap_put(&s->freed, ptr, e->seq);
         return 0;
     }
@@ -194,6 +215,20 @@ static int space_free_ptr(space *s, const tf_event *e, uint64_t ptr, int check_u
         return 0;
     return report(v, "free_unknown", site_of(e), (rp_site){0, 0, 0, 0},
                   "%s: 0x%llx freed, but it was never handed out", s->name, ULL(ptr));
+}
+
+static int space_free_ptr(space *s, const tf_event *e, uint64_t ptr, int check_unknown, uint64_t *size,
+                          rp_finding *v)
+{
+    return space_free_block(s, e, ptr, check_unknown, size, NULL, v);
+}
+
+static undo *undo_slot(rp_checks *c, uint64_t seq)
+{
+    undo *u = &c->undo[c->undo_next++ % UNDO_SLOTS];
+    memset(u, 0, sizeof *u);
+    u->seq = seq;
+    return u;
 }
 
 static void note_peak(pool_state *p)
@@ -222,6 +257,13 @@ static int segment_release(rp_checks *c, uint32_t pool, const tf_event *e, uint6
     rp_range r;
     if (!rp_rangeset_erase(&p->segs, ptr, &r))
         return 0;  /* told twice, or never obtained inside a traced operation */
+    if (e->kind == TF_EV_CUDA_FREE) {   /* the CUDA free's own slot, taken just before */
+        undo *u = &c->undo[(c->undo_next - 1) % UNDO_SLOTS];
+        if (u->seq == e->seq) {
+            u->seg_pool = pool;
+            u->seg = r;
+        }
+    }
     p->fig.reserved -= r.end - r.start;
     p->fig.segments--;
     if (r.start == p->seg_lo)
@@ -270,10 +312,17 @@ static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_f
         return 0;
     }
     if (!e->u.cuda.ptr || e->u.cuda.result != 0)
-        return 0;  /* freeing NULL is allowed; a failed free freed nothing */
+        return 0;  /* freeing NULL is allowed; a failed free freed nothing (logs before 1.1) */
     uint64_t size;
-    if (space_free_ptr(&c->sp[sp], e, e->u.cuda.ptr, 1, &size, v))
+    rp_range block;
+    uint64_t *prev = rp_ptrmap_get(&c->sp[sp].freed, e->u.cuda.ptr);
+    uint64_t freed_before = prev ? *prev : 0;
+    if (space_free_block(&c->sp[sp], e, e->u.cuda.ptr, 1, &size, &block, v))
         return 1;
+    undo *u = undo_slot(c, e->seq);
+    u->sp = sp;
+    u->block = block;
+    u->freed_before = freed_before;
     uint64_t *owner = sp == RP_CUDA_DEVICE ? rp_ptrmap_get(&c->seg_owner, e->u.cuda.ptr) : NULL;
     return owner ? segment_release(c, (uint32_t)*owner, e, e->u.cuda.ptr, v) : 0;
 }
@@ -318,6 +367,33 @@ static int pool_free(rp_checks *c, const tf_event *e, rp_finding *v)
     return 0;
 }
 
+/* The release at seq failed: what it erased is live again. */
+static void release_failed(rp_checks *c, uint64_t seq)
+{
+    undo *u = NULL;
+    for (uint32_t i = 0; i < UNDO_SLOTS && !u; i++)
+        if (c->undo[i].seq == seq && seq)
+            u = &c->undo[i];
+    if (!u)
+        return;  /* it erased nothing (a bad free, already reported), or is too old */
+    space *s = &c->sp[u->sp];
+    if (u->block.end > u->block.start) {
+        rp_rangeset_insert(&s->live, u->block.start, u->block.end, u->block.val, u->block.aux);
+        if (u->freed_before)
+            rp_ptrmap_put(&s->freed, u->block.start, u->freed_before);
+        else
+            rp_ptrmap_del(&s->freed, u->block.start, NULL);
+    }
+    if (u->seg_pool) {
+        pool_state *p = pool_of(c, u->seg_pool);
+        rp_rangeset_insert(&p->segs, u->seg.start, u->seg.end, u->seg.val, u->seg.aux);
+        rp_ptrmap_put(&c->seg_owner, u->seg.start, u->seg_pool);
+        p->fig.reserved += u->seg.end - u->seg.start;
+        p->fig.segments++;
+    }
+    u->seq = 0;
+}
+
 int rp_checks_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_finding *v)
 {
     uint64_t size;
@@ -337,10 +413,27 @@ int rp_checks_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_fin
         return segment_release(c, e->u.segment.pool, e, e->u.segment.ptr, v);
     case TF_EV_HOST_ALLOC:
         return e->u.host.ptr ? space_alloc(&c->sp[SP_HOST], e, e->u.host.ptr, e->u.host.size, v) : 0;
-    case TF_EV_HOST_FREE:
+    case TF_EV_HOST_FREE: {
         /* Only large buffers are recorded: a free of one we did not see
          * allocated is normal, so only double frees count. */
-        return e->u.host.ptr ? space_free_ptr(&c->sp[SP_HOST], e, e->u.host.ptr, 0, &size, v) : 0;
+        if (!e->u.host.ptr)
+            return 0;
+        rp_range block;
+        uint64_t *prev = rp_ptrmap_get(&c->sp[SP_HOST].freed, e->u.host.ptr);
+        uint64_t freed_before = prev ? *prev : 0;
+        if (space_free_block(&c->sp[SP_HOST], e, e->u.host.ptr, 0, &size, &block, v))
+            return 1;
+        if (block.end > block.start) {
+            undo *u = undo_slot(c, e->seq);
+            u->sp = SP_HOST;
+            u->block = block;
+            u->freed_before = freed_before;
+        }
+        return 0;
+    }
+    case TF_EV_RELEASE_FAILED:
+        release_failed(c, e->u.release_failed.release);
+        return 0;
     default:
         return 0;
     }

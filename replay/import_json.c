@@ -317,6 +317,10 @@ static void kind_fields(importer *im, const jp_node *o, tf_event *e)
     case TF_EV_MARK:
         e->u.mark.text = string_id(im, jp_str(d, o, "text", NULL));
         break;
+    case TF_EV_RELEASE_FAILED:
+        e->u.release_failed.release = seq_ref(im, jp_u64(d, o, "release", 0));
+        e->u.release_failed.result = (int32_t)jp_i64(d, o, "result", 0);
+        break;
     default:
         break;  /* end: the writer counts for itself */
     }

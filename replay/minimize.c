@@ -399,6 +399,8 @@ static int write_log(const tf_reader *r, const tf_event *ev, size_t n, const uns
         e.parent = (p = rp_ptrmap_get(&seqs, e.parent)) ? *p : 0;
         if (e.kind == TF_EV_POOL_OP_END)
             e.u.pool_op.begin = (p = rp_ptrmap_get(&seqs, e.u.pool_op.begin)) ? *p : 0;
+        if (e.kind == TF_EV_RELEASE_FAILED)
+            e.u.release_failed.release = (p = rp_ptrmap_get(&seqs, e.u.release_failed.release)) ? *p : 0;
         if (e.kind == TF_EV_MARK)
             e.u.mark.text = re_string(&x, e.u.mark.text);
         if (e.kind == TF_EV_PY_DOUBLE_INIT)

@@ -99,6 +99,9 @@ static uint64_t write_events(tf_writer *w, int fd, tf_chunk *chunk, const ids *d
     EV(TF_EV_CUDA_FREE); e.u.cuda.api = TF_API_cuMemFree_v2; e.u.cuda.result = 1;
     e.u.cuda.device = -1; e.u.cuda.ptr = 0x7f0000000000;
     tf_write_event(w, &e);
+    uint64_t refused = e.seq;
+    EV(TF_EV_RELEASE_FAILED); e.u.release_failed.release = refused; e.u.release_failed.result = 1;
+    tf_write_event(w, &e);
     tf_test_flush(w, fd, chunk);
     for (long i = 0; i < marks; i++) {
         EV(TF_EV_MARK); e.u.mark.text = d->mark;

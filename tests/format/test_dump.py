@@ -26,6 +26,7 @@ KIND_FIELDS = {
     "py_double_init": ["obj", "type_name"],
     "mark": ["text"],
     "end": ["events", "strings", "native_stacks", "py_stacks", "frames"],
+    "release_failed": ["release", "result"],
 }
 
 failures = 0
@@ -167,7 +168,7 @@ def main():
         check_json(dump, log, expect)
         check_summary(dump, log, expect)
         rc, out, err = run(dump, "--debug-dir", tmp, log)
-        check(rc == 0 and out.startswith("trace log 1.0: pid 4242"), "text mode")
+        check(rc == 0 and out.startswith("trace log 1.1: pid 4242"), "text mode")
         check(" pool_alloc pool=0 ptr=0x7f0000000000 requested=4000" in out, "text fields")
         check("at app.py:15 train_step" in out, "text python frame")
         check_damaged(dump, log, tmp)

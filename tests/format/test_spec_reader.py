@@ -35,6 +35,7 @@ EVENTS = {
     45: ("end", [("events", "u"), ("strings", "u"), ("native_stacks", "u"),
                  ("py_stacks", "u"), ("frames", "u")]),
     46: ("py_alloc", HOST),
+    47: ("release_failed", [("release", "seqrel"), ("result", "s")]),
 }
 APIS = ["unknown", "cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync",
         "cudaMallocManaged", "cudaMallocHost", "cudaHostAlloc", "cudaFreeHost",

@@ -117,6 +117,10 @@ static int parse_line(char **w, int nw, tf_event *e, tstate *t, evtext *out, uin
     } else if (!strcmp(k, "host_free") && nw == 2 && !num(w[1], &a)) {
         e->kind = TF_EV_HOST_FREE;
         e->u.host.ptr = a;
+    } else if (!strcmp(k, "release_failed") && nw == 3 && !num(w[1], &a) && !num(w[2], &b)) {
+        e->kind = TF_EV_RELEASE_FAILED;
+        e->u.release_failed.release = a;
+        e->u.release_failed.result = (int32_t)b;
     } else {
         return -1;
     }

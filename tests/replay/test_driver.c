@@ -192,6 +192,13 @@ static void model_free(void)
     CHECK(n == 3 && !strcmp(w[2].invariant, "live_at_end") && w[2].at.seq == 5);  /* not the pool's segment */
     CHECK(rp_replay_result(r)->peak_reserved == 1024 && rp_replay_result(r)->peak_allocated == 1024);
     rp_replay_free(r);
+    /* A release the real call refused is taken back. */
+    r = run("release_failed.txt", NULL, 0);
+    n = rp_replay_warnings(r, &w, &total);
+    CHECK(!rp_replay_result(r)->violated);
+    CHECK(n == 2 && !strcmp(w[0].invariant, "live_at_end") && !strcmp(w[1].invariant, "live_at_end"));
+    CHECK(n == 2 && w[0].at.seq + w[1].at.seq == 4 + 6);
+    rp_replay_free(r);
 }
 
 static void explore(void)
