@@ -1,6 +1,9 @@
 /*
- * cuda_hooks.c - the memory entry points: call the real function, record
- * one cuda_alloc or cuda_free event (failed calls too, with their code).
+ * cuda_hooks.c - the memory entry points: one cuda_alloc or cuda_free event
+ * per call.  An allocation is recorded after the real call returns (failed
+ * ones too, with their code); a release before the real call is made, and a
+ * release that then fails gets a release_failed event after it
+ * (cuda_record.h says why).
  *
  * What goes where (docs/cuda.md has the table):
  *   allocations, reservations, creates, maps  -> cuda_alloc
@@ -34,11 +37,29 @@ static void alloc_event(uint32_t api, int r, uint64_t ptr, uint64_t size, const 
         .ptr = ptr, .size = size, .stream = (uint64_t)(uintptr_t)stream, .flags = (uint32_t)flags });
 }
 
-static void free_event(uint32_t api, int r, uint64_t ptr, uint64_t size, const void *stream)
+/* Before a release's real call (outer: the outermost traced call). */
+static uint64_t release(int outer, uint32_t api, int device, uint64_t ptr, uint64_t size,
+                        uint64_t stream)
 {
-    cuda_record(&(struct cuda_call_record){
-        .kind = TF_EV_CUDA_FREE, .api = api, .result = r, .device = CUDA_DEVICE_CURRENT,
-        .ptr = ptr, .size = size, .stream = (uint64_t)(uintptr_t)stream });
+    if (!outer)
+        return 0;
+    return cuda_record(&(struct cuda_call_record){
+        .kind = TF_EV_CUDA_FREE, .api = api, .device = device, .ptr = ptr, .size = size,
+        .stream = stream });
+}
+
+static uint64_t free_event(int outer, uint32_t api, uint64_t ptr, const void *stream)
+{
+    return release(outer, api, CUDA_DEVICE_CURRENT, ptr, 0, (uint64_t)(uintptr_t)stream);
+}
+
+/* After it: the outcome, when the call failed. */
+static int released(uint64_t seq, int r)
+{
+    if (r != 0)
+        cuda_record_release_failed(seq, r);
+    cuda_call_end();
+    return r;
 }
 
 /* ------------------------------------------------------------- runtime */
@@ -56,11 +77,8 @@ int cuda_hook_cudaMalloc(void *real, void **p, size_t size)
 int cuda_hook_cudaFree(void *real, void *p)
 {
     int outer = cuda_call_begin();
-    int r = CALL(int (*)(void *), (p));
-    if (outer)
-        free_event(TF_API_cudaFree, r, (uintptr_t)p, 0, NULL);
-    cuda_call_end();
-    return r;
+    uint64_t seq = free_event(outer, TF_API_cudaFree, (uintptr_t)p, NULL);
+    return released(seq, CALL(int (*)(void *), (p)));
 }
 
 int cuda_hook_cudaMallocAsync(void *real, void **p, size_t size, cu_stream s)
@@ -76,11 +94,8 @@ int cuda_hook_cudaMallocAsync(void *real, void **p, size_t size, cu_stream s)
 int cuda_hook_cudaFreeAsync(void *real, void *p, cu_stream s)
 {
     int outer = cuda_call_begin();
-    int r = CALL(int (*)(void *, cu_stream), (p, s));
-    if (outer)
-        free_event(TF_API_cudaFreeAsync, r, (uintptr_t)p, 0, s);
-    cuda_call_end();
-    return r;
+    uint64_t seq = free_event(outer, TF_API_cudaFreeAsync, (uintptr_t)p, s);
+    return released(seq, CALL(int (*)(void *, cu_stream), (p, s)));
 }
 
 int cuda_hook_cudaMallocManaged(void *real, void **p, size_t size, unsigned flags)
@@ -116,11 +131,8 @@ int cuda_hook_cudaHostAlloc(void *real, void **p, size_t size, unsigned flags)
 int cuda_hook_cudaFreeHost(void *real, void *p)
 {
     int outer = cuda_call_begin();
-    int r = CALL(int (*)(void *), (p));
-    if (outer)
-        free_event(TF_API_cudaFreeHost, r, (uintptr_t)p, 0, NULL);
-    cuda_call_end();
-    return r;
+    uint64_t seq = free_event(outer, TF_API_cudaFreeHost, (uintptr_t)p, NULL);
+    return released(seq, CALL(int (*)(void *), (p)));
 }
 
 int cuda_hook_cudaMallocPitch(void *real, void **p, size_t *pitch, size_t width, size_t height)
@@ -160,11 +172,8 @@ int cuda_hook_cuMemAlloc_v2(void *real, cu_deviceptr *p, size_t size)
 int cuda_hook_cuMemFree_v2(void *real, cu_deviceptr p)
 {
     int outer = cuda_call_begin();
-    int r = CALL(int (*)(cu_deviceptr), (p));
-    if (outer)
-        free_event(TF_API_cuMemFree_v2, r, p, 0, NULL);
-    cuda_call_end();
-    return r;
+    uint64_t seq = free_event(outer, TF_API_cuMemFree_v2, p, NULL);
+    return released(seq, CALL(int (*)(cu_deviceptr), (p)));
 }
 
 int cuda_hook_cuMemAllocAsync(void *real, cu_deviceptr *p, size_t size, cu_stream s)
@@ -180,11 +189,8 @@ int cuda_hook_cuMemAllocAsync(void *real, cu_deviceptr *p, size_t size, cu_strea
 int cuda_hook_cuMemFreeAsync(void *real, cu_deviceptr p, cu_stream s)
 {
     int outer = cuda_call_begin();
-    int r = CALL(int (*)(cu_deviceptr, cu_stream), (p, s));
-    if (outer)
-        free_event(TF_API_cuMemFreeAsync, r, p, 0, s);
-    cuda_call_end();
-    return r;
+    uint64_t seq = free_event(outer, TF_API_cuMemFreeAsync, p, s);
+    return released(seq, CALL(int (*)(cu_deviceptr, cu_stream), (p, s)));
 }
 
 int cuda_hook_cuMemAllocFromPoolAsync(void *real, cu_deviceptr *p, size_t size, cu_mempool pool,
@@ -244,11 +250,8 @@ int cuda_hook_cuMemHostAlloc(void *real, void **p, size_t size, unsigned flags)
 int cuda_hook_cuMemFreeHost(void *real, void *p)
 {
     int outer = cuda_call_begin();
-    int r = CALL(int (*)(void *), (p));
-    if (outer)
-        free_event(TF_API_cuMemFreeHost, r, (uintptr_t)p, 0, NULL);
-    cuda_call_end();
-    return r;
+    uint64_t seq = free_event(outer, TF_API_cuMemFreeHost, (uintptr_t)p, NULL);
+    return released(seq, CALL(int (*)(void *), (p)));
 }
 
 int cuda_hook_cuMemCreate(void *real, cu_mem_handle *h, size_t size, const cu_mem_alloc_prop *prop,
@@ -269,13 +272,8 @@ int cuda_hook_cuMemCreate(void *real, cu_mem_handle *h, size_t size, const cu_me
 int cuda_hook_cuMemRelease(void *real, cu_mem_handle h)
 {
     int outer = cuda_call_begin();
-    int r = CALL(int (*)(cu_mem_handle), (h));
-    if (outer)
-        cuda_record(&(struct cuda_call_record){ .kind = TF_EV_CUDA_FREE,
-                                                .api = TF_API_cuMemRelease, .result = r,
-                                                .device = -1, .ptr = h });
-    cuda_call_end();
-    return r;
+    uint64_t seq = release(outer, TF_API_cuMemRelease, -1, h, 0, 0);
+    return released(seq, CALL(int (*)(cu_mem_handle), (h)));
 }
 
 int cuda_hook_cuMemMap(void *real, cu_deviceptr p, size_t size, size_t offset, cu_mem_handle h,
@@ -295,13 +293,8 @@ int cuda_hook_cuMemMap(void *real, cu_deviceptr p, size_t size, size_t offset, c
 int cuda_hook_cuMemUnmap(void *real, cu_deviceptr p, size_t size)
 {
     int outer = cuda_call_begin();
-    int r = CALL(int (*)(cu_deviceptr, size_t), (p, size));
-    if (outer)
-        cuda_record(&(struct cuda_call_record){ .kind = TF_EV_CUDA_FREE, .api = TF_API_cuMemUnmap,
-                                                .result = r, .device = -1, .ptr = p,
-                                                .size = size });
-    cuda_call_end();
-    return r;
+    uint64_t seq = release(outer, TF_API_cuMemUnmap, -1, p, size, 0);
+    return released(seq, CALL(int (*)(cu_deviceptr, size_t), (p, size)));
 }
 
 int cuda_hook_cuMemAddressReserve(void *real, cu_deviceptr *p, size_t size, size_t align,
@@ -321,11 +314,6 @@ int cuda_hook_cuMemAddressReserve(void *real, cu_deviceptr *p, size_t size, size
 int cuda_hook_cuMemAddressFree(void *real, cu_deviceptr p, size_t size)
 {
     int outer = cuda_call_begin();
-    int r = CALL(int (*)(cu_deviceptr, size_t), (p, size));
-    if (outer)
-        cuda_record(&(struct cuda_call_record){ .kind = TF_EV_CUDA_FREE,
-                                                .api = TF_API_cuMemAddressFree, .result = r,
-                                                .device = -1, .ptr = p, .size = size });
-    cuda_call_end();
-    return r;
+    uint64_t seq = release(outer, TF_API_cuMemAddressFree, -1, p, size, 0);
+    return released(seq, CALL(int (*)(cu_deviceptr, size_t), (p, size)));
 }

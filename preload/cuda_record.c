@@ -24,30 +24,40 @@ void cuda_call_end(void)
 typedef int (*ctx_get_device_fn)(int *device);
 
 /* cuCtxGetDevice of the process's one libcuda.so.1, once it is loaded.  It
- * takes no lock the call we just made could hold, and it is not traced. */
+ * takes no lock the call we just made could hold, and it is not traced.
+ * Not found (no libcuda.so.1 loaded: a runtime double, a static runtime
+ * that has not loaded it yet; or a driver without it) is remembered until
+ * the next dlopen or dlclose: the search costs a loader lookup, and this
+ * runs on every traced call. */
 static int current_device(void)
 {
     static ctx_get_device_fn _Atomic get_device;
+    static _Atomic unsigned long missing_since;   /* dl_loader_changes() + 1 */
     ctx_get_device_fn fn = atomic_load_explicit(&get_device, memory_order_acquire);
     if (!fn) {
+        unsigned long changes = dl_loader_changes();
+        if (atomic_load_explicit(&missing_since, memory_order_relaxed) == changes + 1)
+            return -1;
         void *libcuda = dl_real_dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-        if (!libcuda)
+        if (libcuda) {
+            fn = (ctx_get_device_fn)dl_real_dlsym(libcuda, "cuCtxGetDevice");
+            cuda_versions_note_driver(libcuda);
+            dl_real_dlclose(libcuda);
+        }
+        if (!fn) {
+            atomic_store_explicit(&missing_since, changes + 1, memory_order_relaxed);
             return -1;
-        fn = (ctx_get_device_fn)dl_real_dlsym(libcuda, "cuCtxGetDevice");
-        cuda_versions_note_driver(libcuda);
-        dl_real_dlclose(libcuda);
-        if (!fn)
-            return -1;
+        }
         atomic_store_explicit(&get_device, fn, memory_order_release);
     }
     int device = -1;
     return fn(&device) == 0 ? device : -1;
 }
 
-void cuda_record(const struct cuda_call_record *r)
+uint64_t cuda_record(const struct cuda_call_record *r)
 {
     if (!rec_active())
-        return;
+        return 0;
     tf_event e = { .kind = r->kind };
     e.u.cuda.api = r->api;
     e.u.cuda.result = r->result;
@@ -58,5 +68,15 @@ void cuda_record(const struct cuda_call_record *r)
     e.u.cuda.ptr = r->ptr;
     e.u.cuda.size = r->size;
     e.u.cuda.stream = r->stream;
-    rec_event(&e, REC_STACKS);
+    return rec_event(&e, REC_STACKS);
+}
+
+void cuda_record_release_failed(uint64_t release_seq, int result)
+{
+    if (!release_seq)
+        return;
+    tf_event e = { .kind = TF_EV_RELEASE_FAILED };
+    e.u.release_failed.release = release_seq;
+    e.u.release_failed.result = result;
+    rec_event(&e, 0);
 }

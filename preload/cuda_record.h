@@ -27,6 +27,14 @@ struct cuda_call_record {
     uint32_t flags;
 };
 
-void cuda_record(const struct cuda_call_record *r);
+/* Returns the event's seq (0: nothing recorded). */
+uint64_t cuda_record(const struct cuda_call_record *r);
+
+/* Releases (frees, unmaps, address frees) are recorded before the real call,
+ * so the log orders them before any allocation that reuses the memory, on
+ * any thread; and a free that crashes inside the call is still in the log.
+ * The event says result 0; when the call then fails, this records a
+ * release_failed event naming it (FORMAT.md). */
+void cuda_record_release_failed(uint64_t release_seq, int result);
 
 #endif

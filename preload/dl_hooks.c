@@ -22,6 +22,7 @@
 
 #include <dlfcn.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 typedef void *(*dlsym_fn)(void *, const char *);
@@ -33,6 +34,7 @@ typedef int (*dlclose_fn)(void *);
 __attribute__((visibility("hidden"))) dlsym_fn trace_real_dlsym_ptr;
 static dlopen_fn real_dlopen;
 static dlclose_fn real_dlclose;
+static _Atomic unsigned long loader_changes;
 
 /* Called by the assembly, with the caller's arguments saved, the first time
  * anyone calls dlsym (possibly before our constructor: other preloaded
@@ -140,6 +142,8 @@ void *dlopen(const char *file, int mode)
     char path[PATH_MAX];
     void *handle = dl_real_dlopen(
         dl_search_for_caller(file, __builtin_return_address(0), path, sizeof path), mode);
+    if (handle && !(mode & RTLD_NOLOAD))
+        atomic_fetch_add(&loader_changes, 1);
     if (handle && rec_active())
         modules_rescan();
     return handle;
@@ -148,7 +152,14 @@ void *dlopen(const char *file, int mode)
 int dlclose(void *handle)
 {
     int rc = dl_real_dlclose(handle);
+    if (rc == 0)
+        atomic_fetch_add(&loader_changes, 1);
     if (rc == 0 && rec_active())
         modules_rescan();
     return rc;
+}
+
+unsigned long dl_loader_changes(void)
+{
+    return atomic_load_explicit(&loader_changes, memory_order_relaxed);
 }

@@ -10,4 +10,8 @@ void *dl_real_dlsym(void *handle, const char *name);
 void *dl_real_dlopen(const char *file, int mode);
 int dl_real_dlclose(void *handle);
 
+/* Counts dlopen and dlclose calls that went through us: a lookup that found
+ * nothing need not be repeated until this changes. */
+unsigned long dl_loader_changes(void);
+
 #endif

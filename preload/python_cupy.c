@@ -92,18 +92,21 @@ static py_object *malloc_post(py_object *self, py_object *args, py_object *kwarg
     return none();
 }
 
+/* The pool_free is recorded here, before the pool takes the block back:
+ * once it is back, another thread may be handed it, and its pool_alloc must
+ * come later in the log (causal order, recorder.h). */
 static py_object *free_pre(py_object *self, py_object *args, py_object *kwargs)
 {
     (void)self, (void)args;
-    op_begin(TF_POOL_OP_FREE, kwarg(kwargs, key_mem_ptr));
+    uint64_t ptr = kwarg(kwargs, key_mem_ptr);
+    op_begin(TF_POOL_OP_FREE, ptr);
+    pool_api_free(pool, (const void *)(uintptr_t)ptr, kwarg(kwargs, key_mem_size));
     return none();
 }
 
 static py_object *free_post(py_object *self, py_object *args, py_object *kwargs)
 {
-    (void)self, (void)args;
-    pool_api_free(pool, (const void *)(uintptr_t)kwarg(kwargs, key_mem_ptr),
-                  kwarg(kwargs, key_mem_size));
+    (void)self, (void)args, (void)kwargs;
     op_end();
     return none();
 }
