@@ -25,27 +25,104 @@ static trace_config config = {
     .host_threshold = 1u << 20,
     .py_alloc_sample = 0,
     .quiet = 0,
+    .exit_line = -1,
 };
 static char output_template[sizeof config.output] = DEFAULT_OUTPUT;
 static char description[sizeof config.output + 256];
 
-/* Copy the template into out with every %p replaced by pid ("%%" is "%"). */
-static void expand_output(char *out, size_t cap, const char *tmpl, pid_t pid)
+static char hostname[256];
+static pid_t current_pid;
+
+/* The elements of TRACE_OUTPUT (README.md, "Settings"). */
+static const char *element(char c, unsigned n, char *buf, size_t cap)
 {
-    size_t n = 0;
-    for (const char *s = tmpl; *s && n + 1 < cap; s++) {
-        if (s[0] == '%' && s[1] == 'p') {
-            int w = snprintf(out + n, cap - n, "%d", (int)pid);
-            n = w > 0 && (size_t)w < cap - n ? n + (size_t)w : cap - 1;
+    switch (c) {
+    case 'p': snprintf(buf, cap, "%d", (int)current_pid); return buf;
+    case 'i': snprintf(buf, cap, "%u", n); return buf;
+    case 'h': return hostname;
+    case 'r': return config.rank;
+    case '%': return "%";
+    default: return NULL;
+    }
+}
+
+/* Copy tmpl into out with its elements expanded; an unknown element is kept
+ * as it is.  Returns -1 when the result does not fit. */
+static int expand(char *out, size_t cap, const char *tmpl, unsigned n)
+{
+    size_t len = 0;
+    char buf[32];
+    for (const char *s = tmpl; *s; s++) {
+        const char *piece = s[0] == '%' && s[1] ? element(s[1], n, buf, sizeof buf) : NULL;
+        size_t k = piece ? strlen(piece) : 1;
+        if (len + k >= cap)
+            return -1;
+        memcpy(out + len, piece ? piece : s, k);
+        len += k;
+        if (piece)
             s++;
-        } else if (s[0] == '%' && s[1] == '%') {
-            out[n++] = '%';
+    }
+    out[len] = '\0';
+    return 0;
+}
+
+/* "dir/name.ext" -> "dir/name.N.ext" (no extension: "dir/name.N"). */
+static int insert_number(char *path, size_t cap, unsigned n)
+{
+    char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char *dot = strrchr(base, '.');
+    if (!dot || dot == base)
+        dot = path + strlen(path);
+    char tail[sizeof config.output];
+    snprintf(tail, sizeof tail, "%s", dot);
+    int w = snprintf(dot, cap - (size_t)(dot - path), ".%u%s", n, tail);
+    return w > 0 && (size_t)w < cap - (size_t)(dot - path) ? 0 : -1;
+}
+
+static int has_element(const char *tmpl, char c)
+{
+    for (const char *s = tmpl; *s; s++)
+        if (s[0] == '%' && s[1]) {
+            if (s[1] == c)
+                return 1;
             s++;
-        } else {
-            out[n++] = *s;
+        }
+    return 0;
+}
+
+int trace_config_output_path(char *out, size_t cap, unsigned n)
+{
+    if (expand(out, cap, output_template, n) < 0)
+        return -1;
+    if (n == 0 || has_element(output_template, 'i'))
+        return 0;
+    return insert_number(out, cap, n);
+}
+
+/* A host name as one path component. */
+static void read_hostname(void)
+{
+    if (gethostname(hostname, sizeof hostname - 1) != 0)
+        strcpy(hostname, "unknown");
+    hostname[sizeof hostname - 1] = '\0';
+    for (char *c = hostname; *c; c++)
+        if (*c == '/')
+            *c = '_';
+}
+
+/* The rank of a distributed job, from the first of these that is set. */
+static void read_rank(void)
+{
+    static const char *const vars[] = { "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID" };
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v && strlen(v) < sizeof config.rank && !strchr(v, '/')) {
+            strcpy(config.rank, v);
+            config.rank_from = vars[i];
+            return;
         }
     }
-    out[n] = '\0';
 }
 
 /* The log is created at the first write, and the app may have changed
@@ -91,14 +168,17 @@ static void describe(void)
 {
     snprintf(description, sizeof description,
              "output=%s;stack_depth=%d;python=%d;host_buffers=%d;host_threshold=%llu;"
-             "py_allocs=%u;quiet=%d",
+             "py_allocs=%u;quiet=%d;exit_line=%s",
              config.output, config.stack_depth, config.python, config.host_buffers,
-             (unsigned long long)config.host_threshold, config.py_alloc_sample, config.quiet);
+             (unsigned long long)config.host_threshold, config.py_alloc_sample, config.quiet,
+             config.exit_line < 0 ? "auto" : config.exit_line ? "1" : "0");
 }
 
 void trace_config_load(void)
 {
     read_flag("TRACE_QUIET", &config.quiet);   /* first: it silences the others */
+    read_hostname();
+    read_rank();
 
     const char *out = getenv("TRACE_OUTPUT");
     if (out && *out) {
@@ -120,13 +200,24 @@ void trace_config_load(void)
     v = config.py_alloc_sample;
     read_int("TRACE_PY_ALLOCS", 0, UINT32_MAX, &v);
     config.py_alloc_sample = (uint32_t)v;
+    const char *line = getenv("TRACE_EXIT_LINE");
+    if (line && *line) {
+        if (!strcmp(line, "auto"))
+            config.exit_line = -1;
+        else if (!strcmp(line, "0") || !strcmp(line, "1"))
+            config.exit_line = line[0] == '1';
+        else
+            trace_warn("ignoring TRACE_EXIT_LINE=%s (expected auto, 0 or 1)", line);
+    }
 
     trace_config_set_pid(getpid());
 }
 
 void trace_config_set_pid(int pid)
 {
-    expand_output(config.output, sizeof config.output, output_template, pid);
+    current_pid = pid;
+    if (trace_config_output_path(config.output, sizeof config.output, 0) < 0)
+        snprintf(config.output, sizeof config.output, "%s", output_template);
     describe();
 }
 

@@ -5,16 +5,20 @@
 #ifndef TRACE_CONFIG_H
 #define TRACE_CONFIG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct trace_config {
-    char output[4096];         /* TRACE_OUTPUT, %p expanded; default ./trace-%p.tlog */
+    char output[4096];         /* TRACE_OUTPUT expanded (%i as its first value); default ./trace-%p.tlog */
     int stack_depth;           /* TRACE_STACK_DEPTH: native frames kept, default 32, 0 = none */
     int python;                /* TRACE_PYTHON: Python hooks on (1, default) or off (0) */
     int host_buffers;          /* TRACE_HOST_BUFFERS: large host buffers on (1, default) or off */
     uint64_t host_threshold;   /* TRACE_HOST_THRESHOLD: bytes, default 1 MiB */
     uint32_t py_alloc_sample;  /* TRACE_PY_ALLOCS: record one GC-object allocation in N (0 = off) */
     int quiet;                 /* TRACE_QUIET=1: no line at exit, no warnings */
+    int exit_line;             /* TRACE_EXIT_LINE: 1 always, 0 never, -1 (auto) when stderr is a terminal */
+    char rank[32];             /* from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID; "" if none */
+    const char *rank_from;     /* which of them, or NULL */
 } trace_config;
 
 /* Parse the environment (called once, from the constructor). */
@@ -22,6 +26,12 @@ void trace_config_load(void);
 const trace_config *trace_config_get(void);
 /* A forked child writes its own log: expand %p in TRACE_OUTPUT again. */
 void trace_config_set_pid(int pid);
+/* The log's name for attempt n (0, 1, ...): %i becomes n; a pattern without
+ * %i gets ".n" before its extension from attempt 1 on.  The file is created
+ * with O_EXCL, so a name that exists (the log of the image this process
+ * exec'd from, a file left by an earlier process with the same pid) moves on
+ * to the next attempt.  0, or -1 when the name does not fit. */
+int trace_config_output_path(char *out, size_t cap, unsigned n);
 /* "key=value;..." for the log header. */
 const char *trace_config_describe(void);
 

@@ -3,11 +3,14 @@
  *
  * Sealing takes the recorder's lock for a pointer swap; compressing and
  * writing happen outside it, under the write token (owner tid, like the
- * recorder's lock), which keeps frames in seal order and lets a fatal-signal
- * flush tell "another thread is writing, wait" from "I was writing, give up".
- * The thread sleeps on a futex with a 100 ms timeout; a full chunk wakes it.
+ * recorder's lock), which keeps frames in seal order and lets a flush from a
+ * signal handler tell "another thread is writing, wait" from "I was writing,
+ * give up".  The thread sleeps on a futex with a 100 ms timeout; a full
+ * chunk wakes it.
  */
+#define ZSTD_STATIC_LINKING_ONLY   /* ZSTD_initStaticCCtx: stable since zstd 1.3 */
 #include "flusher.h"
+#include "endings.h"
 #include "log_file.h"
 #include "recorder_core.h"
 #include "warn.h"
@@ -17,14 +20,16 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <zstd.h>
 
+
 #define FLUSH_INTERVAL_NS 100000000L
-/* A fatal-signal flush waits at most this long for another thread's write. */
-#define SIGNAL_WAIT_NS 200000000L
+/* A bounded flush waits at most this long for another thread's write. */
+#define SIGNAL_WAIT_NS 1000000000L
 
 static pthread_t thread;
 /* STARTING: pthread_create in progress, `thread` not yet valid. */
@@ -34,7 +39,20 @@ static _Atomic int stopping;
 static _Atomic int kick_word;  /* futex: 1 when there is work */
 static _Atomic pid_t token_owner;
 static tf_chunk chunk;         /* swapped with the writer's buffer on seal */
-static ZSTD_CCtx *cctx;        /* made once; a fatal-signal flush reuses it */
+static tf_chunk end_chunk;     /* exec: the frame holding END, kept apart */
+static off_t exec_cut;         /* exec: the log's size before that frame */
+static ZSTD_CCtx *cctx;        /* in memory of its own, mapped at start */
+
+void flusher_init(void)
+{
+    /* Everything a level-1 stream can need, mapped once: compressing never
+     * calls malloc, so a flush from a signal handler that interrupted malloc
+     * cannot deadlock on its lock. */
+    size_t size = ZSTD_estimateCStreamSize(LOG_COMPRESSION_LEVEL);
+    void *space = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (space != MAP_FAILED)
+        cctx = ZSTD_initStaticCCtx(space, size);
+}
 
 static void futex_wait(_Atomic int *word, int value, long timeout_ns)
 {
@@ -47,7 +65,7 @@ static void futex_wake(_Atomic int *word)
     syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-static int token_take(int from_signal)
+static int token_take(int bounded)
 {
     pid_t me = rec_tid();
     if (atomic_load(&token_owner) == me)
@@ -57,23 +75,61 @@ static int token_take(int from_signal)
         pid_t expected = 0;
         if (atomic_compare_exchange_strong(&token_owner, &expected, me))
             return 1;
-        if (from_signal && waited >= SIGNAL_WAIT_NS)
+        if (bounded && waited >= SIGNAL_WAIT_NS)
             return 0;
         nanosleep(&nap, NULL);
     }
 }
 
-int flush_now(int from_signal)
+static void token_release(void)
 {
-    if (!token_take(from_signal))
+    atomic_store(&token_owner, 0);
+    ending_check_deferred();
+}
+
+int flusher_token_held_here(void)
+{
+    return atomic_load(&token_owner) == rec_tid();
+}
+
+int flush_now(int bounded)
+{
+    if (!token_take(bounded))
         return -1;
-    if (!cctx)
-        cctx = ZSTD_createCCtx();
     int rc = 0;
     if (rec_seal(&chunk) > 0)
         rc = log_write(&chunk, cctx);
-    atomic_store(&token_owner, 0);
+    token_release();
     return rc;
+}
+
+void flusher_run_locked(void (*fn)(void))
+{
+    int took = token_take(0);
+    fn();
+    if (took)
+        token_release();
+}
+
+int flush_exec_begin(const char *how)
+{
+    if (!token_take(0))
+        return 0;
+    rec_exec_begin(how, &chunk, &end_chunk);
+    exec_cut = -1;
+    if ((chunk.len == 0 || log_write(&chunk, cctx) == 0) && end_chunk.len) {
+        exec_cut = log_size();
+        log_write(&end_chunk, cctx);
+    }
+    return 1;
+}
+
+void flush_exec_failed(void)
+{
+    if (exec_cut >= 0)
+        log_truncate(exec_cut);
+    rec_exec_failed();
+    token_release();
 }
 
 static void *flusher_main(void *arg)

@@ -1,10 +1,14 @@
 /*
  * flusher.h - getting encoded records into the file: a background thread
- * every 100 ms or when a chunk is full, and synchronous flushes at exit and
- * on fatal signals.
+ * every 100 ms or when a chunk is full, and synchronous flushes when the
+ * process ends (endings.c).
  */
 #ifndef TRACE_FLUSHER_H
 #define TRACE_FLUSHER_H
+
+/* At start: the compressor, with all the memory it will ever use (a flush
+ * from a signal handler that interrupted malloc must not call malloc). */
+void flusher_init(void);
 
 /* The thread starts with the first event of a process (and of a forked
  * child), not in the constructor: a program that only forks and execs never
@@ -14,11 +18,26 @@ void flusher_ensure_started(void);
 /* A chunk is full: wake the thread now. */
 void flusher_kick(void);
 
-/* Seal and write everything encoded so far, on this thread.  from_signal:
- * called from a fatal-signal handler; waits a bounded time for a flush in
- * progress on another thread and gives up if this thread is the one
- * flushing.  Returns 0 when the data reached the file. */
-int flush_now(int from_signal);
+/* Seal and write everything encoded so far, on this thread.  bounded: waits
+ * a bounded time for a flush in progress on another thread and gives up if
+ * this thread is the one flushing (it was interrupted by a signal handler).
+ * Returns 0 when the data reached the file. */
+int flush_now(int bounded);
+
+/* Run fn holding the write token: no frame is being written meanwhile. */
+void flusher_run_locked(void (*fn)(void));
+
+/* Does this thread hold the write token (a signal handler interrupted it
+ * inside a flush)? */
+int flusher_token_held_here(void);
+
+/* exec: write everything, then INFO `ending` and END in a frame of their
+ * own, and keep the token and the recorder's lock (recorder_core.h) until
+ * flush_exec_failed, which cuts that frame off the file again and lets
+ * recording go on.  Returns 1 when it holds them (call flush_exec_failed if
+ * the exec returns), 0 when this thread was already writing. */
+int flush_exec_begin(const char *how);
+void flush_exec_failed(void);
 
 /* Stop the thread (the next event starts it again).  At exit and before
  * fork the caller then flushes on its own thread. */

@@ -12,6 +12,7 @@
 #include "recorder.h"
 #include "recorder_core.h"
 #include "config.h"
+#include "endings.h"
 #include "flusher.h"
 #include "native_stack.h"
 #include "stack_cache.h"
@@ -83,6 +84,12 @@ static int lock_take(pid_t tid)
 static void lock_release(void)
 {
     atomic_store_explicit(&lock_owner, 0, memory_order_release);
+    ending_check_deferred();
+}
+
+int rec_lock_held_here(void)
+{
+    return atomic_load_explicit(&lock_owner, memory_order_relaxed) == rec_tid();
 }
 
 int rec_active(void)
@@ -265,15 +272,58 @@ void rec_info(const char *key, const char *value)
     rec_define(define_info, &a);
 }
 
-void rec_end(void)
+/* Under the lock: how the log ends, then END. */
+static void encode_end(const char *how)
+{
+    tf_write_info(writer, "ending", how);
+    tf_event e = { .kind = TF_EV_END };
+    encode(&e, &(struct captured){ .nips = 0 }, rec_tid());
+}
+
+void rec_end(const char *how)
 {
     if (!rec_active() || !lock_take(rec_tid()))
         return;
     if (rec_active()) {
-        tf_event e = { .kind = TF_EV_END };
-        encode(&e, &(struct captured){ .nips = 0 }, rec_tid());
+        encode_end(how);
         atomic_store(&recording, 0);
     }
+    lock_release();
+}
+
+/* exec: the writer's place before the frame holding END, to go back to. */
+static struct {
+    int held;              /* rec_exec_begin took the lock */
+    int ended;             /* and wrote END */
+    tf_writer_mark mark;
+    uint64_t last_seq;
+} exec_state;
+
+void rec_exec_begin(const char *how, tf_chunk *pending, tf_chunk *end)
+{
+    pending->len = end->len = 0;
+    if (!writer || !lock_take(rec_tid()))
+        return;
+    exec_state.held = 1;
+    tf_writer_seal(writer, pending);
+    if (!rec_active())
+        return;
+    exec_state.mark = tf_writer_get_mark(writer);
+    exec_state.last_seq = last_seq;
+    encode_end(how);
+    tf_writer_seal(writer, end);
+    exec_state.ended = 1;
+}
+
+void rec_exec_failed(void)
+{
+    if (!exec_state.held)
+        return;
+    if (exec_state.ended) {
+        tf_writer_rewind(writer, &exec_state.mark);
+        __atomic_store_n(&last_seq, exec_state.last_seq, __ATOMIC_RELAXED);
+    }
+    exec_state.held = exec_state.ended = 0;
     lock_release();
 }
 

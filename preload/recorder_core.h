@@ -21,8 +21,21 @@
 /* Start recording into a new writer whose first record is h.  0 or -1. */
 int rec_start(const tf_header *h);
 
-/* Record END (the writer fills its counts); every later event is dropped. */
-void rec_end(void);
+/* Record INFO `ending` = how, then END (the writer fills its counts);
+ * every later event is dropped. */
+void rec_end(const char *how);
+
+/* exec (flusher.c): take the lock and keep it, so no thread records while
+ * the exec is under way; seal what is pending into *pending, then INFO
+ * `ending` and END into *end.  If the exec fails, rec_exec_failed puts the
+ * writer back where it was before END (the caller cut that frame off the
+ * file) and lets the threads record again. */
+void rec_exec_begin(const char *how, tf_chunk *pending, tf_chunk *end);
+void rec_exec_failed(void);
+
+/* Does this thread hold the recorder's lock (a signal handler interrupted
+ * it inside the recorder)? */
+int rec_lock_held_here(void);
 
 /* Stop recording for good (the log cannot be written). */
 void rec_stop(void);

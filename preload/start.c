@@ -1,16 +1,18 @@
 /*
  * start.c - libtrace.so's constructor and destructor: settings, the log
- * header, the recorder, modules, fatal signals, fork, the Python side; at
- * exit the END event, the last flush and one line on stderr.
+ * header, the recorder, modules, the endings (endings.h), fork, the Python
+ * side.
  */
 #include "config.h"
-#include "fatal_signals.h"
+#include "ending_signals.h"
+#include "endings.h"
 #include "flusher.h"
 #include "log_file.h"
 #include "modules.h"
 #include "native_stack.h"
 #include "pool_api.h"
 #include "python.h"
+#include "real_fns.h"
 #include "recorder.h"
 #include "recorder_core.h"
 #include "warn.h"
@@ -78,6 +80,14 @@ static tf_header make_header(void)
     };
 }
 
+/* Which rank of a distributed job this is (also %r in TRACE_OUTPUT). */
+static void note_rank(void)
+{
+    const trace_config *c = trace_config_get();
+    if (c->rank_from)
+        rec_info("rank", c->rank);
+}
+
 static void fork_prepare(void)
 {
     /* CPython 3.12+ warns in os.fork() when the process has more than one
@@ -101,6 +111,8 @@ static void fork_parent(void)
 /* The child writes its own log, under its own pid, from scratch. */
 static void fork_child(void)
 {
+    endings_fork_child();
+    ending_signals_fork_child();
     trace_config_set_pid(getpid());
     tf_header h = make_header();
     rec_fork_child(&h);
@@ -108,15 +120,20 @@ static void fork_child(void)
     flusher_fork_child();
     modules_fork_child();
     pool_api_fork_child();
+    note_rank();
 }
 
 __attribute__((constructor)) static void trace_start(void)
 {
+    real_fns_init();
     trace_config_load();
     if (getauxval(AT_SECURE)) {
         trace_warn("secure-execution (setuid/setgid/capabilities) process: not tracing");
         return;
     }
+    log_file_init();
+    flusher_init();
+    endings_init();
     native_stack_init();
     read_process_facts();
     tf_header h = make_header();
@@ -125,31 +142,17 @@ __attribute__((constructor)) static void trace_start(void)
         return;
     }
     started = 1;
+    note_rank();
     modules_rescan();
-    fatal_signals_install();
+    ending_signals_install();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     python_start();
 }
 
-/* A process that recorded nothing (a shell or helper run under the preload
- * on the way to the real program) leaves no log and says nothing. */
+/* exit() and a return from main.  (A process that recorded nothing, such
+ * as a shell on the way to the real program, leaves no log.) */
 __attribute__((destructor)) static void trace_finish(void)
 {
-    if (!started || rec_event_count() == 0)
-        return;
-    rec_end();
-    flusher_stop();
-    flush_now(0);
-    log_close();
-    if (log_failed())
-        return;   /* said once already */
-    uint64_t dropped = rec_dropped_count();
-    if (dropped)
-        trace_warn("%llu events -> %s (%llu dropped: recorded from a signal handler inside the "
-                   "recorder)",
-                   (unsigned long long)rec_event_count(), trace_config_get()->output,
-                   (unsigned long long)dropped);
-    else
-        trace_warn("%llu events -> %s", (unsigned long long)rec_event_count(),
-                   trace_config_get()->output);
+    if (started)
+        ending_exit();
 }

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -76,7 +77,23 @@ def events(records, *kinds):
 
 
 def cuda_events(records):
-    return events(records, "cuda_alloc", "cuda_free")
+    """cuda_alloc and cuda_free events in order.  A release is recorded
+    before the real call (result 0) and, when the call fails, followed on its
+    thread by a release_failed event naming it: folded in here, so "result"
+    is what the call returned."""
+    evs = events(records, "cuda_alloc", "cuda_free", "release_failed")
+    by_seq = {e["seq"]: e for e in evs}
+    out = []
+    for e in evs:
+        if e["kind"] != "release_failed":
+            out.append(e)
+            continue
+        free = by_seq.get(e["release"])
+        check(free is not None and free["kind"] == "cuda_free" and free["result"] == 0
+              and free["tid"] == e["tid"] and e["result"] != 0,
+              "release_failed %s names %s" % (e, free))
+        free["result"] = e["result"]
+    return out
 
 
 def printed_calls(stdout):
@@ -89,7 +106,7 @@ def printed_calls(stdout):
     return calls
 
 
-def match_calls(records, calls, exe):
+def match_calls(records, calls, exe, driver=True):
     """Each printed call is one event, in order, with its result and pointer;
     nothing else was recorded; stacks start in the program itself."""
     evs = cuda_events(records)
@@ -98,7 +115,7 @@ def match_calls(records, calls, exe):
     for e in evs:
         check(e["depth"] > 0 and e["top"].endswith(exe),
               "stack of seq %d starts in %r, not %s" % (e["seq"], e["top"], exe))
-        check(e["device"] == expected_device(e), "device of %s" % e)
+        check(e["device"] == expected_device(e, driver), "device of %s" % e)
     return evs
 
 
@@ -106,10 +123,14 @@ def match_calls(records, calls, exe):
 NO_DEVICE = ("cuMemMap", "cuMemUnmap", "cuMemRelease", "cuMemAddressReserve", "cuMemAddressFree")
 
 
-def expected_device(e):
+def expected_device(e, driver=True):
+    """Allocations ask the driver after a call that succeeded; releases
+    before the call (so a failed one has a device too)."""
     if e["api"] == "cuMemCreate":
         return e["device"]          # from the call's properties, checked by the test
-    return 0 if e["result"] == 0 and e["api"] not in NO_DEVICE else -1
+    if e["api"] in NO_DEVICE or not driver:
+        return -1
+    return 0 if e["result"] == 0 or e["kind"] == "cuda_free" else -1
 
 
 def status(records):
@@ -144,7 +165,7 @@ def test_real_runtime():
     calls = printed_calls(out)
     check(len(calls) == 11 and calls[0] == ("cudaMalloc", 35, 0), "calls: %s" % out)
     records = decode(only_log())
-    match_calls(records, calls, "prog_runtime_real")
+    match_calls(records, calls, "prog_runtime_real", driver=False)
     infos = {i["key"]: i["value"] for i in of_type(records, "info")}
     check("libcudart.so.13 version=" in infos.get("cuda_runtime", ""), "runtime: %s" % infos)
 
@@ -255,23 +276,33 @@ def untraced_baseline():
 
 
 def test_unwritable():
+    """A bad path costs one warning and the app runs on unchanged; an
+    existing file or symlink is never written to or followed: the log goes
+    beside it under the next free name."""
     base_rc, base_out, base_err = untraced_baseline()
     check(base_rc == 3, "baseline exit %d" % base_rc)
-    existing = os.path.join(ARGS.work, "existing.tlog")
-    with open(existing, "w") as f:
-        f.write("keep me")
-    dangling = os.path.join(ARGS.work, "dangling.tlog")
-    os.symlink(os.path.join(ARGS.work, "symlink-target"), dangling)
-    for output in ("/nonexistent-dir/sub/trace.tlog", existing, dangling, ARGS.work):
+    for output in ("/nonexistent-dir/sub/trace.tlog", ARGS.work):
         rc, out, err = run([prog("prog_exit")], env_for(TRACE_OUTPUT=output))
         check(rc == base_rc and out == base_out, "%s: exit %d, output %r" % (output, rc, out))
         lines = err.splitlines()
         check(len(lines) == 1 and lines[0].startswith("trace: "),
               "%s: expected one warning, got %r" % (output, err))
+    check(not logs(), "stray logs: %s" % logs())
+    existing = os.path.join(ARGS.work, "existing.tlog")
+    with open(existing, "w") as f:
+        f.write("keep me")
+    dangling = os.path.join(ARGS.work, "dangling.tlog")
+    os.symlink(os.path.join(ARGS.work, "symlink-target"), dangling)
+    for output, beside in ((existing, "existing.1.tlog"), (dangling, "dangling.1.tlog")):
+        rc, out, err = run([prog("prog_exit")], env_for(TRACE_OUTPUT=output))
+        check(rc == base_rc and out == base_out and err == "",
+              "%s: exit %d, output %r %r" % (output, rc, out, err))
+        beside = os.path.join(ARGS.work, beside)
+        check(os.path.exists(beside) and status(decode(beside))["clean_end"] == 1,
+              "%s: no log beside it: %s" % (output, os.listdir(ARGS.work)))
     with open(existing) as f:
         check(f.read() == "keep me", "an existing file was written to")
     check(not os.path.exists(os.path.join(ARGS.work, "symlink-target")), "followed a symlink")
-    check(not logs(), "stray logs: %s" % logs())
 
 
 def test_pool_api():
@@ -299,14 +330,20 @@ def test_pool_api():
     check(pools and pools[0]["name"] == "toy-pool", "pool name: %s" % pools)
 
 
+def infos_of(records):
+    return {i["key"]: i["value"] for i in of_type(records, "info")}
+
+
 def test_signal_handler():
+    """The app's SIGSEGV handler (installed after us) runs as it is and
+    ends the process with _exit(7): the log ends there."""
     rc, out, err = run([prog("prog_signal"), "handler"], env_for())
     check(rc == 7, "exit %d (the app's handler exits 7): %r %r" % (rc, out, err))
     check("reads back own handler: 1" in out and "app handler ran" in out, "output %r" % out)
     records = decode(only_log())
     check([e["api"] for e in cuda_events(records)] == ["cudaMalloc"], "event flushed")
-    infos = {i["key"]: i["value"] for i in of_type(records, "info")}
-    check(infos.get("fatal_signal") == "SIGSEGV", "infos: %s" % infos)
+    check(infos_of(records).get("ending") == "_exit 7", "infos: %s" % infos_of(records))
+    check(status(records)["clean_end"] == 1, "END")
 
 
 def test_signal_abort():
@@ -314,8 +351,8 @@ def test_signal_abort():
     check(rc == -signal.SIGABRT, "exit %d, expected death by SIGABRT" % rc)
     records = decode(only_log())
     check([e["api"] for e in cuda_events(records)] == ["cudaMalloc"], "event flushed")
-    infos = {i["key"]: i["value"] for i in of_type(records, "info")}
-    check(infos.get("fatal_signal") == "SIGABRT", "infos: %s" % infos)
+    check(infos_of(records).get("ending") == "signal SIGABRT", "infos: %s" % infos_of(records))
+    check(status(records)["clean_end"] == 1, "END")
 
 
 def test_modules():
@@ -373,6 +410,9 @@ def test_secure():
 
 def test_settings():
     rc, out, err = run([prog("prog_exit")], env_for(TRACE_STACK_DEPTH=3))
+    check(err == "", "the exit line when stderr is not a terminal: %r" % err)
+    os.unlink(only_log())
+    rc, out, err = run([prog("prog_exit")], env_for(TRACE_STACK_DEPTH=3, TRACE_EXIT_LINE=1))
     lines = err.splitlines()
     path = only_log()
     check(len(lines) == 1 and lines[0] == "trace: 3 events -> %s" % path,
@@ -395,7 +435,8 @@ def test_settings():
     os.unlink(found[0])
     elsewhere = os.path.join(ARGS.work, "elsewhere")
     os.mkdir(elsewhere)
-    rc, out, err = run([prog("prog_exit"), elsewhere], env_for(TRACE_OUTPUT="rel-%p.tlog"))
+    rc, out, err = run([prog("prog_exit"), elsewhere],
+                       env_for(TRACE_OUTPUT="rel-%p.tlog", TRACE_EXIT_LINE=1))
     found = glob.glob(os.path.join(ARGS.work, "rel-*.tlog"))
     check(rc == 3 and len(found) == 1 and not os.listdir(elsewhere),
           "relative TRACE_OUTPUT is relative to the start directory: %s %s" %
@@ -408,9 +449,295 @@ def test_settings():
           "a process with no events left %r, said %r" % (os.listdir(ARGS.work), err))
     # A shell that forks before exec'ing the program under its own pid: the
     # program, not the shell, owns trace-<pid>.tlog.
-    rc, out, err = run(["/bin/sh", "-c", "/bin/true; exec %s" % prog("prog_exit")], env_for())
-    check(rc == 3 and err.startswith("trace: 3 events -> "),
+    rc, out, err = run(["/bin/sh", "-c", "/bin/true; exec %s" % prog("prog_exit")],
+                       env_for(TRACE_EXIT_LINE=1))
+    check(rc == 3 and err.startswith("trace: 3 events -> ") and len(logs()) == 1 and
+          logs()[0].endswith("trace-%s.tlog" % logs()[0].split("-")[-1].split(".")[0]),
           "shell, then exec: %r %s" % (err, os.listdir(ARGS.work)))
+    for f in logs():
+        os.unlink(f)
+    # The line when asked, never when asked not to; TRACE_QUIET wins.
+    for value, said in (("0", False), ("1", True), ("auto", False)):
+        rc, out, err = run([prog("prog_exit")], env_for(TRACE_EXIT_LINE=value))
+        check((err != "") == said, "TRACE_EXIT_LINE=%s: %r" % (value, err))
+    rc, out, err = run([prog("prog_exit")], env_for(TRACE_EXIT_LINE=1, TRACE_QUIET=1))
+    check(err == "", "quiet wins: %r" % err)
+    for f in logs():
+        os.unlink(f)
+    # %h, %r (RANK first), %i, %%.
+    pattern = os.path.join(ARGS.work, "r%r-%h-%p-%i-%%.tlog")
+    rc, out, err = run([prog("prog_exit")], env_for(TRACE_OUTPUT=pattern, OMPI_COMM_WORLD_RANK=5,
+                                                     RANK=3))
+    host = socket.gethostname()
+    found = glob.glob(os.path.join(ARGS.work, "r3-%s-*-0-%%.tlog" % host))
+    check(rc == 3 and len(found) == 1, "%%r %%h %%i: %s" % os.listdir(ARGS.work))
+    if found:
+        check(infos_of(decode(found[0])).get("rank") == "3", "rank INFO")
+        os.unlink(found[0])
+    for var in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"):
+        rc, out, err = run([prog("prog_exit")], env_for(TRACE_OUTPUT=pattern, **{var: 7}))
+        found = glob.glob(os.path.join(ARGS.work, "r7-*.tlog"))
+        check(len(found) == 1, "%%r from %s: %s" % (var, os.listdir(ARGS.work)))
+        for f in found:
+            os.unlink(f)
+    rc, out, err = run([prog("prog_exit")], env_for(TRACE_OUTPUT=pattern))
+    found = glob.glob(os.path.join(ARGS.work, "r-%s-*-0-%%.tlog" % host))
+    check(len(found) == 1, "%%r without a rank: %s" % os.listdir(ARGS.work))
+
+
+# ------------------------------------------- issue 11: every ending, whole
+
+def ending_of(records):
+    return infos_of(records).get("ending")
+
+
+def check_whole(path, pairs, ending, what, before=None):
+    """The log at path reads to its END, holds `pairs` cudaMalloc/cudaFree
+    pairs and says how it ended (before(records) checks more first)."""
+    records = decode(path)
+    if before:
+        before(records)
+    evs = cuda_events(records)
+    allocs = [e for e in evs if e["kind"] == "cuda_alloc" and e["result"] == 0]
+    frees = [e for e in evs if e["kind"] == "cuda_free" and e["result"] == 0]
+    check(len(allocs) == pairs and len(frees) == pairs,
+          "%s: %d allocations and %d frees, expected %d pairs" % (what, len(allocs), len(frees), pairs))
+    st = status(records)
+    check(st["clean_end"] == 1 and st["truncated"] == 0 and st["corrupt"] == 0,
+          "%s: %s is not whole: %s" % (what, path, st))
+    check(ending_of(records) == ending, "%s: ending %r, expected %r" % (what, ending_of(records), ending))
+    return records
+
+
+def printed_pairs(out):
+    return [int(l.split()[-1]) for l in out.splitlines() if l.startswith("pairs ")]
+
+
+def test_exit_underscore():
+    """A forked child ending with _exit() (every multiprocessing worker)."""
+    rc, out, err = run([prog("prog_endings"), "fork_exit", "100"], env_for())
+    check(rc == 0, "exit %d: %r" % (rc, err))
+    child = next(int(l.split()[1]) for l in out.splitlines() if l.startswith("child "))
+    path = os.path.join(ARGS.work, "trace-%d.tlog" % child)
+    check(os.path.exists(path), "the child left no log: %s" % logs())
+    check_whole(path, 100, "_exit 0", "child")
+    parent = [f for f in logs() if f != path]
+    check(len(parent) == 1, "logs: %s" % logs())
+    check_whole(parent[0], 1, "exit", "parent")
+
+
+def test_exec():
+    """exec keeps both images' events, in two logs under one pid; an exec
+    that fails leaves the log as if it had not been tried."""
+    rc, out, err = run([prog("prog_endings"), "exec"], env_for())
+    check(rc == 5 and printed_pairs(out) == [3, 2], "exit %d: %r %r" % (rc, out, err))
+    found = logs()
+    check(len(found) == 2, "logs: %s" % found)
+    first = [f for f in found if not f.endswith(".1.tlog")]
+    second = [f for f in found if f.endswith(".1.tlog")]
+    check(len(first) == 1 and len(second) == 1 and second[0] == first[0][:-5] + ".1.tlog",
+          "names: %s" % found)
+    a = check_whole(first[0], 3, "exec /proc/self/exe", "first image")
+    b = check_whole(second[0], 2, "exit", "second image")
+    check(of_type(a, "header")[0]["pid"] == of_type(b, "header")[0]["pid"], "one pid")
+    check("after_exec" in of_type(b, "header")[0]["cmdline"], "the new image's command line")
+    for f in found:
+        os.unlink(f)
+    # %i names the images explicitly.
+    pattern = os.path.join(ARGS.work, "img-%p-%i.tlog")
+    rc, out, err = run([prog("prog_endings"), "exec"], env_for(TRACE_OUTPUT=pattern))
+    named = sorted(glob.glob(os.path.join(ARGS.work, "img-*.tlog")))
+    check(rc == 5 and len(named) == 2 and named[0].endswith("-0.tlog") and named[1].endswith("-1.tlog"),
+          "%%i: %s" % os.listdir(ARGS.work))
+    for f in named:
+        os.unlink(f)
+    rc, out, err = run([prog("prog_endings"), "exec_fail"], env_for())
+    check(rc == 0 and "exec returned -1 errno 2" in out and printed_pairs(out) == [4],
+          "exec_fail: %d %r" % (rc, out))
+    records = check_whole(only_log(), 4, "exit", "failed exec")
+    check(sum(1 for e in events(records) if e["kind"] == "end") == 1, "one END")
+    seqs = [e["seq"] for e in events(records)]
+    check(seqs == list(range(1, len(seqs) + 1)), "seqs without a gap: %s" % seqs)
+
+
+DYING = ["SIGINT", "SIGTERM", "SIGHUP", "SIGPIPE", "SIGUSR1", "SIGALRM", "SIGQUIT", "SIGSEGV"]
+
+
+def test_signals():
+    """Death by a signal whose action is the default: flush, END, then the
+    same death (exit status); a handler the app installs runs as before."""
+    for name in DYING:
+        sig = getattr(signal, name)
+        for how in ("default", "handler"):
+            rc, out, err = run([prog("prog_endings"), "signal", name] +
+                               (["handler"] if how == "handler" else []), env_for())
+            check(rc == -sig, "%s %s: exit %d, expected death by %s" % (name, how, rc, name))
+            if how == "handler":
+                check("reads back own handler: 1" in out and "app handler ran" in out,
+                      "%s: the app's handler: %r" % (name, out))
+            else:
+                check("reads back default: 1" in out, "%s: reads back %r" % (name, out))
+            check_whole(only_log(), 2, "signal " + name, "%s %s" % (name, how))
+            os.unlink(only_log())
+    # Sent from outside while the app sleeps.
+    for name in ("SIGTERM", "SIGINT"):
+        proc = subprocess.Popen([prog("prog_endings"), "wait"], env=env_for(), cwd=ARGS.work,
+                                stdout=subprocess.PIPE, text=True)
+        for line in proc.stdout:
+            if line.startswith("ready"):
+                break
+        proc.send_signal(getattr(signal, name))
+        proc.wait(timeout=60)
+        check(proc.returncode == -getattr(signal, name), "%s from outside: exit %d" % (name, proc.returncode))
+        check_whole(only_log(), 2, "signal " + name, name + " from outside")
+        os.unlink(only_log())
+
+
+def test_altstack():
+    """The app's signal handlers run on an alternate stack no larger than
+    the kernel asks for; our code needs a few hundred bytes of it."""
+    for how, rc_want, ending in (("default", -signal.SIGTERM, "signal SIGTERM"),
+                                 ("handler", 7, "_exit 7")):
+        rc, out, err = run([prog("prog_endings"), "altstack", "0", how], env_for())
+        check(rc == rc_want, "altstack %s: exit %d %r %r" % (how, rc, out, err))
+        check_whole(only_log(), 2, ending, "altstack " + how)
+        os.unlink(only_log())
+    used = {}
+    for traced in (False, True):
+        rc, out, err = run([prog("prog_endings"), "stack_use"], env_for(traced=traced))
+        check(rc == 0, "stack_use: %d %r" % (rc, err))
+        used[traced] = int(out.split("altstack used ")[1].split()[0])
+    check_whole(only_log(), 4, "exit", "stack_use")
+    extra = used[True] - used[False]
+    check(extra <= 512, "an exec from a signal handler takes %d more bytes of its stack" % extra)
+    print("stack: an exec ending from a signal handler takes %d bytes more of the app's "
+          "alternate stack than the bare exec (%d in all)" % (extra, used[True]))
+
+
+def app_files_clean():
+    for name in os.listdir(ARGS.work):
+        if name.startswith("app-file-"):
+            with open(os.path.join(ARGS.work, name), "rb") as f:
+                data = f.read()
+            check(data == b"", "the tracer wrote %d bytes into the app's %s" % (len(data), name))
+            os.unlink(os.path.join(ARGS.work, name))
+
+
+def low_limit(n):
+    def set_limit():
+        import resource
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+    return set_limit
+
+
+def test_closerange():
+    """The app closes every descriptor from 3 up and opens files of its
+    own, up to its limit: the log survives, and never lands in them."""
+    for limit in (None, 64):
+        for how in ("close_range", "closefrom", "loop", "syscall"):
+            what = "%s (limit %s)" % (how, limit)
+            p = subprocess.run([prog("prog_endings"), "closerange", how], env=env_for(), cwd=ARGS.work,
+                               capture_output=True, text=True, timeout=120,
+                               preexec_fn=low_limit(limit) if limit else None)
+            check(p.returncode == 0 and printed_pairs(p.stdout) == [4], "%s: %d %r %r" %
+                  (what, p.returncode, p.stdout, p.stderr))
+            check("first fd 3" in p.stdout, "%s: the app's first file is not 3: %r" % (what, p.stdout))
+            check_whole(only_log(), 4, "exit", what)
+            os.unlink(only_log())
+            app_files_clean()
+    rc, out, err = run([prog("prog_endings"), "dup2"], env_for())
+    check(rc == 0 and printed_pairs(out) == [4], "dup2: %d %r %r" % (rc, out, err))
+    check_whole(only_log(), 4, "exit", "dup2 over every descriptor")
+    app_files_clean()
+
+
+def test_segv_recover():
+    """A SIGSEGV the app handles and survives is none of our business."""
+    rc, out, err = run([prog("prog_endings"), "recover", "1000"], env_for())
+    check(rc == 0 and "handled 1000" in out, "exit %d %r %r" % (rc, out, err))
+
+    def nothing_per_fault(records):
+        infos = [i["key"] for i in of_type(records, "info")]
+        check(len(infos) <= 3 and status(records)["frames"] <= 3,
+              "%d INFO records (%s...) and %d frames for 1000 handled faults" %
+              (len(infos), infos[:4], status(records)["frames"]))
+    check_whole(only_log(), 2, "exit", "recovered faults", nothing_per_fault)
+
+
+def test_crash_empty():
+    """A process that recorded nothing leaves no log, however it dies."""
+    rc, out, err = run([prog("prog_endings"), "crash_empty"], env_for())
+    check(rc == -signal.SIGABRT, "exit %d" % rc)
+    check(not logs(), "a process with no events left %s" % logs())
+
+
+def test_first_fd():
+    """No descriptor of ours where the app expects its own."""
+    rc, out, err = run([prog("prog_endings"), "first_fd"], env_for())
+    check(rc == 0 and "first fd 3" in out, "C: %r %r" % (out, err))
+    check_whole(only_log(), 1, "exit", "first_fd")
+    os.unlink(only_log())
+    code = ("import os, gc; gc.collect(); print(os.open('/dev/null', os.O_RDONLY)); "
+            "print(sorted(int(n) for n in os.listdir('/proc/self/fd'))[:4])")
+    rc, out, err = run([sys.executable, "-c", code], env_for())
+    check(rc == 0 and out.splitlines()[0] == "3", "Python: %r %r" % (out, err))
+
+
+def malloc_runtime_env():
+    env = env_for(doubles=False)
+    env["LD_LIBRARY_PATH"] = ARGS.doubles + "-malloc"
+    return env
+
+
+RACE_RUNS, RACE_THREADS, RACE_ROUNDS = 8, 8, 20000
+
+
+def test_causal_order():
+    """A free in one thread and an allocation in another that gets the same
+    address: the log orders the free first (it is recorded before the real
+    call), so the replay finds no overlap that never happened."""
+    replay = prog("trace-replay")
+    for run_no in range(RACE_RUNS):
+        rc, out, err = run([prog("prog_race"), str(RACE_THREADS), str(RACE_ROUNDS)],
+                           malloc_runtime_env(), timeout=300)
+        check(rc == 0, "run %d: exit %d %r" % (run_no, rc, err))
+        path = only_log()
+        p = subprocess.run([replay, "check", path], capture_output=True, text=True)
+        check(p.returncode == 0, "run %d: %s" % (run_no, p.stdout[:600]))
+        os.unlink(path)
+    print("%d runs of %d threads x %d rounds: no overlap" % (RACE_RUNS, RACE_THREADS, RACE_ROUNDS))
+
+
+def test_crash_in_free():
+    """A free that crashes inside the real call is in the log."""
+    rc, out, err = run([prog("prog_race"), "crash_in_free"], malloc_runtime_env())
+    check(rc == -signal.SIGSEGV and "freeing" in out, "exit %d %r %r" % (rc, out, err))
+    records = decode(only_log())
+    frees = [e for e in cuda_events(records) if e["kind"] == "cuda_free"]
+    check([e["ptr"] for e in frees][-1:] == [0xdead0000], "the crashing free: %s" % frees)
+    check(ending_of(records) == "signal SIGSEGV" and status(records)["clean_end"] == 1,
+          "ending %r" % ending_of(records))
+
+
+def test_release_failed():
+    """A release the real call refused: recorded, then taken back."""
+    rc, out, err = run([prog("prog_runtime")], env_for())
+    records = decode(only_log())
+    failed = events(records, "release_failed")
+    for e in failed:
+        free = next(x for x in events(records) if x["seq"] == e["release"])
+        check(free["kind"] == "cuda_free" and free["seq"] < e["seq"], "%s names %s" % (e, free))
+    p = subprocess.run([prog("trace-replay"), "check", only_log()], capture_output=True, text=True)
+    check(p.returncode == 0, "replay: %s" % p.stdout[:600])
+
+
+def test_driver_lookup():
+    """No libcuda.so.1 in the process: the search for its cuCtxGetDevice is
+    made once, not once per call."""
+    rc, out, err = run([prog("prog_race"), "1", "20000"], malloc_runtime_env())
+    check(rc == 0, "exit %d %r" % (rc, err))
+    noload = int(out.split("noload ")[1].split()[0])
+    check(noload <= 4, "%d dlopen(RTLD_NOLOAD) searches for 20000 calls" % noload)
 
 
 def main():

@@ -36,7 +36,7 @@ static void print_header(const tf_header *h)
     json_string(h->hostname);
     printf(",\"tracer\":");
     json_string(h->tracer_version);
-    printf("}\n");
+    printf(",\"version_minor\":%u}\n", h->version_minor);
 }
 
 /* Path of the module holding the innermost frame of a stack, and depth. */
@@ -91,6 +91,15 @@ static void print_event(const tf_reader *r, const tf_event *e)
         printf(",\"text\":");
         json_string(tf_reader_string(r, e->u.mark.text, NULL));
         break;
+    case TF_EV_RELEASE_FAILED:
+        printf(",\"release\":%llu,\"result\":%d", (unsigned long long)e->u.release_failed.release,
+               e->u.release_failed.result);
+        break;
+    case TF_EV_HOST_ALLOC:
+    case TF_EV_HOST_FREE:
+        printf(",\"domain\":%u,\"ptr\":%llu,\"size\":%llu", e->u.host.domain,
+               (unsigned long long)e->u.host.ptr, (unsigned long long)e->u.host.size);
+        break;
     }
     printf("}\n");
 }
@@ -116,6 +125,15 @@ static void print_tail(const tf_reader *r)
         json_string(key);
         printf(",\"value\":");
         json_string(value);
+        printf("}\n");
+    }
+    for (uint32_t i = 0; i < tf_reader_thread_count(r); i++) {
+        uint32_t tid;
+        const char *name;
+        if (!tf_reader_thread_at(r, i, &tid, &name))
+            continue;
+        printf("{\"type\":\"thread\",\"tid\":%u,\"name\":", tid);
+        json_string(name);
         printf("}\n");
     }
     for (uint32_t i = 0; i < tf_reader_pool_count(r); i++) {

@@ -3,7 +3,8 @@
     torture.py SCENARIO --bin DIR --preload LIBS --doubles DIR --work DIR
                [--python EXE] [--trace-dump EXE] [--trace-replay EXE]
 
-Scenarios: kill9, threads, pythreads, fork, segv, sigstorm, fulldisk.  Every
+Scenarios: kill9, threads, pythreads, fork, segv, sigstorm, fulldisk, endings (every
+way a process ends, in every interpreter found).  Every
 log a scenario leaves is read by torture_check (order and counts), by
 trace-dump --summary and by trace-replay check with each model: none of them
 may die of a signal, and the tools exit 0, or 1 for a damaged log.
@@ -75,6 +76,7 @@ class Log:
         self.path, self.rc = path, rc
         self.counts, self.nested, self.marks = {}, {}, []
         self.errors, self.damage, self.clean_end, self.pid, self.ppid = [], None, 0, 0, 0
+        self.info = {}
         for line in text.splitlines():
             word, _, rest = line.partition(" ")
             if word == "kind":
@@ -91,6 +93,9 @@ class Log:
                 self.damage = rest
             elif word == "clean_end":
                 self.clean_end = int(rest)
+            elif word == "info":
+                key, _, value = rest.partition(" ")
+                self.info[key] = value
 
     def count(self, kind):
         return self.counts.get(kind, 0)
@@ -334,6 +339,170 @@ def scenario_fulldisk(opts):
     p = run([program(opts, "torture_check"), log_copy], None)
     expect(p.returncode in (0, 1, 2), f"torture_check died on the full-disk log: {p.returncode}")
     check_with_tools(opts, log_copy)
+
+
+# ------------------------------------------------- endings, across Pythons
+
+MARKS = 40
+PRELUDE = r'''
+import ctypes, os, signal, sys, time
+_mark = getattr(ctypes.CDLL(None), "trace_mark", None)
+if _mark:
+    _mark.argtypes = [ctypes.c_char_p]
+def marks(tag, n=%d):
+    for i in range(n):
+        if _mark:
+            _mark(("%%s %%d" %% (tag, i)).encode())
+''' % MARKS
+
+# name: (program, {log: (tags, ending)}); a log is "main" (the process's own,
+# trace-<pid>.tlog), "image1" (the image it exec'd, trace-<pid>.1.tlog) or
+# "other" (any other process: children, workers).
+ENDINGS = {
+    "_exit": (r'''
+pid = os.fork()
+if pid == 0:
+    marks("child")
+    os._exit(3)
+marks("parent")
+_, st = os.waitpid(pid, 0)
+sys.exit(os.WEXITSTATUS(st))
+''', {"main": (["parent"], "exit"), "other": (["child"], "_exit 3")}),
+    "exec": (r'''
+marks("first")
+second = %r + 'marks("second")\nsys.exit(4)\n'
+os.execv(sys.executable, [sys.executable, "-c", second])
+''' % PRELUDE, {"main": (["first"], "exec PYTHON"), "image1": (["second"], "exit")}),
+    "execvp_search": (r'''
+marks("first")
+os.environ["PATH"] = "/nonexistent-1:/nonexistent-2:" + os.path.dirname(sys.executable)
+second = %r + 'marks("second")\nsys.exit(4)\n'
+os.execvp(os.path.basename(sys.executable), [sys.executable, "-c", second])
+''' % PRELUDE, {"main": (["first"], "exec PYTHON"), "image1": (["second"], "exit")}),
+    "sigint": (r'''
+marks("m")
+os.kill(os.getpid(), signal.SIGINT)
+time.sleep(5)
+''', {"main": (["m"], "signal SIGINT")}),
+    "sigterm": (r'''
+marks("m")
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(5)
+''', {"main": (["m"], "signal SIGTERM")}),
+    "pool_terminate": (r'''
+import multiprocessing as mp
+def work(i):
+    marks("worker")
+    open("ready-%d" % os.getpid(), "w").close()
+    time.sleep(60)
+if __name__ == "__main__":
+    mp.set_start_method("fork")
+    marks("parent")
+    pool = mp.Pool(2)
+    pool.map_async(work, range(2))
+    for _ in range(600):
+        if len([f for f in os.listdir(".") if f.startswith("ready-")]) == 2:
+            break
+        time.sleep(0.05)
+    pool.terminate()
+    pool.join()
+''', {"main": (["parent"], "exit"), "other": (["worker"], "signal SIGTERM")}),
+    "closerange": (r'''
+marks("before")
+time.sleep(0.3)
+os.closerange(3, 65536)
+files = [open("app-file-%d" % i, "w") for i in range(40)]
+marks("after")
+''', {"main": (["before", "after"], "exit")}),
+    "altstack": (r'''
+class stack_t(ctypes.Structure):
+    _fields_ = [("ss_sp", ctypes.c_void_p), ("ss_flags", ctypes.c_int), ("ss_size", ctypes.c_size_t)]
+libc = ctypes.CDLL(None)
+libc.getauxval.restype = ctypes.c_ulong
+size = (libc.getauxval(51) or 2048) + 512    # AT_MINSIGSTKSZ, plus 512 bytes
+buf = ctypes.create_string_buffer(size)
+assert libc.sigaltstack(ctypes.byref(stack_t(ctypes.addressof(buf), 0, size)), None) == 0
+marks("m")
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(5)
+''', {"main": (["m"], "signal SIGTERM")}),
+    "segv_faulthandler": (r'''
+import faulthandler
+faulthandler.enable()
+marks("m")
+ctypes.string_at(0)
+''', {"main": (["m"], "signal SIGSEGV")}),
+}
+
+
+def python_interpreters():
+    sys.path.insert(0, os.path.join(os.path.dirname(opts_src()), "python"))
+    import pytrace
+    return pytrace.find_interpreters()
+
+
+def opts_src():
+    return os.path.dirname(os.path.abspath(__file__))
+
+
+def check_ending_logs(opts, work, python, name, wanted, proc):
+    logs = {}
+    for f in sorted(os.listdir(work)):
+        if f.endswith(".tlog"):
+            logs[f] = check_log(opts, os.path.join(work, f))
+    mains = [f for f in logs if logs[f].pid == proc.pid and not f.endswith(".1.tlog")]
+    images = [f for f in logs if logs[f].pid == proc.pid and f.endswith(".1.tlog")]
+    others = [f for f in logs if logs[f].pid != proc.pid]
+    groups = {"main": mains, "image1": images, "other": others}
+    for group, files in groups.items():
+        if group not in wanted:
+            expect(not files, f"{python} {name}: unexpected {group} logs {files}")
+            continue
+        tags, ending = wanted[group]
+        ending = ending.replace("PYTHON", python)
+        expect(files, f"{python} {name}: no {group} log (logs: {sorted(logs)})")
+        for f in files:
+            log = logs[f]
+            texts = log.mark_texts()
+            for tag in tags:
+                got = sorted(int(t.split()[1]) for t in texts if t.split()[0] == tag)
+                expect(got == list(range(MARKS)), f"{python} {name}: {f} has {len(got)} of {MARKS} "
+                                                  f"'{tag}' marks")
+            expect(log.clean_end and not log.damage, f"{python} {name}: {f} not whole ({log.damage})")
+            got_ending = log.info.get("ending", "")
+            expect(got_ending == ending or (ending.startswith("exec ") and got_ending.startswith("exec ")),
+                   f"{python} {name}: {f} ending {got_ending!r}, expected {ending!r}")
+            check_with_tools(opts, log.path, models=[])
+
+
+def scenario_endings(opts):
+    """Every way a process ends, in every interpreter found: the logs are
+    whole and hold every mark; the exit status is the bare run's."""
+    interpreters = python_interpreters()
+    expect(interpreters, "no interpreter found")
+    for python, version in interpreters:
+        for name, (body, logs_expected) in ENDINGS.items():
+            results = {}
+            for traced in (False, True):
+                work = fresh_dir(os.path.join(opts.work, f"{version}-{name}-{int(traced)}"))
+                env = traced_env(opts, os.path.join(work, "trace-%p.tlog")) if traced else bare_env(opts)
+                proc = subprocess.Popen([python, "-c", PRELUDE + body], env=env, cwd=work,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                try:
+                    out, err = proc.communicate(timeout=120)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    raise Failure(f"{python} {name}: still running after 120 s")
+                results[traced] = proc.returncode
+                if traced:
+                    check_ending_logs(opts, work, python, name, logs_expected, proc)
+                    for f in os.listdir(work):
+                        if f.startswith("app-file-"):
+                            size = os.path.getsize(os.path.join(work, f))
+                            expect(size == 0, f"{python} {name}: {size} bytes of ours in the app's {f}")
+            expect(results[True] == results[False],
+                   f"{python} {name}: exit status {results[True]} traced, {results[False]} bare")
+        print(f"endings: {version} ({python}): {', '.join(ENDINGS)}: whole logs, same exit status")
 
 
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items()

@@ -288,6 +288,11 @@ static void print_summary(const checker *c, const tf_reader *r)
         printf("damage %s\n", damage);
     printf("clean_end %d\n", tf_reader_status(r)->clean_end);
     printf("errors %llu\n", (unsigned long long)c->errors);
+    for (uint32_t i = 0; i < tf_reader_info_count(r); i++) {
+        const char *key, *value;
+        if (tf_reader_info(r, i, &key, &value))
+            printf("info %s %s\n", key, value);
+    }
 }
 
 int main(int argc, char **argv)

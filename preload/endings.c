@@ -1,0 +1,230 @@
+/*
+ * endings.c - the one place where a log is finished (see endings.h).
+ */
+#include "endings.h"
+#include "config.h"
+#include "dl_hooks.h"
+#include "ending_signals.h"
+#include "flusher.h"
+#include "log_file.h"
+#include "own_stack.h"
+#include "recorder.h"
+#include "recorder_core.h"
+#include "warn.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Waiting for another thread that is ending the process: long enough for a
+ * flush, short enough that a stuck one cannot hang the exit. */
+#define OTHER_WAIT_MS 2000
+
+_Atomic int ending_deferred_sig;
+static _Atomic pid_t owner;          /* thread ending the process, 0 none */
+static _Atomic int ended;            /* END is written (or nothing to write) */
+static _Atomic pid_t our_pid;
+
+int endings_ours(void)
+{
+    return (pid_t)syscall(SYS_getpid) == atomic_load_explicit(&our_pid, memory_order_relaxed);
+}
+
+enum { CLAIMED, NESTED, OTHER };
+
+/* Become the thread that ends the process. */
+static int claim(void)
+{
+    pid_t me = rec_tid();
+    if (atomic_load(&owner) == me)
+        return NESTED;   /* a crash inside our own ending, or an ending inside one */
+    struct timespec ms = { 0, 1000000 };
+    for (int waited = 0; waited < OTHER_WAIT_MS; waited++) {
+        pid_t expected = 0;
+        if (atomic_compare_exchange_strong(&owner, &expected, me))
+            return CLAIMED;
+        if (atomic_load(&ended))
+            return OTHER;
+        nanosleep(&ms, NULL);
+    }
+    return OTHER;
+}
+
+static void say_end(const char *how)
+{
+    const trace_config *c = trace_config_get();
+    if (log_failed() || c->exit_line == 0 || (c->exit_line < 0 && !isatty(STDERR_FILENO)))
+        return;   /* said once already, or not asked: the app's stderr is the app's */
+    char also[64] = "";
+    if (strcmp(how, "exit") != 0)
+        snprintf(also, sizeof also, " (%.60s)", how);
+    uint64_t dropped = rec_dropped_count();
+    if (dropped)
+        trace_warn("%llu events -> %s%s (%llu dropped: recorded from a signal handler inside the "
+                   "recorder)",
+                   (unsigned long long)rec_event_count(), log_path(), also,
+                   (unsigned long long)dropped);
+    else
+        trace_warn("%llu events -> %s%s", (unsigned long long)rec_event_count(), log_path(), also);
+}
+
+/* How the log ends, formatted on our own stack (snprintf alone takes more
+ * of the app's stack than we allow ourselves). */
+struct how {
+    const char *what;       /* "exit", "_exit", "signal", "exec", ... */
+    const char *arg;        /* or NULL */
+    int num, has_num;
+};
+
+static void format_how(const struct how *h, char *out, size_t cap)
+{
+    if (h->has_num)
+        snprintf(out, cap, "%s %d", h->what, h->num);
+    else if (h->arg)
+        snprintf(out, cap, "%s %s", h->what, h->arg);
+    else
+        snprintf(out, cap, "%s", h->what);
+}
+
+struct finish {
+    struct how how;
+    int at_exit;         /* exit(): the flusher thread can be joined */
+};
+
+/* On our own stack: INFO `ending`, END, everything to the file. */
+static void finish(void *arg)
+{
+    const struct finish *f = arg;
+    if (rec_event_count() == 0 || !rec_active())
+        return;   /* nothing recorded: no log (or it failed, and said so) */
+    char how[4096 + 16];
+    format_how(&f->how, how, sizeof how);
+    rec_end(how);
+    if (f->at_exit)
+        flusher_stop();
+    flush_now(!f->at_exit);
+    say_end(how);
+}
+
+static void end_as(struct how how, int at_exit)
+{
+    if (!endings_ours() || claim() != CLAIMED)
+        return;
+    struct finish f = { how, at_exit };
+    own_stack_run(finish, &f);
+    atomic_store(&ended, 1);
+}
+
+void ending_exit(void)
+{
+    end_as((struct how){ .what = "exit" }, 1);
+}
+
+void ending__exit(int status)
+{
+    end_as((struct how){ .what = "_exit", .num = status, .has_num = 1 }, 0);
+}
+
+/* Sanitizers end a process through their own exit, not exit(): ASan's
+ * report, UBSan's halt_on_error.  Their death callback is our way in. */
+static void on_sanitizer_death(void)
+{
+    end_as((struct how){ .what = "sanitizer" }, 0);
+}
+
+struct exec_arg { const char *path; int held; };
+
+static void exec_begin_here(void *arg)
+{
+    struct exec_arg *a = arg;
+    char how[4096 + 16];
+    format_how(&(struct how){ .what = "exec", .arg = a->path ? a->path : "?" }, how, sizeof how);
+    a->held = flush_exec_begin(how);
+}
+
+static void exec_failed_here(void *arg)
+{
+    (void)arg;
+    flush_exec_failed();
+}
+
+int ending_exec_begin(const char *path)
+{
+    if (!endings_ours() || rec_event_count() == 0 || !rec_active())
+        return 0;
+    if (claim() != CLAIMED)
+        return 0;
+    struct exec_arg a = { path, 0 };
+    own_stack_run(exec_begin_here, &a);
+    if (!a.held) {
+        atomic_store(&owner, 0);
+        return 0;
+    }
+    atomic_store(&ended, 1);   /* a signal from here on can die at once: the log is whole */
+    return 1;
+}
+
+void ending_exec_failed(void)
+{
+    atomic_store(&ended, 0);
+    own_stack_run(exec_failed_here, NULL);
+    atomic_store(&owner, 0);
+}
+
+static void end_by_signal(int sig)
+{
+    end_as((struct how){ .what = "signal", .arg = ending_signal_name(sig) }, 0);
+}
+
+int ending_signal(int sig, int async)
+{
+    if (!endings_ours() || atomic_load(&ended))
+        return ENDING_DIE;
+    if (async && (rec_lock_held_here() || flusher_token_held_here())) {
+        atomic_store(&ending_deferred_sig, sig);
+        return ENDING_DEFERRED;
+    }
+    end_by_signal(sig);
+    return ENDING_DIE;
+}
+
+void ending_run_deferred(void)
+{
+    if (rec_lock_held_here() || flusher_token_held_here())
+        return;   /* not let go of everything yet: the outer release runs it */
+    int sig = atomic_exchange(&ending_deferred_sig, 0);
+    if (!sig)
+        return;
+    end_by_signal(sig);
+    ending_signals_die(sig);
+}
+
+/* quick_exit runs its handlers, last registered first, then _exit inside
+ * libc, past our _exit: registered at start, ours runs last. */
+static void on_quick_exit(void)
+{
+    end_as((struct how){ .what = "quick_exit" }, 0);
+}
+
+void endings_init(void)
+{
+    atomic_store(&our_pid, (pid_t)syscall(SYS_getpid));
+    own_stack_init();
+    at_quick_exit(on_quick_exit);
+    void (*set_death_callback)(void (*)(void)) =
+        (void (*)(void (*)(void)))dl_real_dlsym(RTLD_DEFAULT, "__sanitizer_set_death_callback");
+    if (set_death_callback)
+        set_death_callback(on_sanitizer_death);
+}
+
+void endings_fork_child(void)
+{
+    atomic_store(&our_pid, (pid_t)syscall(SYS_getpid));
+    atomic_store(&owner, 0);
+    atomic_store(&ended, 0);
+    atomic_store(&ending_deferred_sig, 0);
+}

@@ -1,0 +1,360 @@
+/*
+ * prog_endings.c - a process that allocates, then ends one particular way.
+ * Each mode prints "pairs N" for the cudaMalloc/cudaFree pairs it made (a
+ * child prints "child PID pairs N") and what else the driver checks.
+ *
+ *   fork_exit N        a child makes N pairs and _exit(0)s; the parent waits
+ *   exec ARG0          3 pairs, then execv of itself in mode "after_exec"
+ *   after_exec         2 pairs, exit 5
+ *   exec_fail          2 pairs, an exec that fails (ENOENT), 2 more pairs
+ *   signal NAME [handler]  2 pairs, then raise(NAME) under the default action
+ *                      (handler: the app's own handler, which prints and
+ *                      restores the default before raising again)
+ *   wait               2 pairs, print "ready", sleep until killed
+ *   altstack BUDGET default|handler
+ *                      an alternate signal stack of the kernel's minimum +
+ *                      BUDGET bytes; default: SIGTERM with the default
+ *                      action (our handler runs on that stack); handler: the
+ *                      app's SIGSEGV handler on it calls _exit(7) after a
+ *                      real fault
+ *   recover N          the app's SIGSEGV handler recovers from N faults
+ *   crash_empty        no event at all, then abort()
+ *   closerange HOW     2 pairs; close every descriptor from 3 up (HOW:
+ *                      close_range, closefrom, loop, syscall), open
+ *                      files that take the freed numbers, 2 more pairs;
+ *                      print "files" and each file's first bytes
+ *   dup2               2 pairs; dup2 onto every high descriptor; 2 pairs
+ *   first_fd           print the first descriptor open() returns
+ *   stack_use          2 pairs; a SIGUSR1 handler on a pattern-filled
+ *                      alternate stack makes an exec that fails (which
+ *                      goes through the tracer's exec ending and comes
+ *                      back), then prints how many bytes of the alternate
+ *                      stack were touched
+ */
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int pairs;
+
+static void make_pairs(int n)
+{
+    for (int i = 0; i < n; i++) {
+        void *p = NULL;
+        if (cudaMalloc(&p, 256 + (size_t)i) == cudaSuccess && cudaFree(p) == cudaSuccess)
+            pairs++;
+    }
+}
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+}
+
+static int signal_named(const char *name)
+{
+    static const struct { const char *name; int sig; } names[] = {
+        { "SIGINT", SIGINT }, { "SIGTERM", SIGTERM }, { "SIGHUP", SIGHUP }, { "SIGPIPE", SIGPIPE },
+        { "SIGUSR1", SIGUSR1 }, { "SIGQUIT", SIGQUIT }, { "SIGSEGV", SIGSEGV },
+        { "SIGABRT", SIGABRT }, { "SIGALRM", SIGALRM },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(names[i].name, name))
+            return names[i].sig;
+    return 0;
+}
+
+/* ----------------------------------------------------------- the modes */
+
+static int fork_exit(int n)
+{
+    pid_t child = fork();
+    if (child == 0) {
+        make_pairs(n);
+        say("child %d pairs %d\n", (int)getpid(), pairs);
+        _exit(0);
+    }
+    int status;
+    waitpid(child, &status, 0);
+    make_pairs(1);
+    say("pairs %d\n", pairs);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+static int exec_self(const char *self)
+{
+    make_pairs(3);
+    say("pairs %d\n", pairs);
+    char *argv[] = { (char *)self, "after_exec", NULL };
+    execv("/proc/self/exe", argv);
+    say("exec failed: %s\n", strerror(errno));
+    return 1;
+}
+
+static int exec_fail(void)
+{
+    make_pairs(2);
+    char *argv[] = { "nothing", NULL };
+    int rc = execv("/nonexistent/program", argv);
+    say("exec returned %d errno %d\n", rc, errno);
+    make_pairs(2);
+    say("pairs %d\n", pairs);
+    return 0;
+}
+
+static void print_and_reraise(int sig)
+{
+    static const char msg[] = "app handler ran\n";
+    ssize_t ignored = write(STDOUT_FILENO, msg, sizeof msg - 1);
+    (void)ignored;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static int die_of(const char *name, int own_handler)
+{
+    int sig = signal_named(name);
+    if (!sig)
+        return 2;
+    if (own_handler) {
+        struct sigaction sa = { .sa_handler = print_and_reraise }, back;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sig, &sa, NULL);
+        sigaction(sig, NULL, &back);
+        say("reads back own handler: %d\n", back.sa_handler == print_and_reraise);
+    } else {
+        struct sigaction back;
+        sigaction(sig, NULL, &back);
+        say("reads back default: %d\n", back.sa_handler == SIG_DFL);
+    }
+    make_pairs(2);
+    say("pairs %d\n", pairs);
+    raise(sig);
+    say("still alive\n");
+    return 1;
+}
+
+static _Noreturn void wait_for_signal(void)
+{
+    make_pairs(2);
+    say("pairs %d\nready\n", pairs);
+    for (;;)
+        pause();
+}
+
+/* A store to a page with no access: a real fault. */
+static void fault(void)
+{
+    volatile int *forbidden = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    *forbidden = 1;
+}
+
+static void exit_from_handler(int sig)
+{
+    (void)sig;
+    static const char msg[] = "app handler ran\n";
+    ssize_t ignored = write(STDOUT_FILENO, msg, sizeof msg - 1);
+    (void)ignored;
+    _exit(7);
+}
+
+static int small_altstack(long budget, const char *how)
+{
+    long min = (long)getauxval(AT_MINSIGSTKSZ);
+    if (min <= 0)
+        min = MINSIGSTKSZ;
+    size_t size = (size_t)(min + budget);
+    stack_t ss = { .ss_sp = malloc(size), .ss_size = size };
+    if (!ss.ss_sp || sigaltstack(&ss, NULL) != 0)
+        return 2;
+    say("altstack %zu bytes (kernel minimum %ld + %ld)\n", size, min, budget);
+    make_pairs(2);
+    say("pairs %d\n", pairs);
+    if (!strcmp(how, "handler")) {
+        struct sigaction sa = { .sa_handler = exit_from_handler, .sa_flags = SA_ONSTACK };
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGSEGV, &sa, NULL);
+        fault();
+    } else {
+        raise(SIGTERM);
+    }
+    say("still alive\n");
+    return 1;
+}
+
+static sigjmp_buf recovery;
+static volatile sig_atomic_t handled;
+
+static void recover_handler(int sig)
+{
+    (void)sig;
+    handled++;
+    siglongjmp(recovery, 1);
+}
+
+static int recover(int n)
+{
+    struct sigaction sa = { .sa_handler = recover_handler, .sa_flags = SA_NODEFER };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, NULL);
+    make_pairs(1);
+    for (int i = 0; i < n; i++)
+        if (sigsetjmp(recovery, 1) == 0)
+            fault();
+    make_pairs(1);
+    say("handled %d\npairs %d\n", (int)handled, pairs);
+    return 0;
+}
+
+static int open_files(int n, int *fds)
+{
+    for (int i = 0; i < n; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "app-file-%d", i);
+        fds[i] = open(name, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        if (fds[i] < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* After closing everything, the app fills every free number up to its
+ * limit with files of its own: whatever the tracer writes must go to its
+ * log, never into these. */
+static int closerange(const char *how)
+{
+    make_pairs(2);
+    usleep(300 * 1000);   /* the flusher has written a frame: the log is open */
+    if (!strcmp(how, "close_range"))
+        close_range(3, ~0u, 0);
+    else if (!strcmp(how, "closefrom"))
+        closefrom(3);
+    else if (!strcmp(how, "syscall"))
+        syscall(SYS_close_range, 3, ~0u, 0);
+    else
+        for (int fd = 3; fd < 4096; fd++)
+            close(fd);
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    int want = (int)(rl.rlim_cur < 2048 ? rl.rlim_cur : 2048) - 8;
+    int *fds = calloc((size_t)want, sizeof *fds);
+    int opened = 0;
+    while (opened < want) {
+        char name[64];
+        snprintf(name, sizeof name, "app-file-%d", opened);
+        int fd = open(name, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0)
+            break;
+        fds[opened++] = fd;
+    }
+    make_pairs(2);
+    say("opened %d files, first fd %d\npairs %d\n", opened, opened ? fds[0] : -1, pairs);
+    return 0;
+}
+
+static int dup2_over(void)
+{
+    make_pairs(2);
+    usleep(300 * 1000);
+    int fds[1];
+    if (open_files(1, fds) < 0)
+        return 2;
+    for (int fd = 3; fd < 1024; fd++)
+        if (fd != fds[0] && fcntl(fd, F_GETFD) >= 0)
+            dup2(fds[0], fd);
+    make_pairs(2);
+    say("pairs %d\n", pairs);
+    return 0;
+}
+
+#define PROBE_STACK (64 * 1024)
+static unsigned char *probe_stack;
+
+static void exec_in_handler(int sig)
+{
+    (void)sig;
+    char *argv[] = { "nothing", NULL };
+    execv("/nonexistent/program", argv);
+}
+
+static int stack_use(void)
+{
+    probe_stack = malloc(PROBE_STACK);
+    memset(probe_stack, 0xa5, PROBE_STACK);
+    stack_t ss = { .ss_sp = probe_stack, .ss_size = PROBE_STACK };
+    struct sigaction sa = { .sa_handler = exec_in_handler, .sa_flags = SA_ONSTACK };
+    sigemptyset(&sa.sa_mask);
+    if (sigaltstack(&ss, NULL) != 0 || sigaction(SIGUSR1, &sa, NULL) != 0)
+        return 2;
+    make_pairs(2);
+    exec_in_handler(0);   /* binds execv first: a lazy binding takes KiB */
+    raise(SIGUSR1);
+    size_t untouched = 0;
+    while (untouched < PROBE_STACK && probe_stack[untouched] == 0xa5)
+        untouched++;
+    make_pairs(2);
+    say("altstack used %zu\npairs %d\n", PROBE_STACK - untouched, pairs);
+    return 0;
+}
+
+static int first_fd(void)
+{
+    make_pairs(1);
+    int fd = open("/dev/null", O_RDONLY);
+    say("first fd %d\n", fd);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    const char *arg = argc > 2 ? argv[2] : "";
+    if (!strcmp(mode, "fork_exit"))
+        return fork_exit(atoi(arg));
+    if (!strcmp(mode, "exec"))
+        return exec_self(argv[0]);
+    if (!strcmp(mode, "after_exec")) {
+        make_pairs(2);
+        say("pairs %d\n", pairs);
+        return 5;
+    }
+    if (!strcmp(mode, "exec_fail"))
+        return exec_fail();
+    if (!strcmp(mode, "signal"))
+        return die_of(arg, argc > 3 && !strcmp(argv[3], "handler"));
+    if (!strcmp(mode, "wait"))
+        wait_for_signal();
+    if (!strcmp(mode, "altstack"))
+        return small_altstack(atol(arg), argc > 3 ? argv[3] : "default");
+    if (!strcmp(mode, "recover"))
+        return recover(atoi(arg));
+    if (!strcmp(mode, "crash_empty"))
+        abort();
+    if (!strcmp(mode, "closerange"))
+        return closerange(arg);
+    if (!strcmp(mode, "dup2"))
+        return dup2_over();
+    if (!strcmp(mode, "first_fd"))
+        return first_fd();
+    if (!strcmp(mode, "stack_use"))
+        return stack_use();
+    fprintf(stderr, "usage: prog_endings MODE [ARG]\n");
+    return 2;
+}
