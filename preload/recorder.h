@@ -6,6 +6,14 @@
  * the total order (seq), thread id, time, parent operation and stacks, and
  * encodes it.  Safe from any thread; never allocates a Python object; holds no
  * lock across a call out of the recorder.
+ *
+ * Causal order, which every hook keeps: a release (a free, an unmap, a
+ * pool's free, a segment given back) is recorded BEFORE the real call that
+ * makes the memory reusable, an allocation AFTER the real call that handed
+ * it out returns.  Then seq order respects real happens-before for every
+ * address: no thread can be handed memory, and record it, before the release
+ * of that memory is in the log.  A release whose real call then fails is
+ * followed by a release_failed event naming it (cuda_record.h).
  */
 #ifndef TRACE_RECORDER_H
 #define TRACE_RECORDER_H

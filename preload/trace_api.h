@@ -87,7 +87,11 @@ static inline void trace_pool_alloc(int pool, const void *ptr, size_t requested,
     if (a) a->pool_alloc(pool, ptr, requested, granted, stream);
 }
 
-/* The pool took ptr back (size: granted size, 0 if unknown). */
+/* The pool takes ptr back (size: granted size, 0 if unknown).  Call it
+ * before the block can be handed out again (before the pool's lock is
+ * released), so that the log orders it before any allocation that reuses
+ * the block on another thread; likewise a segment release before the memory
+ * goes back to CUDA. */
 static inline void trace_pool_free(int pool, const void *ptr, size_t size)
 {
     const struct trace_api_v1 *a = trace_api__get();
