@@ -719,6 +719,23 @@ def test_crash_in_free():
           "ending %r" % ending_of(records))
 
 
+def test_sanitizer_death():
+    """Under AddressSanitizer (scripts/test --sanitize), a death the
+    sanitizer reports itself (its own SIGSEGV handler, then its own exit)
+    still finishes the log, through its death callback."""
+    if "libasan" not in ARGS.preload:
+        skip("only under the sanitizer build: here no sanitizer reports anything")
+    env = malloc_runtime_env()
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":handle_segv=1"
+    rc, out, err = run([prog("prog_race"), "crash_in_free"], env)
+    check(rc != 0 and "AddressSanitizer" in err, "exit %d %r" % (rc, err[-500:]))
+    records = decode(only_log())
+    check([e["ptr"] for e in cuda_events(records) if e["kind"] == "cuda_free"][-1:] == [0xdead0000],
+          "the crashing free is in the log")
+    check(ending_of(records) == "sanitizer" and status(records)["clean_end"] == 1,
+          "ending %r" % ending_of(records))
+
+
 def test_driver_lookup():
     """No libcuda.so.1 in the process: the search for its cuCtxGetDevice is
     made once, not once per call."""
