@@ -50,6 +50,21 @@ static int compress_to_fd(int fd, const tf_chunk *c, ZSTD_CCtx *cctx, int level)
     }
 }
 
+size_t tf_chunk_bound(const tf_chunk *c)
+{
+    return ZSTD_compressBound(c->len);
+}
+
+size_t tf_chunk_compress(const tf_chunk *c, void *cctx, int level, void *out, size_t cap)
+{
+    ZSTD_CCtx_reset(cctx, ZSTD_reset_session_only);
+    if (ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1)))
+        return 0;
+    size_t n = ZSTD_compress2(cctx, out, cap, c->data, c->len);
+    return ZSTD_isError(n) ? 0 : n;
+}
+
 int tf_chunk_write(int fd, const tf_chunk *c, void *cctx, int level)
 {
     if (c->len == 0)

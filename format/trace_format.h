@@ -247,6 +247,12 @@ void tf_writer_rewind(tf_writer *w, const tf_writer_mark *m);
  * Returns 0, or -errno of the failed write. */
 int tf_chunk_write(int fd, const tf_chunk *c, void *cctx, int level);
 
+/* The same frame into memory: at most cap bytes at out (tf_chunk_bound(c)
+ * always suffice).  cctx as above, but required.  Returns the frame's size,
+ * or 0 when it did not fit or the compressor failed. */
+size_t tf_chunk_bound(const tf_chunk *c);
+size_t tf_chunk_compress(const tf_chunk *c, void *cctx, int level, void *out, size_t cap);
+
 /* ------------------------------------------------------------------ reader */
 
 typedef struct tf_reader tf_reader;

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <zstd.h>
+#include <errno.h>
 
 
 #define FLUSH_INTERVAL_NS 100000000L
@@ -92,29 +93,33 @@ int flusher_token_held_here(void)
     return atomic_load(&token_owner) == rec_tid();
 }
 
+/* A chunk the file could not take yet (the process was out of
+ * descriptors) is written before anything sealed after it. */
+static int chunk_waiting;
+
 int flush_now(int bounded)
 {
     if (!token_take(bounded))
         return -1;
     int rc = 0;
-    if (rec_seal(&chunk) > 0)
+    if (chunk_waiting) {
         rc = log_write(&chunk, cctx);
+        chunk_waiting = rc == -EAGAIN;
+    }
+    if (!chunk_waiting && rec_seal(&chunk) > 0) {
+        rc = log_write(&chunk, cctx);
+        chunk_waiting = rc == -EAGAIN;
+    }
     token_release();
     return rc;
-}
-
-void flusher_run_locked(void (*fn)(void))
-{
-    int took = token_take(0);
-    fn();
-    if (took)
-        token_release();
 }
 
 int flush_exec_begin(const char *how)
 {
     if (!token_take(0))
         return 0;
+    if (chunk_waiting && log_write(&chunk, cctx) == 0)
+        chunk_waiting = 0;
     rec_exec_begin(how, &chunk, &end_chunk);
     exec_cut = -1;
     if ((chunk.len == 0 || log_write(&chunk, cctx) == 0) && end_chunk.len) {
@@ -192,6 +197,7 @@ void flusher_stop(void)
 
 void flusher_fork_child(void)
 {
+    chunk_waiting = 0;   /* the parent's data, for the parent's log */
     atomic_store(&started, NOT_STARTED);
     atomic_store(&stopping, 0);
     atomic_store(&kick_word, 0);

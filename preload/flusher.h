@@ -24,9 +24,6 @@ void flusher_kick(void);
  * Returns 0 when the data reached the file. */
 int flush_now(int bounded);
 
-/* Run fn holding the write token: no frame is being written meanwhile. */
-void flusher_run_locked(void (*fn)(void));
-
 /* Does this thread hold the write token (a signal handler interrupted it
  * inside a flush)? */
 int flusher_token_held_here(void);

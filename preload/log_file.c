@@ -1,9 +1,9 @@
 /*
- * log_file.c - create the log safely, append frames, fail quietly.
+ * log_file.c - create the log safely, append frames, fail quietly (see
+ * log_file.h for why no descriptor is kept).
  */
 #include "log_file.h"
 #include "config.h"
-#include "fds.h"
 #include "recorder_core.h"
 #include "warn.h"
 
@@ -11,18 +11,21 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 /* Names tried before giving up: trace-1.tlog, trace-1.1.tlog, ... */
 #define MAX_ATTEMPTS 1000
 
-static int fd = -1;         /* our number: a placeholder until the file exists */
-static int created;         /* the file is open at fd */
-static dev_t file_dev;      /* and this is it */
+static int created;         /* the file exists, and is this one: */
+static dev_t file_dev;
 static ino_t file_ino;
 static char path[4096];
 static int failed;
+static uint8_t *frame;      /* the compressed frame: mapped pages (a signal
+                               handler may write the log) */
+static size_t frame_cap;
 
 static void give_up(const char *what, int err)
 {
@@ -32,100 +35,118 @@ static void give_up(const char *what, int err)
                strerror(err));
 }
 
-/* Something that holds the number and is nothing: "/" opened O_PATH. */
-static int placeholder(void)
-{
-    return open("/", O_PATH | O_CLOEXEC);
-}
-
-void log_file_init(void)
-{
-    int p = placeholder();
-    if (p < 0)
-        return;
-    fd = fds_move_high(p);
-    fds_add(fd);
-}
-
 const char *log_path(void)
 {
     return path[0] ? path : trace_config_get()->output;
 }
 
-/* Put file f at our number (the app never sees a descriptor come or go). */
-static void take_number(int f)
+static int out_of_descriptors(int err)
 {
-    if (fd >= 0 && fds_is_ours(fd) && fds_real_dup3(f, fd, O_CLOEXEC) == fd) {
-        fds_real_close(f);
-        return;
-    }
-    if (fd >= 0)
-        fds_remove(fd);
-    fd = fds_move_high(f);
-    fds_add(fd);
+    return err == EMFILE || err == ENFILE || err == EINTR;
 }
 
-static int open_log(void)
+/* The first write: the first free name, created, never an existing file. */
+static int create(void)
 {
     char name[sizeof path];
-    int f = -1;
-    for (unsigned n = 0; f < 0 && n < MAX_ATTEMPTS; n++) {
+    for (unsigned n = 0; n < MAX_ATTEMPTS; n++) {
         if (trace_config_output_path(name, sizeof name, n) < 0) {
             give_up("cannot create", ENAMETOOLONG);
             return -1;
         }
-        f = open(name, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        int fd = open(name, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         struct stat st;
+        if (fd >= 0 && fstat(fd, &st) == 0) {
+            snprintf(path, sizeof path, "%s", name);
+            file_dev = st.st_dev;
+            file_ino = st.st_ino;
+            created = 1;
+            return fd;
+        }
+        int err = fd >= 0 ? errno : errno;
+        if (fd >= 0)
+            close(fd);
+        if (out_of_descriptors(err))
+            return -EAGAIN;
         /* Taken (an earlier image of this process, an old log with the
          * same pid, a symlink): the next name.  A directory: a mistake. */
-        if (f < 0 && (errno != EEXIST || (lstat(name, &st) == 0 && S_ISDIR(st.st_mode)))) {
-            int err = errno == EEXIST ? EISDIR : errno;
+        if (err != EEXIST || (lstat(name, &st) == 0 && S_ISDIR(st.st_mode))) {
             snprintf(path, sizeof path, "%s", name);
-            give_up("cannot create", err);
+            give_up("cannot create", err == EEXIST ? EISDIR : err);
             return -1;
         }
     }
-    struct stat st;
-    if (f < 0 || fstat(f, &st) != 0) {
-        give_up("cannot create", f < 0 ? EEXIST : errno);
+    give_up("cannot create", EEXIST);
+    return -1;
+}
+
+/* Later writes: the file we created, by its path, or nothing. */
+static int reopen(int flags)
+{
+    int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (out_of_descriptors(errno))
+            return -EAGAIN;
+        give_up("lost", errno);
         return -1;
     }
-    snprintf(path, sizeof path, "%s", name);
-    file_dev = st.st_dev;
-    file_ino = st.st_ino;
-    take_number(f);
-    created = 1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_dev != file_dev || st.st_ino != file_ino) {
+        close(fd);
+        give_up("lost", ESTALE);   /* replaced by another file: not ours to write */
+        return -1;
+    }
+    return fd;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+    while (n) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
     return 0;
 }
 
-/* Is our number still our file?  A raw close_range or dup2 system call
- * goes around fds.c; then the number may be the app's, and is left alone:
- * the file is opened again by its path. */
-static int still_ours(void)
+static int reserve_frame(size_t need)
 {
-    struct stat st;
-    if (fstat(fd, &st) == 0 && st.st_dev == file_dev && st.st_ino == file_ino)
-        return 1;
-    int f = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-    if (f >= 0 && fstat(f, &st) == 0 && st.st_dev == file_dev && st.st_ino == file_ino) {
-        fds_remove(fd);
-        fd = fds_move_high(f);
-        fds_add(fd);
-        return 1;
-    }
-    if (f >= 0)
-        fds_real_close(f);
-    fds_remove(fd);
-    fd = -1;
-    give_up("lost", f < 0 ? errno : ESTALE);
+    if (need <= frame_cap)
+        return 0;
+    size_t cap = frame_cap ? frame_cap : 256 * 1024;
+    while (cap < need)
+        cap *= 2;
+    void *p = frame ? mremap(frame, frame_cap, cap, MREMAP_MAYMOVE)
+                    : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return -1;
+    frame = p;
+    frame_cap = cap;
     return 0;
 }
 
 int log_write(const tf_chunk *c, void *cctx)
 {
-    if (failed || (!created && open_log() < 0) || !still_ours())
+    if (failed)
         return -1;
-    int rc = tf_chunk_write(fd, c, cctx, LOG_COMPRESSION_LEVEL);
+    if (c->len == 0)
+        return 0;
+    size_t n = 0;
+    if (reserve_frame(tf_chunk_bound(c)) < 0 ||
+        !(n = tf_chunk_compress(c, cctx, LOG_COMPRESSION_LEVEL, frame, frame_cap))) {
+        give_up("cannot compress for", ENOMEM);
+        return -1;
+    }
+    int fd = created ? reopen(O_WRONLY | O_APPEND) : create();
+    if (fd < 0)
+        return fd;
+    int rc = write_all(fd, frame, n);
+    close(fd);
     if (rc < 0) {
         give_up("cannot write", -rc);
         return -1;
@@ -136,45 +157,23 @@ int log_write(const tf_chunk *c, void *cctx)
 off_t log_size(void)
 {
     struct stat st;
-    return created && fstat(fd, &st) == 0 ? st.st_size : 0;
+    return created && stat(path, &st) == 0 ? st.st_size : -1;
 }
 
 void log_truncate(off_t size)
 {
-    if (created && ftruncate(fd, size) != 0)
-        give_up("cannot truncate", errno);
-}
-
-int log_owns_fd(int number)
-{
-    return number >= 0 && number == fd;
-}
-
-void log_move_away(void)
-{
-    int copy = fd >= 0 ? fds_copy_high(fd) : -1;
-    if (copy < 0)
+    if (!created || failed || size < 0)
         return;
-    fds_remove(fd);
-    fd = copy;
-    fds_add(fd);
+    int fd = reopen(O_WRONLY);
+    if (fd < 0)
+        return;
+    if (ftruncate(fd, size) != 0)
+        give_up("cannot truncate", errno);
+    close(fd);
 }
 
 void log_fork_child(void)
 {
-    /* The parent's file stays the parent's: our number becomes a
-     * placeholder again, for the child's own log. */
-    if (created) {
-        int p = placeholder();
-        if (p >= 0) {
-            fds_real_dup3(p, fd, O_CLOEXEC);
-            fds_real_close(p);
-        } else {
-            fds_remove(fd);
-            fds_real_close(fd);
-            fd = -1;
-        }
-    }
     created = 0;
     failed = 0;
     path[0] = '\0';

@@ -10,7 +10,8 @@
 #include <libunwind.h>
 
 #include "native_stack.h"
-#include "fds.h"
+#include "recorder.h"
+#include "unwind_pipe.h"
 
 #include <link.h>
 
@@ -42,15 +43,21 @@ static int find_own_text(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;
 }
 
-/* libunwind opens a pipe (to validate addresses) when it first sets
- * itself up, and again if it finds it closed: inside our calls, so it is
- * ours and goes high (fds.h). */
+/* libunwind would open a pipe (to validate addresses) as it sets itself
+ * up: it gets one that needs no descriptor first (unwind_pipe.c). */
+static int unwind_pipe_patched;
+
 void native_stack_init(void)
 {
-    fds_unwinder_enter();
+    unwind_pipe_patched = unwind_pipe_install();
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-    fds_unwinder_leave();
     dl_iterate_phdr(find_own_text, (void *)(uintptr_t)native_stack_init);
+}
+
+void native_stack_note(void)
+{
+    if (!unwind_pipe_patched)
+        rec_info("native_stacks", "libunwind's address-validation pipe is open (its imports were not found)");
 }
 
 int native_stack_is_ours(uintptr_t ip)
@@ -60,12 +67,10 @@ int native_stack_is_ours(uintptr_t ip)
 
 int native_stack_capture(uint64_t *ips, int depth)
 {
-    if (depth <= 0 || fds_unwinder_lost())
+    if (depth <= 0)
         return 0;
     void *raw[NATIVE_STACK_MAX + OWN_FRAMES_MAX];
-    fds_unwinder_enter();
     int n = unw_backtrace(raw, depth + OWN_FRAMES_MAX);
-    fds_unwinder_leave();
     int skip = 0;
     while (skip < n && skip < OWN_FRAMES_MAX && native_stack_is_ours((uintptr_t)raw[skip]))
         skip++;

@@ -17,6 +17,9 @@ void native_stack_init(void);
  * number written. */
 int native_stack_capture(uint64_t *ips, int depth);
 
+/* Once recording: an INFO record when libunwind keeps a descriptor of its own. */
+void native_stack_note(void);
+
 /* Nonzero when ip is inside libtrace.so. */
 int native_stack_is_ours(uintptr_t ip);
 

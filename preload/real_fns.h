@@ -10,9 +10,9 @@
 #define TRACE_REAL_FNS_H
 
 #define REAL_FNS(X)                                                              \
-    X(close) X(close_range) X(closefrom) X(dup2) X(dup3) X(pipe) X(pipe2)        \
+    X(read) X(write) X(close)                                                    \
     X(_exit) X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(execveat)      \
-    X(sigaction)
+    X(sigaction) X(prctl) X(pthread_setname_np)
 
 enum real_fn {
 #define REAL_ENUM(name) REAL_##name,

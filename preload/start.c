@@ -131,7 +131,6 @@ __attribute__((constructor)) static void trace_start(void)
         trace_warn("secure-execution (setuid/setgid/capabilities) process: not tracing");
         return;
     }
-    log_file_init();
     flusher_init();
     endings_init();
     native_stack_init();
@@ -143,6 +142,7 @@ __attribute__((constructor)) static void trace_start(void)
     }
     started = 1;
     note_rank();
+    native_stack_note();
     modules_rescan();
     ending_signals_install();
     pthread_atfork(fork_prepare, fork_parent, fork_child);

@@ -672,15 +672,22 @@ def test_crash_empty():
 
 
 def test_first_fd():
-    """No descriptor of ours where the app expects its own."""
+    """No descriptor of ours where the app could see it: its first open()
+    returns 3, and the descriptors a process lists are the same traced."""
     rc, out, err = run([prog("prog_endings"), "first_fd"], env_for())
     check(rc == 0 and "first fd 3" in out, "C: %r %r" % (out, err))
     check_whole(only_log(), 1, "exit", "first_fd")
     os.unlink(only_log())
-    code = ("import os, gc; gc.collect(); print(os.open('/dev/null', os.O_RDONLY)); "
-            "print(sorted(int(n) for n in os.listdir('/proc/self/fd'))[:4])")
-    rc, out, err = run([sys.executable, "-c", code], env_for())
-    check(rc == 0 and out.splitlines()[0] == "3", "Python: %r %r" % (out, err))
+    code = ("import os, gc, time\n"
+            "gc.collect(); time.sleep(0.25); gc.collect()\n"   # a flush has happened
+            "print(os.open('/dev/null', os.O_RDONLY), sorted(int(n) for n in os.listdir('/proc/self/fd')))")
+    listed = {}
+    for traced in (False, True):
+        rc, out, err = run([sys.executable, "-c", code], env_for(traced=traced))
+        check(rc == 0, "Python: %r %r" % (out, err))
+        listed[traced] = out
+    check(listed[True] == listed[False], "descriptors traced %r, bare %r" % (listed[True], listed[False]))
+    check(listed[True].split()[0] == "3", "Python's first descriptor: %r" % listed[True])
 
 
 def malloc_runtime_env():
