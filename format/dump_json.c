@@ -122,6 +122,9 @@ void dump_json_definitions(dump_ctx *d)
         tf_reader_thread_at(d->r, d->json_threads, &id, &name);
         fprintf(f, "{\"kind\":\"thread\",\"tid\":%" PRIu32, id);
         key_str(f, "name", name);
+        const char *py_name = tf_reader_thread_py_name(d->r, id);
+        if (*py_name)
+            key_str(f, "py_name", py_name);
         fputs("}\n", f);
     }
     for (; d->json_infos < tf_reader_info_count(d->r); d->json_infos++) {

@@ -210,21 +210,25 @@ static int absorb_module_unload(tf_defs *d, tf_cursor *c)
     return TF_REC_OK;
 }
 
-/* THREAD and POOL: a renamed thread keeps its place in the list. */
+/* THREAD and POOL: a renamed thread keeps its place in the list.  A THREAD
+ * record may go on with the thread's Python name (1.1). */
 static int absorb_named(tf_defs *d, tf_list *l, tf_idmap *ids, tf_cursor *c)
 {
     uint32_t num = get_u32(c);
     const char *name = get_str(d, c, NULL);
+    const char *py_name = "";
+    if (l == &d->threads && !c->bad && name && c->p < c->end)
+        py_name = get_str(d, c, NULL);
     if (c->bad)
         return TF_REC_BAD;
-    if (!name)
+    if (!name || !py_name)
         return TF_REC_NOMEM;
     uint32_t pos;
     tf_named *e = tf_idmap_get(ids, num, &pos) ? list_at(l, pos, sizeof *e)
                                                : define(l, ids, num, sizeof *e);
     if (!e)
         return TF_REC_NOMEM;
-    *e = (tf_named){ num, name };
+    *e = (tf_named){ num, name, py_name };
     return TF_REC_OK;
 }
 
@@ -315,6 +319,15 @@ static const char *named_lookup(const tf_list *l, const tf_idmap *ids, uint32_t 
 const char *tf_reader_thread_name(const tf_reader *r, uint32_t tid)
 {
     return named_lookup(&r->defs.threads, &r->defs.thread_ids, tid);
+}
+
+const char *tf_reader_thread_py_name(const tf_reader *r, uint32_t tid)
+{
+    uint32_t pos;
+    if (!tf_idmap_get(&r->defs.thread_ids, tid, &pos))
+        return "";
+    const tf_named *e = list_at(&r->defs.threads, pos, sizeof *e);
+    return e->py_name ? e->py_name : "";
 }
 
 const char *tf_reader_pool_name(const tf_reader *r, uint32_t pool)

@@ -22,7 +22,7 @@ typedef struct tf_list {
 
 typedef struct tf_span { const void *items; uint32_t n; } tf_span;    /* stacks, strings */
 typedef struct tf_module_entry { tf_module *m; int loaded; } tf_module_entry;
-typedef struct tf_named { uint32_t num; const char *name; } tf_named; /* threads, pools */
+typedef struct tf_named { uint32_t num; const char *name, *py_name; } tf_named; /* threads, pools */
 typedef struct tf_info { const char *key, *value; } tf_info;
 
 /* Everything the definition records have told us so far. */

@@ -171,7 +171,9 @@ static void summary_print(dump_ctx *d, summary *s, const char *path)
     fprintf(f, "threads     %zu:", s->ntids);
     for (size_t i = 0; i < s->ntids; i++) {
         const char *name = tf_reader_thread_name(d->r, s->tids[i]);
-        fprintf(f, "%s %u%s%s", i ? "," : "", s->tids[i], name ? " " : "", name ? name : "");
+        const char *py_name = tf_reader_thread_py_name(d->r, s->tids[i]);
+        fprintf(f, "%s %u%s%s%s%s%s", i ? "," : "", s->tids[i], name ? " " : "", name ? name : "",
+                *py_name ? " (" : "", py_name, *py_name ? ")" : "");
     }
     fputc('\n', f);
     uint32_t pool;

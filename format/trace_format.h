@@ -217,6 +217,9 @@ uint32_t tf_write_module_load(tf_writer *w, const char *path, uint64_t base,
                               const tf_segment *segs, uint32_t nsegs);
 void tf_write_module_unload(tf_writer *w, uint32_t module_id);
 void tf_write_thread(tf_writer *w, uint32_t tid, const char *name);
+/* A thread's OS name and its Python name (threading.Thread.name; NULL or ""
+ * when it has none).  A later THREAD record for the same tid renames it. */
+void tf_write_thread_names(tf_writer *w, uint32_t tid, const char *name, const char *py_name);
 void tf_write_pool(tf_writer *w, uint32_t pool, const char *name);
 void tf_write_info(tf_writer *w, const char *key, const char *value);
 
@@ -288,6 +291,8 @@ int tf_reader_native_stack(const tf_reader *r, uint32_t id, const uint64_t **ips
 int tf_reader_py_stack(const tf_reader *r, uint32_t id, const tf_py_frame **frames, uint32_t *n);
 const tf_py_code *tf_reader_py_code(const tf_reader *r, uint32_t id);
 const char *tf_reader_thread_name(const tf_reader *r, uint32_t tid);
+/* Its Python name (threading.Thread.name), "" when it has none or unknown. */
+const char *tf_reader_thread_py_name(const tf_reader *r, uint32_t tid);
 const char *tf_reader_pool_name(const tf_reader *r, uint32_t pool);
 /* Modules loaded at this point of the read, and the one holding ip (NULL if
  * none).  Unloaded modules stay reachable by id for symbolising old stacks. */

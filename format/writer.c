@@ -300,6 +300,19 @@ void tf_write_thread(tf_writer *w, uint32_t tid, const char *name)
     write_named(w, TF_REC_THREAD, tid, NULL, name);
 }
 
+void tf_write_thread_names(tf_writer *w, uint32_t tid, const char *name, const char *py_name)
+{
+    if (!py_name || !*py_name) {
+        write_named(w, TF_REC_THREAD, tid, NULL, name);
+        return;
+    }
+    uint8_t *payload = record_begin(w, TF_REC_THREAD, 3 * TF_VARINT_MAX + str_len(name) + str_len(py_name));
+    if (!payload)
+        return;
+    uint8_t *p = put_str(tf_put_uv(payload, tid), name);
+    record_end(w, payload, put_str(p, py_name));
+}
+
 void tf_write_pool(tf_writer *w, uint32_t pool, const char *name)
 {
     write_named(w, TF_REC_POOL, pool, NULL, name);

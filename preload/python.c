@@ -42,6 +42,7 @@ static void install_hooks(void)
     python_init_check_install();
     python_cupy_prepare();
     python_mark_install();
+    python_threads_install();
     py.PyErr_Restore(type, value, traceback);
 }
 
@@ -73,6 +74,7 @@ static int on_audit_event(const char *event, py_object *args, void *user)
         python_cupy_on_audit_event(event, args);
         python_mark_on_audit_event(event, args);
         python_reftracer_poll();
+        python_threads_look();
         return 0;
     }
     if (attach_state != PY_WAITING || !py.Py_IsInitialized())

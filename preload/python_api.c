@@ -77,6 +77,10 @@ int py_api_resolve(const char **why)
     RESOLVE(PyErr_Restore, "PyErr_Restore");
     RESOLVE(PyCode_Addr2Line, "PyCode_Addr2Line");
     RESOLVE(PyGILState_GetThisThreadState, "PyGILState_GetThisThreadState");
+    RESOLVE(PyModule_GetDict, "PyModule_GetDict");
+    RESOLVE(PyDict_Next, "PyDict_Next");
+    RESOLVE(PyObject_GetAttr, "PyObject_GetAttr");
+    RESOLVE(PyUnicode_AsUTF8AndSize, "PyUnicode_AsUTF8AndSize");
     py.none = dlsym(RTLD_DEFAULT, "_Py_NoneStruct");
     py.code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
     py.type_type = dlsym(RTLD_DEFAULT, "PyType_Type");

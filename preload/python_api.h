@@ -76,6 +76,10 @@ typedef struct py_api {
     void (*PyErr_Restore)(py_object *t, py_object *v, py_object *tb);
     int (*PyCode_Addr2Line)(py_object *code, int offset);
     void *(*PyGILState_GetThisThreadState)(void);
+    py_object *(*PyModule_GetDict)(py_object *module);                 /* borrowed */
+    int (*PyDict_Next)(py_object *d, ssize_t *pos, py_object **key, py_object **value);
+    py_object *(*PyObject_GetAttr)(py_object *o, py_object *name);      /* new reference */
+    const char *(*PyUnicode_AsUTF8AndSize)(py_object *s, ssize_t *size);
     void *(*current_tstate)(void);   /* PyThreadState_GetUnchecked or _PyThreadState_UncheckedGet */
     py_object *none;           /* &_Py_NoneStruct */
     py_object *code_type;      /* &PyCode_Type */

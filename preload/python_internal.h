@@ -13,6 +13,14 @@
  * this interpreter's frame layout is unknown. */
 int python_stack_install(void);
 
+/* python_stack.c: this thread's state when it holds the GIL, else NULL. */
+void *python_tstate_if_holding_gil(void);
+
+/* python_threads.c: name threads in the log by their threading.Thread name;
+ * look() (with the GIL, cheap when not due) notes this thread's name. */
+void python_threads_install(void);
+void python_threads_look(void);
+
 /* python_gc.c: append our callable to gc.callbacks.  0 on failure. */
 int python_gc_install(void);
 

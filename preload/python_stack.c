@@ -28,7 +28,7 @@ static const py_layout *layout;
  * thread.  From 3.12 it is thread-local and NULL unless this thread holds the
  * GIL.  PyGILState_Check is not used: it lies before initialisation and once
  * a subinterpreter exists. */
-static void *tstate_if_holding_gil(void)
+void *python_tstate_if_holding_gil(void)
 {
     if (!py.Py_IsInitialized())
         return NULL;            /* before attach, or finalising */
@@ -60,7 +60,7 @@ static int64_t instruction_offset(void *frame, void *code)
 
 static int capture(rec_py_raw *out, int max)
 {
-    void *tstate = tstate_if_holding_gil();
+    void *tstate = python_tstate_if_holding_gil();
     if (!tstate)
         return 0;
     int n = 0;

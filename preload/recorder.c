@@ -33,7 +33,12 @@
  * (not something to do inside a signal handler). */
 #define TLS static __thread __attribute__((tls_model("initial-exec")))
 TLS pid_t my_tid;
-TLS uint32_t my_named_generation;  /* writer generation our THREAD record went to */
+/* This thread's names as its last THREAD record gave them, the writer
+ * generation that record went to, and the renames it had seen. */
+TLS uint32_t my_named_generation;
+TLS uint32_t my_names_epoch;
+TLS char my_os_name[16];
+TLS char my_py_name[REC_THREAD_NAME_MAX];
 TLS uint32_t open_count;
 TLS uint64_t open_ops[MAX_OPEN_OPS];
 TLS int in_rec_event;             /* set: a signal handler interrupted rec_event */
@@ -46,6 +51,8 @@ static _Atomic uint64_t dropped;
 static _Atomic uint32_t generation = 1;   /* a new writer after fork is a new generation */
 static int fork_took_lock;
 static const rec_py_provider *_Atomic py_provider;
+static _Atomic rec_thread_namer thread_namer;
+static _Atomic uint32_t names_epoch = 1;   /* bumped by every OS-level rename */
 
 pid_t rec_tid(void)
 {
@@ -118,6 +125,16 @@ void rec_set_py_provider(const rec_py_provider *p)
     atomic_store(&py_provider, p);
 }
 
+void rec_set_thread_namer(rec_thread_namer fn)
+{
+    atomic_store(&thread_namer, fn);
+}
+
+void rec_threads_renamed(void)
+{
+    atomic_fetch_add(&names_epoch, 1);
+}
+
 /* What a thread knows before taking the lock. */
 struct captured {
     uint64_t ips[NATIVE_STACK_MAX];
@@ -127,8 +144,44 @@ struct captured {
     rec_py_raw py[MAX_PY_FRAMES];
     int npy;
     const rec_py_provider *provider;
-    char thread_name[17];  /* set when this writer has no THREAD record for us yet */
+    int name_due;          /* a THREAD record goes first: new writer, or a rename */
+    uint32_t names_epoch;
+    char os_name[17];
+    char py_name[REC_THREAD_NAME_MAX];
 };
+
+/* The thread's names, when this writer has no THREAD record for them yet
+ * (a new thread, a new writer after fork, a rename).  OS names are read
+ * again only after a rename anywhere (prctl and pthread_setname_np are
+ * interposed: thread_names.c); the Python name when the Python side says
+ * so (it looks now and then, with the GIL). */
+static void capture_names(struct captured *c, int nested)
+{
+    c->name_due = 0;
+    if (nested)
+        return;   /* in a signal handler inside the recorder: next time */
+    uint32_t epoch = atomic_load_explicit(&names_epoch, memory_order_relaxed);
+    int due = my_named_generation != c->generation;
+    memcpy(c->os_name, my_os_name, sizeof my_os_name);
+    c->os_name[16] = '\0';
+    memcpy(c->py_name, my_py_name, sizeof my_py_name);
+    if (due || my_names_epoch != epoch) {
+        char now[17] = "";
+        if (prctl(PR_GET_NAME, now) != 0)
+            strcpy(now, "?");
+        now[16] = '\0';
+        due |= strcmp(now, c->os_name) != 0;
+        memcpy(c->os_name, now, sizeof now);
+    }
+    c->names_epoch = epoch;
+    rec_thread_namer namer = atomic_load_explicit(&thread_namer, memory_order_acquire);
+    char py[REC_THREAD_NAME_MAX];
+    if (namer && namer(py, sizeof py) && strcmp(py, c->py_name) != 0) {
+        memcpy(c->py_name, py, sizeof py);
+        due = 1;
+    }
+    c->name_due = due;
+}
 
 static void capture(struct captured *c, unsigned flags, int nested)
 {
@@ -140,20 +193,19 @@ static void capture(struct captured *c, unsigned flags, int nested)
     c->stack_id = nested ? 0 : stack_cache_find(c->ips, c->nips, c->generation);
     c->provider = atomic_load_explicit(&py_provider, memory_order_acquire);
     c->npy = flags & REC_PY_STACK && c->provider ? c->provider->capture(c->py, MAX_PY_FRAMES) : 0;
-    c->thread_name[0] = '\0';
-    if (my_named_generation != atomic_load_explicit(&generation, memory_order_relaxed)) {
-        if (prctl(PR_GET_NAME, c->thread_name) != 0)
-            strcpy(c->thread_name, "?");
-        c->thread_name[16] = '\0';
-    }
+    capture_names(c, nested);
 }
 
 /* Under the lock: definitions this event refers to, then the event. */
 static uint64_t encode(tf_event *e, const struct captured *c, pid_t tid)
 {
-    if (c->thread_name[0]) {
-        tf_write_thread(writer, (uint32_t)tid, c->thread_name);
-        my_named_generation = atomic_load_explicit(&generation, memory_order_relaxed);
+    if (c->name_due) {
+        tf_write_thread_names(writer, (uint32_t)tid, c->os_name, c->py_name);
+        my_named_generation = c->generation;
+        my_names_epoch = c->names_epoch;
+        memcpy(my_os_name, c->os_name, sizeof my_os_name);
+        my_os_name[sizeof my_os_name - 1] = '\0';
+        memcpy(my_py_name, c->py_name, sizeof my_py_name);
     }
     e->seq = last_seq + 1;
     __atomic_store_n(&last_seq, e->seq, __ATOMIC_RELAXED);

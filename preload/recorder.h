@@ -18,6 +18,7 @@
 #ifndef TRACE_RECORDER_H
 #define TRACE_RECORDER_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "trace_format.h"
 
@@ -59,5 +60,20 @@ typedef struct rec_py_provider {
     uint32_t (*intern)(tf_writer *w, const rec_py_raw *frames, int n);
 } rec_py_provider;
 void rec_set_py_provider(const rec_py_provider *p);
+
+/*
+ * Thread names.  The OS name (prctl / pthread_setname_np) is the recorder's
+ * own business; the Python side names threads through a namer: called
+ * outside the lock on the thread recording an event, it writes that
+ * thread's Python name (threading.Thread.name) into buf and returns 1, or
+ * returns 0 when it cannot or need not look now.  A THREAD record with both
+ * names goes before the thread's first event in a log and whenever one of
+ * them changed.
+ */
+#define REC_THREAD_NAME_MAX 64
+typedef int (*rec_thread_namer)(char *buf, size_t cap);
+void rec_set_thread_namer(rec_thread_namer fn);
+/* Some thread's OS name changed (thread_names.c). */
+void rec_threads_renamed(void);
 
 #endif

@@ -265,7 +265,8 @@ static void names(exporter *x, const rpt *r)
     metadata(x, "process_name", h->pid, h->cmdline && *h->cmdline ? h->cmdline : "traced process");
     for (uint32_t i = 0; i < r->nthreads; i++) {
         const char *name = tf_reader_thread_name(r->reader, r->threads[i].tid);
-        metadata(x, "thread_name", r->threads[i].tid, name && *name ? name : "thread");
+        const char *py_name = tf_reader_thread_py_name(r->reader, r->threads[i].tid);
+        metadata(x, "thread_name", r->threads[i].tid, *py_name ? py_name : name && *name ? name : "thread");
     }
 }
 

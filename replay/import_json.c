@@ -5,7 +5,7 @@
  * One JSON object per line:
  *   {"kind":"header", ...}        the header's fields as trace-dump writes
  *                                 them (first line; optional)
- *   {"kind":"pool","pool":N,"name":S}   {"kind":"thread","tid":N,"name":S}
+ *   {"kind":"pool","pool":N,"name":S}   {"kind":"thread","tid":N,"name":S[,"py_name":S]}
  *   {"kind":"info","key":S,"value":S}
  *   {"kind":"module","id":N,"path":S,"base":N,"build_id":HEX,
  *    "segments":[{"vaddr":N,"memsz":N,"flags":N}]}   ("id" optional)
@@ -63,7 +63,7 @@ static const char usage[] =
     "usage: trace-replay import [-o OUT] [JSONL|-]\n"
     "  Write a log from JSON lines in trace-dump --json's schema (its inverse).\n"
     "  One object per line, by \"kind\": \"header\" (first, optional); \"pool\"\n"
-    "  {pool, name}; \"thread\" {tid, name}; \"info\" {key, value}; \"module\"\n"
+    "  {pool, name}; \"thread\" {tid, name, py_name}; \"info\" {key, value}; \"module\"\n"
     "  {id, path, base, build_id, segments: [{vaddr, memsz, flags}]};\n"
     "  \"module_unload\" {id}; and events\n"
     "  {seq, tid, t_ns, kind, parent, fields by trace-dump's names,\n"
@@ -368,7 +368,8 @@ static int line(importer *im, char *text)
     if (!strcmp(kind, "pool"))
         tf_write_pool(im->w, (uint32_t)jp_u64(d, o, "pool", 0), name ? name : "");
     else if (!strcmp(kind, "thread"))
-        tf_write_thread(im->w, (uint32_t)jp_u64(d, o, "tid", 0), name ? name : "");
+        tf_write_thread_names(im->w, (uint32_t)jp_u64(d, o, "tid", 0), name ? name : "",
+                              jp_str(d, o, "py_name", NULL));
     else if (!strcmp(kind, "info"))
         tf_write_info(im->w, key ? key : "", value ? value : "");
     else if (!strcmp(kind, "module"))

@@ -97,6 +97,7 @@ static void counts(rp_json *w, const rpt *r)
         rp_json_obj(w, NULL);
         rp_json_u64(w, "tid", r->threads[i].tid);
         rp_json_str(w, "name", tf_reader_thread_name(r->reader, r->threads[i].tid));
+        rp_json_str(w, "py_name", tf_reader_thread_py_name(r->reader, r->threads[i].tid));
         rp_json_u64(w, "events", r->threads[i].events);
         rp_json_end_obj(w);
     }

@@ -99,8 +99,10 @@ static void print_counts(const rpt *r, FILE *out)
     fprintf(out, "\nThreads\n");
     for (uint32_t i = 0; i < r->nthreads; i++) {
         const char *name = tf_reader_thread_name(r->reader, r->threads[i].tid);
-        fprintf(out, "  %-8u %-20s %12" PRIu64 " events\n", r->threads[i].tid, name && *name ? name : "-",
-                r->threads[i].events);
+        const char *py_name = tf_reader_thread_py_name(r->reader, r->threads[i].tid);
+        fprintf(out, "  %-8u %-20s %12" PRIu64 " events%s%s\n", r->threads[i].tid, *py_name ? py_name
+                                                                    : name && *name ? name : "-",
+                r->threads[i].events, *py_name && name && *name ? "   OS name " : "", *py_name && name ? name : "");
     }
 }
 

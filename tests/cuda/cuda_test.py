@@ -752,6 +752,65 @@ def test_driver_lookup():
     check(noload <= 4, "%d dlopen(RTLD_NOLOAD) searches for 20000 calls" % noload)
 
 
+PY_NAMES = r"""
+import ctypes, gc, threading, time
+mark = ctypes.CDLL(None).trace_mark
+mark.argtypes = [ctypes.c_char_p]
+def work(i):
+    for _ in range(3):
+        gc.collect(); mark(b"before %d" % i); time.sleep(0.12)
+    threading.current_thread().name = "renamed_%d" % i
+    for _ in range(3):
+        gc.collect(); mark(b"after %d" % i); time.sleep(0.12)
+ts = [threading.Thread(target=work, args=(i,), name="loader_%d" % i) for i in range(2)]
+for t in ts: t.start()
+for t in ts: t.join()
+gc.collect(); mark(b"main")
+"""
+
+
+def test_thread_names():
+    """OS thread names (set before the first event, renamed after it by the
+    thread itself or another) and Python thread names (threading.Thread's,
+    renames included), as the log has them at each event."""
+    rc, out, err = run([prog("prog_names")], env_for())
+    check(rc == 0 and out == "done\n", "exit %d %r %r" % (rc, out, err))
+    want = {1000: "worker_", 2000: "self_", 3000: "other_"}
+    for e in cuda_events(decode(only_log())):
+        if e["kind"] != "cuda_alloc":
+            continue
+        step, i = e["size"] // 1000 * 1000, e["size"] % 1000
+        if step in want:
+            check(e["thread"] == want[step] + str(i), "size %d: thread %r" % (e["size"], e["thread"]))
+        else:
+            check(e["thread"] == "prog_names", "main thread: %r" % e["thread"])
+    os.unlink(only_log())
+    for python in python_interpreters():
+        rc, out, err = run([python, "-c", PY_NAMES], env_for())
+        check(rc == 0, "%s: exit %d %r" % (python, rc, err))
+        marks = [e for e in events(decode(only_log()), "mark")]
+        check(len(marks) == 13, "%s: %d marks" % (python, len(marks)))
+        for e in marks:
+            word, _, i = e["text"].partition(" ")
+            expect_name = {"before": "loader_", "after": "renamed_"}.get(word, "MainThread") + i
+            check(e["py_thread"] == expect_name, "%s: %r recorded as thread %r (OS name %r)" %
+                  (python, e["text"], e["py_thread"], e["thread"]))
+        os.unlink(only_log())
+
+
+def python_interpreters():
+    """sys.executable, and the oldest and newest interpreters in ~/.pyenv."""
+    found = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.*/bin/python3.[0-9]*")))
+    found = [p for p in found if p[-1].isdigit()]
+    by_minor = {}
+    for p in found:
+        minor = int(p.rsplit(".", 1)[1])
+        if 8 <= minor <= 13:            # the versions the tracer attaches to
+            by_minor[minor] = p
+    chosen = [sys.executable] + [by_minor[m] for m in (min(by_minor), max(by_minor))] if by_minor else [sys.executable]
+    return list(dict.fromkeys(chosen))
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()

@@ -60,6 +60,11 @@ static void print_event(const tf_reader *r, const tf_event *e)
     printf(",\"tid\":%u,\"t\":%llu,\"parent\":%llu,\"py_stack\":%u", e->tid,
            (unsigned long long)e->t_ns, (unsigned long long)e->parent, e->py_stack);
     print_stack(r, e->native_stack);
+    /* The thread's names as the log has them at this point. */
+    printf(",\"thread\":");
+    json_string(tf_reader_thread_name(r, e->tid));
+    printf(",\"py_thread\":");
+    json_string(tf_reader_thread_py_name(r, e->tid));
     switch (e->kind) {
     case TF_EV_CUDA_ALLOC:
     case TF_EV_CUDA_FREE:
@@ -134,6 +139,8 @@ static void print_tail(const tf_reader *r)
             continue;
         printf("{\"type\":\"thread\",\"tid\":%u,\"name\":", tid);
         json_string(name);
+        printf(",\"py_name\":");
+        json_string(tf_reader_thread_py_name(r, tid));
         printf("}\n");
     }
     for (uint32_t i = 0; i < tf_reader_pool_count(r); i++) {

@@ -51,7 +51,7 @@ static ids define_all(tf_writer *w, const self_module *me)
     d.mark = tf_write_string(w, "epoch \"1\"\n", 10);
     d.type = tf_write_string(w, "Tensor", 6);
     tf_write_thread(w, 1001, "main");
-    tf_write_thread(w, 1002, "worker");
+    tf_write_thread_names(w, 1002, "worker", "loader_0");
     tf_write_pool(w, 0, "cupy");
     tf_write_info(w, "python_version", "3.12.1");
     return d;

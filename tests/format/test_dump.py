@@ -52,7 +52,8 @@ def check_json(dump, log, expect):
     events = [x for x in lines[1:] if "seq" in x]
     defs = [x for x in lines[1:] if "seq" not in x]
     check({"kind": "pool", "pool": 0, "name": "cupy"} in defs, "pool definition line")
-    check({"kind": "thread", "tid": 1002, "name": "worker"} in defs, "thread definition line")
+    check({"kind": "thread", "tid": 1002, "name": "worker", "py_name": "loader_0"} in defs,
+          "thread definition line")
     check({"kind": "info", "key": "python_version", "value": "3.12.1"} in defs, "info definition line")
     fake = [x for x in defs if x["kind"] == "module" and x["path"] == "/nonexistent/libfake.so"]
     check(len(fake) == 1 and fake[0]["base"] == 0x10000000 and fake[0]["build_id"] == "01020304"

@@ -131,9 +131,13 @@ def read_log(path):
         elif kind in (9, 10):
             what, key = ("thread", "tid") if kind == 9 else ("pool", "pool")
             num, name = rec.uv(), rec.str()
+            py_name = rec.str() if kind == 9 and rec.pos < rec.end else ""
             if num not in named[what]:  # a rename is not repeated
                 named[what].add(num)
-                pending[what].append({"kind": what, key: num, "name": name})
+                line = {"kind": what, key: num, "name": name}
+                if py_name:
+                    line["py_name"] = py_name
+                pending[what].append(line)
         elif kind == 11:
             pending["info"].append({"kind": "info", "key": rec.str(), "value": rec.str()})
         elif kind in EVENTS:

@@ -33,7 +33,7 @@ int main(int argc, char **argv)
     tf_write_module_load(w, "/opt/fake/libpool.so", 0x400000, (const uint8_t *)"\x12\x34\x56\x78", 4, &seg, 1);
     for (int i = 0; i < t.npools; i++)
         tf_write_pool(w, t.pools[i].id, t.pools[i].name);
-    tf_write_thread(w, 1, "MainThread");
+    tf_write_thread_names(w, 1, "python3", "MainThread");
     uint32_t file = tf_write_string(w, "app.py", 6), fn = tf_write_string(w, "step", 4);
     uint32_t code = tf_write_py_code(w, file, fn, 10);
     for (size_t i = 0; i < t.n; i++) {

@@ -1,0 +1,102 @@
+/*
+ * python_threads.c - threads named by their threading.Thread name, so a
+ * report tells loader_0 from MainThread (CPython before 3.14 does not pass
+ * the name to the OS).
+ *
+ * No hook sees a rename (thread.name = "x" is a plain attribute store), so
+ * the name is looked up, at most every NAME_EVERY_NS per thread, when the
+ * thread holds the GIL: at an event it records, and at an audit event it
+ * raises (imports, open(), compile, ...).  A thread whose events all come
+ * with the GIL released (CUDA calls through ctypes or an extension, and
+ * nothing else) stays unnamed.  threading._active maps the thread's
+ * ident (pthread_self) to its Thread.  The look-up creates no object and
+ * raises nothing (borrowed references, the exception state set aside and
+ * put back): PyImport_GetModule, PyModule_GetDict, PyDict_GetItem,
+ * PyDict_Next and PyObject_GetAttr on a name interned at attach time.  The
+ * name found is kept per thread, for the events it records without the GIL.
+ */
+#include "python_internal.h"
+#include "recorder.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#define NAME_EVERY_NS 100000000ull
+#define TLS static __thread __attribute__((tls_model("initial-exec")))
+
+static py_object *key_threading, *key_active, *key_name;
+TLS uint64_t next_look_ns;
+
+static uint64_t coarse_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The Thread object of this thread (borrowed), or NULL. */
+static py_object *current_thread(void)
+{
+    py_object *module = py.PyImport_GetModule(key_threading);   /* NULL: not imported */
+    if (!module)
+        return NULL;
+    py_object *dict = py.PyModule_GetDict(module);
+    py_object *active = dict ? py.PyDict_GetItem(dict, key_active) : NULL;
+    py_object *found = NULL, *key, *value;
+    ssize_t pos = 0;
+    unsigned long long me = (unsigned long long)pthread_self();
+    while (active && !found && py.PyDict_Next(active, &pos, &key, &value))
+        if (py.PyLong_AsUnsignedLongLongMask(key) == me)
+            found = value;
+    py.Py_DecRef(module);   /* sys.modules keeps it */
+    return found;
+}
+
+TLS char known[REC_THREAD_NAME_MAX];   /* "" until found */
+
+void python_threads_look(void)
+{
+    uint64_t now = coarse_now();
+    if (now < next_look_ns || !key_name || !python_tstate_if_holding_gil())
+        return;
+    next_look_ns = now + NAME_EVERY_NS;
+    py_object *type, *value, *traceback;
+    py.PyErr_Fetch(&type, &value, &traceback);
+    py_object *thread = current_thread();
+    py_object *name = thread ? py.PyObject_GetAttr(thread, key_name) : NULL;
+    ssize_t len = 0;
+    const char *text = name ? py.PyUnicode_AsUTF8AndSize(name, &len) : NULL;
+    if (text && len >= 0) {
+        size_t n = (size_t)len < sizeof known - 1 ? (size_t)len : sizeof known - 1;
+        memcpy(known, text, n);
+        known[n] = '\0';
+    }
+    if (name)
+        py.Py_DecRef(name);   /* the Thread keeps it */
+    py.PyErr_Clear();
+    py.PyErr_Restore(type, value, traceback);
+}
+
+static int thread_name(char *buf, size_t cap)
+{
+    python_threads_look();
+    if (!known[0])
+        return 0;
+    strncpy(buf, known, cap - 1);
+    buf[cap - 1] = '\0';
+    return 1;
+}
+
+void python_threads_install(void)
+{
+    key_threading = py.PyUnicode_InternFromString("threading");
+    key_active = py.PyUnicode_InternFromString("_active");
+    key_name = py.PyUnicode_InternFromString("_name");
+    if (key_threading && key_active && key_name) {
+        rec_set_thread_namer(thread_name);
+    } else {
+        key_name = NULL;
+        py.PyErr_Clear();
+    }
+}
