@@ -31,9 +31,23 @@ def line_of(path, tag):
     raise KeyError(tag)
 
 
-def pytest(opts, venv, args, via_module=False, flags=()):
+def build_double_init(opts, venv):
+    """tests/fixtures/double_init for the venv's interpreter; its folder."""
+    out = os.path.join(opts.work, "double_init")
+    os.makedirs(out, exist_ok=True)
+    vpy = os.path.join(venv, "bin", "python")
+    cfg = subprocess.run([vpy, "-c", "import sysconfig; print(sysconfig.get_paths()['include']); "
+                          "print(sysconfig.get_config_var('EXT_SUFFIX'))"], capture_output=True, text=True).stdout.split()
+    src = os.path.join(ROOT, "tests", "fixtures", "double_init", "double_init.c")
+    p = subprocess.run([os.environ.get("CC", "cc"), "-shared", "-fPIC", "-g", "-O1", "-I" + cfg[0], src, "-o",
+                        os.path.join(out, "double_init" + cfg[1])], capture_output=True, text=True)
+    check(p.returncode == 0, "the double_init fixture builds for the venv: %s" % p.stderr[-300:])
+    return out
+
+
+def pytest(opts, venv, args, via_module=False, flags=(), pythonpath=()):
     env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "TRACE_OUTPUT", "PYTHONPATH")}
-    env.update(PYTHONPATH=os.path.join(ROOT, "python"), CUDA_DOUBLES=opts.doubles,
+    env.update(PYTHONPATH=":".join([os.path.join(ROOT, "python")] + list(pythonpath)), CUDA_DOUBLES=opts.doubles,
                GPUTRACE_PREFIX=opts.prefix, PYTHONDONTWRITEBYTECODE="1")
     if opts.preload:
         env["TRACE_LIB"] = opts.preload
@@ -178,6 +192,16 @@ def main():
         begins = re.findall(r'text="gputrace:begin \S*test_memory.py::', d.stdout)
         ends = re.findall(r'text="gputrace:end \S*test_memory.py::', d.stdout)
         check(len(begins) == 7 and len(ends) == 7, "seven begin and seven end marks in the log")
+
+    # Double initialisations, per test (seed 001 in a suite).
+    twice_line = line_of(os.path.join(SAMPLE, "test_double_init.py"), "twice")
+    p = pytest(opts, venv, ["--gputrace", "test_double_init.py"], pythonpath=[build_double_init(opts, venv)])
+    section = gputrace_section(p.stdout)
+    twice = section_for(section, "test_double_init.py::test_twice")
+    check(p.returncode == 0 and "3 x double_init.Thing initialised twice" in twice
+          and "test_double_init.py:%d" % twice_line in twice
+          and "test_double_init.py::test_once\n" not in section,
+          "test_twice: 3 objects initialised twice, at its line; test_once: nothing:\n%s" % (section or p.stdout[-1500:]))
 
     # 5. A test that runs pytest --gputrace itself: the inner run is left
     # alone (no second session deleting the logs, no marks of its own).
