@@ -150,6 +150,10 @@ def main():
     check("only garbage collection freed: 5.0 MiB in 1 allocation" in cycle
           and "test_memory.py:%d" % cycle_line in cycle and "still allocated" not in cycle,
           "test_cycle: 5 MiB freed only by a collection, at the allocating line")
+    host = section_for(section, "test_memory.py::test_host_cycle")
+    check("only garbage collection freed: 3.0 MiB in 1 allocation" in host and "host buffer" in host
+          and "test_memory.py:%d" % line_of(memory, "hostcycle") in host and "still allocated" not in host,
+          "test_host_cycle: the 3 MiB buffer only a collection freed (seed 002 in a test), at its line")
     pool = section_for(section, "test_memory.py::test_pool_leaky")
     check("still allocated at the end of the test: 512.0 KiB in 1 allocation" in pool
           and "pool block" in pool and "test_memory.py:%d" % pool_line in pool,
@@ -157,12 +161,12 @@ def main():
     for clean in ("test_clean", "test_collects", "test_module_fixture", "test_pool_clean"):
         check("test_memory.py::" + clean + "\n" not in section,
               "%s has no finding (wider fixtures and a pool's cached segment are not charged)" % clean)
-    check("7 test(s) traced" in section and "3 with findings" in section, "the totals line")
+    check("8 test(s) traced" in section and "4 with findings" in section, "the totals line")
 
     # Interpreter flags survive the restart, and the plugin itself warns
     # about nothing (-X dev shows unclosed files and the like).
     p = pytest(opts, venv, ["--gputrace", "test_memory.py"], via_module=True, flags=["-X", "dev"])
-    check(p.returncode == 0 and "3 with findings" in p.stdout and "warnings summary" not in p.stdout
+    check(p.returncode == 0 and "4 with findings" in p.stdout and "warnings summary" not in p.stdout
           and "Warning" not in p.stderr, "python -X dev -m pytest --gputrace: no warning: %s%s"
           % (p.stdout[-800:], p.stderr[-800:]))
 
@@ -177,6 +181,7 @@ def main():
     p = pytest(opts, venv, ["--gputrace", "--gputrace-fail-gc", "test_memory.py"])
     got = outcomes(p.stdout)
     check(p.returncode == 1 and got.get("test_memory.py::test_cycle") == {"PASSED", "ERROR"}
+          and got.get("test_memory.py::test_host_cycle") == {"PASSED", "ERROR"}
           and got.get("test_memory.py::test_leaky") == {"PASSED"},
           "--gputrace-fail-gc: test_cycle errors: %d %s" % (p.returncode, got))
 
@@ -191,7 +196,7 @@ def main():
                            capture_output=True, text=True)
         begins = re.findall(r'text="gputrace:begin \S*test_memory.py::', d.stdout)
         ends = re.findall(r'text="gputrace:end \S*test_memory.py::', d.stdout)
-        check(len(begins) == 7 and len(ends) == 7, "seven begin and seven end marks in the log")
+        check(len(begins) == 8 and len(ends) == 8, "eight begin and eight end marks in the log")
 
     # Double initialisations, per test (seed 001 in a suite).
     twice_line = line_of(os.path.join(SAMPLE, "test_double_init.py"), "twice")
@@ -214,7 +219,7 @@ def main():
     # 6. pytest-xdist: each worker traced from its start, one summary.
     p = pytest(opts, venv, ["--gputrace", "-n", "2", "test_memory.py"])
     section = gputrace_section(p.stdout)
-    check(p.returncode == 0 and "test_memory.py::test_leaky" in section and "7 test(s) traced" in section,
+    check(p.returncode == 0 and "test_memory.py::test_leaky" in section and "8 test(s) traced" in section,
           "-n 2: the workers' logs give the same findings: %d\n%s" % (p.returncode, section or p.stdout[-1500:]))
     # test_cycle's memory is freed by whichever collection runs in its worker;
     # with two workers that may be none before the end: not asserted here.

@@ -46,3 +46,18 @@ held = []
 
 def test_pool_leaky(pool):
     held.append(pool.malloc(512 << 10))               # LINE:poolleak
+
+
+class HostNode:
+    def __init__(self):
+        self.data = bytearray(3 << 20)               # LINE:hostcycle
+        self.me = self
+
+
+def test_host_cycle():
+    gc.disable()
+    try:
+        HostNode()
+    finally:
+        gc.enable()
+    gc.collect()
