@@ -154,13 +154,13 @@ static size_t make_loop_stream(tf_event *ev, size_t n, const uint32_t *native_id
             if (p->kind == TF_EV_POOL_FREE || p->kind == TF_EV_HOST_FREE) {
                 e->u.pool.ptr = ptrs[p->frees];  /* host.ptr shares the offset */
                 if (p->kind == TF_EV_HOST_FREE)
-                    e->u.host = (typeof(e->u.host)){ TF_HOST_OTHER, ptrs[p->frees], 0 };
+                    e->u.host = (typeof(e->u.host)){ TF_HOST_OTHER, ptrs[p->frees], 0, 0 };
                 continue;
             }
             uint64_t size = rnd() % 16 ? p->size : p->size + 512 * (rnd() % 8);
             ptrs[k] = rnd() % 32 ? p->ptr : p->ptr + 0x100000000ull + 512 * (rnd() % 1024);
             if (p->kind == TF_EV_HOST_ALLOC) {
-                e->u.host = (typeof(e->u.host)){ TF_HOST_OTHER, ptrs[k], size };
+                e->u.host = (typeof(e->u.host)){ TF_HOST_OTHER, ptrs[k], size, 0 };
                 continue;
             }
             e->u.pool = (typeof(e->u.pool)){ 0, ptrs[k], size - size % 512 / 2, size, 0 };

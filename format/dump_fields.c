@@ -53,11 +53,14 @@ void dump_kind_fields(dump_ctx *d, const tf_event *e, const dump_sink *k)
         k->u(d, "uncollectable", e->u.gc.uncollectable, 0);
         k->u(d, "duration_ns", e->u.gc.duration_ns, 0);
         k->u3(d, "allocs", e->u.gc.allocs);
+        k->u(d, "interp", e->u.gc.interp, 0);
         break;
     case TF_EV_HOST_ALLOC: case TF_EV_HOST_FREE: case TF_EV_PY_ALLOC:
         k->u(d, "domain", e->u.host.domain, 0);
         k->u(d, "ptr", e->u.host.ptr, 1);
         k->u(d, "size", e->u.host.size, 0);
+        api = tf_host_api_name(e->u.host.api);
+        k->s(d, "api", api, strlen(api));
         break;
     case TF_EV_PY_DOUBLE_INIT:
         k->u(d, "obj", e->u.double_init.obj, 1);

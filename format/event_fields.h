@@ -64,13 +64,15 @@ static const tf_event_layout tf_segment_layout = { 4, {
     TF_F(segment.pool, TF_ENC_U32), TF_F(segment.grow, TF_ENC_U32),
     TF_P(segment.ptr, TF_PTR_DEVICE), TF_F(segment.size, TF_ENC_U64) } };
 
-static const tf_event_layout tf_gc_layout = { 7, {
+static const tf_event_layout tf_gc_layout = { 8, {
     TF_F(gc.generation, TF_ENC_S32), TF_F(gc.collected, TF_ENC_U64),
     TF_F(gc.uncollectable, TF_ENC_U64), TF_F(gc.duration_ns, TF_ENC_U64),
-    TF_F(gc.allocs[0], TF_ENC_U64), TF_F(gc.allocs[1], TF_ENC_U64), TF_F(gc.allocs[2], TF_ENC_U64) } };
+    TF_F(gc.allocs[0], TF_ENC_U64), TF_F(gc.allocs[1], TF_ENC_U64), TF_F(gc.allocs[2], TF_ENC_U64),
+    TF_F(gc.interp, TF_ENC_U64) } };
 
-static const tf_event_layout tf_host_layout = { 3, {
-    TF_F(host.domain, TF_ENC_U32), TF_P(host.ptr, TF_PTR_HOST), TF_F(host.size, TF_ENC_U64) } };
+static const tf_event_layout tf_host_layout = { 4, {
+    TF_F(host.domain, TF_ENC_U32), TF_P(host.ptr, TF_PTR_HOST), TF_F(host.size, TF_ENC_U64),
+    TF_F(host.api, TF_ENC_U32) } };
 
 static const tf_event_layout tf_double_init_layout = { 2, {
     TF_P(double_init.obj, TF_PTR_HOST), TF_F(double_init.type_name, TF_ENC_U32) } };
@@ -112,9 +114,10 @@ static inline const tf_event_layout *tf_event_layout_of(uint32_t kind)
 }
 
 /* Longest event payload: the 2-byte presence map, the common fields
- * (seq gap, tid, time, parent, two stack ids) and the longest kind (gc).
- * Below 128, so an event's length prefix is always one byte. */
-#define TF_EVENT_PAYLOAD_MAX (2 + 45 + 5 + 6 * TF_VARINT_MAX)
+ * (seq gap, tid, time, parent, two stack ids) and the longest kind (gc: an
+ * s32 and seven u64).  Below 128, so an event's length prefix is always one
+ * byte. */
+#define TF_EVENT_PAYLOAD_MAX (2 + 45 + 5 + 7 * TF_VARINT_MAX)
 _Static_assert(TF_EVENT_PAYLOAD_MAX < 128, "event length must fit one byte");
 
 #endif

@@ -66,3 +66,29 @@ const char *tf_kind_name(uint32_t kind)
 {
     return kind < TF_KIND_MAX ? kind_names[kind] : NULL;
 }
+
+static const char *const host_api_names[TF_HOST_API_COUNT] = {
+    [TF_HOST_API_UNKNOWN] = "unknown", [TF_HOST_API_MALLOC] = "malloc",
+    [TF_HOST_API_CALLOC] = "calloc", [TF_HOST_API_REALLOC] = "realloc",
+    [TF_HOST_API_REALLOCARRAY] = "reallocarray", [TF_HOST_API_POSIX_MEMALIGN] = "posix_memalign",
+    [TF_HOST_API_ALIGNED_ALLOC] = "aligned_alloc", [TF_HOST_API_MEMALIGN] = "memalign",
+    [TF_HOST_API_VALLOC] = "valloc", [TF_HOST_API_PVALLOC] = "pvalloc",
+    [TF_HOST_API_FREE] = "free", [TF_HOST_API_MMAP] = "mmap", [TF_HOST_API_MUNMAP] = "munmap",
+    [TF_HOST_API_MREMAP] = "mremap",
+};
+
+const char *tf_host_api_name(uint32_t api)
+{
+    static _Thread_local char text[16];
+    if (api < TF_HOST_API_COUNT)
+        return host_api_names[api];
+    snprintf(text, sizeof text, "api#%u", api);
+    return text;
+}
+
+const char *tf_host_domain_name(uint32_t domain)
+{
+    static const char *const names[] = { "other", "PyMem RAW", "PyMem MEM", "PyObject", "malloc",
+                                         "mmap" };
+    return domain < sizeof names / sizeof *names ? names[domain] : "other";
+}

@@ -79,8 +79,24 @@ const char *tf_kind_name(uint32_t kind); /* "cuda_alloc", ...; NULL if unknown *
 enum tf_pool_op { TF_POOL_OP_ALLOC = 1, TF_POOL_OP_FREE = 2, TF_POOL_OP_OTHER = 3 };
 /* pool_segment.grow */
 enum tf_segment_change { TF_SEGMENT_RELEASE = 0, TF_SEGMENT_GROW = 1 };
-/* host_alloc.domain: the Python allocator domain, or 0 for other sources */
-enum tf_host_domain { TF_HOST_OTHER = 0, TF_HOST_RAW = 1, TF_HOST_MEM = 2, TF_HOST_OBJ = 3 };
+/* host_alloc.domain: the Python allocator domain, or where else the block
+ * came from (MALLOC and MMAP: 1.1) */
+enum tf_host_domain {
+    TF_HOST_OTHER = 0, TF_HOST_RAW = 1, TF_HOST_MEM = 2, TF_HOST_OBJ = 3,
+    TF_HOST_MALLOC = 4,   /* the C heap: malloc and its family */
+    TF_HOST_MMAP = 5      /* an anonymous mapping: mmap, mremap */
+};
+/* host_alloc.api: the call that allocated or released the block (1.1; 0 in
+ * older logs).  Python domains use the malloc/calloc/realloc/free numbers. */
+enum tf_host_api {
+    TF_HOST_API_UNKNOWN = 0, TF_HOST_API_MALLOC, TF_HOST_API_CALLOC, TF_HOST_API_REALLOC,
+    TF_HOST_API_REALLOCARRAY, TF_HOST_API_POSIX_MEMALIGN, TF_HOST_API_ALIGNED_ALLOC,
+    TF_HOST_API_MEMALIGN, TF_HOST_API_VALLOC, TF_HOST_API_PVALLOC, TF_HOST_API_FREE,
+    TF_HOST_API_MMAP, TF_HOST_API_MUNMAP, TF_HOST_API_MREMAP,
+    TF_HOST_API_COUNT
+};
+const char *tf_host_api_name(uint32_t api);       /* "malloc", ...; "api#N" if unknown */
+const char *tf_host_domain_name(uint32_t domain); /* "malloc", "mmap", "PyMem RAW"... */
 
 /* One decoded event.  Fields a kind does not use are zero. */
 typedef struct tf_event {
@@ -127,11 +143,13 @@ typedef struct tf_event {
             uint64_t duration_ns;    /* stop */
             uint64_t allocs[3];      /* start: GC-tracked allocations since the
                                         last collection of generation 0, 1, 2 */
+            uint64_t interp;         /* the interpreter's id (0: the main one; 1.1) */
         } gc;
         struct {            /* host_alloc, host_free, py_alloc */
             uint32_t domain; /* enum tf_host_domain */
             uint64_t ptr;
             uint64_t size;   /* host_free: 0 if unknown */
+            uint32_t api;    /* enum tf_host_api (1.1) */
         } host;
         struct {            /* py_double_init */
             uint64_t obj;

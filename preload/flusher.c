@@ -11,6 +11,7 @@
 #define ZSTD_STATIC_LINKING_ONLY   /* ZSTD_initStaticCCtx: stable since zstd 1.3 */
 #include "flusher.h"
 #include "endings.h"
+#include "host_blocks.h"
 #include "log_file.h"
 #include "recorder_core.h"
 #include "warn.h"
@@ -97,7 +98,7 @@ int flusher_token_held_here(void)
  * descriptors) is written before anything sealed after it. */
 static int chunk_waiting;
 
-int flush_now(int bounded)
+static int flush_under_guard(int bounded)
 {
     if (!token_take(bounded))
         return -1;
@@ -111,6 +112,15 @@ int flush_now(int bounded)
         chunk_waiting = rc == -EAGAIN;
     }
     token_release();
+    return rc;
+}
+
+/* host_guard: zstd's buffers are the tracer's, not the application's. */
+int flush_now(int bounded)
+{
+    host_guard_enter();
+    int rc = flush_under_guard(bounded);
+    host_guard_leave();
     return rc;
 }
 
@@ -140,6 +150,7 @@ void flush_exec_failed(void)
 static void *flusher_main(void *arg)
 {
     (void)arg;
+    host_guard_enter();         /* for the thread's life: everything here is ours */
     while (!atomic_load(&stopping)) {
         futex_wait(&kick_word, 0, FLUSH_INTERVAL_NS);
         atomic_store(&kick_word, 0);

@@ -5,10 +5,13 @@
  * forwards to the allocator it replaced (so blocks allocated before we came
  * are freed correctly, and PYTHONMALLOC choices are kept).  Wrapping costs an
  * indirect call on every allocation, so we wrap only what is needed:
- *  - large host buffers (python_host.c): the RAW domain.  pymalloc, behind
+ *  - large host buffers (host_blocks.c): the RAW domain.  pymalloc, behind
  *    the MEM and OBJ domains by default, hands every block over 512 bytes to
  *    PyMem_RawMalloc, so RAW sees them all (and reports them as RAW).  Only
- *    when PYTHONMALLOC picks plain malloc do MEM and OBJ need wrappers too;
+ *    when PYTHONMALLOC picks plain malloc do MEM and OBJ need wrappers too.
+ *    The malloc hooks (host_malloc.c) would see these blocks as well; the
+ *    wrapper sets host_guard around the forwarded call, so the block is
+ *    recorded once, by the outermost allocator, with its Python domain;
  *  - the opt-in sample of allocations (TRACE_PY_ALLOCS=N): one py_alloc event
  *    with both stacks every N OBJ-domain allocations (object allocations).
  * The per-generation allocation counters come from the interpreter itself
@@ -16,6 +19,7 @@
  */
 #include "python_internal.h"
 #include "config.h"
+#include "host_blocks.h"
 #include "recorder.h"
 
 #include <stdlib.h>
@@ -27,11 +31,6 @@ typedef struct domain_wrapper {
 } domain_wrapper;
 
 static domain_wrapper wrappers[3];
-/* Set while a large request is inside the allocator it was forwarded to:
- * pymalloc hands large blocks to PyMem_RawMalloc, which is wrapped too, and
- * the block must be recorded once, by the outermost domain. */
-static __thread int in_large_request __attribute__((tls_model("initial-exec")));
-static uint64_t host_threshold = UINT64_MAX;   /* UINT64_MAX: large buffers off */
 static uint32_t sample_every;                  /* OBJ domain: GIL held, no atomics */
 static uint32_t sample_countdown;
 
@@ -47,29 +46,39 @@ static void sample_object_allocation(void *p, size_t size)
     }
 }
 
-static void after_allocation(const domain_wrapper *w, void *p, size_t size)
+/* entered: this call is the outermost large request (see enter_large). */
+static void after_allocation(const domain_wrapper *w, uint32_t api, void *p, size_t size,
+                             int entered)
 {
     if (!p)
         return;
     if (w->domain == PY_DOMAIN_OBJ)
         sample_object_allocation(p, size);
-    if (size >= host_threshold && !in_large_request)
-        python_host_allocated(w->domain, p, size);
+    if (entered)
+        host_block_allocated((uint32_t)w->domain + 1, api, p, size);   /* TF_HOST_RAW/MEM/OBJ */
 }
 
-/* Brackets the forwarded call of a large request (see in_large_request). */
+/* Brackets the forwarded call of a large request: pymalloc hands large
+ * blocks to PyMem_RawMalloc, which is wrapped too, and that calls malloc,
+ * which is hooked: the block is recorded once, by the outermost. */
 static int enter_large(size_t size)
 {
-    if (size < host_threshold || in_large_request)
+    if (size < host_threshold || host_guard)
         return 0;
-    in_large_request = 1;
+    host_guard_enter();
     return 1;
 }
 
 static void leave_large(int entered)
 {
     if (entered)
-        in_large_request = 0;
+        host_guard_leave();
+}
+
+static uint64_t release(void *ptr)
+{
+    return ptr && !host_guard && host_any_live() ? host_block_releasing(TF_HOST_API_FREE, ptr, NULL)
+                                                 : 0;
 }
 
 static void *wrapped_malloc(void *ctx, size_t size)
@@ -78,7 +87,7 @@ static void *wrapped_malloc(void *ctx, size_t size)
     int entered = enter_large(size);
     void *p = w->prev.malloc(w->prev.ctx, size);
     leave_large(entered);
-    after_allocation(w, p, size);
+    after_allocation(w, TF_HOST_API_MALLOC, p, size, entered);
     return p;
 }
 
@@ -88,7 +97,7 @@ static void *wrapped_calloc(void *ctx, size_t nelem, size_t elsize)
     int entered = enter_large(nelem * elsize);
     void *p = w->prev.calloc(w->prev.ctx, nelem, elsize);
     leave_large(entered);
-    after_allocation(w, p, nelem * elsize);
+    after_allocation(w, TF_HOST_API_CALLOC, p, nelem * elsize, entered);
     return p;
 }
 
@@ -97,22 +106,24 @@ static void *wrapped_calloc(void *ctx, size_t nelem, size_t elsize)
 static void *wrapped_realloc(void *ctx, void *ptr, size_t size)
 {
     domain_wrapper *w = ctx;
-    uint64_t old_size = ptr && python_host_any_live() ? python_host_releasing(w->domain, ptr) : 0;
-    int entered = enter_large(size);
+    uint64_t old_size = ptr && !host_guard && host_any_live()
+                            ? host_block_releasing(TF_HOST_API_REALLOC, ptr, NULL) : 0;
+    /* The guard also covers a shrink of a tracked block: the malloc hook
+     * underneath must not see its release a second time. */
+    int entered = enter_large(old_size ? host_threshold : size);
     void *p = w->prev.realloc(w->prev.ctx, ptr, size);
     leave_large(entered);
     if (p)
-        after_allocation(w, p, size);
+        after_allocation(w, TF_HOST_API_REALLOC, p, size, entered && size >= host_threshold);
     else if (old_size && size)
-        python_host_allocated(w->domain, ptr, old_size);   /* failed: still there */
+        host_block_allocated((uint32_t)w->domain + 1, TF_HOST_API_REALLOC, ptr, old_size);
     return p;
 }
 
 static void wrapped_free(void *ctx, void *ptr)
 {
     domain_wrapper *w = ctx;
-    if (ptr && python_host_any_live())
-        python_host_releasing(w->domain, ptr);
+    release(ptr);
     w->prev.free(w->prev.ctx, ptr);
 }
 
@@ -136,8 +147,6 @@ static int python_malloc_bypasses_raw(void)
 void python_alloc_install(void)
 {
     const trace_config *c = trace_config_get();
-    if (c->host_buffers)
-        host_threshold = c->host_threshold ? c->host_threshold : 1;
     sample_every = c->py_alloc_sample;
     sample_countdown = sample_every;
     int all_domains = c->host_buffers && python_malloc_bypasses_raw();

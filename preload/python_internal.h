@@ -56,16 +56,4 @@ void python_mark_on_audit_event(const char *event, py_object *args);
 void *python_early_hook_user_data(void);
 void python_early_hook_on_audit_event(const char *event, py_audit_hook hook);
 
-/* python_host.c: large buffers.  Any thread, GIL or not.  domain is
- * enum py_alloc_domain.  releasing() records the free of a tracked buffer
- * and returns its size, or returns 0 when p is not one. */
-void python_host_allocated(int domain, void *p, size_t size);
-uint64_t python_host_releasing(int domain, void *p);
-/* Cheap test before releasing(): is any large buffer tracked at all? */
-extern _Atomic unsigned python_host_live;
-static inline int python_host_any_live(void)
-{
-    return __atomic_load_n(&python_host_live, __ATOMIC_RELAXED) != 0;
-}
-
 #endif

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "endings.h"
 #include "flusher.h"
+#include "host_blocks.h"
 #include "native_stack.h"
 #include "stack_cache.h"
 
@@ -220,7 +221,7 @@ static uint64_t encode(tf_event *e, const struct captured *c, pid_t tid)
     return e->seq;
 }
 
-uint64_t rec_event(tf_event *e, unsigned flags)
+static uint64_t record_event(tf_event *e, unsigned flags)
 {
     if (!rec_active())
         return 0;
@@ -258,6 +259,16 @@ uint64_t rec_event(tf_event *e, unsigned flags)
         flush_now(0);
     else if (pending >= REC_SEAL_BYTES)
         flusher_kick();
+    return seq;
+}
+
+/* host_guard: what the recorder, libunwind and the flusher allocate on the
+ * way is the tracer's, not the application's (host_blocks.h). */
+uint64_t rec_event(tf_event *e, unsigned flags)
+{
+    host_guard_enter();
+    uint64_t seq = record_event(e, flags);
+    host_guard_leave();
     return seq;
 }
 

@@ -7,6 +7,7 @@
 #include "ending_signals.h"
 #include "endings.h"
 #include "flusher.h"
+#include "host_blocks.h"
 #include "log_file.h"
 #include "modules.h"
 #include "native_stack.h"
@@ -116,6 +117,7 @@ static void fork_child(void)
     trace_config_set_pid(getpid());
     tf_header h = make_header();
     rec_fork_child(&h);
+    host_fork_child();
     log_fork_child();
     flusher_fork_child();
     modules_fork_child();
@@ -143,6 +145,7 @@ __attribute__((constructor)) static void trace_start(void)
     started = 1;
     note_rank();
     native_stack_note();
+    host_start();
     modules_rescan();
     ending_signals_install();
     pthread_atfork(fork_prepare, fork_parent, fork_child);

@@ -256,6 +256,14 @@ static uint32_t api_of(const jp_doc *d, const jp_node *o)
     return (uint32_t)jp_u64(d, o, "api", TF_API_UNKNOWN);
 }
 
+static uint32_t host_api_number(const char *name)
+{
+    for (uint32_t a = 1; name && a < TF_HOST_API_COUNT; a++)
+        if (!strcmp(tf_host_api_name(a), name))
+            return a;
+    return TF_HOST_API_UNKNOWN;
+}
+
 static uint64_t seq_ref(importer *im, uint64_t old)
 {
     uint64_t *v = old ? rp_ptrmap_get(&im->seqs, old) : NULL;
@@ -303,12 +311,14 @@ static void kind_fields(importer *im, const jp_node *o, tf_event *e)
         const jp_node *a = jp_first(d, jp_get(d, o, "allocs"));
         for (int i = 0; a && i < 3; i++, a = jp_next(d, a))
             e->u.gc.allocs[i] = a->u;
+        e->u.gc.interp = jp_u64(d, o, "interp", 0);
         break;
     }
     case TF_EV_HOST_ALLOC: case TF_EV_HOST_FREE: case TF_EV_PY_ALLOC:
         e->u.host.domain = (uint32_t)jp_u64(d, o, "domain", 0);
         e->u.host.ptr = jp_u64(d, o, "ptr", 0);
         e->u.host.size = jp_u64(d, o, "size", 0);
+        e->u.host.api = host_api_number(jp_str(d, o, "api", NULL));
         break;
     case TF_EV_PY_DOUBLE_INIT:
         e->u.double_init.obj = jp_u64(d, o, "obj", 0);

@@ -88,11 +88,11 @@ static uint64_t write_events(tf_writer *w, int fd, tf_chunk *chunk, const ids *d
     EV(TF_EV_GC_STOP); e.tid = 1002; e.u.gc.generation = 2; e.u.gc.collected = 12;
     e.u.gc.duration_ns = 3000;
     tf_write_event(w, &e);
-    EV(TF_EV_HOST_ALLOC); e.u.host = (typeof(e.u.host)){ TF_HOST_RAW, 0x5500001000, 1 << 20 };
+    EV(TF_EV_HOST_ALLOC); e.u.host = (typeof(e.u.host)){ TF_HOST_RAW, 0x5500001000, 1 << 20, TF_HOST_API_MALLOC };
     tf_write_event(w, &e);
-    EV(TF_EV_HOST_FREE); e.u.host = (typeof(e.u.host)){ TF_HOST_RAW, 0x5500001000, 0 };
+    EV(TF_EV_HOST_FREE); e.u.host = (typeof(e.u.host)){ TF_HOST_RAW, 0x5500001000, 0, TF_HOST_API_FREE };
     tf_write_event(w, &e);
-    EV(TF_EV_PY_ALLOC); e.u.host = (typeof(e.u.host)){ TF_HOST_OBJ, 0x5500002000, 64 };
+    EV(TF_EV_PY_ALLOC); e.u.host = (typeof(e.u.host)){ TF_HOST_OBJ, 0x5500002000, 64, 0 };
     tf_write_event(w, &e);
     EV(TF_EV_PY_DOUBLE_INIT); e.u.double_init.obj = 0x5500002010; e.u.double_init.type_name = d->type;
     tf_write_event(w, &e);

@@ -5,6 +5,7 @@ usage: test_dump.py TRACE_DUMP GEN_LOG
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys

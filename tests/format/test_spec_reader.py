@@ -23,8 +23,8 @@ POOL = [("pool", "u"), ("ptr", "p:device"), ("requested", "u"), ("granted", "u")
         ("stream", "p:stream")]
 POOL_OP = [("pool", "u"), ("op", "u"), ("begin", "seqrel"), ("arg", "u")]
 GC = [("generation", "s"), ("collected", "u"), ("uncollectable", "u"), ("duration_ns", "u"),
-      ("allocs0", "u"), ("allocs1", "u"), ("allocs2", "u")]
-HOST = [("domain", "u"), ("ptr", "p:host"), ("size", "u")]
+      ("allocs0", "u"), ("allocs1", "u"), ("allocs2", "u"), ("interp", "u")]
+HOST = [("domain", "u"), ("ptr", "p:host"), ("size", "u"), ("host_api", "u")]
 EVENTS = {
     32: ("cuda_alloc", CUDA), 33: ("cuda_free", CUDA), 34: ("pool_alloc", POOL),
     35: ("pool_free", POOL), 36: ("pool_op_begin", POOL_OP), 37: ("pool_op_end", POOL_OP),
@@ -44,6 +44,8 @@ APIS = ["unknown", "cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync",
         "cuMemAllocPitch_v2", "cuMemAllocHost_v2", "cuMemHostAlloc", "cuMemFreeHost",
         "cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemAddressReserve",
         "cuMemAddressFree"]
+HOST_APIS = ["unknown", "malloc", "calloc", "realloc", "reallocarray", "posix_memalign",
+             "aligned_alloc", "memalign", "valloc", "pvalloc", "free", "mmap", "munmap", "mremap"]
 
 
 class Cursor:
@@ -189,6 +191,9 @@ def finish_event(ev, defs, native, py):
     """Shape the event as trace-dump --json does (FORMAT.md section 11)."""
     if "api" in ev:
         ev["api"] = APIS[ev["api"]] if ev["api"] < len(APIS) else "api#%d" % ev["api"]
+    if "host_api" in ev:
+        a = ev.pop("host_api")
+        ev["api"] = HOST_APIS[a] if a < len(HOST_APIS) else "api#%d" % a
     if "allocs0" in ev:
         ev["allocs"] = [ev.pop("allocs0"), ev.pop("allocs1"), ev.pop("allocs2")]
     for key in ("type_name", "text"):

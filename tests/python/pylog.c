@@ -66,13 +66,16 @@ static void put_event(tf_reader *r, const tf_event *e)
                (unsigned long long)e->u.gc.duration_ns,
                (unsigned long long)e->u.gc.allocs[0], (unsigned long long)e->u.gc.allocs[1],
                (unsigned long long)e->u.gc.allocs[2]);
+        printf(",\"interp\":%llu", (unsigned long long)e->u.gc.interp);
         break;
     case TF_EV_HOST_ALLOC:
     case TF_EV_HOST_FREE:
     case TF_EV_PY_ALLOC:
-        printf(",\"domain\":%u,\"ptr\":%llu,\"size\":%llu", e->u.host.domain,
-               (unsigned long long)e->u.host.ptr, (unsigned long long)e->u.host.size);
+        printf(",\"domain\":%u,\"ptr\":%llu,\"size\":%llu,\"api\":\"%s\"", e->u.host.domain,
+               (unsigned long long)e->u.host.ptr, (unsigned long long)e->u.host.size,
+               tf_host_api_name(e->u.host.api));
         break;
+
     case TF_EV_PY_DOUBLE_INIT:
         printf(",\"obj\":%llu,\"type\":", (unsigned long long)e->u.double_init.obj);
         put_json_string(string_of(r, e->u.double_init.type_name));

@@ -1,0 +1,300 @@
+/*
+ * host_mmap.c - large anonymous mappings: mmap (and mmap64), munmap, mremap.
+ *
+ * What counts: a readable or writable anonymous mapping (private or shared) of
+ * at least TRACE_HOST_THRESHOLD bytes made by the program or a library, e.g.
+ * Python's mmap.mmap(-1, n), a C extension's own buffers.  What does not:
+ *  - mappings an allocator makes for itself while serving a malloc we
+ *    forwarded (host_guard is set), and the tracer's own;
+ *  - pymalloc's arenas (1 MiB from 3.10, 256 KiB before): heaps of small
+ *    objects, not buffers.  They come from the arena allocator's mmap call,
+ *    which we know by its caller, the function PyObject_GetArenaAllocator
+ *    names;
+ *  - PROT_NONE reservations, MAP_NORESERVE, stacks (MAP_STACK, MAP_GROWSDOWN)
+ *    and file mappings.
+ * glibc's malloc maps its large blocks with internal calls, which never reach
+ * this file: those are seen as malloc blocks (host_malloc.c).
+ *
+ * munmap may cut any page range out of a mapping: the mapping is recorded as
+ * released (before the call) and what is left of it, if still large, as new
+ * blocks (after).  mremap of a tracked mapping is a release and a new block.
+ * The table of tracked mappings is small and scanned under no lock; a munmap
+ * costs one load while nothing is tracked.
+ */
+
+#include "host_blocks.h"
+#include "dl_hooks.h"
+#include "native_stack.h"
+#include "recorder.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define MAP_SLOTS 1024u
+#define CUTS_MAX 16u
+#define ARENA_CALL_WINDOW 192   /* bytes from the arena function's entry to its mmap call */
+
+typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
+typedef int (*munmap_fn)(void *, size_t);
+typedef void *(*mremap_fn)(void *, size_t, size_t, int, ...);
+
+static mmap_fn real_mmap, real_mmap64;
+static munmap_fn real_munmap;
+static mremap_fn real_mremap;
+
+/* start: 0 free, 1 being filled, else the mapping's first byte. */
+typedef struct mapping { _Atomic uintptr_t start; uint64_t len; } mapping;
+static mapping maps[MAP_SLOTS];
+static _Atomic unsigned map_count;
+static _Atomic unsigned map_high;     /* slots in use are below this */
+
+static uintptr_t arena_alloc_fn;      /* pymalloc's arena allocator, once known */
+
+/* --------------------------------------------------------- the real calls */
+
+static void resolve(void)
+{
+    if (!real_mmap)
+        real_mmap = (mmap_fn)dl_real_dlsym(RTLD_NEXT, "mmap");
+    if (!real_mmap64)
+        real_mmap64 = (mmap_fn)dl_real_dlsym(RTLD_NEXT, "mmap64");
+    if (!real_munmap)
+        real_munmap = (munmap_fn)dl_real_dlsym(RTLD_NEXT, "munmap");
+    if (!real_mremap)
+        real_mremap = (mremap_fn)dl_real_dlsym(RTLD_NEXT, "mremap");
+}
+
+static void *call_mmap(mmap_fn f, void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    if (!f)
+        resolve();
+    if (!f)
+        f = real_mmap;
+    if (f)
+        return f(addr, len, prot, flags, fd, off);
+    return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+static int call_munmap(void *addr, size_t len)
+{
+    if (!real_munmap)
+        resolve();
+    return real_munmap ? real_munmap(addr, len) : (int)syscall(SYS_munmap, addr, len);
+}
+
+/* -------------------------------------------------------- what is wanted */
+
+static size_t page_round(uint64_t len)
+{
+    size_t page = 4096;
+    return (size_t)((len + page - 1) & ~(uint64_t)(page - 1));
+}
+
+/* pymalloc's arena mmap, known by its caller: the arena allocator's function
+ * (looked up once Python is there; a process may load it late). */
+static int from_arena_allocator(const void *caller)
+{
+    if (!arena_alloc_fn) {
+        void (*get)(void *) = (void (*)(void *))dl_real_dlsym(RTLD_DEFAULT,
+                                                             "PyObject_GetArenaAllocator");
+        if (!get)
+            return 0;
+        struct { void *ctx; void *alloc; void *free; } a = { 0 };
+        get(&a);
+        arena_alloc_fn = (uintptr_t)a.alloc;
+    }
+    return (uintptr_t)caller - arena_alloc_fn < ARENA_CALL_WINDOW;
+}
+
+static int wanted(size_t len, int prot, int flags, const void *caller)
+{
+    if (len < host_threshold || host_guard || !(flags & MAP_ANONYMOUS) || prot == PROT_NONE ||
+        (flags & (MAP_NORESERVE | MAP_STACK | MAP_GROWSDOWN)))
+        return 0;
+    if (native_stack_is_ours((uintptr_t)caller))
+        return 0;
+    return !from_arena_allocator(caller);
+}
+
+/* --------------------------------------------------------- the table */
+
+static const char full_what[] = "some large anonymous mappings";
+static const char full_why[] = "too many live at once to track them all: those are not recorded";
+
+static void track(uint32_t api, void *p, uint64_t len)
+{
+    if (!rec_active())
+        return;
+    for (unsigned i = 0; i < MAP_SLOTS; i++) {
+        uintptr_t empty = 0;
+        if (!atomic_compare_exchange_strong(&maps[i].start, &empty, 1))
+            continue;
+        maps[i].len = len;
+        atomic_store(&maps[i].start, (uintptr_t)p);
+        unsigned high = atomic_load(&map_high);
+        while (high < i + 1 && !atomic_compare_exchange_weak(&map_high, &high, i + 1))
+            ;
+        atomic_fetch_add(&map_count, 1);
+        host_record(TF_EV_HOST_ALLOC, TF_HOST_MMAP, api, p, len);
+        return;
+    }
+    host_gap(full_what, full_why);
+}
+
+typedef struct cut { uintptr_t start; uint64_t len; } cut;
+
+/* Take every tracked mapping overlapping [lo, hi) out of the table and
+ * record its release; the mappings taken go to out[] (at most CUTS_MAX; the
+ * rest are released without a remainder). */
+static unsigned take_overlapping(uint32_t api, uintptr_t lo, uintptr_t hi, cut *out)
+{
+    unsigned n = 0, high = atomic_load(&map_high);
+    for (unsigned i = 0; i < high; i++) {
+        uintptr_t s = atomic_load_explicit(&maps[i].start, memory_order_acquire);
+        if (s <= 1)
+            continue;
+        uint64_t len = maps[i].len;
+        if (s >= hi || s + page_round(len) <= lo)
+            continue;
+        if (!atomic_compare_exchange_strong(&maps[i].start, &s, 0))
+            continue;
+        atomic_fetch_sub(&map_count, 1);
+        host_record(TF_EV_HOST_FREE, TF_HOST_MMAP, api, (void *)s, len);
+        if (n < CUTS_MAX)
+            out[n++] = (cut){ s, len };
+    }
+    return n;
+}
+
+/* After a successful unmap of [lo, hi): what is left of each mapping taken,
+ * if still large, is a block of its own. */
+static void keep_remainders(uint32_t api, const cut *taken, unsigned n, uintptr_t lo, uintptr_t hi)
+{
+    for (unsigned i = 0; i < n; i++) {
+        uintptr_t s = taken[i].start, e = s + page_round(taken[i].len);
+        if (s < lo && lo - s >= host_threshold)
+            track(api, (void *)s, lo - s);
+        if (e > hi && e - hi >= host_threshold)
+            track(api, (void *)hi, e - hi);
+    }
+}
+
+/* A failed call: the mappings are all still there. */
+static void restore(uint32_t api, const cut *taken, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        track(api, (void *)taken[i].start, taken[i].len);
+}
+
+static int any_tracked(void)
+{
+    return atomic_load_explicit(&map_count, memory_order_relaxed) != 0;
+}
+
+/* --------------------------------------------------------------- entry */
+
+static void *mapped(mmap_fn *which, void *addr, size_t len, int prot, int flags, int fd, off_t off,
+                    const void *caller)
+{
+    cut taken[CUTS_MAX];
+    unsigned n = 0;
+    uintptr_t lo = (uintptr_t)addr, hi = lo + page_round(len);
+    int fixed = (flags & MAP_FIXED) && any_tracked() && !host_guard;
+    if (fixed)   /* MAP_FIXED replaces whatever was there */
+        n = take_overlapping(TF_HOST_API_MMAP, lo, hi, taken);
+    void *p = call_mmap(*which, addr, len, prot, flags, fd, off);
+    if (fixed) {
+        if (p == MAP_FAILED)
+            restore(TF_HOST_API_MMAP, taken, n);
+        else
+            keep_remainders(TF_HOST_API_MMAP, taken, n, lo, hi);
+    }
+    if (p != MAP_FAILED && wanted(len, prot, flags, caller))
+        track(TF_HOST_API_MMAP, p, len);
+    return p;
+}
+
+static void *hook_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return mapped(&real_mmap, addr, len, prot, flags, fd, off, __builtin_return_address(0));
+}
+
+static void *hook_mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return mapped(&real_mmap64, addr, len, prot, flags, fd, off, __builtin_return_address(0));
+}
+
+static int hook_munmap(void *addr, size_t len)
+{
+    if (!any_tracked() || host_guard)
+        return call_munmap(addr, len);
+    cut taken[CUTS_MAX];
+    uintptr_t lo = (uintptr_t)addr, hi = lo + page_round(len);
+    unsigned n = take_overlapping(TF_HOST_API_MUNMAP, lo, hi, taken);
+    int rc = call_munmap(addr, len);
+    if (rc == 0)
+        keep_remainders(TF_HOST_API_MUNMAP, taken, n, lo, hi);
+    else
+        restore(TF_HOST_API_MUNMAP, taken, n);
+    return rc;
+}
+
+static void *hook_mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+{
+    void *target = NULL;
+    if (flags & MREMAP_FIXED) {
+        va_list ap;
+        va_start(ap, flags);
+        target = va_arg(ap, void *);
+        va_end(ap);
+    }
+    if (!real_mremap)
+        resolve();
+    if (!any_tracked() || host_guard || !real_mremap)
+        return real_mremap ? real_mremap(old, old_len, new_len, flags, target)
+                           : (void *)syscall(SYS_mremap, old, old_len, new_len, flags, target);
+    cut taken[CUTS_MAX];
+    uintptr_t lo = (uintptr_t)old, hi = lo + page_round(old_len);
+    unsigned n = take_overlapping(TF_HOST_API_MREMAP, lo, hi, taken);
+    void *p = real_mremap(old, old_len, new_len, flags, target);
+    if (p == MAP_FAILED) {
+        restore(TF_HOST_API_MREMAP, taken, n);
+        return p;
+    }
+    /* What was around the moved range stays; the range itself is now at p
+     * (MREMAP_DONTUNMAP leaves the old pages mapped but empty: they are a
+     * reservation now, not the buffer). */
+    keep_remainders(TF_HOST_API_MREMAP, taken, n, lo, hi);
+    if (n && new_len >= host_threshold)
+        track(TF_HOST_API_MREMAP, p, new_len);
+    return p;
+}
+
+#define EXPORT(name, local) \
+    __attribute__((visibility("default"), alias(#local))) __typeof__(local) name;
+EXPORT(mmap, hook_mmap)
+EXPORT(mmap64, hook_mmap64)
+EXPORT(munmap, hook_munmap)
+EXPORT(mremap, hook_mremap)
+
+void host_mmap_start(void)
+{
+    resolve();
+    if (dl_real_dlsym(RTLD_DEFAULT, "mmap") != (void *)hook_mmap ||
+        dl_real_dlsym(RTLD_DEFAULT, "munmap") != (void *)hook_munmap)
+        host_gap("large anonymous mappings (mmap)",
+                 "another definition of mmap comes before libtrace.so (the program itself, or "
+                 "a library preloaded before it, such as a sanitizer runtime)");
+}
+
+void host_mmap_fork_child(void)
+{
+    for (unsigned i = 0; i < MAP_SLOTS; i++)
+        atomic_store(&maps[i].start, 0);
+    atomic_store(&map_count, 0);
+    atomic_store(&map_high, 0);
+}
