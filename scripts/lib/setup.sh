@@ -29,11 +29,15 @@ ensure_packages() {
 }
 
 # Python packages some tests use, installed into the interpreters they run
-# (numpy: ordinary C-extension code that must give no double-init report).
+# (numpy: ordinary C-extension code that must give no double-init report, and
+# the seed-002 story with arrays, on every version from 3.8 to 3.13; pip picks
+# the newest numpy each version supports).
 ensure_python_packages() {
-    for python in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.11.*/bin/python3.11 \
-                  "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13.*/bin/python3.13; do
+    for python in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.*/bin/python3.[0-9] \
+                  "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.*/bin/python3.[0-9][0-9]; do
         [ -x "$python" ] || continue
+        "$python" -c 'import sys; sys.exit(not (3, 8) <= sys.version_info[:2] <= (3, 13))' \
+            2>/dev/null || continue
         "$python" -c 'import numpy' 2>/dev/null && continue
         echo "setup: pip install numpy for $python"
         "$python" -m pip install -q --disable-pip-version-check --root-user-action=ignore numpy >/dev/null

@@ -1,0 +1,141 @@
+/*
+ * host_allocs - every allocator entry point the tracer hooks, once each, with
+ * blocks above and below the threshold.  Prints one line per expectation:
+ *   alloc API PTR SIZE      a host_alloc of this block must be in the log
+ *   free API PTR            a host_free of this block (after its alloc)
+ *   none PTR                no event may name this pointer
+ * The test (test_host_allocators.py) runs it with TRACE_HOST_THRESHOLD=1048576.
+ */
+
+#include <malloc.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define BIG (2u << 20)
+#define SMALL 4096u
+
+static void *keep(void *p)
+{
+    /* The compiler may not drop a malloc/free pair it can see through. */
+    __asm__ volatile("" : : "r"(p) : "memory");
+    return p;
+}
+
+static void say(const char *what, const char *api, void *p, size_t size)
+{
+    if (!strcmp(what, "none"))
+        printf("none %llu\n", (unsigned long long)(uintptr_t)p);
+    else if (!strcmp(what, "free"))
+        printf("free %s %llu\n", api, (unsigned long long)(uintptr_t)p);
+    else
+        printf("alloc %s %llu %zu\n", api, (unsigned long long)(uintptr_t)p, size);
+}
+
+int main(void)
+{
+    void *p, *q;
+
+    p = keep(malloc(BIG));
+    say("alloc", "malloc", p, BIG);
+    memset(p, 1, BIG);
+    say("free", "free", p, 0);
+    free(p);
+
+    p = keep(malloc(SMALL));
+    say("none", "", p, 0);
+    free(p);
+
+    p = keep(calloc(BIG / 16, 16));
+    say("alloc", "calloc", p, BIG);
+    say("free", "free", p, 0);
+    free(p);
+
+    /* realloc: small to large, large to larger, large to small. */
+    p = keep(malloc(SMALL));
+    say("none", "", p, 0);
+    q = keep(realloc(p, BIG));
+    say("alloc", "realloc", q, BIG);
+    p = q;
+    say("free", "realloc", p, 0);
+    q = keep(realloc(p, 2 * BIG));
+    say("alloc", "realloc", q, 2 * BIG);
+    p = q;
+    say("free", "realloc", p, 0);
+    q = keep(realloc(p, SMALL));
+    free(q);
+
+    p = keep(reallocarray(NULL, BIG / 8, 8));
+    say("alloc", "reallocarray", p, BIG);
+    say("free", "free", p, 0);
+    free(p);
+
+    if (posix_memalign(&p, 4096, BIG) == 0) {
+        say("alloc", "posix_memalign", p, BIG);
+        say("free", "free", p, 0);
+        free(p);
+    }
+    p = keep(aligned_alloc(64, BIG));
+    say("alloc", "aligned_alloc", p, BIG);
+    say("free", "free", p, 0);
+    free(p);
+    p = keep(memalign(256, BIG));
+    say("alloc", "memalign", p, BIG);
+    say("free", "free", p, 0);
+    free(p);
+    p = keep(valloc(BIG));
+    say("alloc", "valloc", p, BIG);
+    say("free", "free", p, 0);
+    free(p);
+    p = keep(pvalloc(BIG));
+    say("alloc", "pvalloc", p, BIG);
+    say("free", "free", p, 0);
+    free(p);
+
+    /* Anonymous mappings: whole, cut in the middle, moved. */
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    p = mmap(NULL, BIG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    say("alloc", "mmap", p, BIG);
+    say("free", "munmap", p, 0);
+    munmap(p, BIG);
+
+    p = mmap(NULL, 4 * BIG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    say("alloc", "mmap", p, 4 * BIG);
+    say("free", "munmap", p, 0);
+    munmap((char *)p + BIG, page);          /* leaves [p, p+BIG) and the rest */
+    say("alloc", "munmap", p, BIG);
+    q = (char *)p + BIG + page;
+    say("alloc", "munmap", q, 3 * BIG - page);
+    munmap(p, BIG);
+    say("free", "munmap", p, 0);
+    munmap(q, 3 * BIG - page);
+    say("free", "munmap", q, 0);
+
+    p = mmap(NULL, BIG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    say("alloc", "mmap", p, BIG);
+    say("free", "mremap", p, 0);
+    q = mremap(p, BIG, 4 * BIG, MREMAP_MAYMOVE);
+    say("alloc", "mremap", q, 4 * BIG);
+    say("free", "munmap", q, 0);
+    munmap(q, 4 * BIG);
+
+    /* Not buffers: a reservation, a small mapping, a file mapping. */
+    p = mmap(NULL, 16 * BIG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    say("none", "", p, 0);
+    munmap(p, 16 * BIG);
+    p = mmap(NULL, SMALL, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    say("none", "", p, 0);
+    munmap(p, SMALL);
+    FILE *f = tmpfile();
+    if (f && ftruncate(fileno(f), BIG) == 0) {
+        p = mmap(NULL, BIG, PROT_READ, MAP_PRIVATE, fileno(f), 0);
+        say("none", "", p, 0);
+        munmap(p, BIG);
+    }
+    if (f)
+        fclose(f);
+    return 0;
+}

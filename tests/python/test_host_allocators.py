@@ -1,0 +1,214 @@
+"""Large host blocks from every allocator (issue 12, point 1 and 2).
+
+- host_allocs (C): malloc, calloc, realloc (grow, move, shrink), reallocarray,
+  posix_memalign, aligned_alloc, memalign, valloc, pvalloc, anonymous mmap,
+  munmap of a middle page, mremap; exactly the events it expects, in order,
+  and none for small blocks, PROT_NONE reservations or file mappings.
+- own_malloc (C): a program that defines malloc itself; the log says the
+  malloc family was not watched (INFO not_watched) instead of showing nothing.
+- fork_blocks (C): a block allocated before fork and freed in the child is
+  not in the child's log; the child's own block is.
+- Python: a bytearray (PyMem RAW on top of malloc) is recorded once, as RAW;
+  mmap.mmap(-1, n) as an mmap block with its Python line; pymalloc's arenas
+  are not blocks; NumPy arrays kept by cycles (seed 002) are freed inside
+  collections and carry the user's line in their Python stack, on every
+  interpreter with numpy; the same with PyTorch CPU tensors where torch is
+  installed (skipped with a message otherwise)."""
+import os
+import subprocess
+import tempfile
+
+import pytrace as pt
+
+
+def extra(p):
+    p.add_argument("--host-allocs", required=True)
+    p.add_argument("--own-malloc", required=True)
+    p.add_argument("--fork-blocks", required=True)
+
+
+args = pt.parse_args(extra)
+fails = pt.Failures()
+MALLOC, MMAP, RAW = 4, 5, 1
+# Under the sanitizer build the ASan runtime is preloaded first and owns malloc.
+SANITIZED = "libasan" in args.preload
+
+
+def host_events(run):
+    return [e for e in run.events if e["kind"] in ("host_alloc", "host_free")]
+
+
+def check_entry_points():
+    run = pt.run_traced([args.host_allocs], args.preload, args.pylog)
+    if not fails.check(run.proc.returncode == 0, "host_allocs failed: %s" % run.proc.stderr[-500:]):
+        return
+    if SANITIZED:
+        gaps = run.info("not_watched")
+        fails.check(any("malloc" in g for g in gaps),
+                    "sanitized: no not_watched record for the malloc family: %s" % gaps)
+        return
+    expected, none = [], set()
+    for line in run.proc.stdout.split("\n"):
+        w = line.split()
+        if not w:
+            continue
+        if w[0] == "none":
+            none.add(int(w[1]))
+        elif w[0] == "free":
+            expected.append(("host_free", w[1], int(w[2]), None))
+        else:
+            expected.append(("host_alloc", w[1], int(w[2]), int(w[3])))
+    # Exactly these, nothing else: the "none" blocks (small, PROT_NONE, file)
+    # and the C library's own buffers must not appear.
+    got = [(e["kind"], e["api"], e["ptr"], e["size"] if e["kind"] == "host_alloc" else None)
+           for e in host_events(run)]
+    fails.check(got == expected, "host_allocs: events differ\n  expected %s\n  got      %s"
+                % (expected, got))
+    fails.check(all(e["native_depth"] > 0 for e in host_events(run)),
+                "host_allocs: an event without a native stack")
+    fails.check(all(e["domain"] in (MALLOC, MMAP) for e in host_events(run)),
+                "host_allocs: unexpected domains %s" % {e["domain"] for e in host_events(run)})
+    # Off: no blocks, and the log says what was not watched.
+    run = pt.run_traced([args.host_allocs], args.preload, args.pylog,
+                        env={"TRACE_HOST_BUFFERS": "0", "TRACE_PY_ALLOCS": "0"})
+    fails.check(not host_events(run), "TRACE_HOST_BUFFERS=0 still records blocks")
+
+
+def check_own_malloc():
+    run = pt.run_traced([args.own_malloc], args.preload, args.pylog)
+    fails.check(run.proc.returncode == 0, "own_malloc failed: %s" % run.proc.stderr[-500:])
+    gaps = run.info("not_watched")
+    fails.check(any(g.startswith("large blocks from malloc") for g in gaps),
+                "own_malloc: no not_watched record for the malloc family: %s" % gaps)
+    fails.check(not [e for e in run.of("host_alloc") if e["size"] == 4 << 20],
+                "own_malloc: its malloc was seen")
+
+
+def read(path):
+    events, infos, _ = pt.read_log(args.pylog, path)
+    return events
+
+
+def check_fork():
+    if SANITIZED:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, LD_PRELOAD=args.preload, TRACE_OUTPUT=os.path.join(tmp, "t-%p.tlog"))
+        for k in list(env):
+            if k.startswith("TRACE_") and k not in ("TRACE_OUTPUT", "TRACE_TEST_PYTHONS"):
+                del env[k]
+        p = subprocess.run([args.fork_blocks], env=env, capture_output=True, text=True)
+        if not fails.check(p.returncode == 0, "fork_blocks failed: %s" % p.stderr[-500:]):
+            return
+        block, child = (int(x) for x in p.stdout.split())
+        logs = {int(f[2:-5]): read(os.path.join(tmp, f)) for f in os.listdir(tmp)}
+        child_events = logs.get(child, [])
+        parent_events = [ev for pid, ev in logs.items() if pid != child]
+        fails.check(not [e for e in child_events if e["kind"] == "host_free" and e["ptr"] == block],
+                    "fork: the child's log shows the release of the parent's block")
+        fails.check(any(e["kind"] == "host_alloc" and e["size"] == 3 << 20 for e in child_events),
+                    "fork: the child's own block is missing from its log")
+        fails.check(len(parent_events) == 1 and
+                    [e["kind"] for e in parent_events[0] if e.get("ptr") == block] ==
+                    ["host_alloc", "host_free"], "fork: the parent's log lacks its block's life")
+
+
+PY_CHECKS = r'''
+import mmap, sys
+m = mmap.mmap(-1, 3 << 20)                                  # LINE:mmap
+m[0:1] = b"x"
+m.close()
+b = bytearray(5 << 20)                                      # LINE:bytearray
+del b
+x = [object() for i in range(400000)]                        # arenas
+del x
+'''
+
+
+def check_python(python, version):
+    tag = "%s (%s)" % (version, python)
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "blocks.py")
+        with open(script, "w") as f:
+            f.write(PY_CHECKS)
+        run = pt.run_traced([python, script], args.preload, args.pylog,
+                            env={"TRACE_HOST_THRESHOLD": "200000"})
+        if not fails.check(run.proc.returncode == 0, "%s: failed: %s" % (tag, run.proc.stderr[-500:])):
+            return
+        allocs = run.of("host_alloc")
+        maps = [e for e in allocs if e["size"] == 3 << 20]
+        fails.check(len(maps) == 1 and maps[0]["domain"] == MMAP and maps[0]["api"] == "mmap"
+                    and pt.innermost(maps[0]) and pt.innermost(maps[0])[1] == pt.line_of(script, "mmap"),
+                    "%s: mmap.mmap(-1) not one mmap block at its line: %s" % (tag, maps))
+        arrays = [e for e in allocs if 5 << 20 <= e["size"] <= (5 << 20) + 64]
+        if not SANITIZED:
+            fails.check(len(arrays) == 1 and arrays[0]["domain"] == RAW,
+                        "%s: bytearray not recorded once as PyMem RAW: %s" % (tag, arrays))
+        arenas = [e for e in allocs if e["domain"] == MMAP and e["size"] in (256 << 10, 1 << 20)]
+        fails.check(not arenas, "%s: pymalloc arenas recorded as blocks: %d" % (tag, len(arenas)))
+    check_numpy(python, tag)
+    check_torch(python, tag)
+
+
+def gc_freed(run, allocs):
+    by_seq = run.by_seq()
+    frees = {}
+    for e in run.of("host_free"):
+        frees.setdefault(e["ptr"], []).append(e)
+    ends = []
+    for a in allocs:
+        later = [f for f in frees.get(a["ptr"], []) if f["seq"] > a["seq"]]
+        ends.append(min(later, key=lambda f: f["seq"]) if later else None)
+    under = [f for f in ends if f and by_seq.get(f["parent"], {}).get("kind") == "gc_start"]
+    return ends, under
+
+
+def check_cycles(python, tag, script, size, count, what):
+    line = pt.line_of(script, "alloc")
+    for mode in ("cycle", "nocycle"):
+        run = pt.run_traced([python, script, mode], args.preload, args.pylog)
+        t = "%s %s %s" % (tag, what, mode)
+        if not fails.check(run.proc.returncode == 0, "%s: failed: %s" % (t, run.proc.stderr[-800:])):
+            return
+        allocs = [e for e in run.of("host_alloc") if e["size"] == size]
+        if SANITIZED and what != "numpy":
+            return
+        if not fails.check(len(allocs) == count, "%s: %d blocks of %d bytes, expected %d"
+                           % (t, len(allocs), size, count)):
+            continue
+        user = [a for a in allocs if any(f[0] == script and f[1] == line for f in a["py"])]
+        fails.check(len(user) == count, "%s: %d of %d blocks without %s:%d in their Python stack"
+                    % (t, count - len(user), count, os.path.basename(script), line))
+        ends, under = gc_freed(run, allocs)
+        fails.check(all(ends), "%s: %d blocks never freed" % (t, sum(1 for e in ends if not e)))
+        if mode == "cycle":
+            fails.check(len(under) >= count - 2, "%s: only %d of %d blocks freed inside a collection"
+                        % (t, len(under), count))
+        else:
+            fails.check(not under, "%s: %d blocks freed inside a collection without cycles"
+                        % (t, len(under)))
+
+
+def has_module(python, name):
+    return subprocess.run([python, "-c", "import " + name], capture_output=True).returncode == 0
+
+
+def check_numpy(python, tag):
+    if not has_module(python, "numpy"):
+        print("   numpy not installed for %s: seed 002 with NumPy skipped (scripts/test installs it)" % tag)
+        return
+    check_cycles(python, tag, pt.workload("np_cycles.py"), 2 << 20, 30, "numpy")
+
+
+def check_torch(python, tag):
+    if not has_module(python, "torch"):
+        print("   torch not installed for %s: seed 002 with PyTorch CPU tensors skipped" % tag)
+        return
+    script = pt.workload("torch_cycles.py")
+    check_cycles(python, tag, script, 4 << 20, 20, "torch")
+
+
+check_entry_points()
+check_own_malloc()
+check_fork()
+pt.for_each_interpreter(args.python, check_python, fails)
