@@ -3,12 +3,18 @@
  *
  * Nothing runs per Python call: at event time we walk the interpreter's own
  * frame chain through per-version offsets (python_layout.h) and keep (code
- * object, instruction offset) pairs.  Only a thread that holds the GIL may do
- * this; the others get native stacks only.  Turning a pair into file, line and
- * function happens right after, under the recorder's lock and still under the
- * GIL, with PyCode_Addr2Line (public, allocation-free) and the str objects
- * read in place.  Nothing here creates a Python object: the public frame API
- * does on 3.11+, which could start a collection inside our hook.
+ * object, instruction offset) pairs.  A thread reads only its own frames:
+ * those of its current thread state when it holds the GIL, else those of the
+ * thread state bound to it (the GIL-state key, PyGILState_GetThisThreadState).
+ * A thread that released the GIL around a call (ctypes, an extension wrapping
+ * cudaMalloc or a large allocation in Py_BEGIN_ALLOW_THREADS) is inside that
+ * call until we return: no other thread pushes or pops its frames, and the
+ * code objects they hold stay alive, so its stack is stable while we read it.
+ * Turning a pair into file, line and function happens right after, under the
+ * recorder's lock, with PyCode_Addr2Line (public, allocation-free, reads only
+ * the immutable line table) and the str objects read in place.  Nothing here
+ * creates a Python object: the public frame API does on 3.11+, which could
+ * start a collection inside our hook.
  */
 #include "python_internal.h"
 #include "python_layout.h"
@@ -23,15 +29,30 @@
 
 static const py_layout *layout;
 
-/* On 3.8-3.11 the "current" thread state is global: it is the GIL holder's,
- * whichever thread asks.  It is ours only if it is the one bound to this
- * thread.  From 3.12 it is thread-local and NULL unless this thread holds the
- * GIL.  PyGILState_Check is not used: it lies before initialisation and once
- * a subinterpreter exists. */
-void *python_tstate_if_holding_gil(void)
+/* This thread's own thread state.  On 3.8-3.11 the "current" thread state is
+ * global: it is the GIL holder's, whichever thread asks, and ours only if it
+ * is the one bound to this thread.  From 3.12 it is thread-local and NULL
+ * unless this thread holds the GIL (then it is right in a subinterpreter
+ * too).  Without the GIL, the state bound to the thread by the GIL-state key.
+ * PyGILState_Check is not used: it lies before initialisation and once a
+ * subinterpreter exists. */
+static void *own_tstate(void)
 {
     if (!py.Py_IsInitialized())
         return NULL;            /* before attach, or finalising */
+    void *bound = py.PyGILState_GetThisThreadState();
+    void *tstate = py.current_tstate();
+    if (tstate && (py.minor >= 12 || tstate == bound))
+        return tstate;
+    return bound;               /* GIL released: our frames are still ours */
+}
+
+/* The thread state only when this thread holds the GIL (python_threads.c
+ * reads threading's dict, which needs it). */
+void *python_tstate_if_holding_gil(void)
+{
+    if (!py.Py_IsInitialized())
+        return NULL;
     void *tstate = py.current_tstate();
     if (!tstate)
         return NULL;
@@ -60,7 +81,7 @@ static int64_t instruction_offset(void *frame, void *code)
 
 static int capture(rec_py_raw *out, int max)
 {
-    void *tstate = python_tstate_if_holding_gil();
+    void *tstate = own_tstate();
     if (!tstate)
         return 0;
     int n = 0;

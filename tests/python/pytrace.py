@@ -144,6 +144,26 @@ def run_traced(args, preload, pylog, env=None, cwd=None, timeout=300, trace=True
         return Run(done, events, infos, pools)
 
 
+def run_traced_keep(args, preload, pylog, env=None):
+    """Like run_traced, but keeps the log: returns (Run, path); the caller
+    removes it with discard(path)."""
+    tmp = tempfile.mkdtemp(prefix="pytrace-")
+    full_env = {k: v for k, v in os.environ.items()
+                if not k.startswith("TRACE_") or k == "TRACE_TEST_PYTHONS"}
+    full_env.update(TRACE_OUTPUT=os.path.join(tmp, "trace-%p.tlog"), LD_PRELOAD=preload)
+    full_env.update(env or {})
+    done = subprocess.run(args, capture_output=True, text=True, env=full_env, timeout=300)
+    logs = [f for f in os.listdir(tmp) if f.endswith(".tlog")]
+    path = os.path.join(tmp, logs[0]) if len(logs) == 1 else os.path.join(tmp, "missing.tlog")
+    events, infos, pools = read_log(pylog, path) if logs else ([], [], {})
+    return Run(done, events, infos, pools), path
+
+
+def discard(path):
+    import shutil
+    shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+
+
 class Failures:
     """Collects failed checks so one run reports all of them."""
 

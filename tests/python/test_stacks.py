@@ -1,15 +1,29 @@
-"""Python stacks: events recorded on a thread that holds the GIL carry its
-Python stack (file, line, function, innermost first); a call made with the GIL
-released carries none, and never another thread's, even while the main thread
-holds the GIL (3.8-3.11 keep one global "current" thread state)."""
+"""Python stacks: every event carries the Python stack of the thread that
+recorded it (file, line, function, innermost first), whether that thread holds
+the GIL or released it around the call (ctypes' CDLL, extensions that wrap
+cudaMalloc in Py_BEGIN_ALLOW_THREADS), and never another thread's, even while
+the main thread holds the GIL (3.8-3.11 keep one global "current" thread
+state).  A double free made from Python through ctypes names the Python line
+in trace-replay's report."""
+import subprocess
+
 import pytrace as pt
 
-args = pt.parse_args()
+
+def extra(p):
+    p.add_argument("--cuda-doubles")
+    p.add_argument("--replay")
+
+
+args = pt.parse_args(extra)
 fails = pt.Failures()
 script = pt.workload("gil_marks.py")
 held_line = pt.line_of(script, "held")
 outer_line = pt.line_of(script, "outer")
 thread_line = pt.line_of(script, "held-thread")
+released_line = pt.line_of(script, "released")
+released_thread_line = pt.line_of(script, "released-thread")
+double_free = pt.workload("ctypes_double_free.py")
 
 
 def marks(run, text):
@@ -28,16 +42,48 @@ def check(python, version):
                                ("gil_marks.py", outer_line, "outer_with_gil"),
                                ("gil_marks.py", frames[2][1] if len(frames) > 2 else 0, "<module>")],
                     "%s: wrong stack for the 'held' mark: %s" % (tag, frames))
-    released = marks(run, "released") + marks(run, "released-thread")
-    fails.check(len(released) == 301, "%s: %d marks with the GIL released" % (tag, len(released)))
-    fails.check(all(not e["py"] for e in released), "%s: %d marks made without the GIL have a Python "
-                "stack, e.g. %s" % (tag, sum(1 for e in released if e["py"]),
-                                    [e["py"][:1] for e in released if e["py"]][:2]))
+    released = marks(run, "released")
+    fails.check(len(released) == 1 and released[0]["py"] and
+                released[0]["py"][0][1] == released_line and released[0]["py"][0][2] == "<module>",
+                "%s: the mark made with the GIL released lacks its stack: %s"
+                % (tag, [e["py"][:1] for e in released]))
+    on_worker = marks(run, "released-thread")
+    fails.check(len(on_worker) == 300, "%s: %d marks on the worker with the GIL released"
+                % (tag, len(on_worker)))
+    wrong = [e["py"][:1] for e in on_worker
+             if not (e["py"] and e["py"][0][1] == released_thread_line and e["py"][0][2] == "worker")]
+    fails.check(not wrong, "%s: %d worker marks made without the GIL lack the worker's own stack, "
+                "e.g. %s" % (tag, len(wrong), wrong[:2]))
     on_thread = marks(run, "held-thread")
     if fails.check(len(on_thread) == 1, "%s: %d 'held-thread' marks" % (tag, len(on_thread))):
         top = on_thread[0]["py"][:1]
         fails.check(top and top[0][1] == thread_line and top[0][2] == "worker",
                     "%s: worker thread's stack wrong: %s" % (tag, top))
+
+
+    check_double_free(python, tag)
+
+
+def check_double_free(python, tag):
+    if not args.cuda_doubles or not args.replay:
+        return
+    free_line = pt.line_of(double_free, "free")
+    second_line = pt.line_of(double_free, "second")
+    run, log = pt.run_traced_keep([python, double_free, args.cuda_doubles], args.preload, args.pylog,
+                                  env={"LD_LIBRARY_PATH": args.cuda_doubles})
+    try:
+        frees = run.of("cuda_free")
+        fails.check(len(frees) == 2 and all(e["py"] and e["py"][0][1] == free_line for e in frees),
+                    "%s: cudaFree through ctypes without its Python line: %s"
+                    % (tag, [e["py"][:2] for e in frees]))
+        out = subprocess.run([args.replay, "check", log], capture_output=True, text=True)
+        fails.check(out.returncode == 1 and "double_free" in out.stdout and
+                    "ctypes_double_free.py:%d" % free_line in out.stdout and
+                    "ctypes_double_free.py:%d" % second_line in out.stdout,
+                    "%s: trace-replay check does not name the Python lines of the double free "
+                    "(exit %d):\n%s" % (tag, out.returncode, out.stdout[-1500:]))
+    finally:
+        pt.discard(log)
 
 
 pt.for_each_interpreter(args.python, check, fails)

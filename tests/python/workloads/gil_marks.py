@@ -1,6 +1,7 @@
 # Records "mark" events through libtrace's public API, reached with ctypes:
-# CDLL releases the GIL around the call, PyDLL keeps it.  Only calls made with
-# the GIL held may carry a Python stack, and never another thread's.
+# CDLL releases the GIL around the call, PyDLL keeps it.  Either way a mark
+# carries the Python stack of the thread that made it, and never another
+# thread's.
 import ctypes
 import threading
 
@@ -36,7 +37,7 @@ def outer_with_gil():
 
 def worker(n):
     for i in range(n):
-        mark_released(b"released-thread")
+        mark_released(b"released-thread")  # LINE:released-thread
     mark_held(b"held-thread")              # LINE:held-thread
 
 
@@ -46,7 +47,7 @@ def spin(stop):
 
 
 outer_with_gil()
-mark_released(b"released")
+mark_released(b"released")                # LINE:released
 stop = threading.Event()
 t = threading.Thread(target=worker, args=(300,))
 t.start()
