@@ -8,6 +8,18 @@
  * import of site, before sitecustomize and before the script runs.  The hook's
  * list entry outlives a change of raw allocator (PYTHONMALLOC=debug, -X dev):
  * python_early_hook.c frees it correctly at exit.
+ *
+ * Rounds.  A program that embeds Python may call Py_Initialize and
+ * Py_FinalizeEx several times.  Py_FinalizeEx frees every audit hook (it
+ * raises "cpython._PySys_ClearAuditHooks" first), and the next round is a new
+ * main interpreter with its own gc.callbacks.  So on that event we forget the
+ * round, and we interpose the embedding entry points (Py_Initialize,
+ * Py_InitializeEx, Py_InitializeFromConfig): before the real one runs we
+ * register the audit hook again (the runtime keeps hooks added before
+ * initialisation), and once it returns we attach if no audit event did.
+ * Embedders call these through a shared libpython, so the preload's
+ * definitions win; an interpreter's own startup (Py_BytesMain) does not go
+ * through them, and needs no second round.
  */
 #include "python.h"
 #include "python_api.h"
@@ -16,9 +28,12 @@
 #include "recorder.h"
 #include "warn.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
+#include <string.h>
 
 static enum { PY_WAITING, PY_ATTACHING, PY_ATTACHED, PY_GAVE_UP } attach_state;
+static int hook_registered;     /* our audit hook is in the runtime's list */
 
 static void say_once(const char *what)
 {
@@ -70,7 +85,16 @@ static int on_audit_event(const char *event, py_object *args, void *user)
 {
     (void)user;
     python_early_hook_on_audit_event(event, on_audit_event);
+    if (!strcmp(event, "cpython._PySys_ClearAuditHooks")) {
+        /* The end of a round: the hook list is freed right after this. */
+        hook_registered = 0;
+        if (attach_state != PY_GAVE_UP)
+            attach_state = PY_WAITING;
+        python_gc_forget_all();
+        return 0;
+    }
     if (attach_state == PY_ATTACHED) {
+        python_gc_on_audit_event(event);
         python_cupy_on_audit_event(event, args);
         python_mark_on_audit_event(event, args);
         python_reftracer_poll();
@@ -84,12 +108,85 @@ static int on_audit_event(const char *event, py_object *args, void *user)
     return 0;
 }
 
+static void register_hook(void)
+{
+    if (py.PySys_AddAuditHook(on_audit_event, python_early_hook_user_data()) != 0)
+        say_once("Python hooks off: PySys_AddAuditHook refused the hook");
+    else
+        hook_registered = 1;
+}
+
 void python_start(void)
 {
     if (!py_api_probe())
         return;                 /* not a Python process: CUDA only */
     if (!trace_config_get()->python)
         return;
-    if (py.PySys_AddAuditHook(on_audit_event, python_early_hook_user_data()) != 0)
-        say_once("Python hooks off: PySys_AddAuditHook refused the hook");
+    register_hook();
+}
+
+/* ------------------------------------------------ embedding: later rounds */
+
+/* PyStatus, the same from 3.8 to 3.13. */
+typedef struct py_status { int type; const char *func; const char *err_msg; int exitcode; } py_status;
+
+static int python_wanted(void)
+{
+    return trace_config_get()->python && (py.PySys_AddAuditHook || py_api_probe());
+}
+
+static void before_round(void)
+{
+    if (python_wanted() && !hook_registered && attach_state != PY_GAVE_UP) {
+        python_early_hook_registering_again();
+        register_hook();
+    }
+}
+
+/* The caller holds the GIL once initialisation returned. */
+static void after_round(void)
+{
+    if (hook_registered && attach_state == PY_WAITING && py.Py_IsInitialized()) {
+        attach_state = PY_ATTACHING;
+        attach();
+    }
+}
+
+#define EXPORTED __attribute__((visibility("default")))
+typedef void (*init_ex_fn)(int);
+typedef void (*init_fn)(void);
+typedef py_status (*init_config_fn)(const void *);
+#define REAL(type, name) \
+    static type real_; \
+    if (!real_) \
+        *(void **)&real_ = dlsym(RTLD_NEXT, name)
+
+EXPORTED void Py_InitializeEx(int install_signals)
+{
+    REAL(init_ex_fn, "Py_InitializeEx");
+    before_round();
+    if (real_)
+        real_(install_signals);
+    after_round();
+}
+
+EXPORTED void Py_Initialize(void)
+{
+    REAL(init_fn, "Py_Initialize");
+    before_round();
+    if (real_)
+        real_();
+    after_round();
+}
+
+EXPORTED py_status Py_InitializeFromConfig(const void *config)
+{
+    REAL(init_config_fn, "Py_InitializeFromConfig");
+    before_round();
+    py_status status = { 0 };
+    if (real_)
+        status = real_(config);
+    if (status.type == 0)
+        after_round();
+    return status;
 }

@@ -130,8 +130,18 @@ static void wrapped_free(void *ctx, void *ptr)
 static void wrap_domain(int domain)
 {
     domain_wrapper *w = &wrappers[domain];
+    py_allocator current;
+    py.PyMem_GetAllocator(domain, &current);
+    if (domain == PY_DOMAIN_RAW)
+        python_early_hook_see_through(&current);
+    if (current.malloc == wrapped_malloc) {
+        /* A later round of an embedding program: still wrapped (under the
+         * previous exit's rescue, whose work is done). */
+        py.PyMem_SetAllocator(domain, &current);
+        return;
+    }
     w->domain = domain;
-    py.PyMem_GetAllocator(domain, &w->prev);
+    w->prev = current;
     py_allocator ours = { w, wrapped_malloc, wrapped_calloc, wrapped_realloc, wrapped_free };
     py.PyMem_SetAllocator(domain, &ours);
 }

@@ -85,6 +85,11 @@ int py_api_resolve(const char **why)
     py.code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
     py.type_type = dlsym(RTLD_DEFAULT, "PyType_Type");
     resolve_current_tstate();
+    RESOLVE(PyInterpreterState_Get, "PyInterpreterState_Get");
+    if (!py.PyInterpreterState_Get)
+        RESOLVE(PyInterpreterState_Get, "_PyInterpreterState_Get");
+    RESOLVE(PyInterpreterState_GetID, "PyInterpreterState_GetID");
+    RESOLVE(PyLong_FromSsize_t, "PyLong_FromSsize_t");
 
     void **first = (void **)&py.Py_IsInitialized;
     void **last = (void **)&py.type_type;

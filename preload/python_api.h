@@ -81,6 +81,9 @@ typedef struct py_api {
     py_object *(*PyObject_GetAttr)(py_object *o, py_object *name);      /* new reference */
     const char *(*PyUnicode_AsUTF8AndSize)(py_object *s, ssize_t *size);
     void *(*current_tstate)(void);   /* PyThreadState_GetUnchecked or _PyThreadState_UncheckedGet */
+    void *(*PyInterpreterState_Get)(void);   /* _PyInterpreterState_Get on 3.8 */
+    int64_t (*PyInterpreterState_GetID)(void *interp);
+    py_object *(*PyLong_FromSsize_t)(ssize_t v);
     py_object *none;           /* &_Py_NoneStruct */
     py_object *code_type;      /* &PyCode_Type */
     py_object *type_type;      /* &PyType_Type */

@@ -29,6 +29,10 @@
 static char entry_cookie;               /* our entry's userData */
 static py_audit_hook our_hook;
 static py_allocator raw_before;
+/* Who allocated our entry: libc's malloc before the first round (free is
+ * NULL then); in a later round of an embedding program, the raw allocator
+ * in place when the hook was registered again. */
+static py_allocator entry_allocator;
 static atomic_int frees_to_inspect;
 
 void *python_early_hook_user_data(void)
@@ -70,7 +74,10 @@ static void free_entry_with_libc(void *ctx, void *p)
     if (p && atomic_load(&frees_to_inspect) > 0 && atomic_fetch_sub(&frees_to_inspect, 1) > 0 &&
         is_our_entry(p)) {
         atomic_store(&frees_to_inspect, 0);
-        free(p);
+        if (entry_allocator.free)
+            entry_allocator.free(entry_allocator.ctx, p);
+        else
+            free(p);
         return;
     }
     raw_before.free(raw_before.ctx, p);
@@ -78,12 +85,32 @@ static void free_entry_with_libc(void *ctx, void *p)
 
 void python_early_hook_on_audit_event(const char *event, py_audit_hook hook)
 {
-    if (strcmp(event, "cpython._PySys_ClearAuditHooks") != 0 || raw_before.free)
+    if (strcmp(event, "cpython._PySys_ClearAuditHooks") != 0)
+        return;
+    /* Once per round (an embedding program may initialise Python again, and
+     * registers the hook again): unless the rescue is still in place. */
+    py_allocator current;
+    py.PyMem_GetAllocator(PY_DOMAIN_RAW, &current);
+    if (current.free == free_entry_with_libc)
         return;
     our_hook = hook;
-    py.PyMem_GetAllocator(PY_DOMAIN_RAW, &raw_before);
+    raw_before = current;
     atomic_store(&frees_to_inspect, FREES_TO_INSPECT);
     py_allocator rescue = { NULL, forward_malloc, forward_calloc, forward_realloc,
                             free_entry_with_libc };
     py.PyMem_SetAllocator(PY_DOMAIN_RAW, &rescue);
+}
+
+void python_early_hook_see_through(py_allocator *a)
+{
+    if (a->free == free_entry_with_libc)
+        *a = raw_before;
+}
+
+void python_early_hook_registering_again(void)
+{
+    py_allocator a;
+    py.PyMem_GetAllocator(PY_DOMAIN_RAW, &a);
+    python_early_hook_see_through(&a);
+    entry_allocator = a;
 }

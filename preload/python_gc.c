@@ -10,6 +10,15 @@
  * the collection runs (finalizers freeing pooled GPU memory, large buffers
  * released) is nested under it.
  *
+ * gc.callbacks is per interpreter, and so are collections: every interpreter
+ * (the main one, and each subinterpreter once its import system runs) gets a
+ * callable of its own whose `self` is its slot here, which holds that
+ * interpreter's open collection and counters.  Interpreters with a GIL of
+ * their own (3.12+) collect concurrently on different threads, so nothing is
+ * shared between slots, not even the dict keys (the info dict is walked with
+ * PyDict_Next and its keys compared in place).  gc_start carries the
+ * interpreter's id.
+ *
  * gc_start also carries, per generation, the GC-tracked allocations since
  * that generation was last collected.  We read the interpreter's own young
  * count (generations[0].count: GC objects allocated minus those freed since
@@ -21,16 +30,24 @@
 #include "recorder.h"
 
 #include <dlfcn.h>
+#include <stdatomic.h>
+#include <string.h>
 #include <time.h>
 
-/* Collections are serialised by the interpreter (one at a time, GIL held), so
- * one open collection at a time is all there is to remember. */
-static uint64_t open_seq;
-static uint64_t start_ns;
-static py_object *key_generation, *key_collected, *key_uncollectable;
+#define MAX_INTERPRETERS 64
+
+/* Collections are serialised within an interpreter (one at a time, under its
+ * GIL), so one open collection per interpreter is all there is to remember. */
+typedef struct gc_slot {
+    _Atomic int64_t interp;            /* interpreter id + 1; 0: free */
+    uint64_t open_seq;
+    uint64_t start_ns;
+    uint64_t since_collected[3];       /* net GC allocations since gen g was collected */
+} gc_slot;
+
+static gc_slot slots[MAX_INTERPRETERS];
 static const py_layout *layout;
 static const char *runtime;            /* &_PyRuntime, for 3.8 */
-static uint64_t since_collected[3];    /* net GC allocations since gen g was collected */
 
 static uint64_t monotonic_ns(void)
 {
@@ -39,15 +56,20 @@ static uint64_t monotonic_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int64_t info_field(py_object *info, py_object *key)
+/* info[name], walked in place: no key object is made or shared. */
+static int64_t info_field(py_object *info, const char *name)
 {
-    py_object *v = py.PyDict_GetItem(info, key);   /* borrowed */
-    if (!v)
-        return -1;
-    ssize_t n = py.PyLong_AsSsize_t(v);
-    if (n == -1 && py.PyErr_Occurred())
-        py.PyErr_Clear();
-    return n;
+    ssize_t pos = 0;
+    py_object *key, *value;
+    while (py.PyDict_Next(info, &pos, &key, &value)) {
+        if (py.PyUnicode_CompareWithASCIIString(key, name) != 0)
+            continue;
+        ssize_t n = py.PyLong_AsSsize_t(value);
+        if (n == -1 && py.PyErr_Occurred())
+            py.PyErr_Clear();
+        return n;
+    }
+    return -1;
 }
 
 static uint64_t young_count(void)
@@ -61,57 +83,59 @@ static uint64_t young_count(void)
     return count > 0 ? (uint64_t)count : 0;
 }
 
-static void allocation_counts(int generation, uint64_t allocs[3])
+static void allocation_counts(gc_slot *s, int generation, uint64_t allocs[3])
 {
     if (!layout)
         return;
     uint64_t young = young_count();
     for (int g = 0; g < 3; g++) {
-        since_collected[g] += young;
-        allocs[g] = since_collected[g];
+        s->since_collected[g] += young;
+        allocs[g] = s->since_collected[g];
     }
     for (int g = 0; g <= generation && g < 3; g++)
-        since_collected[g] = 0;
+        s->since_collected[g] = 0;
 }
 
-static void on_start(py_object *info)
+static void on_start(gc_slot *s, py_object *info)
 {
     tf_event e = { .kind = TF_EV_GC_START };
-    e.u.gc.generation = (int32_t)info_field(info, key_generation);
-    allocation_counts(e.u.gc.generation, e.u.gc.allocs);
-    start_ns = monotonic_ns();
-    open_seq = rec_event(&e, REC_STACKS | REC_OPEN);
+    e.u.gc.generation = (int32_t)info_field(info, "generation");
+    e.u.gc.interp = (uint64_t)(atomic_load(&s->interp) - 1);
+    allocation_counts(s, e.u.gc.generation, e.u.gc.allocs);
+    s->start_ns = monotonic_ns();
+    s->open_seq = rec_event(&e, REC_STACKS | REC_OPEN);
 }
 
-static void on_stop(py_object *info)
+static void on_stop(gc_slot *s, py_object *info)
 {
     tf_event e = { .kind = TF_EV_GC_STOP };
-    e.u.gc.generation = (int32_t)info_field(info, key_generation);
-    int64_t collected = info_field(info, key_collected);
-    int64_t uncollectable = info_field(info, key_uncollectable);
+    e.u.gc.generation = (int32_t)info_field(info, "generation");
+    e.u.gc.interp = (uint64_t)(atomic_load(&s->interp) - 1);
+    int64_t collected = info_field(info, "collected");
+    int64_t uncollectable = info_field(info, "uncollectable");
     e.u.gc.collected = collected > 0 ? (uint64_t)collected : 0;
     e.u.gc.uncollectable = uncollectable > 0 ? (uint64_t)uncollectable : 0;
-    e.u.gc.duration_ns = start_ns ? monotonic_ns() - start_ns : 0;
-    if (open_seq)
-        rec_close(open_seq);
-    open_seq = 0;
-    start_ns = 0;
+    e.u.gc.duration_ns = s->start_ns ? monotonic_ns() - s->start_ns : 0;
+    if (s->open_seq)
+        rec_close(s->open_seq);
+    s->open_seq = 0;
+    s->start_ns = 0;
     rec_event(&e, 0);
 }
 
 static py_object *gc_callback(py_object *self, py_object *args)
 {
-    (void)self;
+    ssize_t i = self ? py.PyLong_AsSsize_t(self) : -1;
     py_object *phase = py.PyTuple_GetItem(args, 0);
     py_object *info = py.PyTuple_GetItem(args, 1);
-    if (phase && info) {
+    if (phase && info && i >= 0 && i < MAX_INTERPRETERS && atomic_load(&slots[i].interp)) {
         if (py.PyUnicode_CompareWithASCIIString(phase, "start") == 0)
-            on_start(info);
+            on_start(&slots[i], info);
         else if (py.PyUnicode_CompareWithASCIIString(phase, "stop") == 0)
-            on_stop(info);
-    } else {
-        py.PyErr_Clear();
+            on_stop(&slots[i], info);
     }
+    if (py.PyErr_Occurred())
+        py.PyErr_Clear();
     py.Py_IncRef(py.none);
     return py.none;
 }
@@ -121,20 +145,42 @@ static py_method_def gc_callback_def = {
     "Records gc_start/gc_stop events (libtrace)."
 };
 
-int python_gc_install(void)
+static int64_t current_interpreter(void)
 {
-    layout = py_layout_get();
-    runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
-    if (layout && layout->gc_in_runtime && !runtime)
-        layout = NULL;
-    key_generation = py.PyUnicode_InternFromString("generation");
-    key_collected = py.PyUnicode_InternFromString("collected");
-    key_uncollectable = py.PyUnicode_InternFromString("uncollectable");
-    py_object *callback = py.PyCFunction_NewEx(&gc_callback_def, NULL, NULL);
-    py_object *gc = py.PyImport_ImportModule("gc");
+    void *interp = py.PyInterpreterState_Get();
+    return interp ? py.PyInterpreterState_GetID(interp) : -1;
+}
+
+static gc_slot *slot_of(int64_t id)
+{
+    for (int i = 0; i < MAX_INTERPRETERS; i++)
+        if (atomic_load(&slots[i].interp) == id + 1)
+            return &slots[i];
+    return NULL;
+}
+
+static ssize_t claim_slot(int64_t id)
+{
+    for (int i = 0; i < MAX_INTERPRETERS; i++) {
+        int64_t expected = 0;
+        if (atomic_compare_exchange_strong(&slots[i].interp, &expected, id + 1)) {
+            slots[i].open_seq = slots[i].start_ns = 0;
+            memset(slots[i].since_collected, 0, sizeof slots[i].since_collected);
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Append a callable to the current interpreter's gc.callbacks.  0 on
+ * failure (the exception is cleared). */
+static int append_callback(ssize_t slot)
+{
+    py_object *self = py.PyLong_FromSsize_t(slot);
+    py_object *callback = self ? py.PyCFunction_NewEx(&gc_callback_def, self, NULL) : NULL;
+    py_object *gc = callback ? py.PyImport_ImportModule("gc") : NULL;
     py_object *callbacks = gc ? py.PyObject_GetAttrString(gc, "callbacks") : NULL;
-    int ok = key_generation && key_collected && key_uncollectable && callback &&
-             callbacks && py.PyList_Append(callbacks, callback) == 0;
+    int ok = callbacks && py.PyList_Append(callbacks, callback) == 0;
     /* The list keeps the callable alive; gc stays in sys.modules. */
     if (callbacks)
         py.Py_DecRef(callbacks);
@@ -142,5 +188,64 @@ int python_gc_install(void)
         py.Py_DecRef(gc);
     if (callback)
         py.Py_DecRef(callback);
+    if (self)
+        py.Py_DecRef(self);
+    if (!ok)
+        py.PyErr_Clear();
     return ok;
+}
+
+int python_gc_install(void)
+{
+    layout = py_layout_get();
+    runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
+    if (layout && layout->gc_in_runtime && !runtime)
+        layout = NULL;
+    return python_gc_attach_current();
+}
+
+int python_gc_attach_current(void)
+{
+    int64_t id = current_interpreter();
+    if (id < 0) {
+        py.PyErr_Clear();
+        return 0;
+    }
+    if (slot_of(id))
+        return 1;
+    ssize_t slot = claim_slot(id);
+    if (slot < 0) {
+        rec_info("not_watched", "collections of some subinterpreters: more than 64 at once");
+        return 0;
+    }
+    if (!append_callback(slot)) {
+        atomic_store(&slots[slot].interp, 0);
+        return 0;
+    }
+    return 1;
+}
+
+void python_gc_on_audit_event(const char *event)
+{
+    /* A subinterpreter's first import: its import system works, so gc can
+     * be imported there.  Py_EndInterpreter clears it: its slot is free. */
+    if (!strcmp(event, "import")) {
+        int64_t id = current_interpreter();
+        if (id > 0 && !slot_of(id) && !python_gc_attach_current())
+            rec_info("not_watched", "collections of a subinterpreter: could not append to its "
+                                    "gc.callbacks");
+    } else if (!strcmp(event, "cpython.PyInterpreterState_Clear")) {
+        int64_t id = current_interpreter();
+        gc_slot *s = id >= 0 ? slot_of(id) : NULL;
+        if (s)
+            atomic_store(&s->interp, 0);
+    }
+    if (py.PyErr_Occurred())
+        py.PyErr_Clear();
+}
+
+void python_gc_forget_all(void)
+{
+    for (int i = 0; i < MAX_INTERPRETERS; i++)
+        atomic_store(&slots[i].interp, 0);
 }

@@ -21,8 +21,15 @@ void *python_tstate_if_holding_gil(void);
 void python_threads_install(void);
 void python_threads_look(void);
 
-/* python_gc.c: append our callable to gc.callbacks.  0 on failure. */
+/* python_gc.c: append our callable to the main interpreter's gc.callbacks
+ * (0 on failure); attach_current() does it for the current interpreter;
+ * on_audit_event() attaches each subinterpreter at its first import and
+ * forgets it when it is cleared; forget_all() at the end of a round
+ * (Py_FinalizeEx). */
 int python_gc_install(void);
+int python_gc_attach_current(void);
+void python_gc_on_audit_event(const char *event);
+void python_gc_forget_all(void);
 
 /* python_alloc.c: wrap the allocator domains (after initialisation). */
 void python_alloc_install(void);
@@ -55,5 +62,11 @@ void python_mark_on_audit_event(const char *event, py_object *args);
  * the audit events (any state) that let it free the hook's entry at exit. */
 void *python_early_hook_user_data(void);
 void python_early_hook_on_audit_event(const char *event, py_audit_hook hook);
+/* An embedding program's next round: the rescue installed at the previous
+ * round's exit is still the raw allocator; *a becomes what it forwards to. */
+void python_early_hook_see_through(py_allocator *a);
+/* Before registering the hook again for a later round: its entry will come
+ * from the raw allocator of that moment, not libc's. */
+void python_early_hook_registering_again(void);
 
 #endif

@@ -1,0 +1,110 @@
+"""Interpreters other than the one python starts (issue 12, point 7).
+
+- Subinterpreters (3.12, 3.13): each one's collections are recorded, with its
+  interpreter id, and the 3 MiB buffer its collection frees is nested in that
+  collection.
+- Embedding: a program that calls Py_Initialize / Py_FinalizeEx three times
+  (embed_rounds.c, built here against each shared interpreter) is traced in
+  every round: its gc.collect() and the buffer that collection frees; with
+  PYTHONMALLOC=debug too (the audit hook's entry, re-registered each round,
+  goes back to the allocator that made it)."""
+import os
+import subprocess
+import sys
+import sysconfig
+import tempfile
+
+import pytrace as pt
+
+args = pt.parse_args()
+fails = pt.Failures()
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUF = 3 << 20
+
+
+def buffers(run):
+    return [e for e in run.of("host_alloc") if BUF <= e["size"] <= BUF + 64]
+
+
+def freed_in(run, alloc):
+    later = [f for f in run.of("host_free") if f["ptr"] == alloc["ptr"] and f["seq"] > alloc["seq"]]
+    if not later:
+        return None
+    parent = run.by_seq().get(min(later, key=lambda f: f["seq"])["parent"])
+    return parent if parent and parent["kind"] == "gc_start" else None
+
+
+def check_subinterpreters(python, version, tag):
+    if int(version.split(".")[1]) < 12:
+        print("   subinterpreters: %s has no interpreters module to drive them; skipped" % version)
+        return
+    run = pt.run_traced([python, pt.workload("subinterpreters.py")], args.preload, args.pylog)
+    if not fails.check(run.proc.returncode == 0, "%s: subinterpreters failed: %s"
+                       % (tag, run.proc.stderr[-800:])):
+        return
+    ids = [int(x) for x in run.proc.stdout.split()]
+    for interp in ids:
+        starts = [e for e in run.of("gc_start") if e["interp"] == interp]
+        fails.check(starts, "%s: no collection recorded for subinterpreter %d" % (tag, interp))
+    fails.check(any(e["interp"] == 0 for e in run.of("gc_start")),
+                "%s: the main interpreter's collections lost" % tag)
+    bufs = buffers(run)
+    fails.check(len(bufs) == len(ids), "%s: %d buffers, expected %d" % (tag, len(bufs), len(ids)))
+    owners = sorted(freed_in(run, b)["interp"] for b in bufs if freed_in(run, b))
+    fails.check(owners == sorted(ids), "%s: buffers freed by collections of interpreters %s, "
+                "expected %s" % (tag, owners, ids))
+
+
+def build_embedder(python, tmp):
+    info = subprocess.run([python, "-c",
+                           "import sysconfig as s; print(s.get_paths()['include']); "
+                           "print(s.get_config_var('LIBDIR')); print(s.get_config_var('LDVERSION')); "
+                           "print(s.get_config_var('Py_ENABLE_SHARED'))"],
+                          capture_output=True, text=True).stdout.split("\n")
+    include, libdir, ldversion, shared = info[:4]
+    if shared != "1" or not os.path.exists(os.path.join(libdir, "libpython%s.so" % ldversion)):
+        return None
+    exe = os.path.join(tmp, "embed_rounds")
+    cc = subprocess.run(["cc", "-O1", "-I", include, os.path.join(HERE, "embed_rounds.c"),
+                         "-L", libdir, "-lpython" + ldversion, "-Wl,-rpath," + libdir, "-o", exe],
+                        capture_output=True, text=True)
+    return exe if cc.returncode == 0 else ("cc failed: " + cc.stderr[-500:])
+
+
+def check_embedding(python, version, tag):
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = build_embedder(python, tmp)
+        if exe is None:
+            print("   embedding: %s has no shared libpython; skipped" % tag)
+            return
+        if not fails.check(not exe.startswith("cc failed"), "%s: %s" % (tag, exe)):
+            return
+        home = subprocess.run([python, "-c", "import sys; print(sys.base_prefix)"],
+                              capture_output=True, text=True).stdout.strip()
+        run = pt.run_traced([exe], args.preload, args.pylog, env={"PYTHONHOME": home})
+        if not fails.check(run.proc.returncode == 0, "%s: embed_rounds failed (%d): %s"
+                           % (tag, run.proc.returncode, run.proc.stderr[-800:])):
+            return
+        full = [e for e in run.of("gc_start") if e["generation"] == 2 and e["py"]
+                and e["py"][0][0] == "<string>"]
+        fails.check(len(full) == 3, "%s: %d of 3 rounds' gc.collect() recorded" % (tag, len(full)))
+        bufs = buffers(run)
+        in_gc = [b for b in bufs if freed_in(run, b)]
+        fails.check(len(bufs) == 3 and len(in_gc) == 3,
+                    "%s: %d buffers, %d freed by a collection; expected 3 and 3" % (tag, len(bufs), len(in_gc)))
+        fails.check(all(b["py"] and b["py"][0][0] == "<string>" for b in bufs),
+                    "%s: a round's buffer lacks its Python line: %s" % (tag, [b["py"][:1] for b in bufs]))
+        # The debug allocator frees the audit hook's entry at every round's end.
+        run = pt.run_traced([exe], args.preload, args.pylog,
+                            env={"PYTHONHOME": home, "PYTHONMALLOC": "debug"})
+        fails.check(run.proc.returncode == 0, "%s: embed_rounds with PYTHONMALLOC=debug failed (%d): %s"
+                    % (tag, run.proc.returncode, run.proc.stderr[-500:]))
+
+
+def check(python, version):
+    tag = "%s (%s)" % (version, python)
+    check_subinterpreters(python, version, tag)
+    check_embedding(python, version, tag)
+
+
+pt.for_each_interpreter(args.python, check, fails)
