@@ -185,6 +185,20 @@ static int space_alloc(space *s, const tf_event *e, uint64_t ptr, uint64_t size,
     return 0;
 }
 
+/* Large host blocks: the tracer cannot see every release (the C library
+ * frees or reallocs a caller's buffer through internal calls), so a block
+ * handed out over a live one means the old one was released unseen, not
+ * that the allocator handed out memory twice: the old one is dropped. */
+static int host_alloc(space *s, const tf_event *e)
+{
+    uint64_t end = e->u.host.ptr + (e->u.host.size ? e->u.host.size : 1);
+    rp_range r, gone;
+    while (!rp_rangeset_insert_new(&s->live, e->u.host.ptr, end, e->seq, pack_stacks(e), &r))
+        if (!rp_rangeset_erase(&s->live, r.start, &gone))
+            break;
+    return 0;
+}
+
 /* 1 with *v on a bad free; *size gets the block's size when it was live
  * (and *erased, if given, the block itself; else its start is 0). */
 static int space_free_block(space *s, const tf_event *e, uint64_t ptr, int check_unknown, uint64_t *size,
@@ -412,7 +426,7 @@ int rp_checks_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_fin
         }
         return segment_release(c, e->u.segment.pool, e, e->u.segment.ptr, v);
     case TF_EV_HOST_ALLOC:
-        return e->u.host.ptr ? space_alloc(&c->sp[SP_HOST], e, e->u.host.ptr, e->u.host.size, v) : 0;
+        return e->u.host.ptr ? host_alloc(&c->sp[SP_HOST], e) : 0;
     case TF_EV_HOST_FREE: {
         /* Only large buffers are recorded: a free of one we did not see
          * allocated is normal, so only double frees count. */
