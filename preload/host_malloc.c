@@ -116,6 +116,8 @@ static int resolve(void)
     NEXT(memalign, "memalign");
     NEXT(valloc, "valloc");
     NEXT(pvalloc, "pvalloc");
+    /* Older or smaller C libraries may lack the obsolete ones: memalign
+     * serves them (and posix_memalign serves memalign). */
     Dl_info info;
     if (real.malloc && dladdr((void *)real.malloc, &info) && info.dli_fname) {
         const char *base = strrchr(info.dli_fname, '/');
@@ -318,25 +320,36 @@ static int hook_posix_memalign(void **out, size_t align, size_t size)
         *out = p;
         return 0;
     }
+    if (!real.posix_memalign)
+        return ENOMEM;
     int rc = FORWARD(real.posix_memalign(out, align, size));
     if (rc == 0)
         aligned(TF_HOST_API_POSIX_MEMALIGN, *out, size, __builtin_return_address(0));
     return rc;
 }
 
+/* memalign for the ones this C library may lack (never on a hot path). */
+static void *memalign_any(size_t align, size_t size)
+{
+    if (real.memalign)
+        return real.memalign(align, size);
+    void *p = NULL;
+    return real.posix_memalign && real.posix_memalign(&p, align, size) == 0 ? p : NULL;
+}
+
 static void *hook_aligned_alloc(size_t align, size_t size)
 {
     if (!ready())
         return boot_alloc(size, align);
-    return aligned(TF_HOST_API_ALIGNED_ALLOC, FORWARD(real.aligned_alloc(align, size)), size,
-                   __builtin_return_address(0));
+    void *p = FORWARD(real.aligned_alloc ? real.aligned_alloc(align, size) : memalign_any(align, size));
+    return aligned(TF_HOST_API_ALIGNED_ALLOC, p, size, __builtin_return_address(0));
 }
 
 static void *hook_memalign(size_t align, size_t size)
 {
     if (!ready())
         return boot_alloc(size, align);
-    return aligned(TF_HOST_API_MEMALIGN, FORWARD(real.memalign(align, size)), size,
+    return aligned(TF_HOST_API_MEMALIGN, FORWARD(memalign_any(align, size)), size,
                    __builtin_return_address(0));
 }
 
@@ -344,7 +357,9 @@ static void *hook_valloc(size_t size)
 {
     if (!ready())
         return boot_alloc(size, 4096);
-    return aligned(TF_HOST_API_VALLOC, FORWARD(real.valloc(size)), size, __builtin_return_address(0));
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    void *p = FORWARD(real.valloc ? real.valloc(size) : memalign_any(page, size));
+    return aligned(TF_HOST_API_VALLOC, p, size, __builtin_return_address(0));
 }
 
 static void *hook_pvalloc(size_t size)
@@ -353,8 +368,8 @@ static void *hook_pvalloc(size_t size)
         return boot_alloc(size, 4096);
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t rounded = (size + page - 1) & ~(page - 1);
-    return aligned(TF_HOST_API_PVALLOC, FORWARD(real.pvalloc(size)), rounded ? rounded : page,
-                   __builtin_return_address(0));
+    void *p = FORWARD(real.pvalloc ? real.pvalloc(size) : memalign_any(page, rounded ? rounded : page));
+    return aligned(TF_HOST_API_PVALLOC, p, rounded ? rounded : page, __builtin_return_address(0));
 }
 
 #define EXPORT(name, local) \
