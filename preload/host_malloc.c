@@ -198,11 +198,25 @@ __attribute__((noinline)) static void *malloc_slow(size_t size, const void *call
     return p;
 }
 
+/* A fresh block's first word is cleared.  Its contents are indeterminate,
+ * so nothing can rely on them, but they may be the header of an object that
+ * lived there (an object freed with its count at 1, or a copy of one, whose
+ * chunk the allocator merged without writing into it): an extension that
+ * then calls PyObject_Init on the block would look like a double
+ * initialisation (python_init_check.c).  It would be a false finding; a
+ * zero reference count never looks initialised. */
+static inline void *fresh(void *p, size_t size)
+{
+    if (__builtin_expect(p != NULL && size >= sizeof(uintptr_t), 1))
+        *(uintptr_t *)p = 0;
+    return p;
+}
+
 static void *hook_malloc(size_t size)
 {
     if (__builtin_expect(size < atomic_load_explicit(&fast_below, memory_order_acquire), 1))
-        return real.malloc(size);
-    return malloc_slow(size, __builtin_return_address(0));
+        return fresh(real.malloc(size), size);
+    return fresh(malloc_slow(size, __builtin_return_address(0)), size);
 }
 
 __attribute__((noinline)) static void free_slow(void *p)
@@ -306,6 +320,7 @@ static void *hook_reallocarray(void *p, size_t n, size_t each)
 /* The aligned family: never on a hot path, one shape each. */
 static void *aligned(uint32_t api, void *p, size_t size, const void *caller)
 {
+    fresh(p, size);
     if (p && wanted(size, caller))
         allocated(api, p, size);
     return p;
