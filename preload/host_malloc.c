@@ -387,8 +387,17 @@ static void *hook_pvalloc(size_t size)
     return aligned(TF_HOST_API_PVALLOC, p, rounded ? rounded : page, __builtin_return_address(0));
 }
 
+/* The sanitizer build leaves the allocator to the sanitizer: its runtime
+ * owns malloc and mmap, and our hooks, instrumented, could run before it has
+ * set up its shadow memory (when it is not preloaded first).  The log then
+ * says these blocks were not watched (host_*_start). */
+#if !defined(TRACE_SANITIZED)
 #define EXPORT(name, local) \
     __attribute__((visibility("default"), alias(#local))) __typeof__(local) name;
+#else
+#define EXPORT(name, local) \
+    static __typeof__(local) *const name##_not_exported __attribute__((unused)) = local;
+#endif
 EXPORT(malloc, hook_malloc)
 EXPORT(free, hook_free)
 EXPORT(calloc, hook_calloc)
@@ -399,6 +408,7 @@ EXPORT(aligned_alloc, hook_aligned_alloc)
 EXPORT(memalign, hook_memalign)
 EXPORT(valloc, hook_valloc)
 EXPORT(pvalloc, hook_pvalloc)
+
 
 /* ----------------------------------------------------------- start-up */
 

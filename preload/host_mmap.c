@@ -274,12 +274,22 @@ static void *hook_mremap(void *old, size_t old_len, size_t new_len, int flags, .
     return p;
 }
 
+/* The sanitizer build leaves the allocator to the sanitizer: its runtime
+ * owns malloc and mmap, and our hooks, instrumented, could run before it has
+ * set up its shadow memory (when it is not preloaded first).  The log then
+ * says these blocks were not watched (host_*_start). */
+#if !defined(TRACE_SANITIZED)
 #define EXPORT(name, local) \
     __attribute__((visibility("default"), alias(#local))) __typeof__(local) name;
+#else
+#define EXPORT(name, local) \
+    static __typeof__(local) *const name##_not_exported __attribute__((unused)) = local;
+#endif
 EXPORT(mmap, hook_mmap)
 EXPORT(mmap64, hook_mmap64)
 EXPORT(munmap, hook_munmap)
 EXPORT(mremap, hook_mremap)
+
 
 void host_mmap_start(void)
 {

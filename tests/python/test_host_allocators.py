@@ -43,9 +43,9 @@ def check_entry_points():
     if not fails.check(run.proc.returncode == 0, "host_allocs failed: %s" % run.proc.stderr[-500:]):
         return
     if SANITIZED:
-        gaps = run.info("not_watched")
-        fails.check(any("malloc" in g for g in gaps),
-                    "sanitized: no not_watched record for the malloc family: %s" % gaps)
+        # The sanitizer build hooks neither malloc nor mmap (the sanitizer
+        # owns them): a C program records nothing, so has no log.  The
+        # not_watched records are checked on the Python runs below.
         return
     expected, none = [], set()
     for line in run.proc.stdout.split("\n"):
@@ -75,6 +75,8 @@ def check_entry_points():
 
 
 def check_own_malloc():
+    if SANITIZED:
+        return
     run = pt.run_traced([args.own_malloc], args.preload, args.pylog)
     fails.check(run.proc.returncode == 0, "own_malloc failed: %s" % run.proc.stderr[-500:])
     gaps = run.info("not_watched")
