@@ -17,6 +17,7 @@
 #include "dl_hooks.h"
 #include "cuda_symbols.h"
 #include "dl_search.h"
+#include "host_blocks.h"
 #include "modules.h"
 #include "recorder.h"
 
@@ -144,8 +145,10 @@ void *dlopen(const char *file, int mode)
         dl_search_for_caller(file, __builtin_return_address(0), path, sizeof path), mode);
     if (handle && !(mode & RTLD_NOLOAD))
         atomic_fetch_add(&loader_changes, 1);
-    if (handle && rec_active())
+    if (handle && rec_active()) {
         modules_rescan();
+        host_on_dlopen();
+    }
     return handle;
 }
 

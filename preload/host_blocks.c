@@ -16,9 +16,13 @@
  */
 #include "host_blocks.h"
 #include "config.h"
+#include "dl_hooks.h"
+#include "native_stack.h"
 #include "recorder.h"
 
+#include <dlfcn.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LIVE_SLOTS 32768u         /* power of two */
@@ -192,16 +196,56 @@ uint64_t host_block_releasing(uint32_t api, void *p, uint32_t *domain)
 
 /* ----------------------------------------------------------- life cycle */
 
+/* Which processes record large host blocks: Python and CUDA programs, what
+ * this tool traces, and any process when TRACE_HOST_BUFFERS=1 says so.  A
+ * process run under the preload on the way to the real program (a shell, a
+ * compiler, trace-dump itself) records nothing and so leaves no log, even
+ * if it allocates large blocks.  A process that loads Python or CUDA later
+ * (dlopen) starts recording then. */
+static int process_wanted(void)
+{
+    const char *setting = getenv("TRACE_HOST_BUFFERS");
+    if (setting && !strcmp(setting, "1"))
+        return 1;
+    if (dl_real_dlsym(RTLD_DEFAULT, "PySys_AddAuditHook") || dl_real_dlsym(RTLD_NEXT, "cuInit") ||
+        dl_real_dlsym(RTLD_NEXT, "cudaMalloc"))
+        return 1;
+    /* The CUDA runtime linked statically into the program (nvcc's default)
+     * defines cudaMalloc before libtrace.so does. */
+    void *defined = dl_real_dlsym(RTLD_DEFAULT, "cudaMalloc");
+    return defined && !native_stack_is_ours((uintptr_t)defined);
+}
+
+static _Atomic int armed;
+static uint64_t configured_threshold = UINT64_MAX;
+
+static void arm(void)
+{
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&armed, &expected, 1))
+        return;
+    host_threshold = configured_threshold;
+    host_malloc_start();
+    host_mmap_start();
+}
+
 void host_start(void)
 {
     const trace_config *c = trace_config_get();
-    host_threshold = c->host_buffers ? (c->host_threshold ? c->host_threshold : 1) : UINT64_MAX;
+    configured_threshold = c->host_buffers ? (c->host_threshold ? c->host_threshold : 1) : UINT64_MAX;
     atomic_store(&started, 1);
     record_all_gaps();
     if (!c->host_buffers)
         host_gap("large host blocks", "TRACE_HOST_BUFFERS=0: not recorded");
-    host_malloc_start();
-    host_mmap_start();
+    else if (process_wanted())
+        arm();
+}
+
+void host_on_dlopen(void)
+{
+    if (!atomic_load(&armed) && atomic_load(&started) && configured_threshold != UINT64_MAX &&
+        process_wanted())
+        arm();
 }
 
 void host_fork_child(void)

@@ -65,6 +65,10 @@ void host_gap(const char *what, const char *why);
  * interpose). */
 void host_start(void);
 
+/* After a dlopen: a process that has just loaded Python or CUDA starts
+ * recording large blocks. */
+void host_on_dlopen(void);
+
 /* In a forked child, right after the recorder's new log: the blocks the
  * parent had belong to the parent's log. */
 void host_fork_child(void);

@@ -4,6 +4,8 @@
   posix_memalign, aligned_alloc, memalign, valloc, pvalloc, anonymous mmap,
   munmap of a middle page, mremap; exactly the events it expects, in order,
   and none for small blocks, PROT_NONE reservations or file mappings.
+- Plain C programs record large blocks only with TRACE_HOST_BUFFERS=1: by
+  default a process that is neither Python nor CUDA leaves no log.
 - own_malloc (C): a program that defines malloc itself; the log says the
   malloc family was not watched (INFO not_watched) instead of showing nothing.
 - fork_blocks (C): a block allocated before fork and freed in the child is
@@ -38,8 +40,18 @@ def host_events(run):
     return [e for e in run.events if e["kind"] in ("host_alloc", "host_free")]
 
 
+# Plain C programs (no Python, no CUDA) record large blocks only when
+# TRACE_HOST_BUFFERS=1 says so: by default a helper process run under the
+# preload leaves no log.
+FORCE = {"TRACE_HOST_BUFFERS": "1"}
+
+
 def check_entry_points():
     run = pt.run_traced([args.host_allocs], args.preload, args.pylog)
+    fails.check(run.proc.returncode == 0 and not run.events and not SANITIZED or SANITIZED,
+                "host_allocs without TRACE_HOST_BUFFERS=1 (not a Python or CUDA program) recorded %d "
+                "events" % len(run.events))
+    run = pt.run_traced([args.host_allocs], args.preload, args.pylog, env=FORCE)
     if not fails.check(run.proc.returncode == 0, "host_allocs failed: %s" % run.proc.stderr[-500:]):
         return
     if SANITIZED:
@@ -77,7 +89,7 @@ def check_entry_points():
 def check_own_malloc():
     if SANITIZED:
         return
-    run = pt.run_traced([args.own_malloc], args.preload, args.pylog)
+    run = pt.run_traced([args.own_malloc], args.preload, args.pylog, env=FORCE)
     fails.check(run.proc.returncode == 0, "own_malloc failed: %s" % run.proc.stderr[-500:])
     gaps = run.info("not_watched")
     fails.check(any(g.startswith("large blocks from malloc") for g in gaps),
@@ -99,6 +111,7 @@ def check_fork():
         for k in list(env):
             if k.startswith("TRACE_") and k not in ("TRACE_OUTPUT", "TRACE_TEST_PYTHONS"):
                 del env[k]
+        env.update(FORCE)
         p = subprocess.run([args.fork_blocks], env=env, capture_output=True, text=True)
         if not fails.check(p.returncode == 0, "fork_blocks failed: %s" % p.stderr[-500:]):
             return
