@@ -27,9 +27,15 @@
  * and its caller: when a library's Python code allocates, the caller is the
  * program's line) and the innermost native frame outside the tracer.  Any
  * may be absent (0). */
+/* A site is named by the program's own line: the innermost Python frame
+ * outside the standard library and installed packages (py_code/py_line).
+ * When frames of a library are inside it, caller_code/caller_line is the
+ * library function that line called (via_library set: "npleak.py:6 <- numpy
+ * ones"); otherwise the line's own caller. */
 typedef struct rpt_site {
     uint32_t py_code, py_line;
     uint32_t caller_code, caller_line;
+    uint32_t via_library;
     uint64_t native_ip;
     uint32_t native_stack, py_stack;   /* stacks of its first allocation */
     uint32_t native_index;             /* native_ip's frame in native_stack */
@@ -103,6 +109,8 @@ typedef struct rpt {
     uint32_t nsites;
     rpt_stack_tally *dev_stacks;
     uint32_t ndev_stacks;
+    rpt_stack_tally *host_stacks;      /* large host buffers, the same way */
+    uint32_t nhost_stacks;
 
     rpt_gc_gen gc[3];
     rpt_collection *collections;
@@ -172,6 +180,19 @@ uint64_t rpt_site_figure(const rpt_site *s, int which, uint64_t *count);
 /* Text for a site: "file.py:12 (func) <- main.py:3 (<module>)" and (the
  * site's native frame, or the first caller that is not an allocator entry
  * point) "func (file.c:3) libfoo.so+0x1c". */
+/* The program's own code or a library's: a Python file of the standard
+ * library (.../lib/python3.N/..., <frozen ...>) or of an installed package
+ * (site-packages, dist-packages) is a library's.  rpt_library_name puts the
+ * package or module name of such a file ("numpy", "json") in buf. */
+int rpt_py_file_is_library(const char *file);
+/* Did the program touch the GPU (CUDA calls, pools)?  A log without is a
+ * Python program's, and its report leaves the device sections out. */
+int rpt_has_device(const rpt *r);
+/* Were large host blocks watched at all (TRACE_HOST_BUFFERS)?  The i-th
+ * coverage gap the recorder found (INFO "not_watched"), or NULL. */
+int rpt_host_watched(const rpt *r);
+const char *rpt_not_watched(const rpt *r, uint32_t i);
+void rpt_library_name(const char *file, char *buf, size_t len);
 void rpt_site_python(const rpt *r, const rpt_site *s, char *buf, size_t len);
 void rpt_site_native(rp_stacks *st, const rpt_site *s, char *buf, size_t len);
 /* One frame as text: "file.py:12 (func)", "func (file.c:3) libfoo.so+0x1c". */

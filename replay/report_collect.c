@@ -35,11 +35,14 @@ typedef struct pass {
     rp_ptrmap site_index;      /* key hash -> site index */
     rp_ptrmap dinit_index;     /* key hash -> double-init group */
     rp_ptrmap native_site;     /* native stack id -> index of its site frame */
+    rp_ptrmap library_code;    /* py code id -> 2 library, 1 the program's */
     rp_ptrmap stack_index;     /* (py stack, native stack) -> dev_stacks index */
+    rp_ptrmap host_stack_index;  /* the same -> host_stacks index */
     rp_ptrmap stacks_seen;     /* native stack ids whose modules are noted */
     rp_ptrmap modules_seen;    /* module ids on some native stack */
     size_t cappools;
     rp_ptrmap pool_index;      /* pool id -> position in r->pools */
+    size_t caphoststacks;
     size_t capsites, capstacks, capdinits, capmodules, capcoll, capthreads;
 } pass;
 
@@ -130,34 +133,66 @@ static int native_site_of(rpt *r, pass *ps, uint32_t stack, uint32_t *index, uin
     return 1;
 }
 
-typedef struct site_key { const rpt *r; uint32_t code, line, caller_code, caller_line; uint64_t ip; } site_key;
+typedef struct site_key {
+    const rpt *r;
+    uint32_t code, line, caller_code, caller_line, via_library;
+    uint64_t ip;
+} site_key;
 
 static int same_site(const void *ctx, uint64_t idx)
 {
     const site_key *k = ctx;
     const rpt_site *s = &k->r->sites[idx];
     return s->py_code == k->code && s->py_line == k->line && s->caller_code == k->caller_code &&
-           s->caller_line == k->caller_line && s->native_ip == k->ip;
+           s->caller_line == k->caller_line && s->via_library == k->via_library && s->native_ip == k->ip;
+}
+
+/* Is this code object's file the standard library's or an installed
+ * package's?  Remembered per code id. */
+static int library_code(rpt *r, pass *ps, uint32_t code)
+{
+    uint64_t *known = rp_ptrmap_get(&ps->library_code, code);
+    if (known)
+        return *known == 2;
+    const tf_py_code *c = tf_reader_py_code(r->reader, code);
+    const char *file = c ? tf_reader_string(r->reader, c->file, NULL) : NULL;
+    int library = file && rpt_py_file_is_library(file);
+    rp_ptrmap_put(&ps->library_code, code, library ? 2 : 1);
+    return library;
 }
 
 static uint32_t site_of(rpt *r, pass *ps, const tf_event *e)
 {
-    site_key k = {r, 0, 0, 0, 0, 0};
+    site_key k = {r, 0, 0, 0, 0, 0, 0};
     const tf_py_frame *f;
     uint32_t n;
     if (e->py_stack && tf_reader_py_stack(r->reader, e->py_stack, &f, &n) && n) {
-        k.code = f[0].code;
-        k.line = f[0].line;
-        if (n > 1) {
-            k.caller_code = f[1].code;
-            k.caller_line = f[1].line;
+        uint32_t u = 0;
+        while (u < n && library_code(r, ps, f[u].code))
+            u++;
+        if (u > 0 && u < n) {     /* the program's line, and the library function it called */
+            k.code = f[u].code;
+            k.line = f[u].line;
+            k.caller_code = f[u - 1].code;
+            k.caller_line = f[u - 1].line;
+            k.via_library = 1;
+        } else {                  /* the program's own frame, or library frames only */
+            k.code = f[0].code;
+            k.line = f[0].line;
+            if (n > 1) {
+                k.caller_code = f[1].code;
+                k.caller_line = f[1].line;
+            }
         }
     }
     uint32_t index = 0;
     if (e->native_stack && !native_site_of(r, ps, e->native_stack, &index, &k.ip))
         k.ip = 0;
     uint64_t key;
-    uint64_t *idx = index_slot(&ps->site_index, mix(mix(mix(mix(mix(1, k.code), k.line), k.caller_code), k.caller_line), k.ip), same_site, &k, &key);
+    uint64_t *idx = index_slot(&ps->site_index,
+                               mix(mix(mix(mix(mix(mix(1, k.code), k.line), k.caller_code), k.caller_line),
+                                       k.via_library), k.ip),
+                               same_site, &k, &key);
     if (idx)
         return (uint32_t)*idx;
     rp_grow(&r->sites, &ps->capsites, r->nsites + 1, sizeof *r->sites);
@@ -167,6 +202,7 @@ static uint32_t site_of(rpt *r, pass *ps, const tf_event *e)
     s->py_line = k.line;
     s->caller_code = k.caller_code;
     s->caller_line = k.caller_line;
+    s->via_library = k.via_library;
     s->native_ip = k.ip;
     s->native_stack = e->native_stack;
     s->native_index = index;
@@ -248,18 +284,23 @@ static void charge_gc_free(rpt *r, uint32_t site, uint64_t size, int device)
     }
 }
 
-static void tally_stack(rpt *r, pass *ps, const tf_event *e, uint64_t size)
+/* Allocations by whole stack, for the flame graph: device memory, and large
+ * host buffers (what a Python program without a GPU has to show). */
+static void tally_stack(rpt *r, pass *ps, const tf_event *e, uint64_t size, int device)
 {
+    rpt_stack_tally **tally = device ? &r->dev_stacks : &r->host_stacks;
+    uint32_t *n = device ? &r->ndev_stacks : &r->nhost_stacks;
     uint64_t key = (uint64_t)e->py_stack << 32 | e->native_stack;
-    uint64_t *idx = rp_ptrmap_get(&ps->stack_index, key);
+    rp_ptrmap *index = device ? &ps->stack_index : &ps->host_stack_index;
+    uint64_t *idx = rp_ptrmap_get(index, key);
     if (!idx) {
-        rp_grow(&r->dev_stacks, &ps->capstacks, r->ndev_stacks + 1, sizeof *r->dev_stacks);
-        r->dev_stacks[r->ndev_stacks] = (rpt_stack_tally){e->py_stack, e->native_stack, 0, 0};
-        rp_ptrmap_put(&ps->stack_index, key, r->ndev_stacks++);
-        idx = rp_ptrmap_get(&ps->stack_index, key);
+        rp_grow(tally, device ? &ps->capstacks : &ps->caphoststacks, *n + 1, sizeof **tally);
+        (*tally)[*n] = (rpt_stack_tally){e->py_stack, e->native_stack, 0, 0};
+        rp_ptrmap_put(index, key, (*n)++);
+        idx = rp_ptrmap_get(index, key);
     }
-    r->dev_stacks[*idx].bytes += size;
-    r->dev_stacks[*idx].count++;
+    (*tally)[*idx].bytes += size;
+    (*tally)[*idx].count++;
 }
 
 static void alloc_event(rpt *r, pass *ps, const tf_event *e, live *l, uint64_t ptr, uint64_t size, int device)
@@ -269,11 +310,11 @@ static void alloc_event(rpt *r, pass *ps, const tf_event *e, live *l, uint64_t p
     if (device) {
         s->dev_bytes += size;
         s->dev_count++;
-        tally_stack(r, ps, e, size);
     } else {
         s->host_bytes += size;
         s->host_count++;
     }
+    tally_stack(r, ps, e, size, device);
     live_add(l, ptr, size, site);
 }
 
@@ -498,7 +539,9 @@ int rpt_open(rpt *r, const char *path, const rpt_options *o, char *err, size_t e
     rp_ptrmap_init(&ps->site_index);
     rp_ptrmap_init(&ps->dinit_index);
     rp_ptrmap_init(&ps->native_site);
+    rp_ptrmap_init(&ps->library_code);
     rp_ptrmap_init(&ps->stack_index);
+    rp_ptrmap_init(&ps->host_stack_index);
     rp_ptrmap_init(&ps->stacks_seen);
     rp_ptrmap_init(&ps->modules_seen);
     rpt_series_init(&r->series);
@@ -557,7 +600,9 @@ void rpt_free(rpt *r)
         rp_ptrmap_free(&ps->site_index);
         rp_ptrmap_free(&ps->dinit_index);
         rp_ptrmap_free(&ps->native_site);
+        rp_ptrmap_free(&ps->library_code);
         rp_ptrmap_free(&ps->stack_index);
+        rp_ptrmap_free(&ps->host_stack_index);
         rp_ptrmap_free(&ps->stacks_seen);
         rp_ptrmap_free(&ps->modules_seen);
         rp_ptrmap_free(&ps->pool_index);
@@ -571,6 +616,7 @@ void rpt_free(rpt *r)
     free(r->pools);
     free(r->modules_on_stacks);
     free(r->dev_stacks);
+    free(r->host_stacks);
     free(r->collections);
     free(r->dinits);
     free(r->threads);

@@ -54,6 +54,28 @@ static int32_t runtime_of(const char *info, const char **file, size_t *file_len)
     return tag ? (int32_t)strtol(tag + 9, NULL, 10) : 0;
 }
 
+int rpt_has_device(const rpt *r)
+{
+    return r->npools || r->kinds[TF_EV_CUDA_ALLOC] || r->kinds[TF_EV_CUDA_FREE] ||
+           r->kinds[TF_EV_POOL_ALLOC] || r->kinds[TF_EV_POOL_FREE] || r->kinds[TF_EV_POOL_SEGMENT];
+}
+
+int rpt_host_watched(const rpt *r)
+{
+    const char *settings = tf_reader_header(r->reader)->settings;
+    if (settings && strstr(settings, "host_buffers=0"))
+        return 0;
+    for (uint32_t i = 0; rpt_not_watched(r, i); i++)
+        if (!strncmp(rpt_not_watched(r, i), "large host blocks:", 18))
+            return 0;
+    return 1;
+}
+
+const char *rpt_not_watched(const rpt *r, uint32_t i)
+{
+    return info_value(r, "not_watched", i);
+}
+
 const char *rpt_python_version(const rpt *r)
 {
     const tf_header *h = tf_reader_header(r->reader);
@@ -118,6 +140,40 @@ static void py_frame_text(const rpt *r, uint32_t code, uint32_t line, char *buf,
     snprintf(buf, len, "%s:%u (%s)", str(r, c->file), line, str(r, c->function));
 }
 
+/* Where a library's path starts naming the package: after site-packages/
+ * or dist-packages/, else after lib/python3.N/ (the standard library). */
+static const char *library_part(const char *file)
+{
+    static const char *const roots[] = {"/site-packages/", "/dist-packages/"};
+    for (size_t i = 0; i < sizeof roots / sizeof *roots; i++) {
+        const char *at = strstr(file, roots[i]);
+        if (at)
+            return at + strlen(roots[i]);
+    }
+    for (const char *at = strstr(file, "/lib/python3."); at; at = strstr(at + 1, "/lib/python3.")) {
+        const char *p = at + strlen("/lib/python3.");
+        while (*p >= '0' && *p <= '9')
+            p++;
+        if (p > at + strlen("/lib/python3.") && *p == '/')
+            return p + 1;
+    }
+    return NULL;
+}
+
+int rpt_py_file_is_library(const char *file)
+{
+    return !strncmp(file, "<frozen ", 8) || library_part(file) != NULL;
+}
+
+void rpt_library_name(const char *file, char *buf, size_t len)
+{
+    const char *name = !strncmp(file, "<frozen ", 8) ? file + 8 : library_part(file);
+    if (!name)
+        name = file;
+    size_t n = strcspn(name, "/.>");
+    snprintf(buf, len, "%.*s", (int)n, name);
+}
+
 void rpt_site_python(const rpt *r, const rpt_site *s, char *buf, size_t len)
 {
     if (!s->py_code) {
@@ -126,10 +182,18 @@ void rpt_site_python(const rpt *r, const rpt_site *s, char *buf, size_t len)
     }
     py_frame_text(r, s->py_code, s->py_line, buf, len);
     size_t n = strlen(buf);
-    if (s->caller_code && n + 4 < len) {
-        memcpy(buf + n, " <- ", 4);
+    if (!s->caller_code || n + 4 >= len)
+        return;
+    memcpy(buf + n, " <- ", 4);
+    if (!s->via_library) {
         py_frame_text(r, s->caller_code, s->caller_line, buf + n + 4, len - n - 4);
+        return;
     }
+    /* "<- numpy ones": the library, and the function of it the line called. */
+    const tf_py_code *c = tf_reader_py_code(r->reader, s->caller_code);
+    char lib[128];
+    rpt_library_name(c ? str(r, c->file) : "?", lib, sizeof lib);
+    snprintf(buf + n + 4, len - n - 4, "%s %s", lib, c ? str(r, c->function) : "?");
 }
 
 void rpt_py_frame_text(const rp_py_frame *f, char *buf, size_t len)
