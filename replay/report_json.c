@@ -235,11 +235,11 @@ static void sites(rp_json *w, const rpt *r, rp_stacks *st)
     free(listed);
 }
 
-static void device_stacks(rp_json *w, const rpt *r, rp_stacks *st)
+static void stack_tallies(rp_json *w, rp_stacks *st, const char *key, const rpt_stack_tally *tally, uint32_t n)
 {
-    rp_json_arr(w, "device_stacks");
-    for (uint32_t i = 0; i < r->ndev_stacks && i < FLAME_STACKS; i++) {
-        const rpt_stack_tally *t = &r->dev_stacks[i];
+    rp_json_arr(w, key);
+    for (uint32_t i = 0; i < n && i < FLAME_STACKS; i++) {
+        const rpt_stack_tally *t = &tally[i];
         rp_json_obj(w, NULL);
         rp_json_u64(w, "bytes", t->bytes);
         rp_json_u64(w, "count", t->count);
@@ -354,6 +354,17 @@ static void gc(rp_json *w, const rpt *r)
     rp_json_end_obj(w);
 }
 
+/* What kind of program this was, and what the recorder could not watch. */
+static void coverage(rp_json *w, const rpt *r)
+{
+    rp_json_str(w, "shape", rpt_has_device(r) ? "device" : "python");
+    rp_json_bool(w, "host_watched", rpt_host_watched(r));
+    rp_json_arr(w, "not_watched");
+    for (uint32_t i = 0; rpt_not_watched(r, i); i++)
+        rp_json_str(w, NULL, rpt_not_watched(r, i));
+    rp_json_end_arr(w);
+}
+
 int rpt_print_json(const rpt *r, rp_stacks *st, FILE *out)
 {
     rp_json w;
@@ -367,7 +378,9 @@ int rpt_print_json(const rpt *r, rp_stacks *st, FILE *out)
     pools(&w, r, st);
     modules(&w, r);
     sites(&w, r, st);
-    device_stacks(&w, r, st);
+    stack_tallies(&w, st, "device_stacks", r->dev_stacks, r->ndev_stacks);
+    stack_tallies(&w, st, "host_stacks", r->host_stacks, r->nhost_stacks);
+    coverage(&w, r);
     checks(&w, r, st);
     model_check(&w, r, st);
     double_inits(&w, r, st);

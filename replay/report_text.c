@@ -80,14 +80,37 @@ static void print_findings(const rpt *r, FILE *out)
                     r->pools[i].id, r->pools[i].reentries);
     rpt_bytes(r->gc_dev_bytes, dev, sizeof dev);
     rpt_bytes(r->gc_host_bytes, host, sizeof host);
-    if (r->gc_dev_bytes || r->gc_host_bytes)
+    if (r->gc_dev_bytes && rpt_has_device(r))
         fprintf(out, "  freed only by garbage collections: device %s, host buffers %s (reference cycles)\n", dev,
                 host);
+    else if (r->gc_host_bytes)
+        fprintf(out, "  freed only by garbage collections: host buffers %s (reference cycles; see Garbage "
+                     "collection)\n", host);
     uint64_t dinits = 0;
     for (uint32_t i = 0; i < r->ndinits; i++)
         dinits += r->dinits[i].count;
     if (dinits)
         fprintf(out, "  double initialisations: %" PRIu64 " objects of %u types\n", dinits, r->ndinits);
+    uint64_t collections = 0, pause = 0, longest = 0;
+    for (int g = 0; g < 3; g++) {
+        collections += r->gc[g].collections;
+        pause += r->gc[g].pause_ns;
+        longest = r->gc[g].max_pause_ns > longest ? r->gc[g].max_pause_ns : longest;
+    }
+    if (collections)
+        fprintf(out, "  garbage collection: %" PRIu64 " collections, %.3f ms paused in all, the longest %.3f ms\n",
+                collections, (double)pause / 1e6, (double)longest / 1e6);
+    for (uint32_t i = 0; rpt_not_watched(r, i); i++)
+        fprintf(out, "  not watched: %s\n", rpt_not_watched(r, i));
+}
+
+/* Host-buffer figures, or why there are none. */
+static void host_bytes(const rpt *r, uint64_t n, char *buf, size_t len)
+{
+    if (rpt_host_watched(r))
+        rpt_bytes(n, buf, len);
+    else
+        snprintf(buf, len, "not watched");
 }
 
 static void print_counts(const rpt *r, FILE *out)
@@ -106,10 +129,13 @@ static void print_counts(const rpt *r, FILE *out)
     }
 }
 
-static void print_peak(const rpt *r, FILE *out, const char *what, const rpt_peak *p)
+static void print_peak(const rpt *r, FILE *out, const char *what, const rpt_peak *p, int host)
 {
     char b[32];
-    rpt_bytes(p->bytes, b, sizeof b);
+    if (host)
+        host_bytes(r, p->bytes, b, sizeof b);
+    else
+        rpt_bytes(p->bytes, b, sizeof b);
     if (p->bytes)
         fprintf(out, "  %-22s %10s at %.3f s (seq %" PRIu64 ")\n", what, b, rpt_seconds(r, p->t_ns), p->seq);
     else
@@ -254,24 +280,37 @@ static void print_gc(const rpt *r, rp_stacks *st, FILE *out)
     }
     char dev[32], host[32];
     rpt_bytes(r->gc_dev_bytes, dev, sizeof dev);
-    rpt_bytes(r->gc_host_bytes, host, sizeof host);
-    fprintf(out, "\n  Memory freed only inside collections: device %s, host buffers %s\n", dev, host);
+    host_bytes(r, r->gc_host_bytes, host, sizeof host);
+    if (rpt_has_device(r))
+        fprintf(out, "\n  Memory freed only inside collections: device %s, host buffers %s\n", dev, host);
+    else
+        fprintf(out, "\n  Memory freed only inside collections: host buffers %s\n", host);
     if (r->gc_dev_bytes || r->gc_host_bytes) {
         fprintf(out, "  Kept alive by reference cycles until a collection; the collector does not count these\n"
-                     "  bytes, so it may run too late (MemoryError, out of device memory). Allocated at:\n");
+                     "  bytes, so it may run too late (%s). Allocated at:\n",
+                rpt_has_device(r) ? "MemoryError, out of device memory" : "MemoryError");
         print_sites(r, st, out, 'g', "  Sites (bytes freed by collections)");
     }
 }
 
-int rpt_print_text(const rpt *r, rp_stacks *st, FILE *out)
+static void print_not_watched(const rpt *r, FILE *out)
 {
-    print_header(r, out);
-    print_findings(r, out);
+    if (!rpt_not_watched(r, 0))
+        return;
+    fprintf(out, "\nNot watched (the figures above leave these out)\n");
+    for (uint32_t i = 0; rpt_not_watched(r, i); i++)
+        fprintf(out, "  %s\n", rpt_not_watched(r, i));
+}
+
+/* A program that used the GPU: memory over time, pools and device sites
+ * first, as the pool bugs need them. */
+static void print_device_shaped(const rpt *r, rp_stacks *st, FILE *out)
+{
     print_counts(r, out);
     fprintf(out, "\nMemory over time\n");
-    print_peak(r, out, "peak device reserved", &r->peak_reserved);
-    print_peak(r, out, "peak device allocated", &r->peak_allocated);
-    print_peak(r, out, "peak host buffers", &r->peak_host);
+    print_peak(r, out, "peak device reserved", &r->peak_reserved, 0);
+    print_peak(r, out, "peak device allocated", &r->peak_allocated, 0);
+    print_peak(r, out, "peak host buffers", &r->peak_host, 1);
     print_pools(r, st, out);
     print_sites(r, st, out, 'd', "Top device allocation sites (bytes allocated over the run)");
     print_sites(r, st, out, 'h', "Top host-buffer allocation sites (bytes allocated over the run)");
@@ -279,5 +318,31 @@ int rpt_print_text(const rpt *r, rp_stacks *st, FILE *out)
     print_models(r, st, out);
     print_double_inits(r, st, out);
     print_gc(r, st, out);
+    print_not_watched(r, out);
+}
+
+/* A Python program without a GPU: what Python users hunt first (memory
+ * only collections gave back, double initialisations, pauses), then host
+ * memory; no device or pool sections, which would only say "0 B". */
+static void print_python_shaped(const rpt *r, rp_stacks *st, FILE *out)
+{
+    print_gc(r, st, out);
+    print_double_inits(r, st, out);
+    fprintf(out, "\nMemory over time\n");
+    print_peak(r, out, "peak host buffers", &r->peak_host, 1);
+    print_sites(r, st, out, 'h', "Top host-buffer allocation sites (bytes allocated over the run)");
+    print_checks(r, st, out);
+    print_not_watched(r, out);
+    print_counts(r, out);
+}
+
+int rpt_print_text(const rpt *r, rp_stacks *st, FILE *out)
+{
+    print_header(r, out);
+    print_findings(r, out);
+    if (rpt_has_device(r))
+        print_device_shaped(r, st, out);
+    else
+        print_python_shaped(r, st, out);
     return ferror(out) ? -1 : 0;
 }
