@@ -192,6 +192,8 @@ int rpt_has_device(const rpt *r);
  * coverage gap the recorder found (INFO "not_watched"), or NULL. */
 int rpt_host_watched(const rpt *r);
 const char *rpt_not_watched(const rpt *r, uint32_t i);
+/* The reason the double-initialisation check was off, or NULL when it ran. */
+const char *rpt_double_init_off(const rpt *r);
 void rpt_library_name(const char *file, char *buf, size_t len);
 void rpt_site_python(const rpt *r, const rpt_site *s, char *buf, size_t len);
 void rpt_site_native(rp_stacks *st, const rpt_site *s, char *buf, size_t len);

@@ -379,6 +379,8 @@ static const char page_tail[] =
     "\n"
     "function dinit() {\n"
     "  var sec = document.getElementById(\"dinit\");\n"
+    "  var off = (R.not_watched || []).filter(function (t) { return t.indexOf(\"double initialisations: \") === 0; });\n"
+    "  if (!R.double_inits.length && off.length) { sec.appendChild(el(\"p\", {\"class\": \"muted\"}, \"Not watched: \" + off[0])); return; }\n"
     "  if (!R.double_inits.length) { sec.appendChild(el(\"p\", {\"class\": \"good\"}, \"None.\")); return; }\n"
     "  table(sec, [\"count\", \"type\", \"first at\", \"stacks\"], R.double_inits.map(function (d) {\n"
     "    var c = el(\"div\");\n"

@@ -65,15 +65,45 @@ int rpt_host_watched(const rpt *r)
     const char *settings = tf_reader_header(r->reader)->settings;
     if (settings && strstr(settings, "host_buffers=0"))
         return 0;
-    for (uint32_t i = 0; rpt_not_watched(r, i); i++)
-        if (!strncmp(rpt_not_watched(r, i), "large host blocks:", 18))
+    for (uint32_t i = 0; info_value(r, "not_watched", i); i++)
+        if (!strncmp(info_value(r, "not_watched", i), "large host blocks:", 18))
             return 0;
     return 1;
 }
 
+/* The recorder's not_watched records, and the other INFO records that say a
+ * part was off: the double-initialisation check ("py_double_init" = "off:
+ * ...", a static interpreter), the Python side ("python" = "... off: ..."). */
 const char *rpt_not_watched(const rpt *r, uint32_t i)
 {
-    return info_value(r, "not_watched", i);
+    static _Thread_local char text[640];
+    const char *key, *value;
+    for (uint32_t k = 0; k < tf_reader_info_count(r->reader); k++) {
+        if (!tf_reader_info(r->reader, k, &key, &value))
+            continue;
+        const char *what;
+        if (!strcmp(key, "not_watched"))
+            what = "";
+        else if (!strcmp(key, "py_double_init") && !strncmp(value, "off", 3))
+            what = "double initialisations: ";
+        else if (!strcmp(key, "python"))
+            what = "Python: ";
+        else
+            continue;
+        if (i--)
+            continue;
+        if (!*what)
+            return value;
+        snprintf(text, sizeof text, "%s%s", what, value);
+        return text;
+    }
+    return NULL;
+}
+
+const char *rpt_double_init_off(const rpt *r)
+{
+    const char *value = info_value(r, "py_double_init", 0);
+    return value && !strncmp(value, "off", 3) ? value : NULL;
 }
 
 const char *rpt_python_version(const rpt *r)

@@ -257,7 +257,9 @@ static void print_models(const rpt *r, rp_stacks *st, FILE *out)
 static void print_double_inits(const rpt *r, rp_stacks *st, FILE *out)
 {
     fprintf(out, "\nDouble initialisations (an object initialised twice: the reference total drifts)\n");
-    if (!r->ndinits)
+    if (!r->ndinits && rpt_double_init_off(r))
+        fprintf(out, "  not watched: %s\n", rpt_double_init_off(r));
+    else if (!r->ndinits)
         fprintf(out, "  none\n");
     for (uint32_t i = 0; i < r->ndinits; i++) {
         const rpt_double_init *d = &r->dinits[i];

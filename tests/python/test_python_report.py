@@ -9,8 +9,9 @@
   pool sections, no "0 choices matched", in text, JSON ("shape": "python")
   and HTML (the flame graph covers large host buffers);
 - what was not watched is said instead of "0 B": TRACE_HOST_BUFFERS=0 reads
-  "host buffers not watched", and the recorder's not_watched records are
-  listed."""
+  "host buffers not watched", the recorder's not_watched records are listed,
+  and a static interpreter's double-init section says the check was off
+  instead of "none"."""
 import json
 import os
 import re
@@ -130,8 +131,28 @@ def check_device_site(python, tag):
             pt.discard(log)
 
 
+def check_static(python, tag):
+    """A static interpreter: the double-init check cannot interpose
+    PyObject_Init, and the report says so rather than "none"."""
+    if not pt.is_static(python):
+        return
+    run, log = pt.run_traced_keep([python, CAST, "cast"], args.preload, args.pylog)
+    try:
+        text = report(log)
+        start = text.index("\nDouble initialisations")
+        section = text[start:text.index("\n\n", start + 1)]
+        fails.check("not watched: off" in section and "none" not in section,
+                    "%s: a static interpreter's report says the double-init check found nothing:\n%s"
+                    % (tag, section))
+        fails.check("double initialisations: off" in text.split("Not watched")[-1],
+                    "%s: the Not watched section lacks the double-init check" % tag)
+    finally:
+        pt.discard(log)
+
+
 def check(python, version):
     tag = "%s (%s)" % (version, python)
+    check_static(python, tag)
     check_numpy(python, tag)
     check_not_watched(python, tag)
     check_device_site(python, tag)
