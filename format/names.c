@@ -1,33 +1,58 @@
 /*
- * names.c - printable names of record kinds and CUDA entry points.
- * Both tables follow the numbering in trace_format.h, which is part of the
- * format (FORMAT.md, "Kind table" and "API table").
+ * names.c - record kinds and CUDA entry points: names and facts.  Both
+ * tables follow the numbering in trace_format.h and cuda_api.h, which is
+ * part of the format (FORMAT.md, "Kind table" and "API table").
  */
 #include <stdio.h>
 
 #include "trace_format.h"
 
-static const char *const api_names[TF_API_COUNT] = {
-    [TF_API_UNKNOWN] = "unknown",
-#define API(name) [TF_API_##name] = #name
-    API(cudaMalloc), API(cudaFree), API(cudaMallocAsync), API(cudaFreeAsync),
-    API(cudaMallocManaged), API(cudaMallocHost), API(cudaHostAlloc),
-    API(cudaFreeHost), API(cudaMallocPitch), API(cudaMallocFromPoolAsync),
-    API(cuMemAlloc_v2), API(cuMemFree_v2), API(cuMemAllocAsync),
-    API(cuMemFreeAsync), API(cuMemAllocFromPoolAsync), API(cuMemAllocManaged),
-    API(cuMemAllocPitch_v2), API(cuMemAllocHost_v2), API(cuMemHostAlloc),
-    API(cuMemFreeHost), API(cuMemCreate), API(cuMemRelease), API(cuMemMap),
-    API(cuMemUnmap), API(cuMemAddressReserve), API(cuMemAddressFree),
-#undef API
+#define EVENT_ALLOC TF_EV_CUDA_ALLOC
+#define EVENT_FREE TF_EV_CUDA_FREE
+#define SPACE_DEVICE TF_SPACE_DEVICE
+#define SPACE_PINNED TF_SPACE_PINNED
+#define SPACE_HANDLE TF_SPACE_HANDLE
+#define SPACE_VA TF_SPACE_VA
+#define SPACE_MAPPING TF_SPACE_MAPPING
+#define LAYER_RUNTIME TF_LAYER_RUNTIME
+#define LAYER_DRIVER TF_LAYER_DRIVER
+
+static const tf_api_info apis[TF_API_COUNT] = {
+#define API_ROW(name, event, space, layer, ptsz) \
+    [TF_API_##name] = {#name, EVENT_##event, SPACE_##space, LAYER_##layer, ptsz},
+    TF_CUDA_APIS(API_ROW)
+#undef API_ROW
 };
+
+const tf_api_info *tf_api(uint32_t api)
+{
+    return api && api < TF_API_COUNT ? &apis[api] : NULL;
+}
+
+tf_space tf_api_space(uint32_t api)
+{
+    const tf_api_info *a = tf_api(api);
+    return a ? a->space : TF_SPACE_NONE;
+}
+
+const char *tf_space_name(tf_space s)
+{
+    static const char *const names[] = {
+        [TF_SPACE_DEVICE] = "device", [TF_SPACE_PINNED] = "pinned", [TF_SPACE_HANDLE] = "handle",
+        [TF_SPACE_VA] = "va", [TF_SPACE_MAPPING] = "mapping",
+    };
+    return s >= 0 && s <= TF_SPACE_MAPPING ? names[s] : "unknown";
+}
 
 const char *tf_api_name(uint32_t api)
 {
     /* Unknown numbers come from newer writers; one static buffer per thread
      * keeps the function allocation-free. */
     static _Thread_local char text[16];
+    if (api == TF_API_UNKNOWN)
+        return "unknown";
     if (api < TF_API_COUNT)
-        return api_names[api];
+        return apis[api].name;
     snprintf(text, sizeof text, "api#%u", api);
     return text;
 }

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cuda_api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -58,20 +60,8 @@ enum tf_kind {
     TF_KIND_MAX = 64
 };
 
-/* The CUDA entry points we record.  Numbers are part of the format: append
- * only.  tf_api_name() gives the C name. */
-enum tf_api {
-    TF_API_UNKNOWN = 0,
-    TF_API_cudaMalloc, TF_API_cudaFree, TF_API_cudaMallocAsync, TF_API_cudaFreeAsync,
-    TF_API_cudaMallocManaged, TF_API_cudaMallocHost, TF_API_cudaHostAlloc,
-    TF_API_cudaFreeHost, TF_API_cudaMallocPitch, TF_API_cudaMallocFromPoolAsync,
-    TF_API_cuMemAlloc_v2, TF_API_cuMemFree_v2, TF_API_cuMemAllocAsync,
-    TF_API_cuMemFreeAsync, TF_API_cuMemAllocFromPoolAsync, TF_API_cuMemAllocManaged,
-    TF_API_cuMemAllocPitch_v2, TF_API_cuMemAllocHost_v2, TF_API_cuMemHostAlloc,
-    TF_API_cuMemFreeHost, TF_API_cuMemCreate, TF_API_cuMemRelease, TF_API_cuMemMap,
-    TF_API_cuMemUnmap, TF_API_cuMemAddressReserve, TF_API_cuMemAddressFree,
-    TF_API_COUNT
-};
+/* The CUDA entry points a log names (enum tf_api) and their facts:
+ * cuda_api.h. */
 const char *tf_api_name(uint32_t api);   /* "api#N" style text for unknown */
 const char *tf_kind_name(uint32_t kind); /* "cuda_alloc", ...; NULL if unknown */
 

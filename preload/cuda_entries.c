@@ -6,6 +6,7 @@
  */
 #include "cuda_hooks.h"
 #include "cuda_symbols.h"
+#include "cuda_api.h"
 
 #include <stdatomic.h>
 
@@ -43,3 +44,12 @@ void *const cuda_slot_wrapper[CUDA_ENTRY_COUNT][CUDA_SLOTS] = { CUDA_ENTRIES(SLO
 const char *const cuda_entry_name[CUDA_ENTRY_COUNT] = { CUDA_ENTRIES(NAME_ROW) };
 
 void *_Atomic cuda_slot_real[CUDA_ENTRY_COUNT][CUDA_SLOTS];
+
+/* Every entry point of the format's table (format/cuda_api_table.h, which
+ * also makes libtrace.map) has its wrappers here, _ptsz variants included:
+ * a row without one does not compile. */
+#define HAS_PTSZ_0(name)
+#define HAS_PTSZ_1(name) _Static_assert(CUDA_##name##_ptsz >= 0, "no wrapper for " #name "_ptsz");
+#define HAS_ENTRY(name, event, space, layer, ptsz) \
+    _Static_assert(CUDA_##name >= 0, "no wrapper for " #name); HAS_PTSZ_##ptsz(name)
+TF_CUDA_APIS(HAS_ENTRY)

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_space.h"
 #include "ptrmap.h"
 #include "rangeset.h"
 #include "xalloc.h"
@@ -27,11 +26,11 @@ typedef struct pool_state {
     rp_pool_figures fig;
 } pool_state;
 
-/* The CUDA spaces (cuda_space.h), then large host buffers. */
-enum { SP_HOST = RP_CUDA_SPACES, SP_COUNT };
+/* The CUDA spaces that hold memory (format/cuda_api.h), then large host buffers. */
+enum { SP_HOST = TF_SPACE_COUNT, SP_COUNT };
 static const char *const space_names[SP_COUNT] = {
-    [RP_CUDA_DEVICE] = "device memory", [RP_CUDA_PINNED] = "pinned host memory", [RP_CUDA_HANDLE] = "VMM handles",
-    [RP_CUDA_VA] = "VA reservations", [SP_HOST] = "host buffers",
+    [TF_SPACE_DEVICE] = "device memory", [TF_SPACE_PINNED] = "pinned host memory", [TF_SPACE_HANDLE] = "VMM handles",
+    [TF_SPACE_VA] = "VA reservations", [SP_HOST] = "host buffers",
 };
 
 /* A release is recorded before the real call (it must precede any
@@ -299,7 +298,7 @@ static int alloc_failed(rp_checks *c, const tf_event *e, uint32_t owner_pool)
     rp_pool_figures f = rp_checks_pool(c, owner_pool);
     report(w, "alloc_failed", site_of(e), (rp_site){0, 0, 0, 0},
            "%s of %llu bytes failed (error %d); device memory live %llu bytes in %zu blocks", tf_api_name(e->u.cuda.api),
-           ULL(e->u.cuda.size), e->u.cuda.result, ULL(c->sp[RP_CUDA_DEVICE].live.bytes), c->sp[RP_CUDA_DEVICE].live.len);
+           ULL(e->u.cuda.size), e->u.cuda.result, ULL(c->sp[TF_SPACE_DEVICE].live.bytes), c->sp[TF_SPACE_DEVICE].live.len);
     if (owner_pool)
         snprintf(w->message + strlen(w->message), sizeof w->message - strlen(w->message),
                  "; pool %u reserved %llu, allocated %llu in %llu segments", owner_pool, ULL(f.reserved),
@@ -309,9 +308,9 @@ static int alloc_failed(rp_checks *c, const tf_event *e, uint32_t owner_pool)
 
 static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_finding *v)
 {
-    rp_cuda_space sp = rp_cuda_space_of(e->u.cuda.api);
-    if (sp == RP_CUDA_UNTRACKED)
-        return 0;
+    tf_space sp = tf_api_space(e->u.cuda.api);
+    if (sp < 0 || sp >= TF_SPACE_COUNT)
+        return 0;  /* a mapping, or an entry point this version does not know */
     if (e->kind == TF_EV_CUDA_ALLOC) {
         if (e->u.cuda.result != 0)
             return alloc_failed(c, e, owner_pool);
@@ -319,7 +318,7 @@ static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_f
             return 0;  /* a zero-byte request */
         if (space_alloc(&c->sp[sp], e, e->u.cuda.ptr, e->u.cuda.size, v))
             return 1;
-        if (sp == RP_CUDA_DEVICE && owner_pool) {
+        if (sp == TF_SPACE_DEVICE && owner_pool) {
             segment_grow(c, owner_pool, e, e->u.cuda.ptr, e->u.cuda.size);
             rp_ptrmap_put(&c->seg_owner, e->u.cuda.ptr, owner_pool);
         }
@@ -337,7 +336,7 @@ static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_f
     u->sp = sp;
     u->block = block;
     u->freed_before = freed_before;
-    uint64_t *owner = sp == RP_CUDA_DEVICE ? rp_ptrmap_get(&c->seg_owner, e->u.cuda.ptr) : NULL;
+    uint64_t *owner = sp == TF_SPACE_DEVICE ? rp_ptrmap_get(&c->seg_owner, e->u.cuda.ptr) : NULL;
     return owner ? segment_release(c, (uint32_t)*owner, e, e->u.cuda.ptr, v) : 0;
 }
 
@@ -480,8 +479,8 @@ void rp_checks_end(rp_checks *c)
         leak_walk w = {c, name, NULL};
         rp_rangeset_walk(&c->pools[i].blocks.live, leak_one, &w);
     }
-    leak_walk w = {c, space_names[RP_CUDA_DEVICE], &c->seg_owner};
-    rp_rangeset_walk(&c->sp[RP_CUDA_DEVICE].live, leak_one, &w);
+    leak_walk w = {c, space_names[TF_SPACE_DEVICE], &c->seg_owner};
+    rp_rangeset_walk(&c->sp[TF_SPACE_DEVICE].live, leak_one, &w);
 }
 
 uint32_t rp_checks_warnings(const rp_checks *c, const rp_finding **list, uint64_t *total)
@@ -498,4 +497,4 @@ rp_pool_figures rp_checks_pool(const rp_checks *c, uint32_t pool)
     return p ? p->fig : zero;
 }
 
-uint64_t rp_checks_device_live(const rp_checks *c) { return c->sp[RP_CUDA_DEVICE].live.bytes; }
+uint64_t rp_checks_device_live(const rp_checks *c) { return c->sp[TF_SPACE_DEVICE].live.bytes; }

@@ -21,7 +21,6 @@
 #include <string.h>
 
 #include "checks.h"
-#include "cuda_space.h"
 #include "ptrmap.h"
 #include "rangeset.h"
 #include "xalloc.h"
@@ -294,7 +293,7 @@ static rp_site site_at(const gathered *g, uint32_t nid)
 /* The model's segments: device memory a pool operation obtained from CUDA. */
 static int is_device_alloc(const tf_event *e)
 {
-    return e->kind == TF_EV_CUDA_ALLOC && rp_cuda_space_of(e->u.cuda.api) == RP_CUDA_DEVICE;
+    return e->kind == TF_EV_CUDA_ALLOC && tf_api_space(e->u.cuda.api) == TF_SPACE_DEVICE;
 }
 
 /* -------------------------------------------------------- model services */

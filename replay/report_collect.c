@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "checks.h"
-#include "cuda_space.h"
 #include "progress.h"
 #include "ptrmap.h"
 #include "xalloc.h"
@@ -404,11 +403,11 @@ static void account(rpt *r, pass *ps, const tf_event *e, const rp_frame *up)
     switch (e->kind) {
     case TF_EV_CUDA_ALLOC:
         /* Inside a pool operation it is the pool's segment, not the program's. */
-        if (rp_cuda_space_of(e->u.cuda.api) == RP_CUDA_DEVICE && !e->u.cuda.result && e->u.cuda.ptr && !owner)
+        if (tf_api_space(e->u.cuda.api) == TF_SPACE_DEVICE && !e->u.cuda.result && e->u.cuda.ptr && !owner)
             alloc_event(r, ps, e, &ps->direct_dev, e->u.cuda.ptr, e->u.cuda.size, 1);
         break;
     case TF_EV_CUDA_FREE:
-        if (rp_cuda_space_of(e->u.cuda.api) == RP_CUDA_DEVICE && !e->u.cuda.result && e->u.cuda.ptr)
+        if (tf_api_space(e->u.cuda.api) == TF_SPACE_DEVICE && !e->u.cuda.result && e->u.cuda.ptr)
             free_event(r, &ps->direct_dev, e->u.cuda.ptr, in_gc, 1);
         break;
     case TF_EV_POOL_ALLOC:
