@@ -105,7 +105,8 @@ static void op_end(gen *g, uint64_t begin, uint64_t parent)
 
 static uint64_t do_alloc(gen *g, uint64_t size)
 {
-    rp_host h = {g, host_reenter, host_segment, host_violation, host_violation, 0};
+    rp_host h = {.ctx = g, .reenter = host_reenter, .segment = host_segment, .violation = host_violation,
+                 .warning = host_violation};
     uint64_t op = op_begin(g, TF_POOL_OP_ALLOC, size, 0), ptr, granted;
     g->segment_size = 0;
     if (rp_model_cupy.alloc(g->model, size, 0, &h, &ptr, &granted) != RP_OK)
@@ -124,7 +125,8 @@ static uint64_t do_alloc(gen *g, uint64_t size)
 
 static void do_free(gen *g, uint64_t ptr, uint64_t parent)
 {
-    rp_host h = {g, host_reenter, host_segment, host_violation, host_violation, 0};
+    rp_host h = {.ctx = g, .reenter = host_reenter, .segment = host_segment, .violation = host_violation,
+                 .warning = host_violation};
     uint64_t op = op_begin(g, TF_POOL_OP_FREE, ptr, parent);
     tf_event f = {.kind = TF_EV_POOL_FREE};
     f.u.pool = (__typeof__(f.u.pool)){1, ptr, 0, 0, 0};

@@ -29,6 +29,10 @@ typedef struct rp_host {
     void (*warning)(void *ctx, const char *invariant, const char *message);
     /* Among equal candidates, prefer this address (the real pool's choice). */
     uint64_t hint;
+    /* 1 for the audit the driver runs after a violation, to list every
+     * invariant broken at that step: rp_violate reports and returns RP_OK, so
+     * check() goes on, and warnings said once are said again. */
+    int audit_all;
 } rp_host;
 
 /* Results of model calls.  RP_UNKNOWN: the model holds no such block or
@@ -98,7 +102,8 @@ int rp_counts_check(const rp_model_counts *c, const rp_host *h);
 /* *st from the counts alone: the free-set figures zero, for the model's walk. */
 void rp_counts_stats(const rp_model_counts *c, rp_model_stats *st);
 
-/* Report through h->violation with a formatted message; returns RP_BROKEN. */
+/* Report through h->violation with a formatted message; returns RP_BROKEN
+ * (RP_OK in an audit_all audit). */
 int rp_violate(const rp_host *h, const char *invariant, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The same through h->warning; returns RP_OK. */

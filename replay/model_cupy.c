@@ -611,9 +611,9 @@ static int check_set(cupy *m, size_t ai, size_t i, int all, const rp_host *h)
         /* CuPy itself makes this (a collection inside _Chunk.split frees a
          * neighbour of a chunk in no free list) and lives with it: memory
          * fragmented, not lost.  Said once, as a warning. */
-        if (!m->warned_coalesced &&
+        if ((h->audit_all || !m->warned_coalesced) &&
             ((c->next != RP_NIL && m->c[c->next].set != RP_NIL) || (c->prev != RP_NIL && m->c[c->prev].set != RP_NIL))) {
-            m->warned_coalesced = 1;
+            m->warned_coalesced |= !h->audit_all;
             rp_warn(h, "coalesced", "free chunk 0x%llx has a free neighbour that was not merged (fragmentation; "
                     "said once)", (unsigned long long)c->ptr);
         }

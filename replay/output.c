@@ -106,6 +106,15 @@ static void json_violation(const rp_output *rep, rp_json *j, const rp_result *re
     }
     rp_json_obj(j, "violation");
     json_finding(rep, j, &res->violation);
+    rp_json_arr(j, "broken");
+    for (uint32_t i = 0; i < res->nbroken; i++) {
+        rp_json_obj(j, NULL);
+        rp_json_str(j, "invariant", res->broken[i].invariant);
+        rp_json_str(j, "message", res->broken[i].message);
+        rp_json_bool(j, "warning", res->broken[i].warning);
+        rp_json_end_obj(j);
+    }
+    rp_json_end_arr(j);
     if (res->op.seq)
         json_opref(rep, j, "op", &res->op);
     else
@@ -301,6 +310,9 @@ static void text_violation(const rp_output *rep, const rp_result *res)
 {
     FILE *f = rep->out;
     text_finding(rep, "VIOLATION", &res->violation);
+    for (uint32_t i = 1; i < res->nbroken; i++)
+        fprintf(f, "  also broken at this step: %s%s: %s\n", res->broken[i].invariant,
+                res->broken[i].warning ? " (a warning: the pool lives with it)" : "", res->broken[i].message);
     if (res->op.seq) {
         fputs("  during ", f);
         text_op(rep, &res->op);

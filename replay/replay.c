@@ -114,6 +114,8 @@ struct rp_replay {
     void *hook_ctx;
     const gathered *pending;       /* the operation a probe hook may try */
     pool *pending_pool;
+    pool *audit_pool;              /* the model that broke, for audit_step */
+    void *audit_m;
 };
 
 static int apply_node(rp_replay *r, pool *p, void *m, const gathered *g, uint32_t nid, int nested, hctx *up,
@@ -393,6 +395,20 @@ static uint64_t record_segment(void *ctx, uint64_t size)
     return base;
 }
 
+/* One more invariant broken at the step the replay stopped at (each named once). */
+static void add_broken(rp_result *res, const char *inv, const char *msg, int warning)
+{
+    for (uint32_t i = 0; i < res->nbroken; i++)
+        if (!strcmp(res->broken[i].invariant, inv))
+            return;
+    if (res->nbroken == RP_MAX_BROKEN)
+        return;
+    rp_broken *b = &res->broken[res->nbroken++];
+    snprintf(b->invariant, sizeof b->invariant, "%s", inv);
+    snprintf(b->message, sizeof b->message, "%s", msg);
+    b->warning = warning;
+}
+
 static void record_violation(rp_replay *r, hctx *h, const char *inv, const char *msg)
 {
     rp_result *res = &r->res;
@@ -420,6 +436,9 @@ static void record_violation(rp_replay *r, hctx *h, const char *inv, const char 
     memcpy(res->reentries, r->re, sizeof r->re);
     res->nreentries = r->nre;
     res->violated = 1;
+    add_broken(res, inv, msg, 0);
+    r->audit_pool = h->p;
+    r->audit_m = h->m;
 }
 
 static void record_violation_host(void *ctx, const char *inv, const char *msg)
@@ -453,8 +472,47 @@ static void record_reenter(void *ctx, const char *point)
         deliver(h, point);
 }
 
+/* ------------------------------------------------------------ step audit */
+
+static void audit_violation(void *ctx, const char *inv, const char *msg)
+{
+    add_broken(ctx, inv, msg, 0);
+}
+
+static void audit_warning(void *ctx, const char *inv, const char *msg)
+{
+    add_broken(ctx, inv, msg, 1);
+}
+
+static void audit_reenter(void *ctx, const char *point)
+{
+    (void)ctx, (void)point;
+}
+
+static uint64_t audit_segment(void *ctx, uint64_t size)
+{
+    (void)ctx, (void)size;
+    return 0;
+}
+
+/* A model broke an invariant: the first one found is the verdict, but one
+ * corruption often breaks several (the audit that found it may see another
+ * first): a full audit of the model as the step left it lists every one. */
+static void audit_step(rp_replay *r)
+{
+    pool *p = r->audit_pool;
+    r->audit_pool = NULL;
+    if (!p || !p->ops)
+        return;
+    rp_host h = {.ctx = &r->res, .reenter = audit_reenter, .segment = audit_segment, .violation = audit_violation,
+                 .warning = audit_warning, .audit_all = 1};
+    p->ops->check(r->audit_m, 1, &h);
+}
+
 /* The replay of record: its segments, findings and re-entries count. */
-static const rp_host record_host = {NULL, record_reenter, record_segment, record_violation_host, record_warning, 0};
+static const rp_host record_host = {
+    .reenter = record_reenter, .segment = record_segment, .violation = record_violation_host, .warning = record_warning,
+};
 
 /* ------------------------------------------------------------ trial hosts */
 
@@ -505,7 +563,9 @@ static void trial_reenter(void *ctx, const char *point)
     deliver(h, point);
 }
 
-static const rp_host trial_host = {NULL, trial_reenter, trial_segment, trial_violation, trial_warning, 0};
+static const rp_host trial_host = {
+    .reenter = trial_reenter, .segment = trial_segment, .violation = trial_violation, .warning = trial_warning,
+};
 
 void rp_trial_free(rp_trial *t, uint64_t recorded)
 {
@@ -812,6 +872,7 @@ static void apply_top(rp_replay *r, const gathered *g)
     apply_node(r, p, p->m, g, 0, 0, NULL, NULL);
     if (!r->stopped && p->ops)
         check_model(r, p, g);
+    audit_step(r);
 }
 
 /* ------------------------------------------------------------- gathering */
@@ -919,6 +980,7 @@ static void top_release(rp_replay *r, const tf_event *e, uint64_t ptr, uint32_t 
             diverge(r, e->seq);
         rp_rangeset_erase(&p->msegs, *base, NULL);
         rp_ptrmap_del(&p->segx, ptr, NULL);
+        audit_step(r);
     }
 }
 
@@ -981,6 +1043,7 @@ static int driver_event(void *ctx, const tf_event *e, const rp_where *w)
         r->res.violation = v;
         r->res.violated = 1;
         r->res.op = (rp_opref){0, 0, 0, 0, 0};
+        add_broken(&r->res, v.invariant, v.message, 0);
         if (!r->o.keep_going) {
             r->stopped = 1;
             return 1;

@@ -60,6 +60,14 @@ typedef struct rp_reentry {
     const char *point;          /* the model's re-entrancy point; NULL: after the op */
 } rp_reentry;
 
+/* An invariant broken at the step a replay stopped at. */
+#define RP_MAX_BROKEN 16
+typedef struct rp_broken {
+    char invariant[40];
+    char message[480];
+    int warning;               /* the model calls it a warning (it lives with it) */
+} rp_broken;
+
 typedef struct rp_series_point {
     uint64_t seq, reserved, allocated, segments, free_bytes, largest_free;
 } rp_series_point;
@@ -73,6 +81,10 @@ typedef struct rp_result {
     uint32_t nnested;
     rp_reentry reentries[RP_MAX_NESTED]; /* re-entries during that operation */
     uint32_t nreentries;
+    /* Every invariant broken at that step, the violation's first: a full
+     * audit of the model once the operation stopped. */
+    rp_broken broken[RP_MAX_BROKEN];
+    uint32_t nbroken;
     uint64_t matched, diverged;        /* fidelity */
     uint64_t first_diverged_seq;       /* where the model first left the pool */
     uint64_t peak_reserved, peak_allocated;

@@ -265,6 +265,70 @@ static void unmodelled_nesting(void)
     evtext_free(&t);
 }
 
+/* A model for the step audit: its allocation breaks "first"; a full audit
+ * after that finds "second" too, and warns "third" (a warning it says once:
+ * said again in the audit). */
+static int step_audits;
+
+static void *step_create(void) { return calloc(1, 1); }
+static void step_destroy(void *m) { free(m); }
+static void step_copy(void *d, const void *s) { (void)d, (void)s; }
+static int step_alloc(void *m, uint64_t size, uint64_t stream, const rp_host *h, uint64_t *ptr, uint64_t *granted)
+{
+    (void)m, (void)size, (void)stream, (void)ptr, (void)granted;
+    return rp_violate(h, "first", "the operation broke it");
+}
+static int step_free(void *m, uint64_t ptr, int nested, const rp_host *h) { (void)m, (void)ptr, (void)nested, (void)h; return RP_OK; }
+static int step_release(void *m, uint64_t base, const rp_host *h) { (void)m, (void)base, (void)h; return RP_OK; }
+static int step_check(void *m, int full, const rp_host *h)
+{
+    unsigned char *said = m;
+    if (!full || !h->audit_all)
+        return RP_OK;
+    step_audits++;
+    /* rp_violate lets an audit_all audit go on: all three are reported. */
+    int rc = rp_violate(h, "first", "seen again");
+    rc |= rp_violate(h, "second", "another face of it");
+    if (!*said || h->audit_all) {
+        *said |= !h->audit_all;
+        rp_warn(h, "third", "fragmentation");
+    }
+    return rc;
+}
+static void step_stats(const void *m, rp_model_stats *st, int detail) { (void)m, (void)detail; memset(st, 0, sizeof *st); }
+static const rp_model_ops step_model = {
+    "step", "test", step_create, step_destroy, step_copy, step_alloc, step_free, step_release, step_check, step_stats,
+    NULL, NULL,
+};
+
+static void every_invariant_of_the_step(void)
+{
+    evtext t;
+    char err[256];
+    CHECK(evtext_parse("pool 1 step\nop alloc 1 512\nalloc 1 0x100000 512\nend\nendlog\n", &t, err, sizeof err) == 0);
+    rp_options o = opts(&step_model);
+    rp_replay *r = rp_replay_new(&o);
+    for (size_t i = 0; i < t.n; i++)
+        if (rp_replay_event(r, &t.ev[i]))
+            break;
+    rp_replay_finish(r, t.has_end);
+    const rp_result *res = rp_replay_result(r);
+    CHECK(res->violated && !strcmp(res->violation.invariant, "first") && step_audits == 1);
+    CHECK(res->nbroken == 3);
+    if (res->nbroken == 3) {
+        CHECK(!strcmp(res->broken[0].invariant, "first") && !strcmp(res->broken[0].message, "the operation broke it"));
+        CHECK(!strcmp(res->broken[1].invariant, "second") && !res->broken[1].warning);
+        CHECK(!strcmp(res->broken[2].invariant, "third") && res->broken[2].warning);
+    }
+    rp_replay_free(r);
+    evtext_free(&t);
+    /* A model-free violation lists itself. */
+    rp_replay *d = run("double_free.txt", NULL, 0);
+    res = rp_replay_result(d);
+    CHECK(res->nbroken == 1 && !strcmp(res->broken[0].invariant, "double_free"));
+    rp_replay_free(d);
+}
+
 int main(int argc, char **argv)
 {
     dir = argc > 1 ? argv[1] : ".";
@@ -275,6 +339,7 @@ int main(int argc, char **argv)
     unmodelled_nesting();
     explore();
     minimize();
+    every_invariant_of_the_step();
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);
     return failures != 0;

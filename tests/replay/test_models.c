@@ -64,7 +64,8 @@ static void fake_warning(void *ctx, const char *inv, const char *msg)
 
 static rp_host host_of(fake *f)
 {
-    return (rp_host){f, fake_reenter, fake_segment, fake_violation, fake_warning, 0};
+    return (rp_host){.ctx = f, .reenter = fake_reenter, .segment = fake_segment, .violation = fake_violation,
+                     .warning = fake_warning};
 }
 
 static uint64_t alloc(fake *f, uint64_t size, uint64_t *granted)
