@@ -15,8 +15,9 @@
 
 #define OUT_BUF 16384
 
-static int write_all(int fd, const uint8_t *p, size_t n)
+int tf_write_all(int fd, const void *data, size_t n)
 {
+    const uint8_t *p = data;
     while (n) {
         ssize_t k = write(fd, p, n);
         if (k < 0) {
@@ -44,7 +45,7 @@ static int compress_to_fd(int fd, const tf_chunk *c, ZSTD_CCtx *cctx, int level)
         size_t left = ZSTD_compressStream2(cctx, &out, &in, ZSTD_e_end);
         if (ZSTD_isError(left))
             return -EIO;
-        int rc = write_all(fd, buf, out.pos);
+        int rc = tf_write_all(fd, buf, out.pos);
         if (rc < 0 || left == 0)
             return rc;
     }

@@ -262,6 +262,8 @@ int tf_chunk_write(int fd, const tf_chunk *c, void *cctx, int level);
  * always suffice).  cctx as above, but required.  Returns the frame's size,
  * or 0 when it did not fit or the compressor failed. */
 size_t tf_chunk_bound(const tf_chunk *c);
+/* write(2) until all n bytes are written (EINTR retried).  0 or -errno. */
+int tf_write_all(int fd, const void *data, size_t n);
 size_t tf_chunk_compress(const tf_chunk *c, void *cctx, int level, void *out, size_t cap);
 
 /* ------------------------------------------------------------------ reader */

@@ -99,21 +99,6 @@ static int reopen(int flags)
     return fd;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 static int reserve_frame(size_t need)
 {
     if (need <= frame_cap)
@@ -145,7 +130,7 @@ int log_write(const tf_chunk *c, void *cctx)
     int fd = created ? reopen(O_WRONLY | O_APPEND) : create();
     if (fd < 0)
         return fd;
-    int rc = write_all(fd, frame, n);
+    int rc = tf_write_all(fd, frame, n);
     close(fd);
     if (rc < 0) {
         give_up("cannot write", -rc);
