@@ -89,13 +89,3 @@ void own_stack_run(void (*fn)(void *), void *arg)
     uintptr_t top = ((uintptr_t)stack_lo + stack_size) & ~(uintptr_t)15;
     trace_run_on_stack(fn, arg, (void *)top);
 }
-
-size_t own_stack_used(void)
-{
-    if (!stack_lo)
-        return 0;
-    size_t i = 0;
-    while (i < stack_size && stack_lo[i] == 0)
-        i++;
-    return stack_size - i;
-}

@@ -19,7 +19,4 @@ void own_stack_init(void);
  * nested.  Without a stack (the mapping failed), on the caller's. */
 void own_stack_run(void (*fn)(void *), void *arg);
 
-/* The most bytes of our stack used so far (it starts zeroed). */
-size_t own_stack_used(void);
-
 #endif
