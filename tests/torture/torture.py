@@ -379,6 +379,17 @@ os.environ["PATH"] = "/nonexistent-1:/nonexistent-2:" + os.path.dirname(sys.exec
 second = %r + 'marks("second")\nsys.exit(4)\n'
 os.execvp(os.path.basename(sys.executable), [sys.executable, "-c", second])
 ''' % PRELUDE, {"main": (["first"], "exec PYTHON"), "image1": (["second"], "exit")}),
+    "exec_threads": (r'''
+import threading
+def spin():
+    while _mark:
+        _mark(b"spin")
+for _ in range(3):
+    threading.Thread(target=spin, daemon=True).start()
+marks("first")
+second = %r + 'marks("second")\nsys.exit(4)\n'
+os.execv(sys.executable, [sys.executable, "-c", second])
+''' % PRELUDE, {"main": (["first"], "exec PYTHON"), "image1": (["second"], "exit")}),
     "sigint": (r'''
 marks("m")
 os.kill(os.getpid(), signal.SIGINT)
