@@ -140,7 +140,9 @@ static int die_of(const char *name, int own_handler)
         sigaction(sig, NULL, &back);
         say("reads back own handler: %d\n", back.sa_handler == print_and_reraise);
     } else {
-        struct sigaction back;
+        struct sigaction dfl = { .sa_handler = SIG_DFL }, back;
+        sigemptyset(&dfl.sa_mask);
+        sigaction(sig, &dfl, NULL);   /* a background shell starts us with SIGINT ignored */
         sigaction(sig, NULL, &back);
         say("reads back default: %d\n", back.sa_handler == SIG_DFL);
     }
@@ -153,6 +155,8 @@ static int die_of(const char *name, int own_handler)
 
 static _Noreturn void wait_for_signal(void)
 {
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
     make_pairs(2);
     say("pairs %d\nready\n", pairs);
     for (;;)
@@ -193,6 +197,7 @@ static int small_altstack(long budget, const char *how)
         sigaction(SIGSEGV, &sa, NULL);
         fault();
     } else {
+        signal(SIGTERM, SIG_DFL);
         raise(SIGTERM);
     }
     say("still alive\n");

@@ -391,11 +391,13 @@ second = %r + 'marks("second")\nsys.exit(4)\n'
 os.execv(sys.executable, [sys.executable, "-c", second])
 ''' % PRELUDE, {"main": (["first"], "exec PYTHON"), "image1": (["second"], "exit")}),
     "sigint": (r'''
+signal.signal(signal.SIGINT, signal.default_int_handler)   # not SIG_IGN from a background shell
 marks("m")
 os.kill(os.getpid(), signal.SIGINT)
 time.sleep(5)
 ''', {"main": (["m"], "signal SIGINT")}),
     "sigterm": (r'''
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
 marks("m")
 os.kill(os.getpid(), signal.SIGTERM)
 time.sleep(5)
@@ -433,6 +435,7 @@ libc.getauxval.restype = ctypes.c_ulong
 size = (libc.getauxval(51) or 2048) + 512    # AT_MINSIGSTKSZ, plus 512 bytes
 buf = ctypes.create_string_buffer(size)
 assert libc.sigaltstack(ctypes.byref(stack_t(ctypes.addressof(buf), 0, size)), None) == 0
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
 marks("m")
 os.kill(os.getpid(), signal.SIGTERM)
 time.sleep(5)
