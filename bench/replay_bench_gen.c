@@ -49,9 +49,11 @@ static uint64_t rnd(gen *g)
     return g->rng >> 33;
 }
 
-static uint64_t host_segment(void *ctx, uint64_t size)
+static uint64_t host_segment(void *ctx, uint64_t *sizep, uint64_t at)
 {
     gen *g = ctx;
+    uint64_t size = *sizep;
+    (void)at;
     g->segment_ptr = g->next_segment;
     g->segment_size = size;
     g->next_segment += (size + 0xfffff) & ~0xfffffULL;

@@ -2,6 +2,7 @@
  * cuda_record.c - depth counting and the event for a CUDA call.
  */
 #include "cuda_record.h"
+#include "alloc_env.h"
 #include "cuda_versions.h"
 #include "dl_hooks.h"
 #include "recorder.h"
@@ -58,6 +59,8 @@ uint64_t cuda_record(const struct cuda_call_record *r)
 {
     if (!rec_active())
         return 0;
+    if (r->kind == TF_EV_CUDA_ALLOC)
+        alloc_env_note();   /* the pools' settings, as the allocator starting now reads them */
     tf_event e = { .kind = r->kind };
     e.u.cuda.api = r->api;
     e.u.cuda.result = r->result;

@@ -69,6 +69,9 @@ int py_api_resolve(const char **why)
     RESOLVE(PyDict_GetItem, "PyDict_GetItem");
     RESOLVE(PyLong_AsSsize_t, "PyLong_AsSsize_t");
     RESOLVE(PyLong_AsUnsignedLongLongMask, "PyLong_AsUnsignedLongLongMask");
+    RESOLVE(PyCapsule_GetPointer, "PyCapsule_GetPointer");
+    RESOLVE(PyCapsule_GetName, "PyCapsule_GetName");
+    RESOLVE(PyUnicode_AsUTF8, "PyUnicode_AsUTF8");
     RESOLVE(Py_IncRef, "Py_IncRef");
     RESOLVE(Py_DecRef, "Py_DecRef");
     RESOLVE(PyErr_Occurred, "PyErr_Occurred");

@@ -68,6 +68,9 @@ typedef struct py_api {
     py_object *(*PyDict_GetItem)(py_object *d, py_object *key);
     ssize_t (*PyLong_AsSsize_t)(py_object *o);
     unsigned long long (*PyLong_AsUnsignedLongLongMask)(py_object *o);
+    void *(*PyCapsule_GetPointer)(py_object *capsule, const char *name);
+    const char *(*PyCapsule_GetName)(py_object *capsule);
+    const char *(*PyUnicode_AsUTF8)(py_object *u);
     void (*Py_IncRef)(py_object *o);
     void (*Py_DecRef)(py_object *o);
     py_object *(*PyErr_Occurred)(void);

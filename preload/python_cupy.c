@@ -17,14 +17,31 @@
  * removes itself: no per-call cost), and on any other thread at its next
  * audit event.  The hook methods read their keyword arguments in place and
  * create no Python object.
+ *
+ * The stream: CuPy keeps one arena per stream, and the hooks are not told
+ * which.  The pool takes the calling thread's current stream
+ * (cupy.cuda.stream.get_current_stream_ptr, a C function Cython exports in
+ * the module's __pyx_capi__), so malloc_postprocess asks the same function:
+ * after _malloc ran on this thread it reads thread-local state and creates
+ * nothing.  The per-thread default stream (cudaStreamPerThread, CuPy 8+)
+ * has an arena per thread: it is recorded as minus the thread id, as CuPy
+ * keys it by an identity of its own per thread.  CuPy's version goes into
+ * an INFO record (cupy_version): which pool model follows the log depends
+ * on it.
  */
 #include "python_internal.h"
 #include "pool_api.h"
 #include "recorder.h"
 
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define HOOK_NAME "LibtraceMemoryHook"
+#define CUDA_STREAM_PER_THREAD 2   /* cudaStreamPerThread */
+/* Audit events to wait for cupy.cuda.stream and cupy.__version__ before
+ * giving up (an import of CuPy raises hundreds). */
+#define MAX_LOOKUPS 100000
 #define MAX_OPEN 64
 
 /* INSTALLING turns away the audit events that installing itself raises
@@ -33,12 +50,19 @@ static enum { CUPY_ABSENT, CUPY_IMPORTING, CUPY_INSTALLING, CUPY_READY, CUPY_FAI
 static int pool;
 static py_object *hook_instance, *hook_name, *module_name;
 static py_object *key_size, *key_mem_size, *key_mem_ptr;
+static py_object *stream_module_name, *cupy_module_name;
+
+/* cupy.cuda.stream's get_current_stream_ptr: size_t (5.x) or intptr_t. */
+typedef uint64_t (*stream_fn)(void);
+static stream_fn current_stream;
+static int version_noted, lookups;
 
 /* Per thread: registered yet, and the pool operations open on it (a free
  * can nest in a malloc through a collection). */
 static __thread int registered_here __attribute__((tls_model("initial-exec")));
 static __thread uint64_t open_ops[MAX_OPEN] __attribute__((tls_model("initial-exec")));
 static __thread int n_open __attribute__((tls_model("initial-exec")));
+static __thread uint64_t thread_id __attribute__((tls_model("initial-exec")));
 
 static uint64_t kwarg(py_object *kwargs, py_object *key)
 {
@@ -81,13 +105,34 @@ static py_object *malloc_pre(py_object *self, py_object *args, py_object *kwargs
     return none();
 }
 
+/* The stream the pool served this thread's request on, as its arena key. */
+static uint64_t pool_stream(void)
+{
+    if (!current_stream)
+        return 0;
+    py_object *type, *value, *traceback;
+    py.PyErr_Fetch(&type, &value, &traceback);
+    uint64_t s = current_stream();
+    if (py.PyErr_Occurred()) {
+        py.PyErr_Clear();
+        s = 0;
+    }
+    py.PyErr_Restore(type, value, traceback);
+    if (s == CUDA_STREAM_PER_THREAD) {
+        if (!thread_id)
+            thread_id = (uint64_t)syscall(SYS_gettid);
+        s = (uint64_t)-(int64_t)thread_id;
+    }
+    return s;
+}
+
 static py_object *malloc_post(py_object *self, py_object *args, py_object *kwargs)
 {
     (void)self, (void)args;
     uint64_t ptr = kwarg(kwargs, key_mem_ptr);
     if (ptr)
         pool_api_alloc(pool, (const void *)(uintptr_t)ptr, kwarg(kwargs, key_size),
-                       kwarg(kwargs, key_mem_size), 0);
+                       kwarg(kwargs, key_mem_size), pool_stream());
     op_end();
     return none();
 }
@@ -209,6 +254,55 @@ static py_object *ready_memory_hook_module(void)
     return m;
 }
 
+/* get_current_stream_ptr from the capsule Cython exports it in. */
+static void find_stream_function(void)
+{
+    py_object *m = py.PyImport_GetModule(stream_module_name);
+    py_object *capi = m ? py.PyObject_GetAttrString(m, "__pyx_capi__") : NULL;
+    py_object *key = capi ? py.PyUnicode_InternFromString("get_current_stream_ptr") : NULL;
+    py_object *capsule = key ? py.PyDict_GetItem(capi, key) : NULL;   /* borrowed */
+    const char *name = capsule ? py.PyCapsule_GetName(capsule) : NULL;
+    void *fn = name ? py.PyCapsule_GetPointer(capsule, name) : NULL;
+    if (fn)
+        current_stream = (stream_fn)fn;
+    py.PyErr_Clear();
+    py_object *all[] = { m, capi, key };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i])
+            py.Py_DecRef(all[i]);
+}
+
+static void note_version(void)
+{
+    py_object *m = py.PyImport_GetModule(cupy_module_name);
+    py_object *v = m ? py.PyObject_GetAttrString(m, "__version__") : NULL;
+    const char *text = v ? py.PyUnicode_AsUTF8(v) : NULL;
+    if (text) {
+        rec_info("cupy_version", text);
+        version_noted = 1;
+    }
+    py.PyErr_Clear();
+    if (v)
+        py.Py_DecRef(v);
+    if (m)
+        py.Py_DecRef(m);
+}
+
+/* Until both are found: on the audit events after the hook is in. */
+static void look_up_stream_and_version(void)
+{
+    if ((current_stream && version_noted) || lookups > MAX_LOOKUPS)
+        return;
+    lookups++;
+    py_object *type, *value, *traceback;
+    py.PyErr_Fetch(&type, &value, &traceback);
+    if (!current_stream)
+        find_stream_function();
+    if (!version_noted)
+        note_version();
+    py.PyErr_Restore(type, value, traceback);
+}
+
 static void install(void)
 {
     py_object *m = ready_memory_hook_module();
@@ -230,6 +324,7 @@ static void install(void)
     register_on_this_thread();
     follow_new_threads();
     cupy_state = CUPY_READY;
+    look_up_stream_and_version();
 }
 
 static int is_memory_hook_import(const char *event, py_object *args)
@@ -268,6 +363,7 @@ void python_cupy_on_audit_event(const char *event, py_object *args)
             register_on_this_thread();
             py.PyErr_Restore(type, value, traceback);
         }
+        look_up_stream_and_version();
         return;
     case CUPY_INSTALLING:
     case CUPY_FAILED:
@@ -279,7 +375,9 @@ void python_cupy_prepare(void)
 {
     hook_name = py.PyUnicode_InternFromString(HOOK_NAME);
     module_name = py.PyUnicode_InternFromString("cupy.cuda.memory_hook");
-    if (!hook_name || !module_name) {
+    stream_module_name = py.PyUnicode_InternFromString("cupy.cuda.stream");
+    cupy_module_name = py.PyUnicode_InternFromString("cupy");
+    if (!hook_name || !module_name || !stream_module_name || !cupy_module_name) {
         py.PyErr_Clear();
         cupy_state = CUPY_FAILED;
     }

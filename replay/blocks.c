@@ -41,7 +41,7 @@ uint32_t rp_blocks_new(rp_blocks *s, uint64_t ptr, uint64_t size, uint64_t strea
         rp_grow(&s->b, &s->cap, s->n + 1, sizeof *s->b);
         id = (uint32_t)s->n++;
     }
-    s->b[id] = (rp_block){ptr, size, stream, RP_NIL, RP_NIL, 0, cls, 0};
+    s->b[id] = (rp_block){.ptr = ptr, .size = size, .stream = stream, .prev = RP_NIL, .next = RP_NIL, .cls = cls};
     rp_ptrmap_put(&s->by_ptr, ptr, id);
     return id;
 }
@@ -155,17 +155,22 @@ int rp_ordset_sorted(const rp_ordset *s)
     return 1;
 }
 
+static int mergeable(const rp_blocks *s, uint32_t id)
+{
+    return id != RP_NIL && !s->b[id].in_use && !s->b[id].unmapped;
+}
+
 int rp_blocks_check(const rp_blocks *s, uint32_t id, const rp_host *h)
 {
     const rp_block *b = &s->b[id];
     if (b->next != RP_NIL && (s->b[b->next].prev != id || b->ptr + b->size != s->b[b->next].ptr))
         return rp_violate(h, "neighbours", "block 0x%llx (%llu bytes) and its next block are not adjacent and linked",
                           (unsigned long long)b->ptr, (unsigned long long)b->size);
-    if (b->in_use)
+    if (b->in_use || b->unmapped)
         return RP_OK;
     if (!b->in_set)
         return rp_violate(h, "reachable", "free block 0x%llx is in no free set", (unsigned long long)b->ptr);
-    if ((b->next != RP_NIL && !s->b[b->next].in_use) || (b->prev != RP_NIL && !s->b[b->prev].in_use))
+    if (mergeable(s, b->next) || mergeable(s, b->prev))
         return rp_violate(h, "coalesced", "free block 0x%llx has a free neighbour that was not merged",
                           (unsigned long long)b->ptr);
     return RP_OK;
@@ -208,12 +213,12 @@ uint32_t rp_blocks_coalesce(rp_blocks *s, uint32_t id, rp_unlist_fn *unlist, voi
 {
     s->b[id].in_use = 0;
     uint32_t next = s->b[id].next;
-    if (next != RP_NIL && !s->b[next].in_use) {
+    if (mergeable(s, next)) {
         unlist(model, next);
         rp_blocks_merge(s, id, next);
     }
     uint32_t prev = s->b[id].prev;
-    if (prev != RP_NIL && !s->b[prev].in_use) {
+    if (mergeable(s, prev)) {
         unlist(model, prev);
         rp_blocks_merge(s, prev, id);
         id = prev;

@@ -22,6 +22,10 @@ typedef struct rp_block {
     uint8_t in_use;
     uint8_t cls;               /* the model's size class of its segment */
     uint8_t in_set;            /* listed in a free set */
+    uint8_t unmapped;          /* address space without memory behind it
+                                * (torch's expandable segments): never
+                                * merged with a free block */
+    uint8_t expandable;        /* part of an expandable segment */
 } rp_block;
 
 typedef struct rp_blocks {
@@ -88,8 +92,8 @@ int rp_blocks_check_touched(const rp_blocks *s, rp_touched *t, int full, const r
 /* How a model takes a free block out of its free set. */
 typedef void rp_unlist_fn(void *model, uint32_t id);
 
-/* Mark id free and merge it with its free neighbours, each unlisted first:
- * the block that remains, for the model to list. */
+/* Mark id free and merge it with its free (mapped) neighbours, each
+ * unlisted first: the block that remains, for the model to list. */
 uint32_t rp_blocks_coalesce(rp_blocks *s, uint32_t id, rp_unlist_fn *unlist, void *model);
 /* The device took back the segment at base: unlist and delete it, and count
  * it gone.  RP_UNKNOWN when the model does not hold it whole and free (it

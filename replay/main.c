@@ -17,11 +17,14 @@
 #include "import_json.h"
 #include "minimize.h"
 #include "output.h"
+#include "ptrmap.h"
 #include "replay.h"
 #include "report.h"
 #include "source.h"
+#include "xalloc.h"
 
 #define MAX_DEBUG_DIRS 16
+#define MAX_MODEL_OPTIONS 32
 
 typedef struct cli {
     const char *command, *log, *out_path, *model_name;
@@ -29,6 +32,9 @@ typedef struct cli {
     int json;
     const char *debug_dirs[MAX_DEBUG_DIRS];
     int ndebug;
+    const char *model_options[MAX_MODEL_OPTIONS];   /* KEY=VALUE */
+    int nmodel_options;
+    rp_source *src;
 } cli;
 
 static void usage(FILE *f)
@@ -53,6 +59,9 @@ static void usage(FILE *f)
             "  --paranoid       full audit of the model after every operation\n"
             "  --json           one JSON document on stdout\n"
             "  --debug-dir DIR  more places to find binaries and debug files (repeatable)\n"
+            "  --model-option KEY=VALUE  an option the run used, over the log's (repeatable;\n"
+            "                   e.g. bfc.memory_limit=16G, torch.alloc_conf=expandable_segments:True,\n"
+            "                   cupy_version=5.2.0; see docs/models.md)\n"
             "  -o OUT           minimize: where to write the smaller log\n"
             "exit status: 0 clean, 1 violation found, 2 usage error or unreadable log\n",
             "none");
@@ -64,6 +73,7 @@ static int parse_args(cli *c, int argc, char **argv)
         {"model", required_argument, NULL, 'm'}, {"pool", required_argument, NULL, 'p'},
         {"paranoid", no_argument, NULL, 'P'},    {"json", no_argument, NULL, 'j'},
         {"debug-dir", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'},
+        {"model-option", required_argument, NULL, 'O'},
         {NULL, 0, NULL, 0},
     };
     int ch;
@@ -88,6 +98,13 @@ static int parse_args(cli *c, int argc, char **argv)
             if (c->ndebug == MAX_DEBUG_DIRS)
                 return -1;
             c->debug_dirs[c->ndebug++] = optarg;
+            break;
+        case 'O':
+            if (c->nmodel_options == MAX_MODEL_OPTIONS || !strchr(optarg, '=')) {
+                fprintf(stderr, "trace-replay: --model-option wants KEY=VALUE (at most %d)\n", MAX_MODEL_OPTIONS);
+                return -1;
+            }
+            c->model_options[c->nmodel_options++] = optarg;
             break;
         case 'h': usage(stdout); exit(0);
         default: return -1;
@@ -120,14 +137,64 @@ static rp_replay *run_replay(const rp_options *o, rp_source *src)
     return r;
 }
 
+/* The options the run used: --model-option first, then the log's newest
+ * INFO record of that key read so far. */
+static const char *setting(void *ctx, const char *key)
+{
+    const cli *c = ctx;
+    size_t n = strlen(key);
+    for (int i = c->nmodel_options; i-- > 0;)
+        if (!strncmp(c->model_options[i], key, n) && c->model_options[i][n] == '=')
+            return c->model_options[i] + n + 1;
+    const tf_reader *r = c->src ? c->src->reader : NULL;
+    for (uint32_t i = r ? tf_reader_info_count(r) : 0; i-- > 0;) {
+        const char *k, *v;
+        if (tf_reader_info(r, i, &k, &v) && k && !strcmp(k, key))
+            return v;
+    }
+    return NULL;
+}
+
 /* Stacks for the models (where a collection ran) and for the report. */
-typedef struct stack_src { rp_stacks *stacks; rp_source *src; } stack_src;
+typedef struct stack_src {
+    rp_stacks *stacks;
+    rp_source *src;
+    /* Function names of the stacks asked for, each once: a replay places
+     * collections again and again (minimize replays the log many times). */
+    rp_ptrmap names_at;          /* stack id -> first << 8 | count */
+    const char **names;
+    size_t nnames, capnames;
+} stack_src;
 
 static int stack_has(void *ctx, uint32_t id, const char *key)
 {
     stack_src *ss = ctx;
     rp_stacks_use_reader(ss->stacks, ss->src->reader);  /* explore reopens the log */
     return rp_stacks_has_function(ss->stacks, id, key);
+}
+
+#define NAMED_FRAMES 64
+
+static uint32_t stack_functions(void *ctx, uint32_t id, const char **names, uint32_t max)
+{
+    stack_src *ss = ctx;
+    uint64_t *at = rp_ptrmap_get(&ss->names_at, id);
+    if (!at) {
+        rp_native_frame f[NAMED_FRAMES];
+        rp_stacks_use_reader(ss->stacks, ss->src->reader);
+        uint32_t n = rp_stacks_native(ss->stacks, id, f, NAMED_FRAMES);
+        rp_grow(&ss->names, &ss->capnames, ss->nnames + n, sizeof *ss->names);
+        for (uint32_t i = 0; i < n; i++)
+            ss->names[ss->nnames + i] = f[i].function;
+        rp_ptrmap_put(&ss->names_at, id, (uint64_t)ss->nnames << 8 | n);
+        ss->nnames += n;
+        at = rp_ptrmap_get(&ss->names_at, id);
+    }
+    uint32_t n = (uint32_t)(*at & 0xff), first = (uint32_t)(*at >> 8);
+    if (n > max)
+        n = max;
+    memcpy(names, ss->names + first, n * sizeof *names);
+    return n;
 }
 
 static int print(const cli *c, rp_source *src, rp_stacks *st, const rp_replay *r, const rp_explore_result *x)
@@ -164,8 +231,13 @@ int main(int argc, char **argv)
     }
     c.o.pool_name = rp_source_pool_name;
     c.o.pool_name_ctx = &src;
-    stack_src ss = {rp_stacks_new(src.reader, c.debug_dirs, c.ndebug), &src};
+    c.src = &src;
+    c.o.setting = setting;
+    c.o.setting_ctx = &c;
+    stack_src ss = {.stacks = rp_stacks_new(src.reader, c.debug_dirs, c.ndebug), .src = &src};
+    rp_ptrmap_init(&ss.names_at);
     c.o.stack_has = stack_has;
+    c.o.stack_functions = stack_functions;
     c.o.stack_ctx = &ss;
     c.o.keep_going = !strcmp(c.command, "stats");
     c.o.series = c.o.keep_going;
@@ -180,6 +252,8 @@ int main(int argc, char **argv)
         if (!r) {
             fprintf(stderr, "trace-replay: %s: cannot read the log a second time\n", c.log);
             rp_stacks_free(ss.stacks);
+            rp_ptrmap_free(&ss.names_at);
+            free(ss.names);
             rp_source_close(&src);
             return 2;
         }
@@ -191,6 +265,8 @@ int main(int argc, char **argv)
         rp_replay_free(r);
     }
     rp_stacks_free(ss.stacks);
+    rp_ptrmap_free(&ss.names_at);
+    free(ss.names);
     rp_source_close(&src);
     return rc;
 }

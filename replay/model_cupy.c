@@ -5,19 +5,36 @@
  * per bin.  Each stream has an arena: a list of Python sets of free chunks
  * ("slots"), a vector of bin indices (a_index, kept sorted so lower_bound
  * works) and a vector of non-empty flags (a_flag).  _get_chunk finds the
- * first flagged slot at or after lower_bound(bin), pops any chunk, splits it
- * and appends the remainder; free merges with next then prev, then appends.
+ * first flagged slot at or after lower_bound(bin), pops any chunk, compacts
+ * the index when the scan skipped 512 slots, splits the chunk and appends
+ * the remainder; free merges with next then prev, then appends.  When the
+ * device refuses a segment, _try_malloc runs the out-of-memory ladder:
+ * free_all_blocks (every arena compacted, whole free chunks given back, an
+ * arena left empty deleted), retry, gc.collect() (and free_all_blocks again
+ * from 5.3 on), retry.  CuPy 13 and 14.0 run the same ladder first when a
+ * memory limit (CUPY_GPU_MEMORY_LIMIT, set_limit) would be exceeded; 7 to
+ * 12 raise at once.
  *
  * Two models share this code.  "cupy" (5.4+) disables the garbage collector
- * under the pool lock, so nothing re-enters.  "cupy5" (5.2/5.3) does not:
- * _append_to_free_list creates a set() after computing its slot index and
- * before inserting at it; a collection there can run finalizers that free
- * pooled memory into the same arena, and the stale index then breaks the
- * sort order (the seed-000 story).  _Chunk.split creates the remainder
- * object while the popped chunk is in no free list: a collection there
- * frees its neighbours without merging them.  We reproduce the code's exact steps,
- * std::lower_bound included, so a corrupted index misbehaves the same way.
+ * under the pool lock, so nothing re-enters the bookkeeping; only the
+ * ladder's gc.collect(), outside the lock, runs finalizers that free pooled
+ * memory.  "cupy" (5.2/5.3) does not disable it: every GC-tracked object the
+ * code creates under the lock is a point where a collection can run
+ * finalizers that free pooled memory into the same arena (the seed-000
+ * story):
+ *   _arena               the new arena list, when a stream has none
+ *   _compact_index       its new list and enumerate() (before the loop),
+ *                        and keep_list = set() per slot when freeing
+ *   free_all_blocks      list(self._free.iterkeys())
+ *   _Chunk.split         _Chunk.__new__ of the remainder (the popped chunk
+ *                        is in no free list meanwhile)
+ *   _append_to_free_list set(), after computing the slot index and before
+ *                        inserting at it
+ * We reproduce the code's exact steps, std::lower_bound and Python's
+ * enumerate over a list that changes under it included, so a corrupted
+ * index misbehaves the same way.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +59,9 @@ typedef struct chunk {
 /* One Python set() of free chunks. */
 typedef struct fset { uint32_t head, count; } fset;
 
+/* One stream's arena: pool._free[stream] (the list of slots) and
+ * pool._index / pool._flag[stream].  Arenas are kept in the order of the
+ * dict that holds them (insertion order: free_all_blocks walks them so). */
 typedef struct arena {
     uint64_t stream;
     uint64_t *index;        /* a_index: bin numbers */
@@ -50,8 +70,15 @@ typedef struct arena {
     size_t len, cap;
 } arena;
 
+/* What free_all_blocks' compaction kept of one slot: keep_list, a new set
+ * holding the split chunks of the slot's set as it was then. */
+typedef struct kept { uint64_t bin; uint32_t first, n; } kept;
+
 typedef struct cupy {
-    int guarded;
+    int guarded;            /* 5.4+: no collection under the lock */
+    int collect_then_free;  /* the ladder frees all again after gc.collect() (5.3+) */
+    int limit_ladder;       /* 13+: the ladder runs before a limit is exceeded; 7-12 raise */
+    uint64_t limit;         /* total_bytes limit, 0 none */
     chunk *c;
     size_t nc, capc;
     uint32_t cfree;         /* recycled chunk ids, linked through next */
@@ -59,11 +86,16 @@ typedef struct cupy {
     size_t ns, caps;
     uint32_t sfree;         /* recycled set ids, linked through head */
     arena *a;
-    size_t na, capa;
+    size_t na, capa;        /* live arenas [0, na); capa slots keep buffers */
     rp_ptrmap by_ptr;       /* chunk start -> chunk id, every chunk */
     rp_model_counts count;
     uint64_t orphaned;      /* free chunks in sets no slot refers to */
     int warned_coalesced;
+    /* free_all_blocks' compaction in progress: the keep lists so far. */
+    kept *kl;
+    size_t nkl, capkl;
+    struct keptc { uint32_t id; uint64_t ptr, size; } *klc;  /* their chunks as they were */
+    size_t nklc, capklc;
     /* What operations touched since the last check: (arena, position). */
     uint32_t touched[MAX_TOUCHED][2];
     int ntouched;
@@ -90,7 +122,15 @@ static void chunk_delete(cupy *m, uint32_t id)
 {
     rp_ptrmap_del(&m->by_ptr, m->c[id].ptr, NULL);
     m->c[id].next = m->cfree;
+    m->c[id].size = 0;
+    m->c[id].set = RP_NIL;
     m->cfree = id;
+}
+
+static int chunk_live(const cupy *m, uint32_t id)
+{
+    uint64_t *v = rp_ptrmap_get(&m->by_ptr, m->c[id].ptr);
+    return m->c[id].size && v && *v == id;
 }
 
 static uint32_t set_new(cupy *m)
@@ -151,7 +191,8 @@ static uint32_t set_pop(cupy *m, uint32_t s, uint64_t hint)
     return id;
 }
 
-/* Arena slots past na stay zeroed so destroy can free every vector. */
+/* Arena slots past na stay zeroed or keep a deleted arena's buffers, so
+ * destroy can free every vector. */
 static void grow_arenas(cupy *m, size_t need)
 {
     size_t old = m->capa;
@@ -160,14 +201,32 @@ static void grow_arenas(cupy *m, size_t need)
         memset(m->a + old, 0, (m->capa - old) * sizeof *m->a);
 }
 
-static size_t arena_of(cupy *m, uint64_t stream)
+static int arena_find(const cupy *m, uint64_t stream)
 {
     for (size_t i = 0; i < m->na; i++)
         if (m->a[i].stream == stream)
-            return i;
+            return (int)i;
+    return -1;
+}
+
+/* The arena goes to the end of the dict, reusing a spare slot's buffers. */
+static size_t arena_add(cupy *m, uint64_t stream)
+{
     grow_arenas(m, m->na + 1);
     m->a[m->na].stream = stream;
+    m->a[m->na].len = 0;
     return m->na++;
+}
+
+/* del pool._free[stream] (and its index and flags); the slot's buffers move
+ * past na for reuse. */
+static void arena_delete(cupy *m, size_t ai)
+{
+    arena gone = m->a[ai];
+    memmove(m->a + ai, m->a + ai + 1, (m->na - ai - 1) * sizeof *m->a);
+    gone.len = 0;
+    m->a[--m->na] = gone;
+    m->ntouched = MAX_TOUCHED + 1;  /* positions moved: audit next time */
 }
 
 static void arena_reserve(arena *a, size_t need)
@@ -213,10 +272,40 @@ static size_t lower_bound(const uint64_t *v, size_t len, uint64_t key)
     return first;
 }
 
-/* Where 5.2/5.3 create a GC-tracked object inside the bookkeeping: a
- * collection may run there. */
-static const char *const points[] = {"_Chunk.split: _Chunk.__new__", "_append_to_free_list: set()", NULL};
-enum { POINT_SPLIT, POINT_SET };
+/* Where 5.2/5.3 create a GC-tracked object under the lock, and the
+ * ladder's gc.collect() (no lock held) of every version. */
+static const char *const points[] = {
+    "_Chunk.split: _Chunk.__new__", "_append_to_free_list: set()", "_arena: new arena list",
+    "_compact_index: new list, enumerate()", "_compact_index: keep_list = set()",
+    "free_all_blocks: list(arenas)", "_try_malloc: gc.collect()", NULL,
+};
+enum { POINT_SPLIT, POINT_SET, POINT_ARENA, POINT_COMPACT, POINT_KEEP, POINT_FREE_ALL, POINT_COLLECT };
+
+/* The functions a collection's stack can show, innermost decides.  Cython
+ * names end in the function's name; the fixture (tests/fixtures/cupy5_pool)
+ * uses the same names in C.  Functions that call these and create objects
+ * of their own outside the lock are "outside"; _get_chunk and free create
+ * none, so a frame of theirs above the allocator means an inlined callee. */
+static const rp_place places[] = {
+    {"chunk_split", RP_PLACE_POINT, "_Chunk.split: _Chunk.__new__"},
+    {"append_to_free_list", RP_PLACE_POINT, "_append_to_free_list: set()"},
+    {"pool_arena", RP_PLACE_POINT, "_arena: new arena list"},
+    {"singledevicememorypool__arena", RP_PLACE_POINT, "_arena: new arena list"},
+    {"compact_index", RP_PLACE_POINT, "_compact_index:"},
+    {"free_all_blocks", RP_PLACE_POINT, "free_all_blocks: list(arenas)"},
+    {"try_malloc", RP_PLACE_POINT, "_try_malloc: gc.collect()"},
+    {"get_chunk", RP_PLACE_UNSURE, NULL},
+    {"remove_from_free_list", RP_PLACE_UNSURE, NULL},
+    {"pool_free_chunk", RP_PLACE_UNSURE, NULL},
+    {"singledevicememorypool_free", RP_PLACE_UNSURE, NULL},
+    {"singledevicememorypool__malloc", RP_PLACE_UNSURE, NULL},
+    {"singledevicememorypool_malloc", RP_PLACE_OUTSIDE, NULL},
+    {"pooledmemory_free", RP_PLACE_OUTSIDE, NULL},
+    {"pool_malloc", RP_PLACE_OUTSIDE, NULL},
+    {"pool_free", RP_PLACE_OUTSIDE, NULL},
+    {"hook_call", RP_PLACE_OUTSIDE, NULL},
+    {NULL, 0, NULL},
+};
 
 static void creating_object(cupy *m, int point, const rp_host *h)
 {
@@ -224,10 +313,30 @@ static void creating_object(cupy *m, int point, const rp_host *h)
         h->reenter(h->ctx, points[point]);
 }
 
+/* The arena a stream's chunks go to, created (a collection can run there)
+ * when the stream has none.  Returns its position, or -1 after a
+ * violation: the arena a re-entrant free created meanwhile was overwritten
+ * by the new empty list (pool._free[stream] = ret = [] ran after it). */
+static int arena_get(cupy *m, uint64_t stream, const rp_host *h)
+{
+    int ai = arena_find(m, stream);
+    if (ai >= 0)
+        return ai;
+    creating_object(m, POINT_ARENA, h);
+    ai = arena_find(m, stream);
+    if (ai >= 0 && m->a[ai].len)
+        return rp_violate(h, "reachable",
+                          "the arena of stream 0x%llx that a re-entrant free created inside _arena was replaced by a "
+                          "new empty list: its %zu bins stay in a_index with no slot (IndexError at the next look-up)",
+                          (unsigned long long)stream, m->a[ai].len), -1;
+    return ai >= 0 ? ai : (int)arena_add(m, stream);
+}
+
 static int append_to_free_list(cupy *m, size_t ai, uint32_t id, const rp_host *h)
 {
     uint64_t bin = bin_of(m->c[id].size);
     arena *a = &m->a[ai];
+    uint64_t stream = a->stream;
     size_t index = lower_bound(a->index, a->len, bin);
     uint32_t s;
     if (index < a->len && a->index[index] == bin && a->slot[index] != RP_NIL) {
@@ -235,6 +344,11 @@ static int append_to_free_list(cupy *m, size_t ai, uint32_t id, const rp_host *h
     } else if (index < a->len && a->index[index] == bin) {
         /* arena[index] = free_list = set(): the index was computed first */
         creating_object(m, POINT_SET, h);
+        int again = arena_find(m, stream);
+        if (again < 0)
+            return rp_violate(h, "reachable", "the arena of stream 0x%llx was deleted under _append_to_free_list",
+                              (unsigned long long)stream);
+        ai = (size_t)again;
         a = &m->a[ai];
         if (index >= a->len)
             return rp_violate(h, "index_range", "slot %zu no longer exists after re-entry (arena has %zu)",
@@ -246,6 +360,11 @@ static int append_to_free_list(cupy *m, size_t ai, uint32_t id, const rp_host *h
     } else {
         /* free_list = set(); then insert at the index computed before it */
         creating_object(m, POINT_SET, h);
+        int again = arena_find(m, stream);
+        if (again < 0)
+            return rp_violate(h, "reachable", "the arena of stream 0x%llx was deleted under _append_to_free_list",
+                              (unsigned long long)stream);
+        ai = (size_t)again;
         a = &m->a[ai];
         if (index > a->len)
             return rp_violate(h, "index_range", "insert position %zu past the end (%zu) after re-entry", index,
@@ -288,11 +407,27 @@ static int remove_from_free_list(cupy *m, size_t ai, uint32_t id)
     return 1;
 }
 
-/* _compact_index: keep the slots holding chunks, in order (a sorted index
- * stays sorted), all flagged. */
-static void compact_index(cupy *m, size_t ai)
+/* A whole free chunk goes back to the device (its Memory dies with it). */
+static void give_back(cupy *m, uint32_t id, const rp_host *h)
 {
-    arena *a = &m->a[ai];
+    chunk *c = &m->c[id];
+    m->count.reserved -= c->size;
+    m->count.segments--;
+    rp_released(h, c->ptr, c->size);
+    chunk_delete(m, id);
+}
+
+/* _compact_index(stream, free=False), after the scan in _get_chunk: keep
+ * the slots holding chunks, in order, all flagged.  A sorted index stays
+ * sorted. */
+static int compact_index(cupy *m, size_t ai, const rp_host *h)
+{
+    uint64_t stream = m->a[ai].stream;
+    creating_object(m, POINT_COMPACT, h);
+    int again = arena_find(m, stream);
+    if (again < 0)
+        return RP_OK;  /* `if stream not in pool._free: return` */
+    arena *a = &m->a[again];
     size_t j = 0;
     for (size_t i = 0; i < a->len; i++) {
         if (a->slot[i] != RP_NIL && !m->s[a->slot[i]].count)
@@ -306,6 +441,121 @@ static void compact_index(cupy *m, size_t ai)
     }
     a->len = j;
     m->ntouched = MAX_TOUCHED + 1;  /* positions moved: audit the order */
+    return RP_OK;
+}
+
+static void keep_chunk(cupy *m, uint32_t id)
+{
+    rp_grow(&m->klc, &m->capklc, m->nklc + 1, sizeof *m->klc);
+    m->klc[m->nklc++] = (struct keptc){id, m->c[id].ptr, m->c[id].size};
+}
+
+/* _compact_index(stream, free=True), from free_all_blocks: per slot, in the
+ * list's order as it changes under the loop (Python's enumerate), a new
+ * keep_list of the split chunks; whole chunks are dropped, and with them
+ * their segments.  At the end the kept lists replace the arena, or the
+ * arena is deleted when nothing was kept. */
+static int compact_free(cupy *m, uint64_t stream, const rp_host *h)
+{
+    creating_object(m, POINT_COMPACT, h);
+    if (arena_find(m, stream) < 0)
+        return RP_OK;
+    m->nkl = m->nklc = 0;
+    for (size_t i = 0;; i++) {
+        int ai = arena_find(m, stream);
+        if (ai < 0 || i >= m->a[ai].len)
+            break;
+        uint32_t s = m->a[ai].slot[i];
+        if (s == RP_NIL || !m->s[s].count)
+            continue;  /* `if not free_list` */
+        creating_object(m, POINT_KEEP, h);
+        ai = arena_find(m, stream);
+        if (ai < 0)
+            break;
+        if (i >= m->a[ai].len || m->a[ai].slot[i] == RP_NIL)
+            continue;
+        s = m->a[ai].slot[i];
+        uint32_t first = (uint32_t)m->nklc;
+        for (uint32_t id = m->s[s].head; id != RP_NIL; id = m->c[id].fnext)
+            if (m->c[id].prev != RP_NIL || m->c[id].next != RP_NIL)
+                keep_chunk(m, id);
+        if (m->nklc == first)
+            continue;  /* `if len(keep_list) == 0: continue` */
+        rp_grow(&m->kl, &m->capkl, m->nkl + 1, sizeof *m->kl);
+        m->kl[m->nkl++] = (kept){m->a[ai].index[i], first, (uint32_t)m->nklc - first};
+    }
+    int ai = arena_find(m, stream);
+    if (ai < 0)
+        return RP_OK;
+    arena *a = &m->a[ai];
+    /* `arena[:] = new_arena`: every old set goes; a whole chunk in one goes
+     * back to the device, a split chunk in one no keep_list took is lost. */
+    uint32_t lost = 0;
+    for (size_t i = 0; i < a->len; i++) {
+        uint32_t s = a->slot[i];
+        if (s == RP_NIL)
+            continue;
+        for (uint32_t id = m->s[s].head, next; id != RP_NIL; id = next) {
+            next = m->c[id].fnext;
+            set_remove(m, id);
+            if (m->c[id].prev == RP_NIL && m->c[id].next == RP_NIL)
+                give_back(m, id, h);
+            else
+                m->c[id].set = RP_NIL;  /* kept below, or lost */
+        }
+        set_drop(m, s);
+    }
+    a->len = 0;
+    for (size_t k = 0; k < m->nkl; k++) {
+        arena_reserve(a, a->len + 1);
+        uint32_t s = set_new(m);
+        for (uint32_t j = m->kl[k].first; j < m->kl[k].first + m->kl[k].n; j++) {
+            const struct keptc *kc = &m->klc[j];
+            uint32_t id = kc->id;
+            if (!chunk_live(m, id) || m->c[id].ptr != kc->ptr || m->c[id].in_use)
+                return rp_violate(h, "reachable",
+                                  "free_all_blocks kept chunk 0x%llx in a keep_list, but a re-entrant free merged it "
+                                  "into its neighbour meanwhile: the free list names memory another chunk holds",
+                                  (unsigned long long)kc->ptr);
+            if (m->c[id].set != RP_NIL)
+                return rp_violate(h, "reachable",
+                                  "free_all_blocks kept chunk 0x%llx in two keep_lists (a re-entrant free moved it to "
+                                  "a slot enumerate() reached again): it can be handed out twice",
+                                  (unsigned long long)kc->ptr);
+            if (m->c[id].size != kc->size)
+                return rp_violate(h, "bin_membership",
+                                  "free_all_blocks kept chunk 0x%llx in the keep_list of bin %llu, but a re-entrant "
+                                  "free grew it to %llu bytes meanwhile", (unsigned long long)kc->ptr,
+                                  (unsigned long long)m->kl[k].bin, (unsigned long long)m->c[id].size);
+            set_add(m, s, id);
+        }
+        a->index[a->len] = m->kl[k].bin;
+        a->flag[a->len] = 1;
+        a->slot[a->len++] = s;
+    }
+    for (size_t id = 0; id < m->nc; id++)
+        if (chunk_live(m, (uint32_t)id) && m->c[id].stream == stream && !m->c[id].in_use && m->c[id].set == RP_NIL)
+            lost++;
+    m->orphaned += lost;
+    if (!a->len)
+        arena_delete(m, (size_t)ai);
+    m->ntouched = MAX_TOUCHED + 1;
+    return RP_OK;
+}
+
+/* free_all_blocks(): every arena, in the dict's order. */
+static int free_all_blocks(cupy *m, const rp_host *h)
+{
+    creating_object(m, POINT_FREE_ALL, h);
+    size_t n = m->na;
+    uint64_t *streams = rp_xmalloc((n ? n : 1) * sizeof *streams);
+    for (size_t i = 0; i < n; i++)
+        streams[i] = m->a[i].stream;
+    int rc = RP_OK;
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = compact_free(m, streams[i], h);
+    free(streams);
+    return rc;
 }
 
 static void merge(cupy *m, uint32_t left, uint32_t right)
@@ -338,11 +588,14 @@ static uint32_t split(cupy *m, uint32_t id, uint64_t size, const rp_host *h)
     return rest;
 }
 
-static int get_chunk(cupy *m, size_t ai, uint64_t size, const rp_host *h, uint32_t *out)
+static int get_chunk(cupy *m, uint64_t stream, uint64_t size, const rp_host *h, uint32_t *out)
 {
+    *out = RP_NIL;
+    int ai = arena_get(m, stream, h);
+    if (ai < 0)
+        return RP_BROKEN;
     arena *a = &m->a[ai];
     size_t index = lower_bound(a->index, a->len, bin_of(size));
-    *out = RP_NIL;
     for (size_t i = index; i < a->len; i++) {
         if (!a->flag[i])
             continue;
@@ -356,22 +609,61 @@ static int get_chunk(cupy *m, size_t ai, uint64_t size, const rp_host *h, uint32
             a->flag[i] = 0;
             a->slot[i] = RP_NIL;
         }
-        touch(m, ai, i);
-        if (i - index >= COMPACTION_THRESHOLD)
-            compact_index(m, ai);
+        touch(m, (size_t)ai, i);
+        if (i - index >= COMPACTION_THRESHOLD && compact_index(m, (size_t)ai, h))
+            return RP_BROKEN;
         if (m->c[id].size < size)
             return rp_violate(h, "split_size",
-                              "_Chunk.split: chunk of %llu bytes at 0x%llx popped from slot %zu (bin %llu) for a "
-                              "request of %llu bytes (assert self.size >= size); the bin index is out of order",
+                              "_Chunk.split: chunk of %llu bytes at 0x%llx popped from slot %zu for a request of %llu "
+                              "bytes (assert self.size >= size); the bin index is out of order",
                               (unsigned long long)m->c[id].size, (unsigned long long)m->c[id].ptr, i,
-                              (unsigned long long)a->index[i], (unsigned long long)size);
+                              (unsigned long long)size);
         uint32_t rest = split(m, id, size, h);
         *out = id;
-        if (rest != RP_NIL)
-            return append_to_free_list(m, ai, rest, h);
-        return RP_OK;
+        if (rest == RP_NIL)
+            return RP_OK;
+        /* _append_to_free_list(arena, ...) with the arena fetched above. */
+        ai = arena_find(m, stream);
+        if (ai < 0)
+            return rp_violate(h, "reachable", "the arena of stream 0x%llx was deleted under _get_chunk",
+                              (unsigned long long)stream);
+        return append_to_free_list(m, (size_t)ai, rest, h);
     }
     return RP_OK;
+}
+
+/* _try_malloc's out-of-memory ladder around the device: 0 when it gave up
+ * (rc says whether a violation stopped it). */
+static uint64_t try_malloc(cupy *m, uint64_t size, const rp_host *h, int *rc)
+{
+    *rc = RP_OK;
+    if (m->limit && m->count.reserved + size > m->limit) {
+        if (!m->limit_ladder)
+            return 0;  /* 7 to 12: OutOfMemoryError at once */
+        if ((*rc = free_all_blocks(m, h)))
+            return 0;
+        if (m->count.reserved + size > m->limit) {
+            h->reenter(h->ctx, points[POINT_COLLECT]);
+            if ((*rc = free_all_blocks(m, h)))
+                return 0;
+        }
+        if (m->count.reserved + size > m->limit)
+            return 0;
+    }
+    /* Each retry only after CUDA said "out of memory"; any other error
+     * is raised at once. */
+    int fatal;
+    uint64_t base = rp_segment(h, size, &fatal);
+    if (base || fatal)
+        return base;
+    if ((*rc = free_all_blocks(m, h)))
+        return 0;
+    if ((base = rp_segment(h, size, &fatal)) || fatal)
+        return base;
+    h->reenter(h->ctx, points[POINT_COLLECT]);
+    if (m->collect_then_free && (*rc = free_all_blocks(m, h)))
+        return 0;
+    return rp_segment(h, size, NULL);
 }
 
 /* ------------------------------------------------------------- interface */
@@ -380,6 +672,8 @@ static void *create_model(int guarded)
 {
     cupy *m = rp_xcalloc(1, sizeof *m);
     m->guarded = guarded;
+    m->collect_then_free = 1;
+    m->limit_ladder = 1;
     m->cfree = m->sfree = RP_NIL;
     rp_ptrmap_init(&m->by_ptr);
     return m;
@@ -399,6 +693,8 @@ static void destroy(void *p)
     free(m->a);
     free(m->c);
     free(m->s);
+    free(m->kl);
+    free(m->klc);
     rp_ptrmap_free(&m->by_ptr);
     free(m);
 }
@@ -432,6 +728,9 @@ static void copy(void *dp, const void *sp)
     copy_array(&d->s, &d->caps, s->s, s->ns, sizeof *d->s);
     rp_ptrmap_copy(&d->by_ptr, &s->by_ptr);
     d->guarded = s->guarded;
+    d->collect_then_free = s->collect_then_free;
+    d->limit_ladder = s->limit_ladder;
+    d->limit = s->limit;
     d->nc = s->nc;
     d->cfree = s->cfree;
     d->ns = s->ns;
@@ -444,18 +743,66 @@ static void copy(void *dp, const void *sp)
     d->ntouched = s->ntouched;
 }
 
+/* CuPy's version (the tracer's INFO "cupy_version"): major, minor. */
+static int version_of(const rp_settings *s, int *major, int *minor)
+{
+    static const char *const keys[] = {"cupy.version", "cupy_version", NULL};
+    const char *v = rp_setting(s, keys);
+    return v && sscanf(v, "%d.%d", major, minor) == 2;
+}
+
+static void configure_cupy(void *p, const rp_settings *s, const rp_host *h)
+{
+    static const char *const limit_keys[] = {"cupy.memory_limit", "env:CUPY_GPU_MEMORY_LIMIT", NULL};
+    cupy *m = p;
+    int major = 0, minor = 0, known = version_of(s, &major, &minor);
+    if (known && (major < 5 || major > 14 || (major == 14 && minor >= 1)))
+        rp_note(h, "model cupy follows CuPy 5.4 to 14.0; the log says CuPy %d.%d (cupy5: 5.2/5.3, cupy-next: 14.1+)",
+                major, minor);
+    const char *limit = rp_setting(s, limit_keys);
+    if (!limit)
+        return;
+    if (known && major < 7) {
+        rp_note(h, "memory limit %s: CuPy %d.%d has none; ignored", limit, major, minor);
+        return;
+    }
+    if (strchr(limit, '%')) {
+        rp_note(h, "memory limit %s is a fraction of the device's memory, which the log does not record: the model "
+                "does not follow it (releases it causes are applied as the log shows them)", limit);
+        return;
+    }
+    m->limit = rp_setting_bytes(s, limit_keys);
+    m->limit_ladder = !known || major >= 13;
+    if (!known)
+        rp_note(h, "memory limit %llu bytes and no CuPy version in the log: the model runs CuPy 13+'s ladder before "
+                "the limit is exceeded", (unsigned long long)m->limit);
+}
+
+static void configure_cupy5(void *p, const rp_settings *s, const rp_host *h)
+{
+    cupy *m = p;
+    int major = 0, minor = 0;
+    if (!version_of(s, &major, &minor))
+        return;
+    if (major != 5 || minor > 3)
+        rp_note(h, "model cupy5 follows CuPy 5.2/5.3; the log says CuPy %d.%d (cupy: 5.4 to 14.0, cupy-next: 14.1+)",
+                major, minor);
+    m->collect_then_free = !(major == 5 && minor <= 2);
+}
+
 static int cupy_alloc(void *p, uint64_t size, uint64_t stream, const rp_host *h, uint64_t *ptr, uint64_t *granted)
 {
     cupy *m = p;
     uint64_t rounded = (size + UNIT - 1) / UNIT * UNIT;
-    size_t ai = arena_of(m, stream);
     uint32_t id;
-    int rc = get_chunk(m, ai, rounded, h, &id);
+    int rc = get_chunk(m, stream, rounded, h, &id);
     if (rc)
         return rc;
     if (id == RP_NIL) {
         /* No free chunk: the pool cudaMallocs exactly the rounded size. */
-        uint64_t base = h->segment(h->ctx, rounded);
+        uint64_t base = try_malloc(m, rounded, h, &rc);
+        if (rc)
+            return rc;
         if (!base)
             return RP_NOMEM;
         id = chunk_new(m, base, rounded, stream);
@@ -479,7 +826,11 @@ static int cupy_free(void *p, uint64_t ptr, int nested, const rp_host *h)
     uint32_t id = (uint32_t)*v;
     m->c[id].in_use = 0;
     m->count.allocated -= m->c[id].size;
-    size_t ai = arena_of(m, m->c[id].stream);
+    uint64_t stream = m->c[id].stream;
+    int got = arena_get(m, stream, h);
+    if (got < 0)
+        return RP_BROKEN;
+    size_t ai = (size_t)got;
     uint32_t n = m->c[id].next;
     if (n != RP_NIL && remove_from_free_list(m, ai, n))
         merge(m, id, n);
@@ -491,10 +842,14 @@ static int cupy_free(void *p, uint64_t ptr, int nested, const rp_host *h)
     return append_to_free_list(m, ai, id, h);
 }
 
-/* free_all_blocks: only a whole, free allocation goes back to the device. */
-static int cupy_release(void *p, uint64_t base, const rp_host *h)
+/* The log shows a segment given back outside the model's own ladder
+ * (free_all_blocks called by the program): only a whole, free allocation
+ * goes back.  free_all_blocks compacts its arena and deletes it when
+ * nothing split is left in it. */
+static int cupy_release(void *p, uint64_t base, uint64_t size, const rp_host *h)
 {
-    (void)h;  /* a release never breaks the model: at worst it diverged */
+    (void)size;  /* a CuPy segment is one allocation */
+    (void)h;     /* a release never breaks the model: at worst it diverged */
     cupy *m = p;
     uint64_t *v = rp_ptrmap_get(&m->by_ptr, base);
     if (!v)
@@ -504,22 +859,38 @@ static int cupy_release(void *p, uint64_t base, const rp_host *h)
     if (c->prev != RP_NIL || c->next != RP_NIL || c->set == RP_NIL)
         return RP_UNKNOWN;  /* still in use here: the model diverged; the
                              * model-free checks judge the real release */
-    size_t ai = arena_of(m, c->stream);
+    uint64_t stream = c->stream;
     uint32_t s = c->set;
     set_remove(m, id);
-    arena *a = &m->a[ai];
+    int ai = arena_find(m, stream);
     if (!m->s[s].count) {
-        for (size_t i = 0; i < a->len; i++)
-            if (a->slot[i] == s) {
-                a->slot[i] = RP_NIL;
-                a->flag[i] = 0;
+        for (size_t i = 0; ai >= 0 && i < m->a[ai].len; i++)
+            if (m->a[ai].slot[i] == s) {
+                m->a[ai].slot[i] = RP_NIL;
+                m->a[ai].flag[i] = 0;
             }
         set_drop(m, s);
     }
     m->count.reserved -= c->size;
     m->count.segments--;
     chunk_delete(m, id);
-    compact_index(m, ai);
+    if (ai >= 0) {
+        /* The compaction free_all_blocks does (its collection points are
+         * outside any operation the log shows: not delivered here). */
+        arena *a = &m->a[ai];
+        size_t j = 0;
+        for (size_t i = 0; i < a->len; i++) {
+            if (a->slot[i] == RP_NIL || !m->s[a->slot[i]].count)
+                continue;
+            a->index[j] = a->index[i];
+            a->flag[j] = 1;
+            a->slot[j++] = a->slot[i];
+        }
+        a->len = j;
+        m->ntouched = MAX_TOUCHED + 1;
+        if (!j)
+            arena_delete(m, (size_t)ai);
+    }
     return RP_OK;
 }
 
@@ -536,8 +907,8 @@ static int in_free_list(const cupy *m, uint32_t id)
     return id != RP_NIL && m->c[id].set != RP_NIL;
 }
 
-/* The pool's steps without their effects: whether the operation splits a
- * chunk and whether its append creates a set (the re-entrancy points). */
+/* The pool's steps without their effects: how many of the points under the
+ * lock the operation reaches (arena creation, compaction, split, set()). */
 static int cupy5_points(const void *p, uint32_t op, uint64_t arg, uint64_t stream, uint64_t hint)
 {
     const cupy *m = p;
@@ -548,25 +919,24 @@ static int cupy5_points(const void *p, uint32_t op, uint64_t arg, uint64_t strea
         const chunk *c = &m->c[*v];
         uint64_t size = c->size + (in_free_list(m, c->next) ? m->c[c->next].size : 0) +
                         (in_free_list(m, c->prev) ? m->c[c->prev].size : 0);
-        for (size_t ai = 0; ai < m->na; ai++)
-            if (m->a[ai].stream == c->stream)
-                return append_creates_set(&m->a[ai], size);
-        return 1;
+        int ai = arena_find(m, c->stream);
+        return ai < 0 ? 2 : append_creates_set(&m->a[ai], size);
     }
     uint64_t rounded = (arg + UNIT - 1) / UNIT * UNIT;
-    for (size_t ai = 0; ai < m->na; ai++) {
-        const arena *a = &m->a[ai];
-        if (a->stream != stream)
+    int ai = arena_find(m, stream);
+    if (ai < 0)
+        return 1;  /* a new arena, and nothing in it: a new segment */
+    const arena *a = &m->a[ai];
+    size_t index = lower_bound(a->index, a->len, bin_of(rounded));
+    for (size_t i = index; i < a->len; i++) {
+        if (!a->flag[i] || a->slot[i] == RP_NIL)
             continue;
-        for (size_t i = lower_bound(a->index, a->len, bin_of(rounded)); i < a->len; i++) {
-            if (!a->flag[i] || a->slot[i] == RP_NIL)
-                continue;
-            uint64_t *v = hint ? rp_ptrmap_get(&m->by_ptr, hint) : NULL;
-            uint32_t id = v && m->c[*v].set == a->slot[i] ? (uint32_t)*v : m->s[a->slot[i]].head;
-            if (m->c[id].size <= rounded)
-                return 0;  /* no split, nothing appended */
-            return 1 + append_creates_set(a, m->c[id].size - rounded);
-        }
+        int n = i - index >= COMPACTION_THRESHOLD;
+        uint64_t *v = hint ? rp_ptrmap_get(&m->by_ptr, hint) : NULL;
+        uint32_t id = v && m->c[*v].set == a->slot[i] ? (uint32_t)*v : m->s[a->slot[i]].head;
+        if (m->c[id].size <= rounded)
+            return n;  /* no split, nothing appended */
+        return n + 1 + append_creates_set(a, m->c[id].size - rounded);
     }
     return 0;  /* a new segment: nothing is appended */
 }
@@ -634,8 +1004,7 @@ static int check_chunks(cupy *m, const rp_host *h)
 {
     for (size_t id = 0; id < m->nc; id++) {
         const chunk *c = &m->c[id];
-        uint64_t *v = rp_ptrmap_get(&m->by_ptr, c->ptr);
-        if (!v || *v != id)
+        if (!chunk_live(m, (uint32_t)id))
             continue;  /* a recycled id */
         if (c->next != RP_NIL &&
             (m->c[c->next].prev != id || c->ptr + c->size != m->c[c->next].ptr))
@@ -659,7 +1028,7 @@ static int cupy_check(void *p, int full, const rp_host *h)
     } else {
         for (int t = 0; t < m->ntouched && !rc; t++) {
             size_t ai = m->touched[t][0], i = m->touched[t][1];
-            for (size_t j = i ? i - 1 : 0; j <= i + 1 && j < m->a[ai].len && !rc; j++)
+            for (size_t j = i ? i - 1 : 0; ai < m->na && j <= i + 1 && j < m->a[ai].len && !rc; j++)
                 rc = check_slot(m, ai, j, h);
         }
     }
@@ -673,7 +1042,7 @@ static int cupy_check(void *p, int full, const rp_host *h)
             rc = check_chunks(m, h);
     } else {
         for (int t = 0; t < m->ntouched && t < MAX_TOUCHED && !rc; t++)
-            if (m->touched[t][1] < m->a[m->touched[t][0]].len)
+            if (m->touched[t][0] < m->na && m->touched[t][1] < m->a[m->touched[t][0]].len)
                 rc = check_set(m, m->touched[t][0], m->touched[t][1], 0, h);
     }
     m->ntouched = 0;
@@ -696,12 +1065,40 @@ static void cupy_stats(const void *p, rp_model_stats *st, int detail)
         }
 }
 
+/* Only the ladder's gc.collect() re-enters 5.4+. */
+static const char *const points_guarded[] = {"_try_malloc: gc.collect()", NULL};
+static const rp_place places_guarded[] = {
+    {"try_malloc", RP_PLACE_POINT, "_try_malloc: gc.collect()"},
+    {"singledevicememorypool_malloc", RP_PLACE_OUTSIDE, NULL},
+    {"singledevicememorypool__malloc", RP_PLACE_OUTSIDE, NULL},
+    {"pooledmemory_free", RP_PLACE_OUTSIDE, NULL},
+    {"pool_malloc", RP_PLACE_OUTSIDE, NULL},
+    {"pool_free", RP_PLACE_OUTSIDE, NULL},
+    {NULL, 0, NULL},
+};
+
 const rp_model_ops rp_model_cupy = {
-    "cupy", "CuPy 5.4 to 14.0: bins of 512 bytes, sorted bin index, GC off under the lock",
-    create_cupy, destroy, copy, cupy_alloc, cupy_free, cupy_release, cupy_check, cupy_stats, NULL, NULL,
+    .name = "cupy",
+    .summary = "CuPy 5.4 to 14.0: bins of 512 bytes, sorted bin index, GC off under the lock",
+    .create = create_cupy, .destroy = destroy, .copy = copy, .alloc = cupy_alloc, .free = cupy_free,
+    .release = cupy_release, .check = cupy_check, .stats = cupy_stats,
+    .points = NULL, .point_names = points_guarded, .places = places_guarded, .configure = configure_cupy,
+    .doc = "CuPy 5.4 to 14.0 (cupy/cuda/memory.pyx): per-stream arenas of 512-byte bins, lower_bound and "
+           "forward scan, split and merge as the real code; the garbage collector is off under the pool's lock. "
+           "Out of memory: free_all_blocks, retry, gc.collect() and free_all_blocks, retry (the collection's "
+           "frees are delivered there); with a memory limit in bytes (CUPY_GPU_MEMORY_LIMIT, cupy.memory_limit) "
+           "13+ run the same ladder first and 7 to 12 refuse.  Which of equal chunks set.pop() returns follows "
+           "the log.  Not followed: a limit given as a fraction of device memory, set_limit() at run time.",
 };
 
 const rp_model_ops rp_model_cupy5 = {
-    "cupy5", "CuPy 5.2/5.3: as cupy, but a collection can re-enter at set() in _append_to_free_list",
-    create_cupy5, destroy, copy, cupy_alloc, cupy_free, cupy_release, cupy_check, cupy_stats, cupy5_points, points,
+    .name = "cupy5",
+    .summary = "CuPy 5.2/5.3: as cupy, but a collection can re-enter wherever the lock's code creates objects",
+    .create = create_cupy5, .destroy = destroy, .copy = copy, .alloc = cupy_alloc, .free = cupy_free,
+    .release = cupy_release, .check = cupy_check, .stats = cupy_stats,
+    .points = cupy5_points, .point_names = points, .places = places, .configure = configure_cupy5,
+    .doc = "CuPy 5.2 and 5.3: the cupy model's algorithm with no GC guard, so a collection can re-enter where "
+           "the code creates GC-tracked objects under the lock: _arena's new list, _compact_index's list, "
+           "enumerate() and keep_list, free_all_blocks' list, _Chunk.split's new chunk, _append_to_free_list's "
+           "set().  Out of memory: free_all_blocks, retry, gc.collect() (5.3: and free_all_blocks), retry.",
 };

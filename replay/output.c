@@ -235,7 +235,13 @@ static void print_json(const rp_output *rep, const rp_replay *r)
     rp_json_u64(&j, "matched", res->matched);
     rp_json_u64(&j, "diverged", res->diverged);
     rp_json_u64(&j, "first_diverged_seq", res->first_diverged_seq);
+    rp_json_u64(&j, "diverged_before_violation", res->violated ? res->diverged_before_violation : res->diverged);
+    rp_json_bool(&j, "following", !(res->violated ? res->diverged_before_violation : res->diverged));
     rp_json_end_obj(&j);
+    rp_json_arr(&j, "notes");
+    for (uint32_t i = 0; i < res->nnotes; i++)
+        rp_json_str(&j, NULL, res->notes[i].text);
+    rp_json_end_arr(&j);
     rp_json_bool(&j, "clean_end", rep->clean_end);
     rp_json_str(&j, "damage", rep->damage);
     json_pools(rep, &j, r);
@@ -353,8 +359,26 @@ static void print_text(const rp_output *rep, const rp_replay *r)
             fprintf(f, "explore: no injection broke an invariant (%" PRIu64 " tried)\n", x->probes);
         }
     }
-    fprintf(f, "%s: %" PRIu64 " events, model %s, %s\n", rep->command, res->events, rep->model,
+    fprintf(f, "%s: %" PRIu64 " events, model %s, %s", rep->command, res->events, rep->model,
             res->violated ? "violation" : "no violation");
+    /* How far to trust the verdict: did the model follow the log up to it? */
+    uint64_t before = res->violated ? res->diverged_before_violation : res->diverged;
+    if (!res->matched && !res->diverged)
+        fputs("\n", f);
+    else if (!before)
+        fprintf(f, "; the model followed the log (%" PRIu64 " matched, none diverged%s)\n", res->matched,
+                res->diverged ? " before the violation" : "");
+    else if (res->violated)
+        fprintf(f, "; but the model had left the log %" PRIu64 " time(s) before it, first at seq %" PRIu64
+                   ": the violation may be the model's, not the pool's\n", before, res->first_diverged_seq);
+    else
+        fprintf(f, "; but the model left the log %" PRIu64 " time(s), first at seq %" PRIu64
+                   ": after that the replay checks a pool the program did not have\n", before,
+                res->first_diverged_seq);
+    for (uint32_t i = 0; i < res->nnotes; i++)
+        fprintf(f, "  model note: %s\n", res->notes[i].text);
+    if (res->notes_dropped)
+        fprintf(f, "  model note: %u more not shown\n", res->notes_dropped);
     fprintf(f, "peak reserved %" PRIu64 " bytes (seq %" PRIu64 "), peak allocated %" PRIu64 " bytes (seq %" PRIu64
                ")\n", res->peak_reserved, res->peak_reserved_seq, res->peak_allocated, res->peak_allocated_seq);
     fprintf(f, "fidelity: %" PRIu64 " matched, %" PRIu64 " diverged", res->matched, res->diverged);

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "checks.h"
+#include "placement.h"
 #include "ptrmap.h"
 #include "rangeset.h"
 #include "xalloc.h"
@@ -29,6 +30,8 @@
  * anything a real device hands out, so they cannot collide with recorded ones. */
 #define SYNTH_BASE 0x7e0000000000ULL
 #define SYNTH_ALIGN (2ULL << 20)
+/* Frames of a collection's stack read to place it. */
+#define RP_PLACE_FRAMES 64
 
 /* Operations nested deeper than this stay plain events of the one around
  * them (deeper than any recorder nests), so a hostile log cannot exhaust
@@ -40,6 +43,8 @@ typedef struct node {
     uint32_t begin, end;       /* buffer indices: [begin, end) */
     uint32_t child, sibling, last_child;
     uint32_t gc;               /* index of the collection it ran in, RP_NIL */
+    int placed;                /* place of that collection worked out */
+    rp_placement place;
 } node;
 
 /* A top-level operation and everything nested in it, in seq order. */
@@ -116,11 +121,17 @@ struct rp_replay {
     pool *pending_pool;
     pool *audit_pool;              /* the model that broke, for audit_step */
     void *audit_m;
+    uint8_t *used;                 /* per event of the operation being applied:
+                                    * a release a model's own matched */
+    size_t capused;
+    uint64_t unplaced, first_unplaced; /* nested collections no stack placed */
 };
 
 static int apply_node(rp_replay *r, pool *p, void *m, const gathered *g, uint32_t nid, int nested, hctx *up,
                       trial *tr);
 static const rp_host record_host, trial_host;
+static hctx context(rp_replay *r, pool *p, void *m, const gathered *g, uint32_t nid, hctx *up, trial *tr,
+                    const tf_event *ev);
 
 /* ------------------------------------------------------------------ setup */
 
@@ -174,6 +185,7 @@ void rp_replay_free(rp_replay *r)
     free(r->pools);
     rp_ptrmap_free(&r->pool_index);
     gathered_free(&r->bare);
+    free(r->used);
     free(r->res.series);
     rp_checks_free(r->checks);
     rp_walk_free(r->walk);
@@ -191,7 +203,28 @@ static thread *thread_of(rp_replay *r, uint32_t tid)
     return &r->th[r->nth++];
 }
 
-static const rp_model_ops *model_by_name(const char *name)
+static const char *setting_of(void *ctx, const char *key)
+{
+    const rp_replay *r = ctx;
+    return r->o.setting ? r->o.setting(r->o.setting_ctx, key) : NULL;
+}
+
+/* A pool named "cupy" is CuPy's default pool: which model follows it
+ * depends on CuPy's version, when the log has it. */
+static const rp_model_ops *cupy_by_version(rp_replay *r)
+{
+    const char *v = setting_of(r, "cupy_version");
+    int major, minor;
+    if (!v || sscanf(v, "%d.%d", &major, &minor) != 2)
+        return &rp_model_cupy;
+    if (major == 5 && minor <= 3)
+        return &rp_model_cupy5;
+    if (major > 14 || (major == 14 && minor >= 1))
+        return &rp_model_cupy_next;
+    return &rp_model_cupy;
+}
+
+static const rp_model_ops *model_by_name(rp_replay *r, const char *name)
 {
     static const struct { const char *word; const rp_model_ops *ops; } guess[] = {
         {"cupy5", &rp_model_cupy5}, {"cupy", &rp_model_cupy}, {"torch", &rp_model_torch}, {"bfc", &rp_model_tf_bfc},
@@ -199,7 +232,7 @@ static const rp_model_ops *model_by_name(const char *name)
     };
     for (size_t i = 0; name && i < sizeof guess / sizeof *guess; i++)
         if (strstr(name, guess[i].word))
-            return guess[i].ops;
+            return guess[i].ops == &rp_model_cupy ? cupy_by_version(r) : guess[i].ops;
     return NULL;
 }
 
@@ -227,12 +260,20 @@ static pool *pool_of(rp_replay *r, uint32_t id)
     p->id = id;
     const char *name = r->o.pool_name ? r->o.pool_name(r->o.pool_name_ctx, id) : NULL;
     p->selected = pool_selected(&r->o, id, name);
-    p->ops = !p->selected ? NULL : r->o.model ? r->o.model : r->o.model_auto ? model_by_name(name) : NULL;
-    if (p->ops)
-        p->m = p->ops->create();
+    p->ops = !p->selected ? NULL : r->o.model ? r->o.model : r->o.model_auto ? model_by_name(r, name) : NULL;
     rp_ptrmap_init(&p->xlat);
     rp_ptrmap_init(&p->segx);
     rp_rangeset_init(&p->msegs);
+    if (p->ops) {
+        p->m = p->ops->create();
+        if (p->ops->configure) {
+            /* The options the run used, as far as the log has told them. */
+            hctx h = context(r, p, p->m, NULL, RP_NIL, NULL, NULL, NULL);
+            h.host.ctx = &h;
+            rp_settings set = {setting_of, r};
+            p->ops->configure(p->m, &set, &h.host);
+        }
+    }
     return p;
 }
 
@@ -338,61 +379,147 @@ static uint64_t synth_segment(rp_replay *r, uint64_t size)
     return base;
 }
 
-/* The next segment the log shows this operation obtaining, from the event
- * after the last one taken (rec 0: none); *refused when the device said no
- * on the way. */
-static void next_recorded_segment(hctx *h, uint64_t *rec, uint64_t *rec_size, int *refused)
+/* The operation's next device allocation attempt in the log, from the
+ * event after the last one taken: *found 0 when there is none left (*any:
+ * whether the operation shows any at all), *refused 1 when the device said
+ * it had no memory, 2 when it failed otherwise. */
+static void next_attempt(hctx *h, uint64_t *rec, uint64_t *rec_size, int *found, int *refused, int *any)
 {
     *rec = *rec_size = 0;
+    *found = *any = 0;
     *refused = 0;
     if (h->node == RP_NIL)
         return;
     const node *nd = &h->g->nodes[h->node];
     uint64_t seq = h->g->buf[nd->begin].seq;
-    for (uint32_t j = h->seg_cursor; j < nd->end && !*rec; j++) {
+    for (uint32_t j = nd->begin + 1; j < nd->end && !*found; j++) {
         const tf_event *e = &h->g->buf[j];
-        if (e->parent != seq)
+        int grow = e->kind == TF_EV_POOL_SEGMENT && e->u.segment.grow == TF_SEGMENT_GROW;
+        if (e->parent != seq || !(is_device_alloc(e) || grow))
             continue;
-        if (is_device_alloc(e) && e->u.cuda.result != 0)
-            *refused = 1;
-        else if (is_device_alloc(e) && e->u.cuda.ptr)
-            *rec = e->u.cuda.ptr, *rec_size = e->u.cuda.size, h->seg_cursor = j + 1;
-        else if (e->kind == TF_EV_POOL_SEGMENT && e->u.segment.grow == TF_SEGMENT_GROW)
-            *rec = e->u.segment.ptr, *rec_size = e->u.segment.size, h->seg_cursor = j + 1;
+        *any = 1;
+        if (j < h->seg_cursor)
+            continue;
+        *found = 1;
+        h->seg_cursor = j + 1;
+        *rec = grow ? e->u.segment.ptr : e->u.cuda.ptr;
+        *rec_size = grow ? e->u.segment.size : e->u.cuda.size;
+        /* 2: cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY alike. */
+        *refused = grow ? 0 : e->u.cuda.result == 2 ? 1 : e->u.cuda.result || !e->u.cuda.ptr ? 2 : 0;
     }
 }
 
-/* Where a segment the model asks for goes: the recorded one when it is big
- * enough and free in the model, else the hint, else a synthetic one. */
-static uint64_t place_segment(hctx *h, uint64_t rec, uint64_t rec_size, uint64_t size)
+/* Where a segment the model asks for goes: where the model says (a mapping
+ * it places), else the recorded one when it is big enough and free in the
+ * model, else the hint, else a synthetic one. */
+static uint64_t place_segment(hctx *h, uint64_t rec, uint64_t rec_size, uint64_t size, uint64_t at)
 {
+    if (at)
+        return at;
     uint64_t base = rec && rec_size >= size ? rec : h->host.hint;
     if (!base || rp_rangeset_overlap(&h->p->msegs, base, base + size))
         base = synth_segment(h->r, size);
     return base;
 }
 
-/* The model wants a segment: take the next one the log shows this operation
- * obtaining (the prediction matched if the sizes agree). */
-static uint64_t record_segment(void *ctx, uint64_t size)
+/* The model asks the device for memory: that is the operation's next
+ * device allocation attempt in the log, refused or not (a model's
+ * out-of-memory ladder meets the refusals the real pool met).  The
+ * prediction matched when the sizes (and, for a mapping the model places,
+ * the addresses) agree.  count: the replay of record; a trial counts
+ * nothing. */
+static uint64_t ask_segment(hctx *h, uint64_t *sizep, uint64_t at, int count)
+{
+    rp_replay *r = h->r;
+    uint64_t size = *sizep, rec, rec_size;
+    int found, refused, any;
+    next_attempt(h, &rec, &rec_size, &found, &refused, &any);
+    if (!size) {
+        /* The model learns the size from the log: nothing to match. */
+        *sizep = found ? rec_size : 0;
+        if (!found || refused)
+            return 0;
+        size = rec_size;
+    } else if (found && refused) {
+        if (count && rec_size == size)
+            r->res.matched++;
+        else if (count)
+            diverge(r, seq_of(h));
+        if (refused == 2)
+            *sizep = 0;  /* not for lack of memory: the pool raises, no ladder */
+        return 0;
+    } else if (!found && any) {
+        if (count)
+            diverge(r, seq_of(h));  /* the real pool did not ask again */
+        return 0;
+    } else if (count) {
+        if (found && rec_size == size && (!at || rec == at))
+            r->res.matched++;
+        else
+            diverge(r, seq_of(h));
+    }
+    uint64_t base = place_segment(h, rec, rec_size, size, at);
+    if (count) {
+        rp_rangeset_insert(&h->p->msegs, base, base + size, rec, 0);
+        rp_ptrmap_put(&h->p->segx, rec ? rec : base, base);
+    }
+    return base;
+}
+
+static uint64_t record_segment(void *ctx, uint64_t *size, uint64_t at) { return ask_segment(ctx, size, at, 1); }
+
+static int is_release(const tf_event *e, uint64_t *ptr)
+{
+    if (e->kind == TF_EV_CUDA_FREE && e->u.cuda.ptr) {
+        *ptr = e->u.cuda.ptr;
+        return 1;
+    }
+    if (e->kind == TF_EV_POOL_SEGMENT && e->u.segment.grow == TF_SEGMENT_RELEASE) {
+        *ptr = e->u.segment.ptr;
+        return 1;
+    }
+    return 0;
+}
+
+/* The model gave a segment back on its own: the log's release of it, among
+ * the operation's releases not matched yet, in any order (CuPy drops a
+ * slot's chunks in set order). */
+static void record_released(void *ctx, uint64_t base, uint64_t size)
 {
     hctx *h = ctx;
     rp_replay *r = h->r;
-    uint64_t rec, rec_size;
-    int refused;
-    next_recorded_segment(h, &rec, &rec_size, &refused);
-    if (!rec && refused) {
-        r->res.matched++;
-        return 0;
+    (void)size;
+    const rp_range *rg = rp_rangeset_find(&h->p->msegs, base);
+    uint64_t rec = rg && rg->start == base && rg->val ? rg->val : base;
+    int matched = 0;
+    if (h->node != RP_NIL) {
+        const node *nd = &h->g->nodes[h->node];
+        uint64_t seq = h->g->buf[nd->begin].seq, ptr;
+        for (uint32_t j = nd->begin + 1; j < nd->end && !matched; j++)
+            if (h->g->buf[j].parent == seq && !r->used[j] && is_release(&h->g->buf[j], &ptr) && ptr == rec)
+                r->used[j] = matched = 1;
     }
-    if (rec && rec_size == size)
+    if (matched)
         r->res.matched++;
     else
         diverge(r, seq_of(h));
-    uint64_t base = place_segment(h, rec, rec_size, size);
-    rp_rangeset_insert(&h->p->msegs, base, base + size, rec, 0);
-    rp_ptrmap_put(&h->p->segx, rec ? rec : base, base);
-    return base;
+    rp_rangeset_erase(&h->p->msegs, base, NULL);
+    rp_ptrmap_del(&h->p->segx, rec, NULL);
+}
+
+/* A model's note about the run, once each. */
+static void record_note(void *ctx, const char *text)
+{
+    hctx *h = ctx;
+    rp_result *res = &h->r->res;
+    for (uint32_t i = 0; i < res->nnotes; i++)
+        if (!strcmp(res->notes[i].text, text))
+            return;
+    if (res->nnotes == RP_MAX_NOTES) {
+        res->notes_dropped++;
+        return;
+    }
+    snprintf(res->notes[res->nnotes++].text, sizeof res->notes[0].text, "%s", text);
 }
 
 /* One more invariant broken at the step the replay stopped at (each named once). */
@@ -435,6 +562,7 @@ static void record_violation(rp_replay *r, hctx *h, const char *inv, const char 
     }
     memcpy(res->reentries, r->re, sizeof r->re);
     res->nreentries = r->nre;
+    res->diverged_before_violation = res->diverged;
     res->violated = 1;
     add_broken(res, inv, msg, 0);
     r->audit_pool = h->p;
@@ -489,9 +617,10 @@ static void audit_reenter(void *ctx, const char *point)
     (void)ctx, (void)point;
 }
 
-static uint64_t audit_segment(void *ctx, uint64_t size)
+static uint64_t audit_segment(void *ctx, uint64_t *size, uint64_t at)
 {
-    (void)ctx, (void)size;
+    (void)ctx, (void)at;
+    *size = 0;
     return 0;
 }
 
@@ -510,23 +639,14 @@ static void audit_step(rp_replay *r)
 }
 
 /* The replay of record: its segments, findings and re-entries count. */
-static const rp_host record_host = {
-    .reenter = record_reenter, .segment = record_segment, .violation = record_violation_host, .warning = record_warning,
-};
+static const rp_host record_host = {.reenter = record_reenter, .segment = record_segment,
+                                    .released = record_released, .violation = record_violation_host,
+                                    .warning = record_warning, .note = record_note};
 
 /* ------------------------------------------------------------ trial hosts */
 
 /* A trial's segment: placed like the replay's, counted nowhere. */
-static uint64_t trial_segment(void *ctx, uint64_t size)
-{
-    hctx *h = ctx;
-    uint64_t rec, rec_size;
-    int refused;
-    next_recorded_segment(h, &rec, &rec_size, &refused);
-    if (!rec && refused)
-        return 0;
-    return place_segment(h, rec, rec_size, size);
-}
+static uint64_t trial_segment(void *ctx, uint64_t *size, uint64_t at) { return ask_segment(ctx, size, at, 0); }
 
 static void trial_violation(void *ctx, const char *inv, const char *msg)
 {
@@ -563,9 +683,8 @@ static void trial_reenter(void *ctx, const char *point)
     deliver(h, point);
 }
 
-static const rp_host trial_host = {
-    .reenter = trial_reenter, .segment = trial_segment, .violation = trial_violation, .warning = trial_warning,
-};
+static const rp_host trial_host = {.reenter = trial_reenter, .segment = trial_segment, .violation = trial_violation,
+                                   .warning = trial_warning};
 
 void rp_trial_free(rp_trial *t, uint64_t recorded)
 {
@@ -584,43 +703,100 @@ void rp_trial_free(rp_trial *t, uint64_t recorded)
 
 /* ------------------------------------------------------ delivery points */
 
-/* The function a re-entrancy point names: "_Chunk.split: ..." ->
- * "chunk_split", as symbol names spell it (C or Cython). */
-static void point_key(const char *point, char *key, size_t len)
+typedef struct stack_query { rp_replay *r; uint32_t stack; } stack_query;
+
+static int query_has(void *ctx, const char *key)
 {
-    size_t n = 0;
-    while (*point == '_')
-        point++;
-    for (; *point && *point != ':' && n + 1 < len; point++)
-        key[n++] = *point == '.' ? '_' : (char)((*point >= 'A' && *point <= 'Z') ? *point - 'A' + 'a' : *point);
-    key[n] = 0;
+    stack_query *q = ctx;
+    return q->r->o.stack_has(q->r->o.stack_ctx, q->stack, key);
 }
 
-static int stack_names(rp_replay *r, uint32_t stack, const char *point)
-{
-    char key[64];
-    point_key(point, key, sizeof key);
-    return r->o.stack_has(r->o.stack_ctx, stack, key);
-}
-
-/* Does nested operation c run at this point?  Yes unless its collection's
- * stack shows it started at another of the model's points. */
-static int runs_here(hctx *h, uint32_t c, const char *point)
+/* Where the collection at buffer index gc started, by its native stack. */
+static rp_placement place_collection(hctx *h, uint32_t gc)
 {
     rp_replay *r = h->r;
+    const rp_place *table = h->p->ops->places;
+    uint32_t stack = gc != RP_NIL ? h->g->buf[gc].native_stack : 0;
+    if (!table || !stack)
+        return (rp_placement){RP_PLACED_UNKNOWN, NULL, NULL};
+    if (r->o.stack_functions) {
+        const char *names[RP_PLACE_FRAMES];
+        uint32_t n = r->o.stack_functions(r->o.stack_ctx, stack, names, RP_PLACE_FRAMES);
+        return rp_place_by_functions(table, names, n);
+    }
+    stack_query q = {r, stack};
+    return r->o.stack_has ? rp_place_by_query(table, query_has, &q) : (rp_placement){RP_PLACED_UNKNOWN, NULL, NULL};
+}
+
+/* The same for nested operation c, worked out once. */
+static rp_placement placement_of(hctx *h, uint32_t c)
+{
+    node *nd = &((gathered *)h->g)->nodes[c];
+    if (!nd->placed) {
+        nd->place = place_collection(h, nd->gc);
+        nd->placed = 1;
+    }
+    return nd->place;
+}
+
+/* The operation's device allocation attempts around buffer index i: 1 when
+ * one before it was made and one after it has not been asked for yet.  A
+ * collection there ran in the pool's out-of-memory ladder, between two of
+ * its attempts. */
+static int between_attempts(hctx *h, uint32_t i)
+{
+    const node *nd = &h->g->nodes[h->node];
+    uint64_t seq = h->g->buf[nd->begin].seq;
+    int before = 0;
+    for (uint32_t j = nd->begin + 1; j < nd->end; j++) {
+        const tf_event *e = &h->g->buf[j];
+        int attempt = e->parent == seq && (is_device_alloc(e) || (e->kind == TF_EV_POOL_SEGMENT &&
+                                                                  e->u.segment.grow == TF_SEGMENT_GROW));
+        if (!attempt)
+            continue;
+        if (j < i && j < h->seg_cursor)
+            before = 1;
+        else if (j > i)
+            return before && j >= h->seg_cursor;
+        else
+            return 0;  /* an attempt before it the model has not made yet */
+    }
+    return 0;
+}
+
+/* Does nested operation c run at this point?  Only where its collection's
+ * stack says it started, or (a stack that cannot tell) where the log's
+ * order of device attempts puts it; anything else runs after the
+ * operation: a collection is never put inside the bookkeeping on a guess,
+ * which would report corruption that may not have happened. */
+static int runs_here(hctx *h, uint32_t c, const char *point)
+{
     if (!point)
         return 1;  /* after the operation: also how an unmodelled pool delivers */
-    const char *const *names = h->p->ops->point_names;
     uint32_t gc = h->g->nodes[c].gc;
-    if (!r->o.stack_has || !names || gc == RP_NIL || !h->g->buf[gc].native_stack)
-        return 1;
-    uint32_t stack = h->g->buf[gc].native_stack;
-    if (stack_names(r, stack, point))
-        return 1;
-    for (int i = 0; names[i]; i++)
-        if (strcmp(names[i], point) && stack_names(r, stack, names[i]))
-            return 0;
-    return 1;
+    if (gc == RP_NIL)
+        return 0;
+    rp_placement pl = placement_of(h, c);
+    if (pl.where == RP_PLACED_POINT)
+        return rp_placement_at(&pl, point);
+    if (pl.where == RP_PLACED_OUTSIDE)
+        return 0;
+    return between_attempts(h, gc);
+}
+
+/* A collection delivered after its operation because its stack could not
+ * say where it started, in a model where it could have re-entered. */
+static void note_unplaced(hctx *h, uint32_t c)
+{
+    rp_replay *r = h->r;
+    uint32_t gc = h->g->nodes[c].gc;
+    if (h->tr || gc == RP_NIL || !h->p->ops || !h->p->ops->point_names)
+        return;
+    rp_placement pl = placement_of(h, c);
+    if (pl.where != RP_PLACED_UNSURE && pl.where != RP_PLACED_UNKNOWN)
+        return;
+    if (!r->unplaced++)
+        r->first_unplaced = h->g->buf[gc].seq;
 }
 
 static int halted(const hctx *h)
@@ -639,6 +815,8 @@ static void deliver(hctx *h, const char *point)
     uint32_t first = h->next_child, count = 0;
     while (h->next_child != RP_NIL && !halted(h) && runs_here(h, h->next_child, point)) {
         uint32_t c = h->next_child;
+        if (!point)
+            note_unplaced(h, c);
         h->next_child = g->nodes[c].sibling;
         uint32_t cp = pool_id_of(&g->buf[g->nodes[c].begin]);
         pool *p = cp == h->p->id ? h->p : pool_of(r, cp);
@@ -657,8 +835,10 @@ static void deliver(hctx *h, const char *point)
 
 /* ------------------------------------------------------------ operations */
 
-/* Segments this operation gave back before its own work (CuPy and PyTorch
- * free cached segments and retry when the device is full). */
+/* Releases the log shows in this operation that the model did not make
+ * itself (its out-of-memory ladder matched the others): applied after the
+ * operation and what was delivered in it, so the model keeps no memory the
+ * pool gave back. */
 static void apply_releases(hctx *h)
 {
     rp_replay *r = h->r;
@@ -667,18 +847,16 @@ static void apply_releases(hctx *h)
     for (uint32_t j = nd->begin + 1; j < nd->end && !r->stopped; j++) {
         const tf_event *e = &h->g->buf[j];
         uint64_t ptr;
-        if (e->parent != seq)
-            continue;
-        if (e->kind == TF_EV_CUDA_FREE)
-            ptr = e->u.cuda.ptr;
-        else if (e->kind == TF_EV_POOL_SEGMENT && e->u.segment.grow == TF_SEGMENT_RELEASE)
-            ptr = e->u.segment.ptr;
-        else
+        if (e->parent != seq || r->used[j] || !is_release(e, &ptr))
             continue;
         uint64_t *base = rp_ptrmap_get(&h->p->segx, ptr);
         if (!base)
             continue;
-        int rc = h->p->ops->release(h->m, *base, &h->host);
+        const rp_range *rg = rp_rangeset_find(&h->p->msegs, *base);
+        uint64_t size = rg && rg->start == *base ? rg->end - rg->start : 0;
+        if (e->kind == TF_EV_POOL_SEGMENT && e->u.segment.size)
+            size = e->u.segment.size;
+        int rc = h->p->ops->release(h->m, *base, size, &h->host);
         if (h->tr)
             continue;
         if (rc == RP_UNKNOWN)
@@ -736,7 +914,8 @@ static int run_free(hctx *h, uint32_t res_i, const tf_event *b, int nested)
 static hctx context(rp_replay *r, pool *p, void *m, const gathered *g, uint32_t nid, hctx *up, trial *tr,
                     const tf_event *ev)
 {
-    hctx h = {r, p, m, g, nid, RP_NIL, 0, up, tr ? trial_host : record_host, ev, tr};
+    hctx h = {.r = r, .p = p, .m = m, .g = g, .node = nid, .next_child = RP_NIL, .up = up,
+              .host = tr ? trial_host : record_host, .ev = ev, .tr = tr};
     if (g && nid != RP_NIL) {
         h.next_child = g->nodes[nid].child;
         h.seg_cursor = g->nodes[nid].begin + 1;
@@ -759,10 +938,6 @@ static int apply_node(rp_replay *r, pool *p, void *m, const gathered *g, uint32_
                     : b->kind == TF_EV_POOL_ALLOC  ? TF_POOL_OP_ALLOC
                                                    : TF_POOL_OP_FREE;
     int rc = RP_OK;
-    if (b->kind == TF_EV_POOL_OP_BEGIN)
-        apply_releases(&h);
-    if (halted(&h))
-        return 1;
     if (kind == TF_POOL_OP_ALLOC)
         rc = run_alloc(&h, res, b);
     else if (kind == TF_POOL_OP_FREE)
@@ -770,6 +945,8 @@ static int apply_node(rp_replay *r, pool *p, void *m, const gathered *g, uint32_
     if (rc == RP_BROKEN || halted(&h))
         return 1;
     deliver(&h, NULL);
+    if (b->kind == TF_EV_POOL_OP_BEGIN && !halted(&h))
+        apply_releases(&h);
     if (!tr) {
         /* Growth the log shows and the model did not predict. */
         const node *nd = &g->nodes[nid];
@@ -859,6 +1036,8 @@ static void apply_top(rp_replay *r, const gathered *g)
     pool *p = modelled(r, pool_id_of(&g->buf[0]));
     if (!p)
         return;
+    rp_grow(&r->used, &r->capused, g->nbuf, sizeof *r->used);
+    memset(r->used, 0, g->nbuf);
     if (r->hook) {
         rp_opref op = opref_of(&g->buf[0]);
         r->pending = g;
@@ -887,7 +1066,8 @@ static uint32_t push_buf(gathered *g, const tf_event *e)
 static uint32_t node_new(gathered *g, uint32_t begin, uint32_t end, uint32_t gc)
 {
     rp_grow(&g->nodes, &g->capnodes, g->nnodes + 1, sizeof *g->nodes);
-    g->nodes[g->nnodes] = (node){begin, end, RP_NIL, RP_NIL, RP_NIL, gc};
+    g->nodes[g->nnodes] = (node){.begin = begin, .end = end, .child = RP_NIL, .sibling = RP_NIL,
+                                 .last_child = RP_NIL, .gc = gc};
     return (uint32_t)g->nnodes++;
 }
 
@@ -976,7 +1156,11 @@ static void top_release(rp_replay *r, const tf_event *e, uint64_t ptr, uint32_t 
             continue;
         hctx h = context(r, p, p->m, NULL, RP_NIL, NULL, NULL, e);
         h.host.ctx = &h;
-        if (p->ops->release(p->m, *base, &h.host) == RP_UNKNOWN)
+        const rp_range *rg = rp_rangeset_find(&p->msegs, *base);
+        uint64_t size = rg && rg->start == *base ? rg->end - rg->start : 0;
+        if (e->kind == TF_EV_POOL_SEGMENT && e->u.segment.size)
+            size = e->u.segment.size;
+        if (p->ops->release(p->m, *base, size, &h.host) == RP_UNKNOWN)
             diverge(r, e->seq);
         rp_rangeset_erase(&p->msegs, *base, NULL);
         rp_ptrmap_del(&p->segx, ptr, NULL);
@@ -1042,6 +1226,7 @@ static int driver_event(void *ctx, const tf_event *e, const rp_where *w)
     if (rp_checks_event(r->checks, e, w->owner_pool, &v) && !r->res.violated) {
         r->res.violation = v;
         r->res.violated = 1;
+        r->res.diverged_before_violation = r->res.diverged;
         r->res.op = (rp_opref){0, 0, 0, 0, 0};
         add_broken(&r->res, v.invariant, v.message, 0);
         if (!r->o.keep_going) {
@@ -1110,6 +1295,16 @@ void rp_replay_finish(rp_replay *r, int clean_end)
             r->th[i].capture = 0;
             apply_top(r, &r->th[i].g);
         }
+    if (r->unplaced) {
+        hctx h = context(r, NULL, NULL, NULL, RP_NIL, NULL, NULL, NULL);
+        char text[320];
+        snprintf(text, sizeof text,
+                 "%llu collection(s) nested in pool operations (the first at seq %llu) have stacks that do not say "
+                 "where they started (no symbols, or no native stacks): they were replayed after their operation, "
+                 "not inside its bookkeeping; explore shows what they would do there",
+                 (unsigned long long)r->unplaced, (unsigned long long)r->first_unplaced);
+        record_note(&h, text);
+    }
     if (!r->res.peak_reserved)
         r->res.peak_reserved = r->model_peak_reserved;
     if (!r->res.peak_allocated)

@@ -35,10 +35,19 @@ typedef struct rp_options {
      * key?  It places a nested collection at the re-entrancy point it ran
      * at (a model may have several); NULL: at the first point reached. */
     int (*stack_has)(void *ctx, uint32_t id, const char *key);
+    /* The function names of native stack `id`, innermost first (NULL for a
+     * frame that did not resolve): the innermost one the model's table
+     * names places a nested collection (placement.h).  NULL: stack_has. */
+    uint32_t (*stack_functions)(void *ctx, uint32_t id, const char **names, uint32_t max);
     void *stack_ctx;
     /* Pool names, for --pool NAME and the automatic model choice. */
     const char *(*pool_name)(void *ctx, uint32_t pool);
     void *pool_name_ctx;
+    /* The options the run used (the log's INFO records, --model-option):
+     * the value of key as of the events read so far, or NULL.  Each model
+     * is configured from them when its pool first appears. */
+    const char *(*setting)(void *ctx, const char *key);
+    void *setting_ctx;
 } rp_options;
 
 /* A pool operation and the collections nested in it, for reports. */
@@ -68,6 +77,11 @@ typedef struct rp_broken {
     int warning;               /* the model calls it a warning (it lives with it) */
 } rp_broken;
 
+/* What a model said about the run (an option it does not follow, one it
+ * had to guess), once each. */
+#define RP_MAX_NOTES 8
+typedef struct rp_note_text { char text[320]; } rp_note_text;
+
 typedef struct rp_series_point {
     uint64_t seq, reserved, allocated, segments, free_bytes, largest_free;
 } rp_series_point;
@@ -87,6 +101,9 @@ typedef struct rp_result {
     uint32_t nbroken;
     uint64_t matched, diverged;        /* fidelity */
     uint64_t first_diverged_seq;       /* where the model first left the pool */
+    uint64_t diverged_before_violation; /* divergences before the violation's event */
+    rp_note_text notes[RP_MAX_NOTES];  /* the models' notes, in order */
+    uint32_t nnotes, notes_dropped;
     uint64_t peak_reserved, peak_allocated;
     uint64_t peak_reserved_seq, peak_allocated_seq;
     uint64_t ops;                      /* operations replayed through models */
