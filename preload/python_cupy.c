@@ -40,8 +40,8 @@
 #define HOOK_NAME "LibtraceMemoryHook"
 #define CUDA_STREAM_PER_THREAD 2   /* cudaStreamPerThread */
 /* Audit events to wait for cupy.cuda.stream and cupy.__version__ before
- * giving up (an import of CuPy raises hundreds). */
-#define MAX_LOOKUPS 100000
+ * giving up (importing CuPy raises hundreds). */
+#define MAX_LOOKUPS 20000
 #define MAX_OPEN 64
 
 /* INSTALLING turns away the audit events that installing itself raises
@@ -56,6 +56,7 @@ static py_object *stream_module_name, *cupy_module_name;
 typedef uint64_t (*stream_fn)(void);
 static stream_fn current_stream;
 static int version_noted, lookups;
+static py_object *sys_modules;   /* sys.modules, held: no import machinery needed to look */
 
 /* Per thread: registered yet, and the pool operations open on it (a free
  * can nest in a malloc through a collection). */
@@ -254,11 +255,28 @@ static py_object *ready_memory_hook_module(void)
     return m;
 }
 
+/* A global of a loaded module, from its __dict__ (a module's __getattr__,
+ * which CuPy has, never runs): a new reference, or NULL. */
+static py_object *module_global(py_object *module_name, const char *name)
+{
+    py_object *m = py.PyDict_GetItem(sys_modules, module_name);   /* borrowed */
+    py_object *dict = m ? py.PyObject_GetAttrString(m, "__dict__") : NULL;
+    py_object *key = dict ? py.PyUnicode_InternFromString(name) : NULL;
+    py_object *v = key ? py.PyDict_GetItem(dict, key) : NULL;     /* borrowed */
+    if (v)
+        py.Py_IncRef(v);
+    py.PyErr_Clear();
+    if (key)
+        py.Py_DecRef(key);
+    if (dict)
+        py.Py_DecRef(dict);
+    return v;
+}
+
 /* get_current_stream_ptr from the capsule Cython exports it in. */
 static void find_stream_function(void)
 {
-    py_object *m = py.PyImport_GetModule(stream_module_name);
-    py_object *capi = m ? py.PyObject_GetAttrString(m, "__pyx_capi__") : NULL;
+    py_object *capi = module_global(stream_module_name, "__pyx_capi__");
     py_object *key = capi ? py.PyUnicode_InternFromString("get_current_stream_ptr") : NULL;
     py_object *capsule = key ? py.PyDict_GetItem(capi, key) : NULL;   /* borrowed */
     const char *name = capsule ? py.PyCapsule_GetName(capsule) : NULL;
@@ -266,16 +284,15 @@ static void find_stream_function(void)
     if (fn)
         current_stream = (stream_fn)fn;
     py.PyErr_Clear();
-    py_object *all[] = { m, capi, key };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (all[i])
-            py.Py_DecRef(all[i]);
+    if (key)
+        py.Py_DecRef(key);
+    if (capi)
+        py.Py_DecRef(capi);
 }
 
 static void note_version(void)
 {
-    py_object *m = py.PyImport_GetModule(cupy_module_name);
-    py_object *v = m ? py.PyObject_GetAttrString(m, "__version__") : NULL;
+    py_object *v = module_global(cupy_module_name, "__version__");
     const char *text = v ? py.PyUnicode_AsUTF8(v) : NULL;
     if (text) {
         rec_info("cupy_version", text);
@@ -284,14 +301,14 @@ static void note_version(void)
     py.PyErr_Clear();
     if (v)
         py.Py_DecRef(v);
-    if (m)
-        py.Py_DecRef(m);
 }
 
-/* Until both are found: on the audit events after the hook is in. */
+/* Until both are found, on the audit events after the hook is in.  Through
+ * sys.modules held since then: at the events of a finalizing interpreter
+ * the import machinery is gone. */
 static void look_up_stream_and_version(void)
 {
-    if ((current_stream && version_noted) || lookups > MAX_LOOKUPS)
+    if ((current_stream && version_noted) || lookups > MAX_LOOKUPS || !sys_modules)
         return;
     lookups++;
     py_object *type, *value, *traceback;
@@ -319,6 +336,11 @@ static void install(void)
         rec_info("cupy", "off: could not create the MemoryHook");
         return;
     }
+    py_object *sys = py.PyImport_ImportModule("sys");
+    sys_modules = sys ? py.PyObject_GetAttrString(sys, "modules") : NULL;
+    if (sys)
+        py.Py_DecRef(sys);
+    py.PyErr_Clear();
     pool = pool_api_register("cupy");
     rec_info("cupy", "on: MemoryHook registered per thread");
     register_on_this_thread();

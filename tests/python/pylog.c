@@ -82,9 +82,9 @@ static void put_event(tf_reader *r, const tf_event *e)
         break;
     case TF_EV_POOL_ALLOC:
     case TF_EV_POOL_FREE:
-        printf(",\"pool\":%u,\"ptr\":%llu,\"requested\":%llu,\"granted\":%llu", e->u.pool.pool,
+        printf(",\"pool\":%u,\"ptr\":%llu,\"requested\":%llu,\"granted\":%llu,\"stream\":%llu", e->u.pool.pool,
                (unsigned long long)e->u.pool.ptr, (unsigned long long)e->u.pool.requested,
-               (unsigned long long)e->u.pool.granted);
+               (unsigned long long)e->u.pool.granted, (unsigned long long)e->u.pool.stream);
         break;
     case TF_EV_POOL_OP_BEGIN:
     case TF_EV_POOL_OP_END:

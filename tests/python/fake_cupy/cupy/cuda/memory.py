@@ -1,12 +1,34 @@
 """A pool shaped like cupy/cuda/memory.pyx's SingleDeviceMemoryPool: 512-byte
-rounding, a free list per size kept in Python sets, hooks called around
-malloc and free with CuPy's keyword arguments, and CuPy's out-of-memory
-ladder (gc.collect() and retry), where finalizers free pooled memory back into
-the pool while the malloc is still open."""
+rounding, a free list per stream and size kept in Python sets (requests of
+one size only reuse chunks of that size, as CuPy's best fit does when
+nothing larger is free), the current stream taken as CuPy takes it, hooks
+called around malloc and free with CuPy's keyword arguments, and CuPy's
+out-of-memory ladder (gc.collect() and retry), where finalizers free pooled
+memory back into the pool while the malloc is still open.  New segments
+come from cudaMalloc of FAKE_CUPY_CUDART when it is set."""
+import ctypes
 import gc
+import os
 import threading
 
 from cupy.cuda import memory_hook
+from cupy.cuda import stream as stream_module
+
+
+def _device():
+    """cudaMalloc of the runtime FAKE_CUPY_CUDART names, or None."""
+    path = os.environ.get("FAKE_CUPY_CUDART")
+    if not path:
+        return None
+    cudart = ctypes.CDLL(path)
+    cudart.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+
+    def malloc(size):
+        p = ctypes.c_void_p()
+        if cudart.cudaMalloc(ctypes.byref(p), size) != 0:
+            raise OutOfMemoryError(size)
+        return p.value
+    return malloc
 
 
 class OutOfMemoryError(MemoryError):
@@ -53,9 +75,11 @@ class SingleDeviceMemoryPool(object):
     def __init__(self, limit=64 << 20):
         self._lock = threading.RLock()
         self._free_lists = {}
+        self._stream_of = {}
         self._next = 0x7f0000000000
         self._in_use = 0
         self._limit = limit
+        self._device_malloc = _device()
 
     def malloc(self, size):
         rounded = _round_size(size)
@@ -77,25 +101,34 @@ class SingleDeviceMemoryPool(object):
         return self._malloc(rounded)
 
     def _malloc(self, size):
+        stream = stream_module.get_current_stream_ptr()
+        if stream == 2:
+            # _get_stream_identifier: the per-thread default stream has an
+            # arena per thread.
+            stream = ("per-thread", threading.get_ident())
         with self._lock:
-            ptr = self._take(size)
+            ptr = self._take(stream, size)
             if ptr is None and self._in_use + size > self._limit:
                 gc.collect()                      # CuPy's out-of-memory ladder
-                ptr = self._take(size)
+                ptr = self._take(stream, size)
             if ptr is None:
                 if self._in_use + size > self._limit:
                     raise OutOfMemoryError(size)
-                ptr, self._next = self._next, self._next + size
+                if self._device_malloc:
+                    ptr = self._device_malloc(size)
+                else:
+                    ptr, self._next = self._next, self._next + size
+            self._stream_of[ptr] = stream
             self._in_use += size
             return MemoryPointer(PooledMemory(self, ptr, size))
 
-    def _take(self, size):
-        free = self._free_lists.get(size)
+    def _take(self, stream, size):
+        free = self._free_lists.get((stream, size))
         return free.pop() if free else None
 
     def _free(self, ptr, size):
         with self._lock:
-            self._free_lists.setdefault(size, set()).add(ptr)
+            self._free_lists.setdefault((self._stream_of.pop(ptr, 0), size), set()).add(ptr)
             self._in_use -= size
 
 
