@@ -264,23 +264,56 @@ static void segment_grow(rp_checks *c, uint32_t pool, const tf_event *e, uint64_
     note_peak(p);
 }
 
-static int segment_release(rp_checks *c, uint32_t pool, const tf_event *e, uint64_t ptr, rp_finding *v)
+/* A release of [ptr, ptr + size) that is not one whole segment: PyTorch's
+ * expandable segments unmap the free pages of a range they mapped page by
+ * page, so a release can cover several mappings, or part of one.  What is
+ * left of a mapping stays obtained.  Returns the bytes released (0: none). */
+static uint64_t release_range(pool_state *p, uint64_t ptr, uint64_t size, rp_range *all)
+{
+    uint64_t end = ptr + size, gone = 0;
+    const rp_range *o;
+    *all = (rp_range){.start = ptr, .end = end};
+    while ((o = rp_rangeset_overlap(&p->segs, ptr, end)) != NULL) {
+        rp_range r = *o;
+        rp_rangeset_erase(&p->segs, r.start, NULL);
+        p->fig.segments--;
+        if (r.start < ptr) {
+            rp_rangeset_insert(&p->segs, r.start, ptr, r.val, r.aux);
+            p->fig.segments++;
+        }
+        if (r.end > end) {
+            rp_rangeset_insert(&p->segs, end, r.end, r.val, r.aux);
+            p->fig.segments++;
+        }
+        gone += (r.end < end ? r.end : end) - (r.start > ptr ? r.start : ptr);
+    }
+    p->fig.reserved -= gone;
+    p->seg_lo = p->seg_hi = 0;
+    return gone;
+}
+
+static int segment_release(rp_checks *c, uint32_t pool, const tf_event *e, uint64_t ptr, uint64_t size,
+                           rp_finding *v)
 {
     pool_state *p = pool_of(c, pool);
     rp_range r;
-    if (!rp_rangeset_erase(&p->segs, ptr, &r))
-        return 0;  /* told twice, or never obtained inside a traced operation */
-    if (e->kind == TF_EV_CUDA_FREE) {   /* the CUDA free's own slot, taken just before */
-        undo *u = &c->undo[(c->undo_next - 1) % UNDO_SLOTS];
-        if (u->seq == e->seq) {
-            u->seg_pool = pool;
-            u->seg = r;
+    const rp_range *whole = rp_rangeset_find(&p->segs, ptr);
+    if (whole && whole->start == ptr && (!size || whole->end - whole->start == size)) {
+        rp_rangeset_erase(&p->segs, ptr, &r);
+        if (e->kind == TF_EV_CUDA_FREE) {   /* the CUDA free's own slot, taken just before */
+            undo *u = &c->undo[(c->undo_next - 1) % UNDO_SLOTS];
+            if (u->seq == e->seq) {
+                u->seg_pool = pool;
+                u->seg = r;
+            }
         }
+        p->fig.reserved -= r.end - r.start;
+        p->fig.segments--;
+        if (r.start == p->seg_lo)
+            p->seg_lo = p->seg_hi = 0;
+    } else if (!size || !release_range(p, ptr, size, &r)) {
+        return 0;  /* told twice, or never obtained inside a traced operation */
     }
-    p->fig.reserved -= r.end - r.start;
-    p->fig.segments--;
-    if (r.start == p->seg_lo)
-        p->seg_lo = p->seg_hi = 0;
     rp_ptrmap_del(&c->seg_owner, ptr, NULL);
     const rp_range *b = rp_rangeset_overlap(&p->blocks.live, r.start, r.end);
     if (b)
@@ -337,7 +370,7 @@ static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_f
     u->block = block;
     u->freed_before = freed_before;
     uint64_t *owner = sp == TF_SPACE_DEVICE ? rp_ptrmap_get(&c->seg_owner, e->u.cuda.ptr) : NULL;
-    return owner ? segment_release(c, (uint32_t)*owner, e, e->u.cuda.ptr, v) : 0;
+    return owner ? segment_release(c, (uint32_t)*owner, e, e->u.cuda.ptr, 0, v) : 0;
 }
 
 static int pool_alloc(rp_checks *c, const tf_event *e, rp_finding *v)
@@ -348,13 +381,18 @@ static int pool_alloc(rp_checks *c, const tf_event *e, rp_finding *v)
     if (!ptr)
         return 0;  /* a zero-byte request: nothing handed out */
     if (p->seen_segments && !(ptr >= p->seg_lo && ptr + size <= p->seg_hi)) {
-        const rp_range *s = rp_rangeset_find(&p->segs, ptr);
-        if (!s || ptr + size > s->end)
+        const rp_range *s = rp_rangeset_find(&p->segs, ptr), *n;
+        /* Segments back to back are one range of memory for a block (the
+         * mappings of PyTorch's expandable segments). */
+        uint64_t end = s ? s->end : 0;
+        while (s && end < ptr + size && (n = rp_rangeset_find(&p->segs, end)) != NULL && n->start == end)
+            end = n->end;
+        if (!s || ptr + size > end)
             return report(v, "outside_segment", site_of(e), s ? site_of_range(s) : (rp_site){0, 0, 0, 0},
                           "pool %u handed out [0x%llx, 0x%llx), which is not inside any segment it obtained",
                           e->u.pool.pool, ULL(ptr), ULL(ptr + size));
         p->seg_lo = s->start;
-        p->seg_hi = s->end;
+        p->seg_hi = end;
     }
     if (space_alloc(&p->blocks, e, ptr, size, v)) {
         snprintf(v->message + strlen(v->message), sizeof v->message - strlen(v->message), " (pool %u)",
@@ -423,7 +461,7 @@ int rp_checks_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_fin
             segment_grow(c, e->u.segment.pool, e, e->u.segment.ptr, e->u.segment.size);
             return 0;
         }
-        return segment_release(c, e->u.segment.pool, e, e->u.segment.ptr, v);
+        return segment_release(c, e->u.segment.pool, e, e->u.segment.ptr, e->u.segment.size, v);
     case TF_EV_HOST_ALLOC:
         return e->u.host.ptr ? host_alloc(&c->sp[SP_HOST], e) : 0;
     case TF_EV_HOST_FREE: {
