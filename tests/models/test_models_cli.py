@@ -6,7 +6,8 @@ per behaviour of issue 18, through trace-replay check --json:
              stack says it started: in _append_to_free_list (corruption), in
              PooledMemory.free's hook call after the bookkeeping (none), with
              a stack that names nothing the model knows (none, and a note)
-  torch      PYTORCH_ALLOC_CONF as the process saw it (env:, torch.alloc_conf):
+  torch      PYTORCH_ALLOC_CONF as the process saw it (env:, torch.alloc_conf,
+             a snapshot's allocator_settings through torch-snapshot-import):
              max_split_size_mb, roundup_power2_divisions, expandable_segments
              (mappings predicted, unmapped by empty_cache), and loud notes for
              garbage_collection_threshold, private pools, cudaMallocAsync
@@ -23,12 +24,13 @@ per behaviour of issue 18, through trace-replay check --json:
              _compact_index
   verdict    fidelity said next to the verdict; model notes in text and JSON
 
-    test_models_cli.py --replay TRACE_REPLAY --places LIBPLACES
+    test_models_cli.py --replay TRACE_REPLAY --places LIBPLACES --snapshot-import SCRIPT
 """
 import argparse
 import contextlib
 import json
 import os
+import pickle
 import struct
 import subprocess
 import sys
@@ -119,6 +121,7 @@ class Log:
 class Tools:
     def __init__(self, args, tmp):
         self.replay, self.tmp, self.places = args.replay, tmp, args.places
+        self.snapshot_import = args.snapshot_import
         self.n = 0
         out = subprocess.run(["nm", args.places], capture_output=True, text=True, check=True).stdout
         self.offsets = {p[2]: int(p[0], 16) for p in (line.split() for line in out.splitlines()) if len(p) == 3}
@@ -271,6 +274,52 @@ def torch_notes(t):
     for word in ("garbage_collection_threshold", "cudaMallocAsync", "private pools"):
         check(word in notes, "torch: the run's %s is said: %s" % (word, d.get("notes")))
     check("model note: " in text and "garbage_collection_threshold" in text, "torch: notes in the text report")
+
+
+def torch_snapshot(t):
+    """A PyTorch memory snapshot of a run with expandable segments, through
+    scripts/torch-snapshot-import: its allocator_settings become the torch
+    model's options, each segment_map is nested in the alloc that made it,
+    and every mapping and block is predicted."""
+    A = 0x7f0000000000
+    mb = MiB
+
+    def entry(action, addr, size, time):
+        return {"action": action, "addr": addr, "size": size, "stream": 0, "frames": [], "time_us": time}
+    trace = [entry("segment_map", A, 20 * mb, 1), entry("alloc", A, 5 * mb, 2), entry("alloc", A + 5 * mb, 5 * mb, 3),
+             entry("segment_map", A + 20 * mb, 20 * mb, 4), entry("alloc", A + 10 * mb, 12 * mb, 5)]
+    trace += [entry("free_requested", a, s, 6 + i) for i, (a, s) in
+              enumerate(((A, 5 * mb), (A + 5 * mb, 5 * mb), (A + 10 * mb, 12 * mb)))]
+    trace += [entry("free_completed", a, s, 10 + i) for i, (a, s) in
+              enumerate(((A, 5 * mb), (A + 5 * mb, 5 * mb), (A + 10 * mb, 12 * mb)))]
+    trace.append(entry("segment_unmap", A, 40 * mb, 20))
+    settings = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", "max_split_size": -1,
+                "garbage_collection_threshold": 0.0, "expandable_segments": True,
+                "roundup_power2_divisions": {str(1 << i): 0 for i in range(16)}}
+    snap = {"segments": [], "device_traces": [trace], "allocator_settings": settings}
+    pickled, log = os.path.join(t.tmp, "snapshot.pickle"), os.path.join(t.tmp, "snapshot.tlog")
+    with open(pickled, "wb") as f:
+        pickle.dump(snap, f)
+    p = subprocess.run([t.snapshot_import, pickled, "-o", log], env=dict(os.environ, TRACE_REPLAY=t.replay),
+                       capture_output=True, text=True)
+    if not check(p.returncode == 0, "torch-snapshot-import: %s" % p.stderr[-500:]):
+        return
+    p = subprocess.run([t.replay, "check", log, "--json"], capture_output=True, text=True)
+    d = json.loads(p.stdout or "{}")
+    check(p.returncode == 0 and fidelity(d) == (5, 0) and pool_of(d).get("reserved") == 0,
+          "torch snapshot with expandable segments: followed from its allocator_settings: exit %d %s %s"
+          % (p.returncode, fidelity(d), pool_of(d)))
+    snap["segments"] = [{"device": 0, "address": 0x10000000, "total_size": 2 * mb, "stream": 0, "blocks": [],
+                         "segment_pool_id": (1, 0)}]
+    snap["device_traces"] = [[]]
+    with open(pickled, "wb") as f:
+        pickle.dump(snap, f)
+    subprocess.run([t.snapshot_import, pickled, "-o", log], env=dict(os.environ, TRACE_REPLAY=t.replay),
+                   capture_output=True, check=True)
+    p = subprocess.run([t.replay, "check", log, "--json"], capture_output=True, text=True)
+    d = json.loads(p.stdout or "{}")
+    check(any("private pools" in n for n in d.get("notes", [])), "torch snapshot: CUDA-graph private pools said: %s"
+          % d.get("notes"))
 
 
 # ------------------------------------------------------------------- bfc
@@ -476,6 +525,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--replay", required=True)
     ap.add_argument("--places", required=True)
+    ap.add_argument("--snapshot-import", required=True)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         t = Tools(args, tmp)
@@ -485,6 +535,7 @@ def main():
         torch_roundup(t)
         torch_expandable(t)
         torch_notes(t)
+        torch_snapshot(t)
         bfc_whole_limit(t)
         bfc_learnt(t)
         bfc_extend(t)
