@@ -238,6 +238,7 @@ static void print_json(const rp_output *rep, const rp_replay *r)
     rp_json_u64(&j, "diverged_before_violation", res->violated ? res->diverged_before_violation : res->diverged);
     rp_json_bool(&j, "following", !(res->violated ? res->diverged_before_violation : res->diverged));
     rp_json_end_obj(&j);
+    rp_json_u64(&j, "ambiguities", res->ambiguous);
     rp_json_arr(&j, "notes");
     for (uint32_t i = 0; i < res->nnotes; i++)
         rp_json_str(&j, NULL, res->notes[i].text);
@@ -379,6 +380,10 @@ static void print_text(const rp_output *rep, const rp_replay *r)
         fprintf(f, "  model note: %s\n", res->notes[i].text);
     if (res->notes_dropped)
         fprintf(f, "  model note: %u more not shown\n", res->notes_dropped);
+    if (res->ambiguous)
+        fprintf(f, "  ambiguous: %" PRIu64 " collection(s) that no stack places (the first at seq %" PRIu64
+                   ") break the pool started in one place and not in another; not a violation: the warnings "
+                   "\"ambiguity\" give both outcomes\n", res->ambiguous, res->first_ambiguous_seq);
     fprintf(f, "peak reserved %" PRIu64 " bytes (seq %" PRIu64 "), peak allocated %" PRIu64 " bytes (seq %" PRIu64
                ")\n", res->peak_reserved, res->peak_reserved_seq, res->peak_allocated, res->peak_allocated_seq);
     fprintf(f, "fidelity: %" PRIu64 " matched, %" PRIu64 " diverged", res->matched, res->diverged);

@@ -73,11 +73,13 @@ typedef struct pool {
     rp_rangeset msegs;         /* the model's segments */
 } pool;
 
-/* An explore trial in progress. */
+/* A trial in progress: explore's (th: what it injects and hears), or one
+ * placing an ambiguous collection (th NULL: the violation kept in found). */
 typedef struct trial {
     const rp_trial_host *th;
     int point, seen, broke;
     const char *where;
+    rp_finding found;
 } trial;
 
 /* One operation being applied to a model. */
@@ -125,6 +127,12 @@ struct rp_replay {
                                     * a release a model's own matched */
     size_t capused;
     uint64_t unplaced, first_unplaced; /* nested collections no stack placed */
+    /* A collection placed by exploration (ambiguous_child): it runs at the
+     * force_at-th point the top-level operation reaches (-1: after it). */
+    uint32_t force_child;
+    int force_at, force_seen;
+    const char *force_where;
+    uint64_t explored;                 /* collections explored (explore_placement) */
 };
 
 static int apply_node(rp_replay *r, pool *p, void *m, const gathered *g, uint32_t nid, int nested, hctx *up,
@@ -132,6 +140,7 @@ static int apply_node(rp_replay *r, pool *p, void *m, const gathered *g, uint32_
 static const rp_host record_host, trial_host;
 static hctx context(rp_replay *r, pool *p, void *m, const gathered *g, uint32_t nid, hctx *up, trial *tr,
                     const tf_event *ev);
+static int would_reenter(const pool *p, const gathered *g);
 
 /* ------------------------------------------------------------------ setup */
 
@@ -150,6 +159,7 @@ rp_replay *rp_replay_new(const rp_options *o)
     r->o = *o;
     r->checks = rp_checks_new();
     r->synth_next = SYNTH_BASE;
+    r->force_child = RP_NIL;
     rp_ptrmap_init(&r->th_index);
     rp_ptrmap_init(&r->pool_index);
     return r;
@@ -660,7 +670,10 @@ static void trial_violation(void *ctx, const char *inv, const char *msg)
     snprintf(f.invariant, sizeof f.invariant, "%s", inv);
     snprintf(f.message, sizeof f.message, "%s", msg);
     f.at = site_of_ctx(h);
-    tr->th->violation(tr->th->ctx, &f);
+    if (tr->th)
+        tr->th->violation(tr->th->ctx, &f);
+    else
+        tr->found = f;
 }
 
 /* explore looks for violations only. */
@@ -676,7 +689,7 @@ static void trial_reenter(void *ctx, const char *point)
 {
     hctx *h = ctx;
     trial *tr = h->tr;
-    if (!h->up && tr->seen++ == tr->point) {
+    if (!h->up && tr->seen++ == tr->point && tr->th) {
         tr->where = point;
         tr->th->inject(tr->th->ctx, (rp_trial *)h);
     }
@@ -773,6 +786,8 @@ static int runs_here(hctx *h, uint32_t c, const char *point)
 {
     if (!point)
         return 1;  /* after the operation: also how an unmodelled pool delivers */
+    if (c == h->r->force_child && !h->up)
+        return h->r->force_at == h->r->force_seen - 1;
     uint32_t gc = h->g->nodes[c].gc;
     if (gc == RP_NIL)
         return 0;
@@ -809,6 +824,8 @@ static int halted(const hctx *h)
 static void deliver(hctx *h, const char *point)
 {
     rp_replay *r = h->r;
+    if (point && !h->up && r->force_child != RP_NIL && r->force_seen++ == r->force_at)
+        r->force_where = point;
     if (h->node == RP_NIL || h->next_child == RP_NIL)
         return;
     const gathered *g = h->g;
@@ -1029,6 +1046,155 @@ static void check_model(rp_replay *r, pool *p, const gathered *g)
         r->model_peak_allocated = st.allocated;
 }
 
+/* ------------------------------------------- collections no stack placed */
+
+/* Collections explored per replay, at most (each costs a copy of the model
+ * and a run of the operation per point it reaches). */
+#define EXPLORE_MAX 100000
+/* Points of one operation explored, at most. */
+#define EXPLORE_POINTS 64
+
+/* A device allocation attempt of the operation before buffer index i and
+ * one after it: a collection there ran in the out-of-memory ladder, and
+ * between_attempts places it. */
+static int attempts_around(const gathered *g, uint32_t i)
+{
+    uint64_t seq = g->buf[0].seq;
+    int before = 0;
+    for (uint32_t j = 1; j < g->nodes[0].end; j++) {
+        const tf_event *e = &g->buf[j];
+        if (e->parent != seq ||
+            !(is_device_alloc(e) || (e->kind == TF_EV_POOL_SEGMENT && e->u.segment.grow == TF_SEGMENT_GROW)))
+            continue;
+        if (j < i)
+            before = 1;
+        else if (j > i)
+            return before;
+    }
+    return 0;
+}
+
+/* The first collection nested right in the top-level operation, running
+ * frees of its pool, whose stack does not say where it started. */
+static uint32_t ambiguous_child(rp_replay *r, pool *p, const gathered *g)
+{
+    hctx h = context(r, p, p->m, g, 0, NULL, NULL, NULL);
+    h.host.ctx = &h;
+    for (uint32_t c = g->nodes[0].child; c != RP_NIL; c = g->nodes[c].sibling) {
+        uint32_t gc = g->nodes[c].gc;
+        if (gc == RP_NIL || pool_id_of(&g->buf[g->nodes[c].begin]) != p->id)
+            continue;
+        rp_placement pl = placement_of(&h, c);
+        if ((pl.where == RP_PLACED_UNSURE || pl.where == RP_PLACED_UNKNOWN) && !attempts_around(g, gc))
+            return c;
+    }
+    return RP_NIL;
+}
+
+/* The operation on a scratch copy of the model with nested operation c run
+ * at the at-th point it reaches (-1: after it).  1: an invariant broke
+ * (tr->found), 0: the pool holds, -1: the operation does not reach it. */
+static int placement_trial(rp_replay *r, pool *p, const gathered *g, uint32_t c, int at, trial *tr)
+{
+    if (!p->scratch)
+        p->scratch = p->ops->create();
+    p->ops->copy(p->scratch, p->m);
+    memset(tr, 0, sizeof *tr);
+    tr->point = -1;
+    r->force_child = c;
+    r->force_at = at;
+    r->force_seen = 0;
+    r->force_where = NULL;
+    uint64_t synth = r->synth_next;
+    apply_node(r, p, p->scratch, g, 0, 0, NULL, tr);
+    int reached = at < 0 || r->force_seen > at;
+    if (!tr->broke && reached) {
+        hctx h = context(r, p, p->scratch, g, 0, NULL, tr, NULL);
+        h.host.ctx = &h;
+        h.next_child = RP_NIL;
+        p->ops->check(p->scratch, r->o.paranoid, &h.host);
+    }
+    tr->where = r->force_where;
+    r->synth_next = synth;
+    r->force_child = RP_NIL;
+    return reached ? tr->broke : -1;
+}
+
+/* A collection nested in this operation that no stack places could have
+ * started after the pool's bookkeeping or at any point inside it: run each
+ * on a scratch copy.  The same outcome everywhere: it runs after the
+ * operation (if that breaks the pool, it breaks wherever it started, and
+ * the violation stands, with a note saying so).  Outcomes that differ: an
+ * ambiguity, with both outcomes, never a violation: the replay goes on
+ * with a placement where the pool holds.  Sets r->force_* for that. */
+static void explore_placement(rp_replay *r, pool *p, const gathered *g)
+{
+    if (!p->ops->copy || !p->ops->create || !p->ops->points || r->explored >= EXPLORE_MAX)
+        return;
+    uint32_t c = ambiguous_child(r, p, g);
+    if (c == RP_NIL || would_reenter(p, g) <= 0)
+        return;
+    r->explored++;
+    trial t;
+    int after = placement_trial(r, p, g, c, -1, &t);
+    rp_finding after_f = t.found, other_f;
+    memset(&other_f, 0, sizeof other_f);
+    int other = -1, reached = 0;
+    const char *where = NULL;
+    for (int k = 0; k < EXPLORE_POINTS && other < 0; k++) {
+        int rc = placement_trial(r, p, g, c, k, &t);
+        if (rc < 0)
+            break;
+        reached++;
+        if (rc != after) {
+            other = k;
+            where = t.where;
+            other_f = t.found;
+        }
+    }
+    uint64_t gc = g->buf[g->nodes[c].gc].seq, op = g->buf[0].seq;
+    hctx h = context(r, p, p->m, g, 0, NULL, NULL, NULL);
+    h.host.ctx = &h;
+    char text[sizeof ((rp_note_text *)0)->text];
+    if (other < 0) {
+        if (after == 1) {
+            snprintf(text, sizeof text,
+                     "the collection at seq %llu, nested in the operation at seq %llu, has a stack that does not say "
+                     "where it started; it breaks the pool wherever it started (after the bookkeeping and at each of "
+                     "the %d points the operation reaches)",
+                     (unsigned long long)gc, (unsigned long long)op, reached);
+            record_note(&h, text);
+        }
+        return;
+    }
+    if (!r->res.ambiguous++)
+        r->res.first_ambiguous_seq = gc;
+    const rp_finding *bad = after ? &after_f : &other_f;
+    rp_finding w;
+    memset(&w, 0, sizeof w);
+    snprintf(w.invariant, sizeof w.invariant, "ambiguity");
+    const char *at = where ? where : "a point inside the bookkeeping";
+    if (after)
+        snprintf(w.message, sizeof w.message,
+                 "the collection at seq %llu has a stack that does not say where in this operation it started: "
+                 "started at %s, the pool holds (replayed so); started after the pool's bookkeeping, it breaks "
+                 "%s: %.200s",
+                 (unsigned long long)gc, at, bad->invariant, bad->message);
+    else
+        snprintf(w.message, sizeof w.message,
+                 "the collection at seq %llu has a stack that does not say where in this operation it started: "
+                 "started after the pool's bookkeeping, the pool holds (replayed so); started at %s, it breaks "
+                 "%s: %.200s",
+                 (unsigned long long)gc, at, bad->invariant, bad->message);
+    w.at = site_of_ctx(&h);
+    rp_checks_add_warning(r->checks, &w);
+    if (after) {
+        r->force_child = c;  /* replayed where the pool holds */
+        r->force_at = other;
+        r->force_seen = 0;
+    }
+}
+
 /* Run one gathered top-level operation (or a bare pool event). */
 static void apply_top(rp_replay *r, const gathered *g)
 {
@@ -1048,7 +1214,10 @@ static void apply_top(rp_replay *r, const gathered *g)
             return;
     }
     r->res.ops++;
+    if (p->ops && !p->broken)
+        explore_placement(r, p, g);
     apply_node(r, p, p->m, g, 0, 0, NULL, NULL);
+    r->force_child = RP_NIL;
     if (!r->stopped && p->ops)
         check_model(r, p, g);
     audit_step(r);
@@ -1300,8 +1469,8 @@ void rp_replay_finish(rp_replay *r, int clean_end)
         char text[320];
         snprintf(text, sizeof text,
                  "%llu collection(s) nested in pool operations (the first at seq %llu) have stacks that do not say "
-                 "where they started (no symbols, or no native stacks): they were replayed after their operation, "
-                 "not inside its bookkeeping; explore shows what they would do there",
+                 "where they started (no symbols, or no native stacks): replayed after their operation, not inside "
+                 "its bookkeeping, unless only a point inside held the pool (see ambiguity warnings)",
                  (unsigned long long)r->unplaced, (unsigned long long)r->first_unplaced);
         record_note(&h, text);
     }
@@ -1376,7 +1545,7 @@ int rp_replay_trial(rp_replay *r, int point, const rp_trial_host *th, const char
     if (!p->scratch)
         p->scratch = p->ops->create();
     p->ops->copy(p->scratch, p->m);
-    trial tr = {th, point, 0, 0, NULL};
+    trial tr = {.th = th, .point = point};
     uint64_t synth = r->synth_next;
     apply_node(r, p, p->scratch, g, 0, 0, NULL, &tr);
     if (!tr.broke && tr.seen > point) {

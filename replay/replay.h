@@ -104,6 +104,8 @@ typedef struct rp_result {
     uint64_t diverged_before_violation; /* divergences before the violation's event */
     rp_note_text notes[RP_MAX_NOTES];  /* the models' notes, in order */
     uint32_t nnotes, notes_dropped;
+    uint64_t ambiguous;                /* collections no stack placed whose outcomes differ */
+    uint64_t first_ambiguous_seq;      /* the first one's gc_start (warnings: "ambiguity") */
     uint64_t peak_reserved, peak_allocated;
     uint64_t peak_reserved_seq, peak_allocated_seq;
     uint64_t ops;                      /* operations replayed through models */

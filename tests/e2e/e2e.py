@@ -90,11 +90,13 @@ class Outcome:
 
 
 def run_workload(python, module_dir, seed, iterations, gc_guard=False, check_arena=False,
-                 preload=None, log=None, timeout=120):
+                 preload=None, log=None, timeout=120, hook_objects=False):
     command = [python, WORKLOAD, "--module-dir", module_dir, "--seed", str(seed),
                "--iterations", str(iterations)]
     if gc_guard:
         command.append("--gc-guard")
+    if hook_objects:
+        command.append("--hook-objects")
     if check_arena:
         command.append("--check-arena")
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRACE_")}
