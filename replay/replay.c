@@ -480,7 +480,7 @@ static uint64_t record_segment(void *ctx, uint64_t *size, uint64_t at) { return 
 
 static int is_release(const tf_event *e, uint64_t *ptr)
 {
-    if (e->kind == TF_EV_CUDA_FREE && e->u.cuda.ptr) {
+    if (e->kind == TF_EV_CUDA_FREE && e->u.cuda.ptr && !e->u.cuda.result) {
         *ptr = e->u.cuda.ptr;
         return 1;
     }
@@ -488,6 +488,17 @@ static int is_release(const tf_event *e, uint64_t *ptr)
         *ptr = e->u.segment.ptr;
         return 1;
     }
+    return 0;
+}
+
+/* A release of the operation at buffer index j that a release_failed later
+ * in the operation takes back (format 1.1: the release was recorded before
+ * its call, which failed): it did not happen. */
+static int release_taken_back(const gathered *g, const node *nd, uint32_t j)
+{
+    for (uint32_t k = j + 1; k < nd->end; k++)
+        if (g->buf[k].kind == TF_EV_RELEASE_FAILED && g->buf[k].u.release_failed.release == g->buf[j].seq)
+            return 1;
     return 0;
 }
 
@@ -506,7 +517,8 @@ static void record_released(void *ctx, uint64_t base, uint64_t size)
         const node *nd = &h->g->nodes[h->node];
         uint64_t seq = h->g->buf[nd->begin].seq, ptr;
         for (uint32_t j = nd->begin + 1; j < nd->end && !matched; j++)
-            if (h->g->buf[j].parent == seq && !r->used[j] && is_release(&h->g->buf[j], &ptr) && ptr == rec)
+            if (h->g->buf[j].parent == seq && !r->used[j] && is_release(&h->g->buf[j], &ptr) && ptr == rec &&
+                !release_taken_back(h->g, nd, j))
                 r->used[j] = matched = 1;
     }
     if (matched)
@@ -864,7 +876,7 @@ static void apply_releases(hctx *h)
     for (uint32_t j = nd->begin + 1; j < nd->end && !r->stopped; j++) {
         const tf_event *e = &h->g->buf[j];
         uint64_t ptr;
-        if (e->parent != seq || r->used[j] || !is_release(e, &ptr))
+        if (e->parent != seq || r->used[j] || !is_release(e, &ptr) || release_taken_back(h->g, nd, j))
             continue;
         uint64_t *base = rp_ptrmap_get(&h->p->segx, ptr);
         if (!base)

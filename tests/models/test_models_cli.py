@@ -19,7 +19,7 @@ per behaviour of issue 18, through trace-replay check --json:
              gc.collect(), free_all_blocks again (the collection's chunks go
              back), success; cupy-next frees directly there, stages a free
              only under its held lock and commits it before free_all gives
-             segments back
+             segments back; a release whose call failed is not one
   points     cupy5's new re-entrancy points: a collection in _arena while the
              stream's arena is being made again; one in free_all_blocks'
              _compact_index
@@ -463,6 +463,28 @@ def next_staging(t):
     check(pool_of(d).get("reserved") == 8192, "cupy-next: the released segment is gone: %s" % pool_of(d))
 
 
+def failed_release(t):
+    """A segment release inside an operation that did not happen: its call
+    failed (format 1.1: a release_failed names it; 1.0: the free's own
+    result).  torch's model keeps the segment, and the block the real pool
+    then handed out of it is the model's choice too."""
+    for how in ("release_failed", "result"):
+        log = Log((1, "torch"))
+        log.alloc(1, 4 * MiB, 0x10000000, segments=[(0x10000000, 20 * MiB)])
+        log.free(1, 0x10000000)
+        with log.op(1, ALLOC, 4 * MiB):
+            if how == "result":
+                log.ev("cuda_free", api="cudaFree", device=0, result=1, flags=0, ptr=0x10000000, size=0, stream=0)
+            else:
+                log.cuda_free(0x10000000)
+                log.ev("release_failed", release=log.seq, result=1)
+            log.ev("pool_alloc", pool=1, ptr=0x10000000, requested=4 * MiB, granted=4 * MiB, stream=0)
+        log.end()
+        rc, d, _ = t.check(log, "--model", "torch")
+        check(rc == 0 and fidelity(d) == (3, 0), "torch: a release whose call failed (%s) is not applied to the "
+              "model: exit %d %s" % (how, rc, fidelity(d)))
+
+
 # ----------------------------------------------------------------- points
 
 def arena_point(t):
@@ -552,6 +574,7 @@ def main():
         bfc_gc(t)
         ladders(t)
         next_staging(t)
+        failed_release(t)
         arena_point(t)
         compact_point(t)
         verdict(t)
