@@ -78,9 +78,25 @@ typedef struct pool {
 typedef struct trial {
     const rp_trial_host *th;
     int point, seen, broke;
+    int left_log;              /* the model chose what the log says the pool did not */
+    int inside;                /* a shadow's: collections no stack places run at the first point */
     const char *where;
     rp_finding found;
 } trial;
+
+/* An alternative history: the model with a collection no stack placed run
+ * at a point inside its operation instead of after it, and every later one
+ * no stack places at the first point of its operation (the worst case),
+ * followed through the rest of the log while it chooses what the real pool
+ * chose (follow_shadow), until an invariant breaks there (an ambiguity: the
+ * replay of record goes on) or it leaves the log. */
+typedef struct shadow {
+    struct pool *p;            /* NULL: none running */
+    void *m;
+    uint64_t gc, op;           /* the collection, its operation */
+    const char *where;         /* the point it was run at */
+    uint64_t later;            /* collections no stack placed it has run inside since */
+} shadow;
 
 /* One operation being applied to a model. */
 typedef struct hctx {
@@ -133,6 +149,7 @@ struct rp_replay {
     int force_at, force_seen;
     const char *force_where;
     uint64_t explored;                 /* collections explored (explore_placement) */
+    shadow sh;
 };
 
 static int apply_node(rp_replay *r, pool *p, void *m, const gathered *g, uint32_t nid, int nested, hctx *up,
@@ -141,6 +158,7 @@ static const rp_host record_host, trial_host;
 static hctx context(rp_replay *r, pool *p, void *m, const gathered *g, uint32_t nid, hctx *up, trial *tr,
                     const tf_event *ev);
 static int would_reenter(const pool *p, const gathered *g);
+static void end_shadow(rp_replay *r);
 
 /* ------------------------------------------------------------------ setup */
 
@@ -179,6 +197,7 @@ void rp_replay_free(rp_replay *r)
         gathered_free(&r->th[i].g);
         free(r->th[i].open);
     }
+    end_shadow(r);
     for (size_t i = 0; i < r->npools; i++) {
         pool *p = &r->pools[i];
         if (p->ops) {
@@ -455,18 +474,24 @@ static uint64_t ask_segment(hctx *h, uint64_t *sizep, uint64_t at, int count)
             r->res.matched++;
         else if (count)
             diverge(r, seq_of(h));
+        else if (rec_size != size && h->tr)
+            h->tr->left_log = 1;
         if (refused == 2)
             *sizep = 0;  /* not for lack of memory: the pool raises, no ladder */
         return 0;
     } else if (!found && any) {
         if (count)
             diverge(r, seq_of(h));  /* the real pool did not ask again */
+        else if (h->tr)
+            h->tr->left_log = 1;
         return 0;
     } else if (count) {
         if (found && rec_size == size && (!at || rec == at))
             r->res.matched++;
         else
             diverge(r, seq_of(h));
+    } else if (h->tr && !(found && rec_size == size && (!at || rec == at))) {
+        h->tr->left_log = 1;
     }
     uint64_t base = place_segment(h, rec, rec_size, size, at);
     if (count) {
@@ -808,7 +833,13 @@ static int runs_here(hctx *h, uint32_t c, const char *point)
         return rp_placement_at(&pl, point);
     if (pl.where == RP_PLACED_OUTSIDE)
         return 0;
-    return between_attempts(h, gc);
+    if (between_attempts(h, gc))
+        return 1;
+    if (h->tr && h->tr->inside) {
+        h->r->sh.later++;  /* the shadow's worst case: inside, at the first point */
+        return 1;
+    }
+    return 0;
 }
 
 /* A collection delivered after its operation because its stack could not
@@ -907,6 +938,8 @@ static int run_alloc(hctx *h, uint32_t res_i, const tf_event *b)
     uint64_t hint = res ? res->u.pool.ptr : 0, ptr = 0, granted = 0;
     h->host.hint = hint;
     int rc = h->p->ops->alloc(h->m, size, res ? res->u.pool.stream : 0, &h->host, &ptr, &granted);
+    if (h->tr && rc != RP_BROKEN && (rc == RP_OK ? !hint || ptr != hint : hint != 0))
+        h->tr->left_log = 1;
     if (rc == RP_BROKEN || h->tr)
         return rc;
     if (rc == RP_OK && hint) {
@@ -929,6 +962,8 @@ static int run_free(hctx *h, uint32_t res_i, const tf_event *b, int nested)
     if (!mp) {
         if (!h->tr && rec)
             diverge(r, b->seq);
+        else if (h->tr && rec)
+            h->tr->left_log = 1;
         return RP_OK;
     }
     uint64_t m = *mp;
@@ -937,6 +972,8 @@ static int run_free(hctx *h, uint32_t res_i, const tf_event *b, int nested)
     int rc = h->p->ops->free(h->m, m, nested, &h->host);
     if (rc == RP_UNKNOWN && !h->tr)
         diverge(r, b->seq);
+    else if (rc == RP_UNKNOWN)
+        h->tr->left_log = 1;
     return rc == RP_BROKEN ? rc : RP_OK;
 }
 
@@ -1124,12 +1161,89 @@ static int placement_trial(rp_replay *r, pool *p, const gathered *g, uint32_t c,
         hctx h = context(r, p, p->scratch, g, 0, NULL, tr, NULL);
         h.host.ctx = &h;
         h.next_child = RP_NIL;
-        p->ops->check(p->scratch, r->o.paranoid, &h.host);
+        p->ops->check(p->scratch, 1, &h.host);  /* a full audit: damage an incremental check would meet later */
     }
     tr->where = r->force_where;
     r->synth_next = synth;
     r->force_child = RP_NIL;
     return reached ? tr->broke : -1;
+}
+
+#define AFTER "after the pool's bookkeeping"
+
+/* A warning "ambiguity": the collection at seq gc, in the operation at seq
+ * op, started where held (the pool holds: the replay of record goes so) or
+ * where broke (the pool breaks, at once or, when, later). */
+static void ambiguity(rp_replay *r, rp_site at, uint64_t gc, uint64_t op, const char *held, const char *broke,
+                      const char *when, const rp_finding *bad)
+{
+    if (!r->res.ambiguous++)
+        r->res.first_ambiguous_seq = gc;
+    rp_finding w;
+    memset(&w, 0, sizeof w);
+    snprintf(w.invariant, sizeof w.invariant, "ambiguity");
+    snprintf(w.message, sizeof w.message,
+             "the collection at seq %llu, in the operation at seq %llu, has a stack that does not say where it "
+             "started: started %s, the pool holds (replayed so); started %s, it breaks %s%s: %.180s",
+             (unsigned long long)gc, (unsigned long long)op, held, broke, when ? when : "", bad->invariant,
+             bad->message);
+    w.at = at;
+    rp_checks_add_warning(r->checks, &w);
+}
+
+static void end_shadow(rp_replay *r)
+{
+    if (r->sh.p)
+        r->sh.p->ops->destroy(r->sh.m);
+    memset(&r->sh, 0, sizeof r->sh);
+}
+
+/* The alternative where collection c ran at the first point of its
+ * operation, followed from here while it keeps to the log. */
+static void start_shadow(rp_replay *r, pool *p, const gathered *g, uint32_t c, uint64_t gc, uint64_t op)
+{
+    trial t;
+    if (!p->ops->destroy || placement_trial(r, p, g, c, 0, &t) != 0 || t.left_log)
+        return;
+    r->sh.m = p->ops->create();
+    p->ops->copy(r->sh.m, p->scratch);
+    r->sh.p = p;
+    r->sh.gc = gc;
+    r->sh.op = op;
+    r->sh.where = t.where ? t.where : "a point inside the bookkeeping";
+}
+
+/* The shadow's verdict on what it just ran. */
+static void shadow_outcome(rp_replay *r, const trial *t)
+{
+    if (t->broke) {
+        char broke[160];
+        snprintf(broke, sizeof broke, "at %s (and %llu later ones that no stack places at the first point of "
+                 "their operation)", r->sh.where, (unsigned long long)r->sh.later);
+        ambiguity(r, t->found.at, r->sh.gc, r->sh.op, AFTER, broke, "later, at this event: ", &t->found);
+        end_shadow(r);
+    } else if (t->left_log) {
+        end_shadow(r);  /* the alternative is not the history the log shows */
+    }
+}
+
+/* Run this operation on the shadow too, before the replay of record (which
+ * changes the address maps the shadow reads). */
+static void follow_shadow(rp_replay *r, pool *p, const gathered *g)
+{
+    if (r->sh.p != p)
+        return;
+    trial t = {.point = -1, .inside = 1};
+    uint64_t synth = r->synth_next;
+    apply_node(r, p, r->sh.m, g, 0, 0, NULL, &t);
+    if (!t.broke) {
+        hctx h = context(r, p, r->sh.m, g, 0, NULL, &t, NULL);
+        h.host.ctx = &h;
+        h.next_child = RP_NIL;
+        p->ops->check(r->sh.m, r->o.paranoid, &h.host);
+    }
+    r->synth_next = synth;
+    shadow_outcome(r, &t);
 }
 
 /* A collection nested in this operation that no stack places could have
@@ -1169,37 +1283,24 @@ static void explore_placement(rp_replay *r, pool *p, const gathered *g)
     h.host.ctx = &h;
     char text[sizeof ((rp_note_text *)0)->text];
     if (other < 0) {
+        if (!after && reached && !r->sh.p)
+            start_shadow(r, p, g, c, gc, op);
         if (after == 1) {
             snprintf(text, sizeof text,
                      "the collection at seq %llu, nested in the operation at seq %llu, has a stack that does not say "
-                     "where it started; it breaks the pool wherever it started (after the bookkeeping and at each of "
-                     "the %d points the operation reaches)",
+                     "where it started; a full audit after the operation finds the pool broken wherever it started (after "
+                     "the bookkeeping and at each of the %d points it reaches)",
                      (unsigned long long)gc, (unsigned long long)op, reached);
             record_note(&h, text);
         }
         return;
     }
-    if (!r->res.ambiguous++)
-        r->res.first_ambiguous_seq = gc;
-    const rp_finding *bad = after ? &after_f : &other_f;
-    rp_finding w;
-    memset(&w, 0, sizeof w);
-    snprintf(w.invariant, sizeof w.invariant, "ambiguity");
-    const char *at = where ? where : "a point inside the bookkeeping";
+    char at[120];
+    snprintf(at, sizeof at, "at %s", where ? where : "a point inside the bookkeeping");
     if (after)
-        snprintf(w.message, sizeof w.message,
-                 "the collection at seq %llu has a stack that does not say where in this operation it started: "
-                 "started at %s, the pool holds (replayed so); started after the pool's bookkeeping, it breaks "
-                 "%s: %.200s",
-                 (unsigned long long)gc, at, bad->invariant, bad->message);
+        ambiguity(r, site_of_ctx(&h), gc, op, at, AFTER, NULL, &after_f);
     else
-        snprintf(w.message, sizeof w.message,
-                 "the collection at seq %llu has a stack that does not say where in this operation it started: "
-                 "started after the pool's bookkeeping, the pool holds (replayed so); started at %s, it breaks "
-                 "%s: %.200s",
-                 (unsigned long long)gc, at, bad->invariant, bad->message);
-    w.at = site_of_ctx(&h);
-    rp_checks_add_warning(r->checks, &w);
+        ambiguity(r, site_of_ctx(&h), gc, op, AFTER, at, NULL, &other_f);
     if (after) {
         r->force_child = c;  /* replayed where the pool holds */
         r->force_at = other;
@@ -1226,8 +1327,10 @@ static void apply_top(rp_replay *r, const gathered *g)
             return;
     }
     r->res.ops++;
-    if (p->ops && !p->broken)
+    if (p->ops && !p->broken) {
+        follow_shadow(r, p, g);
         explore_placement(r, p, g);
+    }
     apply_node(r, p, p->m, g, 0, 0, NULL, NULL);
     r->force_child = RP_NIL;
     if (!r->stopped && p->ops)
@@ -1341,6 +1444,14 @@ static void top_release(rp_replay *r, const tf_event *e, uint64_t ptr, uint32_t 
         uint64_t size = rg && rg->start == *base ? rg->end - rg->start : 0;
         if (e->kind == TF_EV_POOL_SEGMENT && e->u.segment.size)
             size = e->u.segment.size;
+        if (r->sh.p == p) {
+            trial t = {.point = -1};
+            hctx hs = context(r, p, r->sh.m, NULL, RP_NIL, NULL, &t, e);
+            hs.host.ctx = &hs;
+            if (p->ops->release(r->sh.m, *base, size, &hs.host) == RP_UNKNOWN)
+                t.left_log = 1;
+            shadow_outcome(r, &t);
+        }
         if (p->ops->release(p->m, *base, size, &h.host) == RP_UNKNOWN)
             diverge(r, e->seq);
         rp_rangeset_erase(&p->msegs, *base, NULL);

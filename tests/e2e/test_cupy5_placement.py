@@ -13,6 +13,13 @@ same logs through `--model cupy` are clean too.  (Placing such a collection
 at the first point the operation reaches, as main did before issue 18,
 reports sorted_index/bin_membership/reachable on 9 or 10 of 10 seeds.)
 
+Then the same logs with the module's symbols gone (its file moved away):
+no stack says where any collection started, so each runs after its
+operation, and the replay also explores the other outcome (a collection at
+the first point of its operation, followed through the rest of the log):
+check must still find no violation, and say where the outcomes differ
+(warnings "ambiguity", JSON "ambiguities"), on at least one seed.
+
     test_cupy5_placement.py --build-dir DIR --preload LIBTRACE --replay TRACE_REPLAY --dump TRACE_DUMP
 """
 import argparse
@@ -52,11 +59,14 @@ def nested_collections(dump, log):
 def main():
     args = parse_args()
     python, version = e2e.require_python(("3.11",))
-    module_dir = e2e.build_fixture(python, version, args.build_dir)
     out = os.path.join(args.build_dir, "placement")
     os.makedirs(out, exist_ok=True)
+    # A build of its own: its file is moved away below, while other tests
+    # may be running theirs.
+    module_dir = e2e.build_fixture(python, version, out)
     failures = e2e.Failures()
     after_bookkeeping = 0
+    logs = []
     for seed in SEEDS:
         log = os.path.join(out, "guarded-%d.tlog" % seed)
         if os.path.exists(log):
@@ -74,6 +84,7 @@ def main():
             after_bookkeeping += len(tail)
             print("seed %d: %d collections nested in operations, %d of them after the bookkeeping"
                   % (seed, len(stacks), len(tail)), flush=True)
+        logs.append((seed, log))
         for model in ("cupy5", "cupy"):
             p = subprocess.run([args.replay, "check", log, "--model", model, "--json"], capture_output=True,
                                text=True, timeout=300)
@@ -84,6 +95,32 @@ def main():
                                                                       v.get("seq"), v.get("message")))
     failures.check(after_bookkeeping > 0, "collections started inside operations after the bookkeeping (%d): "
                    "the test exercised the placement" % after_bookkeeping)
+
+    hidden = module_dir + ".hidden"
+    os.rename(module_dir, hidden)
+    ambiguities = 0
+    try:
+        for seed, log in logs:
+            p = subprocess.run([args.replay, "check", log, "--model", "cupy5", "--json"], capture_output=True,
+                               text=True, timeout=300)
+            doc = json.loads(p.stdout) if p.stdout.strip() else {}
+            v = doc.get("violation") or {}
+            amb = [w for w in doc.get("warnings", []) if w.get("invariant") == "ambiguity"]
+            ambiguities += doc.get("ambiguities", 0)
+            print("seed %d without symbols: exit %d, %d ambiguities%s" % (seed, p.returncode, doc.get("ambiguities", 0),
+                  (": " + amb[0]["message"][:300]) if amb else ""), flush=True)
+            failures.check(p.returncode == 0 and not v and doc.get("status") == "clean",
+                           "seed %d without symbols: no violation where no stack says where collections started "
+                           "(exit %d, %s at seq %s: %s)" % (seed, p.returncode, v.get("invariant"), v.get("seq"),
+                                                            v.get("message")))
+            failures.check(any("do not say where they started" in n for n in doc.get("notes", [])),
+                           "seed %d without symbols: the unplaced collections are said: %s" % (seed, doc.get("notes")))
+            failures.check(all("after the pool's bookkeeping, the pool holds" in w["message"] and "it breaks" in
+                               w["message"] for w in amb), "seed %d: each ambiguity gives both outcomes" % seed)
+    finally:
+        os.rename(hidden, module_dir)
+    failures.check(ambiguities > 0, "without symbols, the other outcome breaks the pool on some seed: %d "
+                   "ambiguities said" % ambiguities)
     failures.finish()
 
 

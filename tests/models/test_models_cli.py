@@ -211,7 +211,7 @@ def placement(t):
         # _append_to_free_list's set() the sort order breaks.
         amb = [w for w in d.get("warnings", []) if w.get("invariant") == "ambiguity"]
         msg = amb[0].get("message", "") if amb else ""
-        check(d.get("ambiguities") == 1 and len(amb) == 1 and "seq 10 " in msg and
+        check(d.get("ambiguities") == 1 and len(amb) == 1 and "seq 10," in msg and
               "after the pool's bookkeeping, the pool holds" in msg and "it breaks sorted_index" in msg and
               "_append_to_free_list" in msg,
               "placement: %s: an ambiguity with both outcomes (%s): %s" % (what, d.get("ambiguities"), amb))
