@@ -7,8 +7,12 @@ collection only runs between bytecodes.
     test_cupy5_fixture.py --build-dir DIR
 """
 import argparse
+import os
+import subprocess
 
 import e2e
+
+ORPHAN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "cupy5_pool", "orphan.py")
 
 SEEDS = range(10)          # every seed tried so far fails within 1,000,000 iterations
 CAP = 300000               # most fail well before; a run takes about a second
@@ -49,12 +53,27 @@ def check_clean(failures, what, outcome):
     failures.check(outcome.broken_since is None, "%s keeps the arena sound" % what)
 
 
+def check_orphan(failures, python, module_dir):
+    """The audit's fourth step sees a chunk a re-entrant free left on no list
+    the arena reaches (the first three cannot), and CuPy 5.4's fix makes none."""
+    for guard, expect in (((), "is neither in use nor on its bin's free list: unreachable"),
+                          (("--gc-guard",), "audit: None")):
+        done = subprocess.run([python, ORPHAN, module_dir] + list(guard), capture_output=True, text=True)
+        print("orphan.py %s: %s" % (" ".join(guard), done.stdout.strip()), flush=True)
+        failures.check(done.returncode == 0 and expect in done.stdout,
+                       "orphan.py %s says %r: %s %s" % (" ".join(guard), expect, done.stdout, done.stderr[-500:]))
+        failures.check(("fired: 1" in done.stdout) == (not guard),
+                       "the collection freed the other chunk inside the outer free only without the guard: "
+                       + done.stdout)
+
+
 def main():
     args = parse_args()
     python, version = e2e.require_python()
     module_dir = e2e.build_fixture(python, version, args.build_dir)
     failures = e2e.Failures()
 
+    check_orphan(failures, python, module_dir)
     seed, outcome = first_failure(python, module_dir)
     check_failure(failures, outcome)
     check_clean(failures, "--gc-guard (CuPy 5.4)",

@@ -47,7 +47,8 @@ MARK = "cupy5 workload: arena broken after iteration "
 AUDIT_TO_INVARIANT = (("bin index not increasing", "sorted_index"),
                       ("holds a chunk of", "bin_membership"),
                       ("are neighbours, not merged", "coalesced"),
-                      ("a_flag[", "flag_consistent"))
+                      ("a_flag[", "flag_consistent"),
+                      ("nor on its bin's free list: unreachable", "reachable"))
 
 
 def parse_args():
@@ -183,9 +184,10 @@ def judge_knows_the_cases(failures):
         (report(100, ["sorted_index"]), merged, False),                  # the audit's face is missing
         (report(900, ["sorted_index"], [("coalesced", 104)]), merged, True),   # warned at the step
         (report(900, ["sorted_index"], [("coalesced", 50)]), merged, False),   # warned elsewhere
-        (report(10, ["reachable"]), order, True),                        # earlier, unseen by the audit
-        (report(10, ["reachable"], diverged=12), order, False),          # earlier, after a divergence
+        (report(10, ["index_range"]), order, True),                      # earlier, unseen by the audit
+        (report(10, ["index_range"], diverged=12), order, False),        # earlier, after a divergence
         (report(10, ["sorted_index"]), order, False),                    # earlier, yet the audit would see it
+        (report(10, ["reachable"]), order, False),                       # the audit's fourth step sees that
         (report(900, ["sorted_index"]), order, False),                   # later
     ]
     for rep, audit, want in cases:
@@ -247,6 +249,31 @@ def check_explore(failures, setup, log):
                        "explore injects at _append_to_free_list's set(): %s" % found.get("point"))
 
 
+def check_orphan(failures, setup):
+    """A chunk orphaned on purpose (tests/fixtures/cupy5_pool/orphan.py): the
+    audit's reachability step and the model see the same damage at the same
+    free, and CuPy 5.4's model, which has no re-entry, sees none."""
+    log = setup.path("orphan.tlog")
+    if os.path.exists(log):
+        os.unlink(log)
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "cupy5_pool", "orphan.py")
+    env = dict(os.environ, LD_PRELOAD=setup.args.preload, TRACE_OUTPUT=log)
+    done = subprocess.run([setup.python, script, setup.module_dir], capture_output=True, text=True, env=env,
+                          timeout=120)
+    if not failures.check(done.returncode == 0 and "unreachable" in done.stdout,
+                          "traced orphan.py: the audit sees the orphan: %s %s" % (done.stdout, done.stderr[-300:])):
+        return
+    status, out = setup.replay("check", "--model", "cupy5", "--json", log)
+    violation = json.loads(out).get("violation") or {} if out.strip() else {}
+    broken = [violation.get("invariant")] + [b.get("invariant") for b in violation.get("broken") or []]
+    frees = [e["seq"] for e in setup.events(log) if e["kind"] == "pool_op_begin" and e["parent"] == 0
+             and e.get("op") == 2]
+    failures.check(status == 1 and "reachable" in broken, "check --model cupy5 on orphan.py: reachable "
+                   "(status %d, broken %s)" % (status, broken))
+    failures.check((violation.get("op") or {}).get("seq") in frees,
+                   "the violation is at a top-level free (%s in %s)" % (violation.get("op"), frees))
+
+
 def check_minimize(failures, setup, log):
     smaller = setup.path("minimized.tlog")
     status, _ = setup.replay("minimize", "--model", "cupy5", log, "-o", smaller)
@@ -272,6 +299,7 @@ def main():
     setup = Setup(parse_args())
     failures = e2e.Failures()
     judge_knows_the_cases(failures)
+    check_orphan(failures, setup)
     failing = find_failing_run(setup)
     clean = find_clean_run(setup)
     if failures.check(failing, "a traced run failed within %d iterations" % FAILING_CAP):
