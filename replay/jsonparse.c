@@ -115,6 +115,11 @@ static int string(parser *ps, const char **s, size_t *len)
                 lo >= 0xDC00 && lo < 0xE000) {
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
                 in += 6;
+            } else if (cp >= 0xDC80 && cp <= 0xDCFF) {
+                /* A lone \udcXX stands for the byte XX that was not UTF-8
+                 * (how our JSON writer escapes it, as PEP 383 does). */
+                *out++ = (char)(cp - 0xDC00);
+                break;
             }
             out = put_utf8(out, cp);
             break;
@@ -277,6 +282,18 @@ uint64_t jp_u64(const jp_doc *d, const jp_node *obj, const char *key, uint64_t d
         return (uint64_t)m->real;
     if (m->type == JP_BOOL)
         return m->u;
+    if (m->type == JP_STRING && m->len > 2 && m->len <= 18 && m->str[0] == '0' && (m->str[1] | 0x20) == 'x') {
+        /* Addresses written as "0x..." (a stack's ip and offset). */
+        uint64_t v = 0;
+        for (size_t i = 2; i < m->len; i++) {
+            char c = m->str[i];
+            int x = c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1;
+            if (x < 0)
+                return dflt;
+            v = v << 4 | (uint64_t)x;
+        }
+        return v;
+    }
     return dflt;
 }
 

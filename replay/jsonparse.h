@@ -45,7 +45,10 @@ const jp_node *jp_first(const jp_doc *d, const jp_node *container);
 const jp_node *jp_next(const jp_doc *d, const jp_node *node);
 /* Numbers and strings with a default for absent or mistyped members (a
  * number out of the result type's range counts as mistyped; jp_u64 takes a
- * negative integer modulo 2^64, as C converts it). */
+ * negative integer modulo 2^64, as C converts it, and a "0x..." string of at
+ * most 16 hex digits as that number).  Strings come unescaped; a lone
+ * \udcXX (XX 80 to ff) is the byte XX, as our writer escapes bytes that are
+ * not UTF-8. */
 uint64_t jp_u64(const jp_doc *d, const jp_node *obj, const char *key, uint64_t dflt);
 int64_t jp_i64(const jp_doc *d, const jp_node *obj, const char *key, int64_t dflt);
 const char *jp_str(const jp_doc *d, const jp_node *obj, const char *key, size_t *len);

@@ -1,6 +1,7 @@
-/* progress.c - "report: 1.2M events, 3 s" on a terminal, nothing elsewhere. */
+/* progress.c - "trace-replay report: 1.2M events, 3 s" on a terminal, nothing elsewhere. */
 #include "progress.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -37,6 +38,23 @@ void rp_progress_tick(rp_progress *p, uint64_t seq)
     p->next_ns = t + REFRESH_NS;
     double secs = (double)(t - p->start_ns) / 1e9;
     fprintf(stderr, "\r%s: %.1fM events, %.0f s ", p->what, (double)seq / 1e6, secs);
+    p->shown = 1;
+}
+
+void rp_progress_say(rp_progress *p, const char *fmt, ...)
+{
+    if (!p->on)
+        return;
+    uint64_t t = now_ns();
+    if (t < p->next_ns)
+        return;
+    p->next_ns = t + REFRESH_NS;
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\r%s: %s, %.0f s \033[K", p->what, line, (double)(t - p->start_ns) / 1e9);
     p->shown = 1;
 }
 

@@ -18,9 +18,13 @@ typedef struct rp_progress {
     uint64_t ticks;
 } rp_progress;
 
+/* what: the command and what it does ("trace-replay export"). */
 void rp_progress_start(rp_progress *p, const char *what);
 /* seq: the event just handled. */
 void rp_progress_tick(rp_progress *p, uint64_t seq);
+/* A line of the caller's own after "what: " (minimize: "120 replays, 4.1k
+ * of 89k events kept"), shown when due like a tick. */
+void rp_progress_say(rp_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Erase the line. */
 void rp_progress_done(rp_progress *p);
 

@@ -71,6 +71,12 @@ typedef struct pool {
     rp_ptrmap xlat;            /* recorded block address -> model address */
     rp_ptrmap segx;            /* recorded segment base -> model segment base */
     rp_rangeset msegs;         /* the model's segments */
+    /* Segments the log shows the pool obtaining outside any operation (an
+     * imported snapshot's state before its first entry), oldest first: the
+     * model's next request for a segment that its own operation does not
+     * show takes the oldest. */
+    struct { uint64_t ptr, size; } *loose;
+    size_t nloose, caploose, loose_first;
 } pool;
 
 /* A trial in progress: explore's (th: what it injects and hears), or one
@@ -208,6 +214,7 @@ void rp_replay_free(rp_replay *r)
         rp_ptrmap_free(&p->xlat);
         rp_ptrmap_free(&p->segx);
         rp_rangeset_free(&p->msegs);
+        free(p->loose);
     }
     free(r->th);
     rp_ptrmap_free(&r->th_index);
@@ -411,7 +418,8 @@ static uint64_t synth_segment(rp_replay *r, uint64_t size)
 /* The operation's next device allocation attempt in the log, from the
  * event after the last one taken: *found 0 when there is none left (*any:
  * whether the operation shows any at all), *refused 1 when the device said
- * it had no memory, 2 when it failed otherwise. */
+ * it had no memory, 2 when it failed otherwise.  An operation that shows
+ * none takes a segment obtained outside any operation (see below). */
 static void next_attempt(hctx *h, uint64_t *rec, uint64_t *rec_size, int *found, int *refused, int *any)
 {
     *rec = *rec_size = 0;
@@ -435,6 +443,18 @@ static void next_attempt(hctx *h, uint64_t *rec, uint64_t *rec_size, int *found,
         *rec_size = grow ? e->u.segment.size : e->u.cuda.size;
         /* 2: cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY alike. */
         *refused = grow ? 0 : e->u.cuda.result == 2 ? 1 : e->u.cuda.result || !e->u.cuda.ptr ? 2 : 0;
+    }
+    /* An operation that shows no attempt of its own takes the oldest
+     * segment the pool obtained outside any operation (an imported
+     * snapshot's state before its first entry) that no request took yet;
+     * a trial only looks. */
+    pool *p = h->p;
+    if (!*any && p->loose_first < p->nloose) {
+        *found = 1;
+        *rec = p->loose[p->loose_first].ptr;
+        *rec_size = p->loose[p->loose_first].size;
+        if (!h->tr)
+            p->loose_first++;
     }
 }
 
@@ -611,6 +631,7 @@ static void record_violation(rp_replay *r, hctx *h, const char *inv, const char 
     res->nreentries = r->nre;
     res->diverged_before_violation = res->diverged;
     res->violated = 1;
+    res->by_model = 1;
     add_broken(res, inv, msg, 0);
     r->audit_pool = h->p;
     r->audit_m = h->m;
@@ -1430,6 +1451,16 @@ static void gather_closed(rp_replay *r, thread *t, const rp_frame *f)
     apply_top(r, g);
 }
 
+/* A segment obtained outside any operation, for the model's next request. */
+static void loose_segment(pool *p, uint64_t ptr, uint64_t size)
+{
+    if (p->loose_first == p->nloose)
+        p->loose_first = p->nloose = 0;
+    rp_grow(&p->loose, &p->caploose, p->nloose + 1, sizeof *p->loose);
+    p->loose[p->nloose].ptr = ptr;
+    p->loose[p->nloose++].size = size;
+}
+
 /* A segment given back outside any operation (free_all_blocks, empty_cache). */
 static void top_release(rp_replay *r, const tf_event *e, uint64_t ptr, uint32_t pool_hint)
 {
@@ -1489,6 +1520,8 @@ static void model_event(rp_replay *r, const tf_event *e, const rp_where *w)
     case TF_EV_POOL_SEGMENT:
         if (e->u.segment.grow == TF_SEGMENT_RELEASE)
             top_release(r, e, e->u.segment.ptr, e->u.segment.pool);
+        else if (modelled(r, e->u.segment.pool) && e->u.segment.ptr)
+            loose_segment(modelled(r, e->u.segment.pool), e->u.segment.ptr, e->u.segment.size);
         return;
     default:
         return;
@@ -1615,6 +1648,14 @@ uint32_t rp_replay_warnings(const rp_replay *r, const rp_finding **list, uint64_
 }
 
 uint32_t rp_replay_pool_count(const rp_replay *r) { return (uint32_t)r->npools; }
+
+uint32_t rp_replay_pools_selected(const rp_replay *r)
+{
+    uint32_t n = 0;
+    for (size_t i = 0; i < r->npools; i++)
+        n += r->pools[i].selected != 0;
+    return n;
+}
 
 int rp_replay_pool_at(const rp_replay *r, uint32_t i, uint32_t *id, const rp_model_ops **model, rp_model_stats *st)
 {

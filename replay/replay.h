@@ -89,6 +89,7 @@ typedef struct rp_series_point {
 typedef struct rp_result {
     uint64_t events;
     int violated;
+    int by_model;                      /* a pool model broke it (else the model-free checks) */
     rp_finding violation;
     rp_opref op;                       /* top-level operation at fault (seq 0: none) */
     rp_opref nested_in[RP_MAX_NESTED]; /* enclosing operations of the event, outermost first */
@@ -135,6 +136,8 @@ void rp_replay_stop(rp_replay *r);
 const rp_result *rp_replay_result(const rp_replay *r);
 /* Warnings from the model-free checks. */
 uint32_t rp_replay_warnings(const rp_replay *r, const rp_finding **list, uint64_t *total);
+/* How many of the pools met so far --pool selected (all of them without). */
+uint32_t rp_replay_pools_selected(const rp_replay *r);
 /* Each modelled pool, in order of first appearance: id, model, final stats. */
 uint32_t rp_replay_pool_count(const rp_replay *r);
 int rp_replay_pool_at(const rp_replay *r, uint32_t i, uint32_t *pool, const rp_model_ops **model,

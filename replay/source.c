@@ -21,11 +21,11 @@ static int file_rewind(rp_source *s)
         return -1;
     tf_reader_close(s->reader);
     s->reader = r;
-    rp_progress_start(&s->progress, "trace-replay");
+    rp_progress_start(&s->progress, s->what);
     return 0;
 }
 
-int rp_source_open(rp_source *s, const char *path, char *err, size_t errlen)
+int rp_source_open(rp_source *s, const char *path, const char *what, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     s->reader = tf_reader_open(path, err, errlen);
@@ -34,7 +34,8 @@ int rp_source_open(rp_source *s, const char *path, char *err, size_t errlen)
     s->path = path;
     s->next = file_next;
     s->rewind = file_rewind;
-    rp_progress_start(&s->progress, "trace-replay");
+    s->what = what;
+    rp_progress_start(&s->progress, what);
     return 0;
 }
 

@@ -23,10 +23,12 @@ typedef struct rp_source {
     size_t n, pos;
     int clean_end;             /* arrays: whether to treat the end as clean */
     rp_progress progress;      /* files: a progress line on a terminal */
+    const char *what;          /* its words */
 } rp_source;
 
-/* 0, or -1 with a message in err. */
-int rp_source_open(rp_source *s, const char *path, char *err, size_t errlen);
+/* 0, or -1 with a message in err.  what: the progress line's words
+ * ("trace-replay check"). */
+int rp_source_open(rp_source *s, const char *path, const char *what, char *err, size_t errlen);
 void rp_source_array(rp_source *s, const tf_event *ev, size_t n, int clean_end);
 void rp_source_close(rp_source *s);
 /* After the last next(): did the log end with its END record? */

@@ -19,7 +19,9 @@ Python 3.11, then trace-replay.
    Where it stops, the report shows the collection that re-entered the pool
    inside _append_to_free_list's set(): its Python stack (the workload's
    Array.__init__) and its native stack (append_to_free_list).
-2. `check --model cupy` (CuPy 5.4+, no re-entry) on the same log: clean.
+2. `check --model cupy` (CuPy 5.4+, no re-entry) on the same log: no
+   violation (clean, or inconclusive when the model cannot follow a log
+   whose pool was re-entered).
 3. A run where the bug did not fire: `check --model cupy5` is clean and
    `explore --model cupy5` finds the collection that would break it.
 4. `minimize` writes a smaller log on which `check --model cupy5` still
@@ -232,8 +234,12 @@ def check_reentry(failures, violation):
 
 def check_cupy54_clean(failures, setup, log):
     status, out = setup.replay("check", "--model", "cupy", log)
-    failures.check(status == 0, "check --model cupy (5.4+, no re-entry) is clean (status %d): %s"
-                   % (status, out[:400]))
+    # No violation; but CuPy 5.4+ cannot produce a log where the pool was
+    # re-entered, so the model may well leave it: clean (0) or, when it
+    # diverged on more than 1 % of its answers, inconclusive (3).
+    failures.check(status in (0, 3) and "verdict: VIOLATION" not in out,
+                   "check --model cupy (5.4+, no re-entry) finds no violation (status %d): %s"
+                   % (status, out[-400:]))
 
 
 def check_explore(failures, setup, log):

@@ -200,8 +200,10 @@ def finish_event(ev, defs, native, py):
         if key in ev:
             text = defs["string"].get(ev[key])
             ev[key] = text.decode("utf-8", "replace") if text is not None else None
-    if native in defs["native"]:
-        ev["native_stack"] = [{"ip": ip} for ip in defs["native"][native]]
+    # Section 11: both stacks always, [] when the event has none (or its
+    # definition was lost); addresses as "0x..." strings.
+    ev["native_stack"] = [{"ip": "0x%x" % ip} for ip in defs["native"].get(native, [])]
+    ev["py_stack"] = []
     if py in defs["py"]:
         frames = []
         for code, line in defs["py"][py]:
@@ -229,7 +231,7 @@ def main():
         failures += 1
     for want, got in zip(lines[1:], records):
         for frame in want.get("native_stack", []):
-            for key in ("module", "offset", "function", "file", "line"):
+            for key in ("module", "offset", "function", "file", "line", "kind"):
                 frame.pop(key, None)
         if want != got:
             failures += 1

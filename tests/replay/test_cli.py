@@ -159,7 +159,9 @@ def stats_pool_leaks(tmp):
     check(isinstance(s.get("segment_sizes"), list) and s["segment_sizes"], "stats: segment sizes")
     check(d.get("peak_reserved", 0) >= 8192 + 1536 + 512 and d.get("pools"), "stats: peaks and pools")
     story = mklog("cupy5_reentry.txt", tmp)
-    check(run(["check", story, "--model", "cupy5", "--pool", "2"]).returncode == 0, "--pool 2: not the pool")
+    p = run(["check", story, "--model", "cupy5", "--pool", "2"])
+    check(p.returncode == 2 and b'--pool 2: the log has no such pool (pools: 1 "cupy")' in p.stderr,
+          "--pool 2: no such pool in the log, a usage error: %r" % p.stderr)
     check(run(["check", story, "--model", "cupy5", "--pool", "1"]).returncode == 1, "--pool 1 by id")
     check(run(["check", story, "--model", "cupy5", "--pool", "cupy"]).returncode == 1, "--pool cupy by name")
     rc, d = doc(["check", mklog("leak.txt", tmp)])

@@ -10,23 +10,23 @@
 #define WARNINGS_SHOWN 10
 
 /* Both stacks of an event, Python first (that is what people wrote). */
-static void print_stacks(rp_stacks *st, FILE *out, uint32_t py, uint32_t native)
+static void print_stacks(rn_stacks *st, FILE *out, uint32_t py, uint32_t native)
 {
-    rp_py_frame pf[RPT_MAX_FRAMES];
-    rp_native_frame nf[RPT_MAX_FRAMES];
+    const rn_py_frame *pf[RPT_MAX_FRAMES];
+    const rn_native_frame *nf[RPT_MAX_FRAMES];
     char line[1024];
-    uint32_t n = rp_stacks_py(st, py, pf, RPT_MAX_FRAMES);
+    uint32_t n = rn_stacks_py(st, py, pf, RPT_MAX_FRAMES);
     if (n)
         fprintf(out, "      Python stack (innermost first):\n");
     for (uint32_t i = 0; i < n; i++) {
-        rpt_py_frame_text(&pf[i], line, sizeof line);
+        rn_py_frame_text(pf[i], line, sizeof line);
         fprintf(out, "        %s\n", line);
     }
-    n = rp_stacks_native(st, native, nf, RPT_MAX_FRAMES);
+    n = rn_stacks_native(st, native, nf, RPT_MAX_FRAMES);
     if (n)
         fprintf(out, "      native stack (innermost first):\n");
     for (uint32_t i = 0; i < n; i++) {
-        rpt_native_frame_text(&nf[i], line, sizeof line);
+        rn_native_frame_text(nf[i], line, sizeof line);
         fprintf(out, "        %s\n", line);
     }
 }
@@ -78,8 +78,8 @@ static void print_findings(const rpt *r, FILE *out)
         if (r->pools[i].reentries)
             fprintf(out, "  pool %u re-entered %" PRIu64 " times by collections inside its operations\n",
                     r->pools[i].id, r->pools[i].reentries);
-    rpt_bytes(r->gc_dev_bytes, dev, sizeof dev);
-    rpt_bytes(r->gc_host_bytes, host, sizeof host);
+    rn_bytes(r->gc_dev_bytes, dev, sizeof dev);
+    rn_bytes(r->gc_host_bytes, host, sizeof host);
     if (r->gc_dev_bytes && rpt_has_device(r))
         fprintf(out, "  freed only by garbage collections: device %s, host buffers %s (reference cycles)\n", dev,
                 host);
@@ -108,7 +108,7 @@ static void print_findings(const rpt *r, FILE *out)
 static void host_bytes(const rpt *r, uint64_t n, char *buf, size_t len)
 {
     if (rpt_host_watched(r))
-        rpt_bytes(n, buf, len);
+        rn_bytes(n, buf, len);
     else
         snprintf(buf, len, "not watched");
 }
@@ -135,14 +135,14 @@ static void print_peak(const rpt *r, FILE *out, const char *what, const rpt_peak
     if (host)
         host_bytes(r, p->bytes, b, sizeof b);
     else
-        rpt_bytes(p->bytes, b, sizeof b);
+        rn_bytes(p->bytes, b, sizeof b);
     if (p->bytes)
         fprintf(out, "  %-22s %10s at %.3f s (seq %" PRIu64 ")\n", what, b, rpt_seconds(r, p->t_ns), p->seq);
     else
         fprintf(out, "  %-22s %10s\n", what, b);
 }
 
-static void print_pools(const rpt *r, rp_stacks *st, FILE *out)
+static void print_pools(const rpt *r, rn_stacks *st, FILE *out)
 {
     char res[32], alloc[32];
     if (!r->npools)
@@ -151,8 +151,8 @@ static void print_pools(const rpt *r, rp_stacks *st, FILE *out)
     for (uint32_t i = 0; i < r->npools; i++) {
         const rpt_pool *p = &r->pools[i];
         const char *name = tf_reader_pool_name(r->reader, p->id);
-        rpt_bytes(p->peak_reserved, res, sizeof res);
-        rpt_bytes(p->peak_allocated, alloc, sizeof alloc);
+        rn_bytes(p->peak_reserved, res, sizeof res);
+        rn_bytes(p->peak_allocated, alloc, sizeof alloc);
         fprintf(out, "  pool %u (%s): %" PRIu64 " operations, %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
                      " segments obtained; peak reserved %s, allocated %s\n",
                 p->id, name ? name : "unnamed", p->ops, p->allocs, p->frees, p->segments, res, alloc);
@@ -166,18 +166,18 @@ static void print_pools(const rpt *r, rp_stacks *st, FILE *out)
     }
 }
 
-static void print_site_row(const rpt *r, rp_stacks *st, FILE *out, const rpt_site *s, uint64_t bytes,
+static void print_site_row(const rpt *r, rn_stacks *st, FILE *out, const rpt_site *s, uint64_t bytes,
                            uint64_t count)
 {
     char b[32], py[512], nat[512];
-    rpt_bytes(bytes, b, sizeof b);
+    rn_bytes(bytes, b, sizeof b);
     rpt_site_python(r, s, py, sizeof py);
     rpt_site_native(st, s, nat, sizeof nat);
     fprintf(out, "  %10s %8" PRIu64 "  %s\n", b, count, py);
     fprintf(out, "  %10s %8s    native: %s\n", "", "", nat);
 }
 
-static void print_sites(const rpt *r, rp_stacks *st, FILE *out, int which, const char *title)
+static void print_sites(const rpt *r, rn_stacks *st, FILE *out, int which, const char *title)
 {
     uint32_t n, *idx = rpt_sites_by(r, which, &n);
     fprintf(out, "\n%s\n", title);
@@ -195,7 +195,7 @@ static void print_sites(const rpt *r, rp_stacks *st, FILE *out, int which, const
     free(idx);
 }
 
-static void print_finding(rp_stacks *st, FILE *out, const rp_finding *f)
+static void print_finding(rn_stacks *st, FILE *out, const rp_finding *f)
 {
     fprintf(out, "  [%s] %s\n", f->invariant, f->message);
     if (f->at.seq) {
@@ -208,7 +208,7 @@ static void print_finding(rp_stacks *st, FILE *out, const rp_finding *f)
     }
 }
 
-static void print_checks(const rpt *r, rp_stacks *st, FILE *out)
+static void print_checks(const rpt *r, rn_stacks *st, FILE *out)
 {
     fprintf(out, "\nChecks (model-free: overlaps, double frees, unknown frees, segments)\n");
     if (!r->total_violations)
@@ -230,7 +230,7 @@ static const char *op_text(const rp_opref *o)
     return o->op == TF_POOL_OP_ALLOC ? "alloc" : o->op == TF_POOL_OP_FREE ? "free" : "operation";
 }
 
-static void print_models(const rpt *r, rp_stacks *st, FILE *out)
+static void print_models(const rpt *r, rn_stacks *st, FILE *out)
 {
     const rp_result *m = r->model;
     if (!m)
@@ -254,7 +254,7 @@ static void print_models(const rpt *r, rp_stacks *st, FILE *out)
             m->matched, m->diverged);
 }
 
-static void print_double_inits(const rpt *r, rp_stacks *st, FILE *out)
+static void print_double_inits(const rpt *r, rn_stacks *st, FILE *out)
 {
     fprintf(out, "\nDouble initialisations (an object initialised twice: the reference total drifts)\n");
     if (!r->ndinits && rpt_double_init_off(r))
@@ -270,7 +270,7 @@ static void print_double_inits(const rpt *r, rp_stacks *st, FILE *out)
     }
 }
 
-static void print_gc(const rpt *r, rp_stacks *st, FILE *out)
+static void print_gc(const rpt *r, rn_stacks *st, FILE *out)
 {
     fprintf(out, "\nGarbage collection\n");
     fprintf(out, "  %-4s %12s %12s %14s %12s %12s\n", "gen", "collections", "collected", "uncollectable",
@@ -281,7 +281,7 @@ static void print_gc(const rpt *r, rp_stacks *st, FILE *out)
                 s->collected, s->uncollectable, (double)s->pause_ns / 1e6, (double)s->max_pause_ns / 1e6);
     }
     char dev[32], host[32];
-    rpt_bytes(r->gc_dev_bytes, dev, sizeof dev);
+    rn_bytes(r->gc_dev_bytes, dev, sizeof dev);
     host_bytes(r, r->gc_host_bytes, host, sizeof host);
     if (rpt_has_device(r))
         fprintf(out, "\n  Memory freed only inside collections: device %s, host buffers %s\n", dev, host);
@@ -306,7 +306,7 @@ static void print_not_watched(const rpt *r, FILE *out)
 
 /* A program that used the GPU: memory over time, pools and device sites
  * first, as the pool bugs need them. */
-static void print_device_shaped(const rpt *r, rp_stacks *st, FILE *out)
+static void print_device_shaped(const rpt *r, rn_stacks *st, FILE *out)
 {
     print_counts(r, out);
     fprintf(out, "\nMemory over time\n");
@@ -326,7 +326,7 @@ static void print_device_shaped(const rpt *r, rp_stacks *st, FILE *out)
 /* A Python program without a GPU: what Python users hunt first (memory
  * only collections gave back, double initialisations, pauses), then host
  * memory; no device or pool sections, which would only say "0 B". */
-static void print_python_shaped(const rpt *r, rp_stacks *st, FILE *out)
+static void print_python_shaped(const rpt *r, rn_stacks *st, FILE *out)
 {
     print_gc(r, st, out);
     print_double_inits(r, st, out);
@@ -338,7 +338,7 @@ static void print_python_shaped(const rpt *r, rp_stacks *st, FILE *out)
     print_counts(r, out);
 }
 
-int rpt_print_text(const rpt *r, rp_stacks *st, FILE *out)
+int rpt_print_text(const rpt *r, rn_stacks *st, FILE *out)
 {
     print_header(r, out);
     print_findings(r, out);

@@ -3,24 +3,26 @@
  *
  *     trace-replay check|stats|explore LOG [options]
  *     trace-replay minimize LOG -o OUT [options]
+ *     trace-replay report|export|import ...   (commands.h: options of their own)
  *
- * Exit status: 0 clean, 1 a violation was found (minimize: the smaller log
- * was written and still breaks it), 2 usage error or unreadable log.
+ * Exit status: the verdict's (verdict.h): 0 clean, 1 violation, 2 usage error
+ * or unreadable log, 3 inconclusive.
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "commands.h"
 #include "explore.h"
-#include "export_perfetto.h"
-#include "import_json.h"
 #include "minimize.h"
 #include "output.h"
 #include "ptrmap.h"
 #include "replay.h"
-#include "report.h"
 #include "source.h"
+#include "text.h"
+#include "verdict.h"
 #include "xalloc.h"
 
 #define MAX_DEBUG_DIRS 16
@@ -29,7 +31,7 @@
 typedef struct cli {
     const char *command, *log, *out_path, *model_name;
     rp_options o;
-    int json;
+    int json, full_stacks;
     const char *debug_dirs[MAX_DEBUG_DIRS];
     int ndebug;
     const char *model_options[MAX_MODEL_OPTIONS];   /* KEY=VALUE */
@@ -47,7 +49,7 @@ static void usage(FILE *f)
             "  explore   inject a collection at each re-entrancy point; report the first that breaks\n"
             "  minimize  shrink a violating log to a small one that breaks the same invariant (-o OUT)\n"
             "  report    a summary for people (--json, --html OUT); see trace-replay report --help\n"
-            "  export    --perfetto OUT: the log as Chrome trace-event JSON\n"
+            "  export    --perfetto OUT: the log for ui.perfetto.dev; see trace-replay export --help\n"
             "  import    JSON lines (trace-dump --json's schema) to a log (-o OUT)\n"
             "options:\n"
             "  --model NAME     pool model (default auto: chosen from the pool's name, else none):\n");
@@ -58,13 +60,39 @@ static void usage(FILE *f)
             "  --pool NAME|ID   replay this pool only (default: every pool, each with the model)\n"
             "  --paranoid       full audit of the model after every operation\n"
             "  --json           one JSON document on stdout\n"
+            "  --full-stacks    every native frame (default: runs of interpreter, start-up and\n"
+            "                   tracer frames folded into one line)\n"
             "  --debug-dir DIR  more places to find binaries and debug files (repeatable)\n"
             "  --model-option KEY=VALUE  an option the run used, over the log's (repeatable;\n"
             "                   e.g. bfc.memory_limit=16G, torch.alloc_conf=expandable_segments:True,\n"
             "                   cupy_version=5.2.0; see docs/models.md)\n"
-            "  -o OUT           minimize: where to write the smaller log\n"
-            "exit status: 0 clean, 1 violation found, 2 usage error or unreadable log\n",
-            "none");
+            "  -o OUT           minimize: where to write the smaller log (never the log itself)\n"
+            "  --version        the version of trace-replay and of the log format it reads\n"
+            "exit status (each command ends on one line: verdict: ...):\n"
+            "  0  clean: no invariant broke, and the model followed the log\n"
+            "  1  VIOLATION: an invariant broke (explore: an injected collection breaks one;\n"
+            "     minimize: the smaller log was written and still breaks it)\n"
+            "  2  usage error, or a log that cannot be read\n"
+            "  3  INCONCLUSIVE: no violation, but the model diverged from the log on more than\n"
+            "     %d%% of its answers: a clean result cannot be trusted\n"
+            "report, export and import: see their --help.\n",
+            "none", RP_TRUST_DIVERGED_PERMILLE / 10);
+}
+
+static void version(void)
+{
+    printf("trace-replay %s (log format %d.%d)\n", TRACE_VERSION, TF_VERSION_MAJOR, TF_VERSION_MINOR);
+}
+
+/* An unknown --model: one line that names the known ones. */
+static void unknown_model(const char *name)
+{
+    char known[256] = "";
+    for (int i = 0; rp_models[i]; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s, ", rp_models[i]->name);
+    char shown[128];
+    fprintf(stderr, "trace-replay: unknown model '%s' (known: %sauto, none)\n", rn_text(shown, sizeof shown, name),
+            known);
 }
 
 static int parse_args(cli *c, int argc, char **argv)
@@ -74,6 +102,7 @@ static int parse_args(cli *c, int argc, char **argv)
         {"paranoid", no_argument, NULL, 'P'},    {"json", no_argument, NULL, 'j'},
         {"debug-dir", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'},
         {"model-option", required_argument, NULL, 'O'},
+        {"full-stacks", no_argument, NULL, 'F'}, {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     int ch;
@@ -86,27 +115,31 @@ static int parse_args(cli *c, int argc, char **argv)
             c->model_name = optarg;
             c->o.model_auto = !strcmp(optarg, "auto");
             if (strcmp(optarg, "none") && !c->o.model_auto && !(c->o.model = rp_model_find(optarg))) {
-                fprintf(stderr, "trace-replay: unknown model '%s'\n", optarg);
-                return -1;
+                unknown_model(optarg);
+                return -2;
             }
             break;
         case 'p': c->o.pool = optarg; break;
         case 'P': c->o.paranoid = 1; break;
         case 'j': c->json = 1; break;
+        case 'F': c->full_stacks = 1; break;
         case 'o': c->out_path = optarg; break;
         case 'd':
-            if (c->ndebug == MAX_DEBUG_DIRS)
-                return -1;
+            if (c->ndebug == MAX_DEBUG_DIRS) {
+                fprintf(stderr, "trace-replay: at most %d --debug-dir\n", MAX_DEBUG_DIRS);
+                return -2;
+            }
             c->debug_dirs[c->ndebug++] = optarg;
             break;
         case 'O':
             if (c->nmodel_options == MAX_MODEL_OPTIONS || !strchr(optarg, '=')) {
                 fprintf(stderr, "trace-replay: --model-option wants KEY=VALUE (at most %d)\n", MAX_MODEL_OPTIONS);
-                return -1;
+                return -2;
             }
             c->model_options[c->nmodel_options++] = optarg;
             break;
         case 'h': usage(stdout); exit(0);
+        case 'V': version(); exit(0);
         default: return -1;
         }
     }
@@ -114,16 +147,24 @@ static int parse_args(cli *c, int argc, char **argv)
         return -1;
     c->command = argv[optind];
     c->log = argv[optind + 1];
-    if (!strcmp(c->command, "minimize") && !c->out_path) {
-        fprintf(stderr, "trace-replay: minimize needs -o OUT\n");
-        return -1;
-    }
     if (strcmp(c->command, "check") && strcmp(c->command, "stats") && strcmp(c->command, "explore") &&
         strcmp(c->command, "minimize")) {
-        fprintf(stderr, "trace-replay: unknown command '%s'\n", c->command);
-        return -1;
+        fprintf(stderr, "trace-replay: unknown command '%s' (commands: check, stats, explore, minimize, report, "
+                        "export, import)\n", c->command);
+        return -2;
+    }
+    if (!strcmp(c->command, "minimize") && !c->out_path) {
+        fprintf(stderr, "trace-replay: minimize needs -o OUT\n");
+        return -2;
     }
     return 0;
+}
+
+/* minimize writes a new log: never over the one it reads. */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 static rp_replay *run_replay(const rp_options *o, rp_source *src)
@@ -155,9 +196,9 @@ static const char *setting(void *ctx, const char *key)
     return NULL;
 }
 
-/* Stacks for the models (where a collection ran) and for the report. */
+/* Stacks for the models (where a collection ran) and for the output. */
 typedef struct stack_src {
-    rp_stacks *stacks;
+    rn_stacks *stacks;
     rp_source *src;
     /* Function names of the stacks asked for, each once: a replay places
      * collections again and again (minimize replays the log many times). */
@@ -169,8 +210,8 @@ typedef struct stack_src {
 static int stack_has(void *ctx, uint32_t id, const char *key)
 {
     stack_src *ss = ctx;
-    rp_stacks_use_reader(ss->stacks, ss->src->reader);  /* explore reopens the log */
-    return rp_stacks_has_function(ss->stacks, id, key);
+    rn_stacks_use_reader(ss->stacks, ss->src->reader);  /* explore reopens the log */
+    return rn_stacks_has_function(ss->stacks, id, key);
 }
 
 #define NAMED_FRAMES 64
@@ -180,12 +221,12 @@ static uint32_t stack_functions(void *ctx, uint32_t id, const char **names, uint
     stack_src *ss = ctx;
     uint64_t *at = rp_ptrmap_get(&ss->names_at, id);
     if (!at) {
-        rp_native_frame f[NAMED_FRAMES];
-        rp_stacks_use_reader(ss->stacks, ss->src->reader);
-        uint32_t n = rp_stacks_native(ss->stacks, id, f, NAMED_FRAMES);
+        const rn_native_frame *f[NAMED_FRAMES];
+        rn_stacks_use_reader(ss->stacks, ss->src->reader);
+        uint32_t n = rn_stacks_native(ss->stacks, id, f, NAMED_FRAMES);
         rp_grow(&ss->names, &ss->capnames, ss->nnames + n, sizeof *ss->names);
         for (uint32_t i = 0; i < n; i++)
-            ss->names[ss->nnames + i] = f[i].function;
+            ss->names[ss->nnames + i] = f[i]->function;
         rp_ptrmap_put(&ss->names_at, id, (uint64_t)ss->nnames << 8 | n);
         ss->nnames += n;
         at = rp_ptrmap_get(&ss->names_at, id);
@@ -197,15 +238,39 @@ static uint32_t stack_functions(void *ctx, uint32_t id, const char **names, uint
     return n;
 }
 
-static int print(const cli *c, rp_source *src, rp_stacks *st, const rp_replay *r, const rp_explore_result *x)
+/* --pool naming no pool of the log is a mistake, not a clean replay. */
+static int pool_missing(const cli *c, const rp_replay *r, const rp_source *src)
+{
+    if (!c->o.pool || rp_replay_pools_selected(r))
+        return 0;
+    if (rp_replay_result(r)->violated && !c->o.keep_going)
+        return 0;   /* it stopped early: the pool may come later */
+    char shown[128], list[512] = "";
+    uint32_t id;
+    const char *name;
+    for (uint32_t i = 0; tf_reader_pool_at(src->reader, i, &id, &name) && strlen(list) < sizeof list - 64; i++) {
+        char n[64];
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%u \"%s\"", i ? ", " : "", id,
+                 rn_text(n, sizeof n, name));
+    }
+    fprintf(stderr, "trace-replay: --pool %s: the log has no such pool (%s%s)\n",
+            rn_text(shown, sizeof shown, c->o.pool), *list ? "pools: " : "no pool at all", list);
+    return 1;
+}
+
+static int print(const cli *c, rp_source *src, rn_stacks *st, const rp_replay *r, const rp_explore_result *x)
 {
     rp_progress_done(&src->progress);   /* a replay that stopped early left it shown */
-    rp_stacks_use_reader(st, src->reader);
+    if (pool_missing(c, r, src))
+        return RP_EXIT_USAGE;
+    rn_stacks_use_reader(st, src->reader);
     rp_output out = {stdout, c->json, c->command, c->model_name, src->reader, st,
-                     rp_source_clean_end(src), tf_reader_damage(src->reader), !strcmp(c->command, "stats"), x};
+                     rp_source_clean_end(src), tf_reader_damage(src->reader), !strcmp(c->command, "stats"), x,
+                     c->full_stacks};
     rp_output_print(&out, r);
-    const rp_result *res = rp_replay_result(r);
-    return res->violated || (x && x->found) ? 1 : 0;
+    rp_verdict v;
+    rp_output_verdict(&out, r, &v);
+    return fflush(stdout) ? RP_EXIT_USAGE : v.status;
 }
 
 /* Commands with options of their own. */
@@ -219,22 +284,30 @@ int main(int argc, char **argv)
         if (!strcmp(argv[1], own_commands[i].name))
             return own_commands[i].run(argc - 1, argv + 1);
     cli c;
-    if (parse_args(&c, argc, argv) < 0) {
-        usage(stderr);
-        return 2;
+    int parsed = parse_args(&c, argc, argv);
+    if (parsed < 0) {
+        if (parsed == -1)
+            usage(stderr);
+        return RP_EXIT_USAGE;
+    }
+    if (c.out_path && same_file(c.out_path, c.log)) {
+        fprintf(stderr, "trace-replay: minimize: -o %s is the log being minimized; write the smaller log "
+                        "elsewhere\n", c.out_path);
+        return RP_EXIT_USAGE;
     }
     rp_source src;
-    char err[512];
-    if (rp_source_open(&src, c.log, err, sizeof err) < 0) {
+    char err[512], label[64];
+    snprintf(label, sizeof label, "trace-replay %s", c.command);
+    if (rp_source_open(&src, c.log, label, err, sizeof err) < 0) {
         fprintf(stderr, "trace-replay: %s\n", err);
-        return 2;
+        return RP_EXIT_USAGE;
     }
     c.o.pool_name = rp_source_pool_name;
     c.o.pool_name_ctx = &src;
     c.src = &src;
     c.o.setting = setting;
     c.o.setting_ctx = &c;
-    stack_src ss = {.stacks = rp_stacks_new(src.reader, c.debug_dirs, c.ndebug), .src = &src};
+    stack_src ss = {.stacks = rn_stacks_new(src.reader, c.debug_dirs, c.ndebug), .src = &src};
     rp_ptrmap_init(&ss.names_at);
     c.o.stack_has = stack_has;
     c.o.stack_functions = stack_functions;
@@ -246,16 +319,17 @@ int main(int argc, char **argv)
         rc = rp_minimize(&c.o, &src, c.out_path, stderr, err, sizeof err);
         if (rc != 1)
             fprintf(stderr, "trace-replay: %s\n", err);
+        rc = rc == 1 ? RP_EXIT_VIOLATION : rc == 0 ? RP_EXIT_CLEAN : RP_EXIT_USAGE;
     } else if (!strcmp(c.command, "explore")) {
         rp_explore_result x;
         rp_replay *r = rp_explore(&c.o, &src, &x);
         if (!r) {
             fprintf(stderr, "trace-replay: %s: cannot read the log a second time\n", c.log);
-            rp_stacks_free(ss.stacks);
+            rn_stacks_free(ss.stacks);
             rp_ptrmap_free(&ss.names_at);
             free(ss.names);
             rp_source_close(&src);
-            return 2;
+            return RP_EXIT_USAGE;
         }
         rc = print(&c, &src, ss.stacks, r, &x);
         rp_replay_free(r);
@@ -264,7 +338,7 @@ int main(int argc, char **argv)
         rc = print(&c, &src, ss.stacks, r, NULL);
         rp_replay_free(r);
     }
-    rp_stacks_free(ss.stacks);
+    rn_stacks_free(ss.stacks);
     rp_ptrmap_free(&ss.names_at);
     free(ss.names);
     rp_source_close(&src);

@@ -1,4 +1,5 @@
 /* report.c - `trace-replay report`: read a log once, print what it says. */
+#include "commands.h"
 #include "report.h"
 
 #include <errno.h>
@@ -12,13 +13,13 @@ static const char usage[] =
     "  A summary of a log: the run, memory over time, the top allocation sites,\n"
     "  every model-free violation, double initialisations, and the memory that\n"
     "  only garbage collections gave back.\n"
-    "  --json           print the report as one JSON object (replay/REPORT_JSON.md)\n"
+    "  --json           print the report as one JSON object (docs/report-json.md)\n"
     "  --html OUT       also write a self-contained HTML page (chart, flame graph)\n"
     "  --model NAME     the pool model to replay, as check does (default auto: by\n"
     "                   each pool's name; none: model-free checks only)\n"
     "  --debug-dir DIR  more places to find binaries and debug files (repeatable)\n";
 
-static int write_html(const rpt *r, rp_stacks *st, const char *path)
+static int write_html(const rpt *r, rn_stacks *st, const char *path)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
@@ -65,14 +66,14 @@ int cmd_report(int argc, char **argv)
     }
     rpt r;
     char err[512];
-    rpt_options o = {model, dirs, ndirs};
+    rpt_options o = {.model = model, .debug_dirs = dirs, .ndebug_dirs = ndirs, .progress = "trace-replay report"};
     if (rpt_open(&r, argv[optind], &o, err, sizeof err)) {
         fprintf(stderr, "trace-replay report: %s: %s\n", argv[optind], err);
         rpt_free(&r);
         return 2;
     }
     rpt_read(&r, NULL);
-    rp_stacks *st = r.stacks;
+    rn_stacks *st = r.stacks;
     int rc = json ? rpt_print_json(&r, st, stdout) : rpt_print_text(&r, st, stdout);
     if (!rc && html)
         rc = write_html(&r, st, html);

@@ -7,7 +7,7 @@
  * object per line, the header first (FORMAT.md, "trace-dump --json").
  * --summary: counts per kind, threads, time span, size, and how the log ends.
  * --debug-dir DIR (repeatable): where else to look for binaries and debug
- * files when --json symbolises native stacks (see replay/symbolize.h).
+ * files when --json symbolises native stacks (see render/symbolize.h).
  * Exit status: 0 a whole log, 1 a damaged one (what was readable is printed,
  * the damage goes to stderr), 2 a usage error or a file that is not a log.
  */
@@ -20,18 +20,6 @@
 #include "dump.h"
 
 enum mode { MODE_TEXT, MODE_JSON, MODE_SUMMARY };
-
-const sym_info *dump_symbol(dump_ctx *d, const tf_module *m, uint64_t ip, uint32_t frame)
-{
-    uint64_t h = (ip ^ (uint64_t)(uintptr_t)m) * 0x9e3779b97f4a7c15ull;
-    dump_sym_slot *slot = &d->cache[h >> 52 & (DUMP_SYM_CACHE - 1)];
-    if (slot->module != m || slot->ip != ip) {
-        slot->module = m;
-        slot->ip = ip;
-        sym_lookup(d->sym, m, frame ? ip - 1 : ip, &slot->info);
-    }
-    return &slot->info;
-}
 
 /* ------------------------------------------------------------ text */
 
@@ -265,9 +253,12 @@ int main(int argc, char **argv)
         free(dirs);
         return 2;
     }
-    d.sym = mode == MODE_JSON ? sym_new(dirs, ndirs) : NULL;
+    d.stacks = mode == MODE_JSON ? rn_stacks_new(d.r, dirs, ndirs) : NULL;
+    rn_json_init(&d.j, d.out);
     int status = run(&d, mode, path);
-    sym_free(d.sym);
+    if (rn_json_close(&d.j))
+        status = 2;
+    rn_stacks_free(d.stacks);
     tf_reader_close(d.r);
     free(dirs);
     return status;

@@ -10,7 +10,7 @@
  * (the report's figures, from the same pass).  Timestamps are microseconds
  * since the process started, with nanosecond fractions.
  */
-#include "export_perfetto.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -24,8 +24,8 @@
 #define MAX_DEBUG_DIRS 16
 
 typedef struct exporter {
-    rp_json j;
-    rp_stacks *stacks;
+    rn_json j;
+    rn_stacks *stacks;
     const tf_reader *reader;
     uint64_t t0, t_last;
     uint32_t pid;
@@ -46,39 +46,38 @@ static const char usage[] =
     "               the UI takes a few million events; see trace-replay check\n"
     "               for the seq of a violation)\n";
 
-/* Integer microseconds, then the nanoseconds as a fraction: rp_json writes
- * integers only, and sub-microsecond order matters inside a collection. */
+/* Microseconds with the nanoseconds as a fraction: sub-microsecond order
+ * matters inside a collection. */
 static void timestamp(exporter *x, uint64_t t_ns)
 {
     uint64_t t = t_ns > x->t0 ? t_ns - x->t0 : 0;
-    rp_json_u64(&x->j, "ts", t / 1000);
-    fprintf(x->j.f, ".%03u", (unsigned)(t % 1000));
+    rn_json_fixed3(&x->j, "ts", t / 1000, (unsigned)(t % 1000));
 }
 
-static void hex(rp_json *j, const char *key, uint64_t v)
+static void hex(rn_json *j, const char *key, uint64_t v)
 {
     char buf[24];
     snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-    rp_json_str(j, key, buf);
+    rn_json_str(j, key, buf);
 }
 
 /* Opens an event object; the caller adds fields and closes it. */
 static void begin_event(exporter *x, const char *ph, const char *name, const char *cat, uint32_t tid, uint64_t t_ns)
 {
-    rp_json_obj(&x->j, NULL);
-    rp_json_str(&x->j, "ph", ph);
-    rp_json_str(&x->j, "name", name);
+    rn_json_obj(&x->j, NULL);
+    rn_json_str(&x->j, "ph", ph);
+    rn_json_str(&x->j, "name", name);
     if (cat)
-        rp_json_str(&x->j, "cat", cat);
-    rp_json_u64(&x->j, "pid", x->pid);
-    rp_json_u64(&x->j, "tid", tid);
+        rn_json_str(&x->j, "cat", cat);
+    rn_json_u64(&x->j, "pid", x->pid);
+    rn_json_u64(&x->j, "tid", tid);
     timestamp(x, t_ns);
 }
 
 static void stacks(exporter *x, const tf_event *e)
 {
     if (!x->no_stacks)
-        rpt_json_stacks(&x->j, x->stacks, e->py_stack, e->native_stack);
+        rn_json_stacks(&x->j, x->stacks, e->native_stack, e->py_stack);
 }
 
 static const char *pool_name(exporter *x, uint32_t pool)
@@ -96,7 +95,7 @@ static int describe(exporter *x, const tf_event *e, char *name, size_t len, uint
     case TF_EV_CUDA_FREE:
         *ptr = e->u.cuda.ptr;
         *size = e->u.cuda.size;
-        rpt_bytes(*size, b, sizeof b);
+        rn_bytes(*size, b, sizeof b);
         snprintf(name, len, "%s %s%s", tf_api_name(e->u.cuda.api), e->kind == TF_EV_CUDA_ALLOC ? b : "",
                  e->u.cuda.result ? " (failed)" : "");
         return 1;
@@ -104,14 +103,14 @@ static int describe(exporter *x, const tf_event *e, char *name, size_t len, uint
     case TF_EV_POOL_FREE:
         *ptr = e->u.pool.ptr;
         *size = e->kind == TF_EV_POOL_ALLOC ? e->u.pool.granted : e->u.pool.requested;
-        rpt_bytes(*size, b, sizeof b);
+        rn_bytes(*size, b, sizeof b);
         snprintf(name, len, "%s %s %s", pool_name(x, e->u.pool.pool), e->kind == TF_EV_POOL_ALLOC ? "alloc" : "free",
                  b);
         return 1;
     case TF_EV_POOL_SEGMENT:
         *ptr = e->u.segment.ptr;
         *size = e->u.segment.size;
-        rpt_bytes(*size, b, sizeof b);
+        rn_bytes(*size, b, sizeof b);
         snprintf(name, len, "%s segment %s %s", pool_name(x, e->u.segment.pool),
                  e->u.segment.grow ? "grow" : "release", b);
         return 1;
@@ -120,7 +119,7 @@ static int describe(exporter *x, const tf_event *e, char *name, size_t len, uint
     case TF_EV_PY_ALLOC:
         *ptr = e->u.host.ptr;
         *size = e->u.host.size;
-        rpt_bytes(*size, b, sizeof b);
+        rn_bytes(*size, b, sizeof b);
         snprintf(name, len, "%s %s", tf_kind_name(e->kind), b);
         return 1;
     case TF_EV_PY_DOUBLE_INIT: {
@@ -148,16 +147,16 @@ static void instant(exporter *x, const tf_event *e)
     if (!describe(x, e, name, sizeof name, &ptr, &size))
         return;
     begin_event(x, "i", name, tf_kind_name(e->kind), e->tid, e->t_ns);
-    rp_json_str(&x->j, "s", "t");
-    rp_json_obj(&x->j, "args");
-    rp_json_u64(&x->j, "seq", e->seq);
+    rn_json_str(&x->j, "s", "t");
+    rn_json_obj(&x->j, "args");
+    rn_json_u64(&x->j, "seq", e->seq);
     if (ptr)
         hex(&x->j, "ptr", ptr);
     if (size)
-        rp_json_u64(&x->j, "size", size);
+        rn_json_u64(&x->j, "size", size);
     stacks(x, e);
-    rp_json_end_obj(&x->j);
-    rp_json_end_obj(&x->j);
+    rn_json_end_obj(&x->j);
+    rn_json_end_obj(&x->j);
 }
 
 static void slice_begin(exporter *x, const tf_event *e)
@@ -169,18 +168,18 @@ static void slice_begin(exporter *x, const tf_event *e)
     } else {
         const char *op = e->u.pool_op.op == TF_POOL_OP_ALLOC ? "alloc" : e->u.pool_op.op == TF_POOL_OP_FREE ? "free"
                                                                                                            : "op";
-        rpt_bytes(e->u.pool_op.arg, b, sizeof b);
+        rn_bytes(e->u.pool_op.arg, b, sizeof b);
         if (e->u.pool_op.op == TF_POOL_OP_ALLOC)
             snprintf(name, sizeof name, "%s %s %s", pool_name(x, e->u.pool_op.pool), op, b);
         else
             snprintf(name, sizeof name, "%s %s 0x%" PRIx64, pool_name(x, e->u.pool_op.pool), op, e->u.pool_op.arg);
         begin_event(x, "B", name, "pool", e->tid, e->t_ns);
     }
-    rp_json_obj(&x->j, "args");
-    rp_json_u64(&x->j, "seq", e->seq);
+    rn_json_obj(&x->j, "args");
+    rn_json_u64(&x->j, "seq", e->seq);
     stacks(x, e);
-    rp_json_end_obj(&x->j);
-    rp_json_end_obj(&x->j);
+    rn_json_end_obj(&x->j);
+    rn_json_end_obj(&x->j);
 }
 
 static void counters(exporter *x, const rpt *r, const tf_event *e)
@@ -192,16 +191,16 @@ static void counters(exporter *x, const rpt *r, const tf_event *e)
     x->counters_written = 1;
     memcpy(x->shown, v, sizeof v);
     begin_event(x, "C", "device memory", NULL, e->tid, e->t_ns);
-    rp_json_obj(&x->j, "args");
-    rp_json_u64(&x->j, "reserved", v[0]);
-    rp_json_u64(&x->j, "allocated", v[1]);
-    rp_json_end_obj(&x->j);
-    rp_json_end_obj(&x->j);
+    rn_json_obj(&x->j, "args");
+    rn_json_u64(&x->j, "reserved", v[0]);
+    rn_json_u64(&x->j, "allocated", v[1]);
+    rn_json_end_obj(&x->j);
+    rn_json_end_obj(&x->j);
     begin_event(x, "C", "large host buffers", NULL, e->tid, e->t_ns);
-    rp_json_obj(&x->j, "args");
-    rp_json_u64(&x->j, "bytes", v[2]);
-    rp_json_end_obj(&x->j);
-    rp_json_end_obj(&x->j);
+    rn_json_obj(&x->j, "args");
+    rn_json_u64(&x->j, "bytes", v[2]);
+    rn_json_end_obj(&x->j);
+    rn_json_end_obj(&x->j);
 }
 
 static int on_event(void *ctx, const tf_event *e, const rp_where *w)
@@ -230,33 +229,33 @@ static void on_closed(void *ctx, const rp_frame *f, rp_close how, const tf_event
     (void)how;
     if (f->seq < x->first || f->seq > x->last)
         return;   /* its beginning was not written */
-    rp_json_obj(&x->j, NULL);
-    rp_json_str(&x->j, "ph", "E");
-    rp_json_u64(&x->j, "pid", x->pid);
-    rp_json_u64(&x->j, "tid", f->tid);
+    rn_json_obj(&x->j, NULL);
+    rn_json_str(&x->j, "ph", "E");
+    rn_json_u64(&x->j, "pid", x->pid);
+    rn_json_u64(&x->j, "tid", f->tid);
     timestamp(x, by ? by->t_ns : x->t_last);
-    rp_json_obj(&x->j, "args");
+    rn_json_obj(&x->j, "args");
     if (by && by->kind == TF_EV_GC_STOP && f->kind == TF_EV_GC_START) {
-        rp_json_u64(&x->j, "collected", by->u.gc.collected);
-        rp_json_u64(&x->j, "uncollectable", by->u.gc.uncollectable);
+        rn_json_u64(&x->j, "collected", by->u.gc.collected);
+        rn_json_u64(&x->j, "uncollectable", by->u.gc.uncollectable);
     } else if (!by || (by->kind != TF_EV_POOL_OP_END && by->kind != TF_EV_GC_STOP)) {
-        rp_json_str(&x->j, "ended", by ? "left without its end event (raised)" : "open at the end of the log");
+        rn_json_str(&x->j, "ended", by ? "left without its end event (raised)" : "open at the end of the log");
     }
-    rp_json_end_obj(&x->j);
-    rp_json_end_obj(&x->j);
+    rn_json_end_obj(&x->j);
+    rn_json_end_obj(&x->j);
 }
 
 static void metadata(exporter *x, const char *what, uint32_t tid, const char *name)
 {
-    rp_json_obj(&x->j, NULL);
-    rp_json_str(&x->j, "ph", "M");
-    rp_json_str(&x->j, "name", what);
-    rp_json_u64(&x->j, "pid", x->pid);
-    rp_json_u64(&x->j, "tid", tid);
-    rp_json_obj(&x->j, "args");
-    rp_json_str(&x->j, "name", name);
-    rp_json_end_obj(&x->j);
-    rp_json_end_obj(&x->j);
+    rn_json_obj(&x->j, NULL);
+    rn_json_str(&x->j, "ph", "M");
+    rn_json_str(&x->j, "name", what);
+    rn_json_u64(&x->j, "pid", x->pid);
+    rn_json_u64(&x->j, "tid", tid);
+    rn_json_obj(&x->j, "args");
+    rn_json_str(&x->j, "name", name);
+    rn_json_end_obj(&x->j);
+    rn_json_end_obj(&x->j);
 }
 
 static void names(exporter *x, const rpt *r)
@@ -280,7 +279,7 @@ static int export_log(const char *log, const char *out_path, const export_option
 {
     char err[512];
     rpt r;
-    rpt_options ro = {NULL, o->dirs, o->ndirs};
+    rpt_options ro = {.debug_dirs = o->dirs, .ndebug_dirs = o->ndirs, .progress = "trace-replay export"};
     if (rpt_open(&r, log, &ro, err, sizeof err)) {
         fprintf(stderr, "trace-replay export: %s: %s\n", log, err);
         rpt_free(&r);
@@ -302,16 +301,17 @@ static int export_log(const char *log, const char *out_path, const export_option
     x.no_stacks = o->no_stacks;
     x.first = o->first;
     x.last = o->last;
-    rp_json_init(&x.j, out);
-    rp_json_obj(&x.j, NULL);
-    rp_json_str(&x.j, "displayTimeUnit", "ms");
-    rp_json_arr(&x.j, "traceEvents");
+    rn_json_init(&x.j, out);
+    rn_json_obj(&x.j, NULL);
+    rn_json_str(&x.j, "displayTimeUnit", "ms");
+    rn_json_arr(&x.j, "traceEvents");
     x.r = &r;
     rp_subscriber follow = {&x, on_event, on_closed};
     rpt_read(&r, &follow);
     names(&x, &r);
-    rp_json_end_arr(&x.j);
-    rp_json_end_obj(&x.j);
+    rn_json_end_arr(&x.j);
+    rn_json_end_obj(&x.j);
+    rn_json_close(&x.j);
     rpt_free(&r);
     if (fclose(out)) {
         fprintf(stderr, "trace-replay export: %s: write failed\n", out_path);

@@ -20,6 +20,7 @@
 #include "replay.h"
 #include "report_series.h"
 #include "stacks.h"
+#include "text.h"
 #include "trace_format.h"
 #include "walk.h"
 
@@ -91,7 +92,7 @@ typedef struct rpt_thread { uint32_t tid; uint64_t events; } rpt_thread;
 
 typedef struct rpt {
     const tf_reader *reader;
-    rp_stacks *stacks;                 /* stack ids to frames, through the reader */
+    rn_stacks *stacks;                 /* stack ids to frames, through the reader */
     const char *path;
     uint64_t events, kinds[TF_KIND_MAX];
     uint64_t t_first, t_last;          /* monotonic ns of the first and last event */
@@ -143,6 +144,7 @@ typedef struct rpt_options {
                                           name, as check does; or a model's name */
     const char *const *debug_dirs;     /* more places for binaries and debug files */
     int ndebug_dirs;
+    const char *progress;              /* the progress line's words: "trace-replay export" */
 } rpt_options;
 
 /* Open the log at path: 0, or -1 with a message in err (an unreadable log,
@@ -196,22 +198,13 @@ const char *rpt_not_watched(const rpt *r, uint32_t i);
 const char *rpt_double_init_off(const rpt *r);
 void rpt_library_name(const char *file, char *buf, size_t len);
 void rpt_site_python(const rpt *r, const rpt_site *s, char *buf, size_t len);
-void rpt_site_native(rp_stacks *st, const rpt_site *s, char *buf, size_t len);
-/* One frame as text: "file.py:12 (func)", "func (file.c:3) libfoo.so+0x1c". */
-void rpt_py_frame_text(const rp_py_frame *f, char *buf, size_t len);
-void rpt_native_frame_text(const rp_native_frame *f, char *buf, size_t len);
-/* Both stacks as the JSON members "py_stack" and "native_stack": arrays of
- * frames as text, innermost first (the report's and the export's). */
-void rpt_json_stacks(rp_json *w, rp_stacks *st, uint32_t py, uint32_t native);
+void rpt_site_native(rn_stacks *st, const rpt_site *s, char *buf, size_t len);
 
 /* The printers.  Each returns 0, or -1 when the output failed. */
-int rpt_print_text(const rpt *r, rp_stacks *st, FILE *out);
-int rpt_print_json(const rpt *r, rp_stacks *st, FILE *out);
-int rpt_print_html(const rpt *r, rp_stacks *st, FILE *out);
+int rpt_print_text(const rpt *r, rn_stacks *st, FILE *out);
+int rpt_print_json(const rpt *r, rn_stacks *st, FILE *out);
+int rpt_print_html(const rpt *r, rn_stacks *st, FILE *out);
 
-/* "1.5 MiB", "10.0 MiB", "512 B" */
-void rpt_bytes(uint64_t n, char *buf, size_t len);
 
-int cmd_report(int argc, char **argv);
 
 #endif

@@ -7,22 +7,6 @@
 
 #include "xalloc.h"
 
-void rpt_bytes(uint64_t n, char *buf, size_t len)
-{
-    static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB"};
-    if (n < 1024) {
-        snprintf(buf, len, "%" PRIu64 " B", n);
-        return;
-    }
-    double v = (double)n / 1024;
-    int u = 0;
-    while (v >= 1024 && u < 3) {
-        v /= 1024;
-        u++;
-    }
-    snprintf(buf, len, "%.1f %s", v, unit[u]);
-}
-
 double rpt_seconds(const rpt *r, uint64_t t_ns)
 {
     const tf_header *h = tf_reader_header(r->reader);
@@ -226,26 +210,6 @@ void rpt_site_python(const rpt *r, const rpt_site *s, char *buf, size_t len)
     snprintf(buf + n + 4, len - n - 4, "%s %s", lib, c ? str(r, c->function) : "?");
 }
 
-void rpt_py_frame_text(const rp_py_frame *f, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s:%u (%s)", f->file ? f->file : "?", f->line, f->function ? f->function : "?");
-}
-
-void rpt_native_frame_text(const rp_native_frame *f, char *buf, size_t len)
-{
-    const char *mod = f->module ? strrchr(f->module, '/') : NULL;
-    mod = mod ? mod + 1 : f->module;
-    int n = snprintf(buf, len, "%s", f->function ? f->function : "??");
-    if (f->file && n >= 0 && (size_t)n < len)
-        n += snprintf(buf + n, len - (size_t)n, " (%s:%u)", f->file, f->line);
-    if (n >= 0 && (size_t)n < len) {
-        if (mod)
-            snprintf(buf + n, len - (size_t)n, " %s+0x%" PRIx64, mod, f->offset);
-        else
-            snprintf(buf + n, len - (size_t)n, " 0x%" PRIx64, f->ip);
-    }
-}
-
 /* Allocator entry points: every allocation of their kind goes through them,
  * so the frame that called them is the one that says where. */
 static int is_allocator(const char *function)
@@ -261,15 +225,15 @@ static int is_allocator(const char *function)
     return 0;
 }
 
-void rpt_site_native(rp_stacks *st, const rpt_site *s, char *buf, size_t len)
+void rpt_site_native(rn_stacks *st, const rpt_site *s, char *buf, size_t len)
 {
-    rp_native_frame f[RPT_MAX_FRAMES];
-    uint32_t n = s->native_ip ? rp_stacks_native(st, s->native_stack, f, RPT_MAX_FRAMES) : 0;
+    const rn_native_frame *f[RPT_MAX_FRAMES];
+    uint32_t n = s->native_ip ? rn_stacks_native(st, s->native_stack, f, RPT_MAX_FRAMES) : 0;
     uint32_t i = s->native_index;
-    while (i + 1 < n && is_allocator(f[i].function))
+    while (i + 1 < n && is_allocator(f[i]->function))
         i++;
     if (i < n)
-        rpt_native_frame_text(&f[i], buf, len);
+        rn_native_frame_text(f[i], buf, len);
     else
         snprintf(buf, len, "(no native stack)");
 }

@@ -12,6 +12,7 @@
 #include "explore.h"
 #include "replay.h"
 #include "stacks.h"
+#include "verdict.h"
 
 typedef struct rp_output {
     FILE *out;
@@ -19,13 +20,16 @@ typedef struct rp_output {
     const char *command;        /* "check", "stats", "explore" */
     const char *model;          /* --model as given ("auto" when none was) */
     const tf_reader *reader;    /* names (NULL: ids only) */
-    rp_stacks *stacks;
+    rn_stacks *stacks;
     int clean_end;
     const char *damage;         /* the reader's damage line, or NULL */
     int stats;                  /* add the stats section */
     const rp_explore_result *explore; /* add the explore section */
+    int full_stacks;            /* text: every frame, nothing folded */
 } rp_output;
 
 void rp_output_print(const rp_output *rep, const rp_replay *r);
+/* The verdict printed, and the command's exit status (verdict.h). */
+void rp_output_verdict(const rp_output *rep, const rp_replay *r, rp_verdict *v);
 
 #endif

@@ -6,28 +6,18 @@
 
 #include <stdio.h>
 
-#include "symbolize.h"
+#include "json.h"
+#include "stacks.h"
 #include "trace_format.h"
-
-#define DUMP_SYM_CACHE 4096
-
-typedef struct dump_sym_slot {
-    const tf_module *module;
-    uint64_t ip;
-    sym_info info;
-} dump_sym_slot;
 
 typedef struct dump_ctx {
     tf_reader *r;
-    sym_ctx *sym;
+    rn_stacks *stacks;          /* --json: symbolised stacks, each resolved once */
+    rn_json j;
     FILE *out;
-    dump_sym_slot cache[DUMP_SYM_CACHE];  /* stacks repeat: resolve each ip once */
     /* Definitions already printed as JSON lines, by list. */
     uint32_t json_pools, json_threads, json_infos, json_modules, json_unloads;
 } dump_ctx;
-
-/* The symbol for one frame of a native stack (frame > 0: a return address). */
-const sym_info *dump_symbol(dump_ctx *d, const tf_module *m, uint64_t ip, uint32_t frame);
 
 /* Receives an event's fields one by one (text and JSON differ only here). */
 typedef struct dump_sink {

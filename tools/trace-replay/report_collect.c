@@ -28,6 +28,7 @@ typedef struct pass {
     rp_checks *checks;
     rp_replay *replay;         /* the pool models (check's driver), on the same walker */
     rp_ptrmap thread_index;    /* tid -> position in r->threads */
+    const char *progress;      /* the progress line's words */
     live direct_dev;           /* device allocations outside any pool */
     live pool_blocks;
     live host;
@@ -495,7 +496,7 @@ static const char *pool_name(void *reader, uint32_t pool)
 /* Where a collection ran, for the models' re-entrancy points. */
 static int stack_has(void *stacks, uint32_t id, const char *function)
 {
-    return rp_stacks_has_function(stacks, id, function);
+    return rn_stacks_has_function(stacks, id, function);
 }
 
 /* The replay driver, as check runs it: stops at the first violation. */
@@ -529,8 +530,9 @@ int rpt_open(rpt *r, const char *path, const rpt_options *o, char *err, size_t e
     r->path = path;
     r->priv = ps;
     ps->r = r;
+    ps->progress = o->progress ? o->progress : "trace-replay report";
     rp_ptrmap_init(&ps->thread_index);
-    r->stacks = rp_stacks_new(rd, o->debug_dirs, o->ndebug_dirs);
+    r->stacks = rn_stacks_new(rd, o->debug_dirs, o->ndebug_dirs);
     ps->checks = rp_checks_new();
     live_init(&ps->direct_dev);
     live_init(&ps->pool_blocks);
@@ -559,7 +561,7 @@ void rpt_read(rpt *r, const rp_subscriber *follow)
     if (follow)
         rp_walk_subscribe(walk, follow);
     rp_progress pg;
-    rp_progress_start(&pg, "report");
+    rp_progress_start(&pg, ps->progress);
     tf_event e;
     while (tf_reader_next(rd, &e)) {
         rp_walk_event(walk, &e);
@@ -607,7 +609,7 @@ void rpt_free(rpt *r)
         rp_ptrmap_free(&ps->pool_index);
         free(ps);
     }
-    rp_stacks_free(r->stacks);
+    rn_stacks_free(r->stacks);
     if (r->reader)
         tf_reader_close((tf_reader *)r->reader);
     rpt_series_free(&r->series);

@@ -1,0 +1,51 @@
+/*
+ * verdict.h - one verdict, said the same way by every command.
+ *
+ * check, stats, explore, minimize and report each state exactly one verdict,
+ * as the last line of their text ("verdict: ...") and as "verdict" in their
+ * JSON, and exit with its status:
+ *
+ *   0  clean: no invariant broke, and the replay followed the log closely
+ *      enough for that to mean something
+ *   1  VIOLATION: an invariant broke (explore: an injected collection breaks
+ *      one; minimize: the smaller log written still breaks it)
+ *   2  usage error, or a log that cannot be read
+ *   3  INCONCLUSIVE: nothing broke, but the model diverged from the log on
+ *      more than RP_TRUST_DIVERGED_PERMILLE of its answers (a wrong --model,
+ *      or a pool the model does not reproduce): a clean result from such a
+ *      replay cannot be trusted
+ */
+#ifndef RP_VERDICT_H
+#define RP_VERDICT_H
+
+#include <stdint.h>
+
+#include "finding.h"
+
+/* Divergences per thousand answers above which a clean result is not
+ * trusted: 10 (1 %).  Real runs of a faithful model diverge far less (seed
+ * 000's logs: 1 in 4,000); a wrong model diverges on most answers. */
+#define RP_TRUST_DIVERGED_PERMILLE 10
+
+enum { RP_EXIT_CLEAN = 0, RP_EXIT_VIOLATION = 1, RP_EXIT_USAGE = 2, RP_EXIT_INCONCLUSIVE = 3 };
+
+typedef struct rp_verdict_facts {
+    const rp_finding *violation;   /* the first one, or NULL */
+    const char *source;            /* what found it: "pool model cupy5", "model-free checks" */
+    int injected;                  /* explore: it broke under an injected collection */
+    const char *point;             /*   ... injected there */
+    const char *model;             /* "cupy5", "auto", "none" */
+    uint64_t ops;                  /* operations replayed through a model */
+    uint64_t matched, diverged, first_diverged_seq;
+    const char *damage;            /* the reader's damage line, or NULL */
+} rp_verdict_facts;
+
+typedef struct rp_verdict {
+    int status;                    /* RP_EXIT_* */
+    const char *result;            /* "clean", "violation", "inconclusive" */
+    char text[768];                /* the line after "verdict: " */
+} rp_verdict;
+
+void rp_verdict_make(rp_verdict *v, const rp_verdict_facts *f);
+
+#endif
