@@ -15,7 +15,6 @@
 #include "idmap.h"
 #include "json.h"
 #include "symbolize.h"
-#include "text.h"
 
 typedef struct frame_entry {
     rn_native_frame f;
@@ -405,21 +404,17 @@ void rn_json_stacks(rn_json *j, rn_stacks *s, uint32_t native, uint32_t py)
 
 void rn_py_frame_text(const rn_py_frame *f, char *buf, size_t len)
 {
-    char file[512], func[256];
-    snprintf(buf, len, "%s:%u (%s)", rn_text(file, sizeof file, f->file), f->line,
-             rn_text(func, sizeof func, f->function));
+    snprintf(buf, len, "%s:%u (%s)", f->file ? f->file : "?", f->line, f->function ? f->function : "?");
 }
 
 void rn_native_frame_text(const rn_native_frame *f, char *buf, size_t len)
 {
-    char func[512], file[512], mod[256];
-    int n = snprintf(buf, len, "%s", f->function ? rn_text(func, sizeof func, f->function) : "??");
+    int n = snprintf(buf, len, "%s", f->function ? f->function : "??");
     if (f->file && n >= 0 && (size_t)n < len)
-        n += snprintf(buf + n, len - (size_t)n, " (%s:%u)", rn_text(file, sizeof file, f->file), f->line);
+        n += snprintf(buf + n, len - (size_t)n, " (%s:%u)", f->file, f->line);
     if (n >= 0 && (size_t)n < len) {
         if (f->module)
-            snprintf(buf + n, len - (size_t)n, " %s+0x%llx", rn_text(mod, sizeof mod, base_name(f->module)),
-                     (unsigned long long)f->offset);
+            snprintf(buf + n, len - (size_t)n, " %s+0x%llx", base_name(f->module), (unsigned long long)f->offset);
         else
             snprintf(buf + n, len - (size_t)n, " 0x%llx", (unsigned long long)f->ip);
     }

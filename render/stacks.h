@@ -72,8 +72,8 @@ void rn_json_stacks(struct rn_json *j, rn_stacks *s, uint32_t native, uint32_t p
  * key (lowercase). */
 int rn_stacks_has_function(rn_stacks *s, uint32_t id, const char *key);
 
-/* A frame's text, for text output: "func (file.c:3) libfoo.so+0x1c" and
- * "file.py:12 (func)"; log strings in it made safe (text.h). */
+/* A frame as one line of text: "func (file.c:3) libfoo.so+0x1c" and
+ * "file.py:12 (func)".  Raw: a text printer escapes it (text.h). */
 void rn_native_frame_text(const rn_native_frame *f, char *buf, size_t len);
 void rn_py_frame_text(const rn_py_frame *f, char *buf, size_t len);
 

@@ -215,6 +215,163 @@ def one_nesting(tmp):
           "check follows it (2 segments, 3 refusals, 2 blocks): %s" % d.get("fidelity"))
 
 
+NASTY = "evil\x1b[31mred\nforged line\u009b2J"    # a terminal escape, a newline, C1 CSI
+NOT_UTF8 = "caf\udce9"                              # the byte 0xe9 alone: not UTF-8 (PEP 383 form)
+
+
+def imported(tmp, name, lines):
+    src, log = os.path.join(tmp, name + ".jsonl"), os.path.join(tmp, name + ".tlog")
+    with open(src, "w") as f:
+        f.write("".join(json.dumps(line) + "\n" for line in lines))
+    p = run(["import", "-o", log, src])
+    check(p.returncode == 0, "import %s: %s" % (name, p.stderr))
+    return log
+
+
+def double_free_from_python(tmp):
+    """A cudaFree made twice from a Python line, its native stack deep in
+    the interpreter; names in the log hold terminal escapes and a byte that
+    is not UTF-8."""
+    libpython = "/usr/lib/libpython3.11.so.1.0"
+    native = ([{"ip": "0x%x" % (0x7f0000001000 + 16 * i), "module": "/opt/app/lib%s.so" % NOT_UTF8,
+                "offset": "0x%x" % (0x1000 + 16 * i)} for i in range(2)] +
+              [{"ip": "0x%x" % (0x7e0000100000 + 64 * i), "module": libpython, "offset": "0x%x" % (0x100000 + 64 * i)}
+               for i in range(14)])
+    py = [{"file": "/srv/%s/app.py" % NOT_UTF8, "line": 7, "function": NASTY},
+          {"file": "/srv/%s/main.py" % NOT_UTF8, "line": 3, "function": "<module>"}]
+    ev = lambda seq, kind, **kw: dict({"seq": seq, "tid": 7, "t_ns": seq * 1000, "kind": kind, "parent": 0}, **kw)
+    lines = [
+        {"kind": "header", "pid": 7, "cmdline": "python " + NASTY, "hostname": NOT_UTF8, "exe": "/usr/bin/python3"},
+        {"kind": "thread", "tid": 7, "name": NASTY},
+        {"kind": "pool", "pool": 1, "name": NASTY},
+        ev(1, "cuda_alloc", api="cudaMalloc", ptr=0x7f5000000000, size=4096, native_stack=native, py_stack=py),
+        ev(2, "cuda_free", api="cudaFree", ptr=0x7f5000000000, native_stack=native, py_stack=py),
+        ev(3, "mark", text=NASTY),
+        ev(4, "cuda_free", api="cudaFree", ptr=0x7f5000000000, native_stack=native, py_stack=py),
+    ]
+    return imported(tmp, "hostile", lines)
+
+
+def no_control_characters(what, out):
+    try:
+        text = out.decode("utf-8")
+    except UnicodeDecodeError as e:
+        check(False, "%s: valid UTF-8 (%s)" % (what, e))
+        return ""
+    bad = [c for c in text if (ord(c) < 0x20 and c not in "\n") or 0x7f <= ord(c) < 0xa0]
+    check(not bad, "%s: no control character from the log reaches the terminal: %r" % (what, bad[:5]))
+    check("forged line" not in text.replace("\\nforged line", ""), "%s: no line forged by a newline" % what)
+    return text
+
+
+def hostile_text(tmp):
+    """Point 5: text output escapes what the log holds (\\x1b, \\n, \\xc2\\x9b
+    for C1, \\xe9 for a byte that is not UTF-8); point 4: every JSON output is
+    valid UTF-8 and the byte survives dump --json | import."""
+    log = double_free_from_python(tmp)
+    for args in (["check", log], ["report", log], ["explore", log], ["stats", log]):
+        p = run(args)
+        text = no_control_characters(args[0], p.stdout)
+        check("\\x1b[31mred\\nforged line\\xc2\\x9b2J" in text or args[0] in ("explore", "stats"),
+              "%s: the escape shown escaped: %s" % (args[0], text[:300]))
+    p = subprocess.run([A.dump, log], capture_output=True) if A.dump else None
+    if p:
+        text = no_control_characters("trace-dump", p.stdout)
+        check("caf\\xe9" in text and "\\x1b[31m" in text, "trace-dump shows escapes: %s" % text[:400])
+    outs = [("check --json", run(["check", "--json", log]).stdout), ("report --json", run(["report", "--json", log]).stdout)]
+    exported = os.path.join(tmp, "hostile.json")
+    run(["export", "--perfetto", exported, log])
+    outs.append(("export", open(exported, "rb").read()))
+    if A.dump:
+        outs.append(("trace-dump --json", subprocess.run([A.dump, "--json", log], capture_output=True).stdout))
+    for what, out in outs:
+        try:
+            docs = [json.loads(line) for line in out.decode("utf-8").splitlines() if line.strip()]
+            check(docs, "%s: JSON" % what)
+        except (UnicodeDecodeError, ValueError) as e:
+            check(False, "%s: valid UTF-8 JSON (%s)" % (what, e))
+    d = json.loads(run(["check", "--json", log]).stdout)
+    frame = ((d.get("violation") or {}).get("py_stack") or [{}])[0]
+    check(frame.get("file") == "/srv/%s/app.py" % NOT_UTF8 and frame.get("function") == NASTY,
+          "the JSON keeps the byte (as \\udce9) and the escape: %r" % frame)
+    if A.dump:
+        jl = subprocess.run([A.dump, "--json", log], capture_output=True).stdout
+        again = os.path.join(tmp, "again.tlog")
+        p = subprocess.run([A.replay, "import", "-o", again, "-"], input=jl, capture_output=True)
+        check(p.returncode == 0, "import of dump --json: %s" % p.stderr)
+        check(subprocess.run([A.dump, "--json", again], capture_output=True).stdout == jl,
+              "dump --json | import keeps every byte")
+
+
+def python_first(tmp):
+    """Point 10: the Python line of a double free is in the first dozen lines
+    of check's output; interpreter frames fold into one line."""
+    log = double_free_from_python(tmp)
+    p = run(["check", log])
+    lines = p.stdout.decode().splitlines()
+    check(p.returncode == 1 and lines[0].startswith("VIOLATION double_free"), "double free: %s" % lines[:2])
+    check(any("app.py:7" in line for line in lines[:12]), "the Python line within 12 lines: %s" % lines[:12])
+    check(any(line.strip() == "... 14 CPython frames" for line in lines), "14 CPython frames folded: %s" % lines)
+    full = run(["check", "--full-stacks", log]).stdout.decode().splitlines()
+    check(sum("libpython3.11.so.1.0" in line for line in full) >= 14 and not any("CPython frames" in l for l in full),
+          "--full-stacks shows every frame")
+    text = run(["report", log]).stdout.decode()
+    check("... 14 CPython frames" in text, "the report folds them too")
+
+
+def verdicts(tmp):
+    """Point 9: one verdict, in the same words, from every command; its exit
+    status; INCONCLUSIVE when the model left the log."""
+    log = double_free_from_python(tmp)
+    want = "verdict: VIOLATION double_free at seq 4 (model-free checks)"
+    for args in (["check", log], ["stats", log], ["report", log]):
+        p = run(args)
+        last = p.stdout.decode().rstrip().splitlines()[-1]
+        check(p.returncode == 1 and last == want, "%s: %d %r" % (args[0], p.returncode, last))
+    story = mklog("cupy5_reentry.txt", tmp)
+    p = run(["check", story, "--model", "cupy5"])
+    check(p.stdout.decode().rstrip().splitlines()[-1] == "verdict: VIOLATION sorted_index at seq 15 (pool model cupy5)",
+          "check's verdict: %s" % p.stdout[-200:])
+    clean = mklog("cupy5_clean.txt", tmp)
+    p = run(["explore", clean, "--model", "cupy5"])
+    last = p.stdout.decode().rstrip().splitlines()[-1]
+    check(p.returncode == 1 and last.startswith("verdict: VIOLATION if a collection ran at _append_to_free_list"),
+          "explore: one verdict, no 'no violation' beside it: %r" % p.stdout[-300:])
+    check(b"no violation" not in p.stdout, "explore does not say 'no violation' beside its finding")
+    gen = os.path.join(tmp, "gen.log")
+    subprocess.run([A.gen, gen, "20000"], check=True, capture_output=True)
+    rc, d = doc(["check", gen, "--model", "tf-bfc"])
+    check(rc == 3 and d.get("status") == "inconclusive" and d["verdict"]["exit_status"] == 3 and
+          "diverged" in d["verdict"]["text"], "a wrong model: inconclusive, exit 3: %s" % d.get("verdict"))
+    p = run(["report", gen, "--model", "tf-bfc"])
+    check(p.returncode == 3 and b"verdict: INCONCLUSIVE" in p.stdout, "report says the same: %d" % p.returncode)
+    for cmd in ([], ["report"]):
+        h = run(cmd + ["--help"]).stdout.decode()
+        check("3" in h and "INCONCLUSIVE" in h.upper() and "exit status" in h, "--help documents exit statuses")
+
+
+def small_things(tmp):
+    """Point 11."""
+    for tool in ([A.replay], [A.dump] if A.dump else []):
+        if tool:
+            p = subprocess.run(tool + ["--version"], capture_output=True, text=True)
+            check(p.returncode == 0 and "log format 1." in p.stdout, "%s --version: %r" % (tool[0], p.stdout))
+    story = mklog("cupy5_reentry.txt", tmp)
+    p = run(["check", story, "--model", "bogus"])
+    check(p.returncode == 2 and len(p.stderr.splitlines()) == 1 and b"known: cupy, cupy5" in p.stderr,
+          "an unknown model: one line naming the known ones: %r" % p.stderr)
+    before = open(story, "rb").read()
+    p = run(["minimize", story, "--model", "cupy5", "-o", story])
+    check(p.returncode == 2 and open(story, "rb").read() == before, "minimize refuses to write onto its input")
+    link = os.path.join(tmp, "same.log")
+    os.symlink(story, link)
+    p = run(["minimize", story, "--model", "cupy5", "-o", link])
+    check(p.returncode == 2 and open(story, "rb").read() == before, "... even through a link")
+    text = run(["check", story, "--model", "cupy5"]).stdout.decode()
+    check("peak reserved 2.0 KiB (seq 6), peak allocated 2.0 KiB (seq 7)" in text,
+          "sizes the way the report writes them: %s" % text[-500:])
+
+
 def main():
     global A
     ap = argparse.ArgumentParser()
@@ -223,7 +380,7 @@ def main():
     A = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for t in (exit_codes, json_shape, determinism, explore, minimize, stats_pool_leaks, damaged, generated,
-                  one_nesting):
+                  one_nesting, hostile_text, python_first, verdicts, small_things):
             t(tmp)
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "dump.h"
+#include "text.h"
 
 enum mode { MODE_TEXT, MODE_JSON, MODE_SUMMARY };
 
@@ -33,24 +34,26 @@ static void text_i(dump_ctx *d, const char *key, int64_t v)
     fprintf(d->out, " %s=%" PRId64, key, v);
 }
 
-/* Quoted, with C escapes, so that every event stays on one line. */
+/* Quoted and escaped (text.h), so that every event stays on one line. */
 static void text_s(dump_ctx *d, const char *key, const char *s, size_t n)
 {
     if (!s) {
         fprintf(d->out, " %s=?", key);
         return;
     }
+    char shown[4096];
+    /* A quote would end the value early: escape it as well. */
     fprintf(d->out, " %s=\"", key);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\')
-            fprintf(d->out, "\\%c", c);
-        else if (c == '\n')
-            fputs("\\n", d->out);
-        else if (c < 0x20 || c == 0x7f)
-            fprintf(d->out, "\\x%02x", c);
-        else
-            fputc(c, d->out);
+    for (size_t i = 0; i < n;) {
+        size_t q = i;
+        while (q < n && s[q] != '"')
+            q++;
+        fputs(rn_text_n(shown, sizeof shown, s + i, q - i < 1000 ? q - i : 1000), d->out);
+        i += q - i < 1000 ? q - i : 1000;
+        if (i == q && q < n) {
+            fputs("\\\"", d->out);
+            i++;
+        }
     }
     fputc('"', d->out);
 }
@@ -65,11 +68,13 @@ static const dump_sink text_sink = { text_u, text_i, text_s, text_u3 };
 static void text_header(dump_ctx *d)
 {
     const tf_header *h = tf_reader_header(d->r);
+    char a[1024], b[1024];
     fprintf(d->out, "trace log %u.%u: pid %u (parent %u) on %s\n", h->version_major,
-            h->version_minor, h->pid, h->ppid, h->hostname);
-    fprintf(d->out, "  command: %s\n  exe: %s\n", h->cmdline, h->exe);
-    fprintf(d->out, "  tracer: %s  settings: %s\n", h->tracer_version, h->settings);
-    fprintf(d->out, "  python: %s  cuda runtime: %d  driver: %d\n", h->python_version,
+            h->version_minor, h->pid, h->ppid, rn_text(a, sizeof a, h->hostname));
+    fprintf(d->out, "  command: %s\n  exe: %s\n", rn_text(a, sizeof a, h->cmdline), rn_text(b, sizeof b, h->exe));
+    fprintf(d->out, "  tracer: %s  settings: %s\n", rn_text(a, sizeof a, h->tracer_version),
+            rn_text(b, sizeof b, h->settings));
+    fprintf(d->out, "  python: %s  cuda runtime: %d  driver: %d\n", rn_text(a, sizeof a, h->python_version),
             h->cuda_runtime_version, h->cuda_driver_version);
     fprintf(d->out, "  started: %" PRIu64 ".%09" PRIu64 " (wall), %" PRIu64 " ns (monotonic)\n",
             h->wall_start_ns / 1000000000, h->wall_start_ns % 1000000000, h->mono_start_ns);
@@ -85,7 +90,8 @@ static void text_py_frame(dump_ctx *d, uint32_t id)
     const tf_py_code *code = tf_reader_py_code(d->r, frames[0].code);
     const char *file = code ? tf_reader_string(d->r, code->file, NULL) : NULL;
     const char *func = code ? tf_reader_string(d->r, code->function, NULL) : NULL;
-    fprintf(d->out, " at %s:%u %s", file ? file : "?", frames[0].line, func ? func : "?");
+    char a[512], b[256];
+    fprintf(d->out, " at %s:%u %s", rn_text(a, sizeof a, file), frames[0].line, rn_text(b, sizeof b, func));
 }
 
 static void text_event(dump_ctx *d, const tf_event *e)
@@ -107,8 +113,9 @@ static void text_event(dump_ctx *d, const tf_event *e)
 static void text_info(dump_ctx *d)
 {
     const char *key, *value;
+    char a[256], b[1024];
     for (uint32_t i = 0; tf_reader_info(d->r, i, &key, &value); i++)
-        fprintf(d->out, "info: %s=%s\n", key, value);
+        fprintf(d->out, "info: %s=%s\n", rn_text(a, sizeof a, key), rn_text(b, sizeof b, value));
 }
 
 /* ------------------------------------------------------------ summary */
@@ -160,14 +167,17 @@ static void summary_print(dump_ctx *d, summary *s, const char *path)
     for (size_t i = 0; i < s->ntids; i++) {
         const char *name = tf_reader_thread_name(d->r, s->tids[i]);
         const char *py_name = tf_reader_thread_py_name(d->r, s->tids[i]);
-        fprintf(f, "%s %u%s%s%s%s%s", i ? "," : "", s->tids[i], name ? " " : "", name ? name : "",
-                *py_name ? " (" : "", py_name, *py_name ? ")" : "");
+        char tname[128], pname[128];
+        fprintf(f, "%s %u%s%s%s%s%s", i ? "," : "", s->tids[i], name ? " " : "",
+                name ? rn_text(tname, sizeof tname, name) : "", *py_name ? " (" : "",
+                *py_name ? rn_text(pname, sizeof pname, py_name) : "", *py_name ? ")" : "");
     }
     fputc('\n', f);
     uint32_t pool;
     const char *name;
+    char shown[256];
     for (uint32_t i = 0; tf_reader_pool_at(d->r, i, &pool, &name); i++)
-        fprintf(f, "pool        %u %s\n", pool, name);
+        fprintf(f, "pool        %u %s\n", pool, rn_text(shown, sizeof shown, name));
     fprintf(f, "time span   %.6f s\n", (double)(s->last_t - s->first_t) / 1e9);
     struct stat sb;
     if (stat(path, &sb) == 0)
@@ -185,7 +195,17 @@ static void summary_print(dump_ctx *d, summary *s, const char *path)
 
 static int usage(FILE *f, int status)
 {
-    fputs("usage: trace-dump [--json | --summary] [--debug-dir DIR]... FILE\n", f);
+    fputs("usage: trace-dump [--json | --summary] [--debug-dir DIR]... FILE\n"
+          "  (default) the header, then one readable line per event; strings from the\n"
+          "            log are escaped (\\xNN for control characters and bytes that\n"
+          "            are not UTF-8)\n"
+          "  --json    one JSON object per line: the header, definitions, events with\n"
+          "            their stacks symbolised (format/FORMAT.md section 11)\n"
+          "  --summary counts per kind, threads, time span, size, how the log ends\n"
+          "  --debug-dir DIR  more places to find binaries and debug files (repeatable)\n"
+          "  --version the version of trace-dump and of the log format it reads\n"
+          "exit status: 0 the log is whole, 1 it is damaged (what was readable is\n"
+          "  printed, the damage goes to stderr), 2 usage error or not a log\n", f);
     return status;
 }
 
@@ -225,6 +245,7 @@ int main(int argc, char **argv)
         { "summary", no_argument, NULL, 's' },
         { "debug-dir", required_argument, NULL, 'd' },
         { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     enum mode mode = MODE_TEXT;
@@ -236,6 +257,10 @@ int main(int argc, char **argv)
         case 's': mode = MODE_SUMMARY; break;
         case 'd': dirs[ndirs++] = optarg; break;
         case 'h': free(dirs); return usage(stdout, 0);
+        case 'V':
+            printf("trace-dump %s (log format %d.%d)\n", TRACE_VERSION, TF_VERSION_MAJOR, TF_VERSION_MINOR);
+            free(dirs);
+            return 0;
         default: free(dirs); return usage(stderr, 2);
         }
     }

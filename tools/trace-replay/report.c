@@ -9,15 +9,21 @@
 #define MAX_DEBUG_DIRS 16
 
 static const char usage[] =
-    "usage: trace-replay report LOG [--json] [--html OUT] [--model NAME] [--debug-dir DIR]\n"
+    "usage: trace-replay report LOG [--json] [--html OUT] [--model NAME] [--full-stacks] [--debug-dir DIR]\n"
     "  A summary of a log: the run, memory over time, the top allocation sites,\n"
     "  every model-free violation, double initialisations, and the memory that\n"
-    "  only garbage collections gave back.\n"
+    "  only garbage collections gave back; its last line is the verdict.\n"
     "  --json           print the report as one JSON object (docs/report-json.md)\n"
     "  --html OUT       also write a self-contained HTML page (chart, flame graph)\n"
     "  --model NAME     the pool model to replay, as check does (default auto: by\n"
     "                   each pool's name; none: model-free checks only)\n"
-    "  --debug-dir DIR  more places to find binaries and debug files (repeatable)\n";
+    "  --full-stacks    every native frame (default: interpreter, start-up and\n"
+    "                   tracer frames folded)\n"
+    "  --debug-dir DIR  more places to find binaries and debug files (repeatable)\n"
+    "exit status: the verdict's, as check's: 0 clean, 1 a violation (a pool model's\n"
+    "  or a model-free check's), 2 usage error or unreadable log, 3 inconclusive\n"
+    "  (no violation, but the model diverged from the log on more than 1%% of its\n"
+    "  answers)\n";
 
 static int write_html(const rpt *r, rn_stacks *st, const char *path)
 {
@@ -41,17 +47,19 @@ int cmd_report(int argc, char **argv)
         {"html", required_argument, NULL, 'H'},
         {"debug-dir", required_argument, NULL, 'd'},
         {"model", required_argument, NULL, 'm'},
+        {"full-stacks", no_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *html = NULL, *model = "auto", *dirs[MAX_DEBUG_DIRS];
-    int json = 0, ndirs = 0, c;
+    int json = 0, ndirs = 0, full = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'j': json = 1; break;
         case 'H': html = optarg; break;
         case 'm': model = strcmp(optarg, "none") ? optarg : NULL; break;
+        case 'F': full = 1; break;
         case 'd':
             if (ndirs < MAX_DEBUG_DIRS)
                 dirs[ndirs++] = optarg;
@@ -73,12 +81,15 @@ int cmd_report(int argc, char **argv)
         return 2;
     }
     rpt_read(&r, NULL);
+    r.full_stacks = full;
     rn_stacks *st = r.stacks;
     int rc = json ? rpt_print_json(&r, st, stdout) : rpt_print_text(&r, st, stdout);
     if (!rc && html)
         rc = write_html(&r, st, html);
     if (fflush(stdout))
         rc = -1;
+    rp_verdict v;
+    rpt_verdict(&r, &v);
     rpt_free(&r);
-    return rc ? 2 : 0;
+    return rc ? RP_EXIT_USAGE : v.status;
 }

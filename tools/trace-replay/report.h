@@ -22,6 +22,7 @@
 #include "stacks.h"
 #include "text.h"
 #include "trace_format.h"
+#include "verdict.h"
 #include "walk.h"
 
 /* An allocation site: the two innermost Python frames (the allocating line
@@ -133,6 +134,7 @@ typedef struct rpt {
     const rp_result *model;
     const char *model_name;            /* "auto" or the model's name */
 
+    int full_stacks;                   /* text: every frame (--full-stacks) */
     const tf_read_status *status;
     const char *damage;                /* NULL when the log is whole */
     void *priv;                        /* the pass's own state */
@@ -199,6 +201,10 @@ const char *rpt_double_init_off(const rpt *r);
 void rpt_library_name(const char *file, char *buf, size_t len);
 void rpt_site_python(const rpt *r, const rpt_site *s, char *buf, size_t len);
 void rpt_site_native(rn_stacks *st, const rpt_site *s, char *buf, size_t len);
+
+/* The report's verdict (verdict.h): a pool model's violation, else the first
+ * model-free one, else clean or inconclusive by the model's fidelity. */
+void rpt_verdict(const rpt *r, rp_verdict *v);
 
 /* The printers.  Each returns 0, or -1 when the output failed. */
 int rpt_print_text(const rpt *r, rn_stacks *st, FILE *out);

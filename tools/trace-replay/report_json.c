@@ -349,6 +349,13 @@ int rpt_print_json(const rpt *r, rn_stacks *st, FILE *out)
     rn_json_init(&w, out);
     rn_json_obj(&w, NULL);
     rn_json_str(&w, "schema", "trace-replay-report/2");
+    rp_verdict v;
+    rpt_verdict(r, &v);
+    rn_json_obj(&w, "verdict");
+    rn_json_str(&w, "result", v.result);
+    rn_json_u64(&w, "exit_status", (uint64_t)v.status);
+    rn_json_str(&w, "text", v.text);
+    rn_json_end_obj(&w);
     log_state(&w, r);
     process(&w, r);
     counts(&w, r);

@@ -284,3 +284,24 @@ uint32_t *rpt_sites_by(const rpt *r, int which, uint32_t *n)
     qsort_r(idx, *n, sizeof *idx, by_figure, &c);
     return idx;
 }
+
+void rpt_verdict(const rpt *r, rp_verdict *v)
+{
+    char source[128];
+    const rp_result *m = r->model;
+    rp_verdict_facts f = {.model = r->model_name ? r->model_name : "none", .damage = r->damage, .source = source};
+    if (m) {
+        f.ops = m->ops;
+        f.matched = m->matched;
+        f.diverged = m->diverged;
+        f.first_diverged_seq = m->first_diverged_seq;
+    }
+    if (m && m->violated && m->by_model) {
+        f.violation = &m->violation;
+        snprintf(source, sizeof source, "pool model, --model %s", f.model);
+    } else if (r->total_violations) {
+        f.violation = &r->violations[0];
+        snprintf(source, sizeof source, "model-free checks");
+    }
+    rp_verdict_make(v, &f);
+}

@@ -9,25 +9,35 @@
 #define TOP_SITES 10
 #define WARNINGS_SHOWN 10
 
-/* Both stacks of an event, Python first (that is what people wrote). */
+/* Both stacks of an event, Python first (that is what people wrote), runs
+ * of interpreter, start-up and tracer frames folded (--full-stacks: all). */
+static int full_stacks;
+
 static void print_stacks(rn_stacks *st, FILE *out, uint32_t py, uint32_t native)
 {
     const rn_py_frame *pf[RPT_MAX_FRAMES];
     const rn_native_frame *nf[RPT_MAX_FRAMES];
-    char line[1024];
+    char line[1024], shown[2048];
     uint32_t n = rn_stacks_py(st, py, pf, RPT_MAX_FRAMES);
     if (n)
         fprintf(out, "      Python stack (innermost first):\n");
     for (uint32_t i = 0; i < n; i++) {
         rn_py_frame_text(pf[i], line, sizeof line);
-        fprintf(out, "        %s\n", line);
+        fprintf(out, "        %s\n", rn_text(shown, sizeof shown, line));
     }
     n = rn_stacks_native(st, native, nf, RPT_MAX_FRAMES);
     if (n)
         fprintf(out, "      native stack (innermost first):\n");
-    for (uint32_t i = 0; i < n; i++) {
-        rn_native_frame_text(nf[i], line, sizeof line);
-        fprintf(out, "        %s\n", line);
+    for (uint32_t i = 0; i < n;) {
+        const char *what = NULL;
+        uint32_t k = full_stacks ? 1 : rn_fold_next(nf, n, i, &what);
+        if (what) {
+            fprintf(out, "        ... %u %s frames\n", k, what);
+        } else {
+            rn_native_frame_text(nf[i], line, sizeof line);
+            fprintf(out, "        %s\n", rn_text(shown, sizeof shown, line));
+        }
+        i += k;
     }
 }
 
@@ -40,22 +50,24 @@ static void print_header(const rpt *r, FILE *out)
     struct tm tm;
     if (h->wall_start_ns && gmtime_r(&wall, &tm))
         strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
-    fprintf(out, "trace-replay report: %s\n", r->path);
-    fprintf(out, "  command    %s\n", h->cmdline && *h->cmdline ? h->cmdline : "(unknown)");
-    fprintf(out, "  process    pid %u (parent %u) on %s\n", h->pid, h->ppid, h->hostname && *h->hostname ? h->hostname : "?");
-    fprintf(out, "  runtime    Python %s, %s, tracer %s\n", rpt_python_version(r), cuda,
-            h->tracer_version ? h->tracer_version : "?");
+    char a[1024], b[1024], c[256];
+    fprintf(out, "trace-replay report: %s\n", rn_text(a, sizeof a, r->path));
+    fprintf(out, "  command    %s\n", h->cmdline && *h->cmdline ? rn_text(a, sizeof a, h->cmdline) : "(unknown)");
+    fprintf(out, "  process    pid %u (parent %u) on %s\n", h->pid, h->ppid,
+            h->hostname && *h->hostname ? rn_text(a, sizeof a, h->hostname) : "?");
+    fprintf(out, "  runtime    Python %s, %s, tracer %s\n", rn_text(a, sizeof a, rpt_python_version(r)),
+            rn_text(b, sizeof b, cuda), rn_text(c, sizeof c, h->tracer_version));
     fprintf(out, "  recorded   %s, %.3f s, %" PRIu64 " events, %u threads\n", when, rpt_seconds(r, r->t_last),
             r->events, r->nthreads);
     if (r->damage)
         fprintf(out, "  log        damaged: %s\n", r->damage);
     else if (!r->status->clean_end)
         fprintf(out, "  log        no end record: the process did not exit normally\n");
-    fprintf(out, "  settings   %s\n", h->settings && *h->settings ? h->settings : "(defaults)");
+    fprintf(out, "  settings   %s\n", h->settings && *h->settings ? rn_text(a, sizeof a, h->settings) : "(defaults)");
     for (uint32_t i = 0; i < tf_reader_info_count(r->reader); i++) {
         const char *key, *value;
         if (tf_reader_info(r->reader, i, &key, &value))
-            fprintf(out, "  info       %s: %s\n", key, value);
+            fprintf(out, "  info       %s: %s\n", rn_text(c, sizeof c, key), rn_text(a, sizeof a, value));
     }
 }
 
@@ -123,9 +135,11 @@ static void print_counts(const rpt *r, FILE *out)
     for (uint32_t i = 0; i < r->nthreads; i++) {
         const char *name = tf_reader_thread_name(r->reader, r->threads[i].tid);
         const char *py_name = tf_reader_thread_py_name(r->reader, r->threads[i].tid);
-        fprintf(out, "  %-8u %-20s %12" PRIu64 " events%s%s\n", r->threads[i].tid, *py_name ? py_name
-                                                                    : name && *name ? name : "-",
-                r->threads[i].events, *py_name && name && *name ? "   OS name " : "", *py_name && name ? name : "");
+        char shown[128], os[128];
+        fprintf(out, "  %-8u %-20s %12" PRIu64 " events%s%s\n", r->threads[i].tid,
+                *py_name ? rn_text(shown, sizeof shown, py_name) : name && *name ? rn_text(shown, sizeof shown, name) : "-",
+                r->threads[i].events, *py_name && name && *name ? "   OS name " : "",
+                *py_name && name ? rn_text(os, sizeof os, name) : "");
     }
 }
 
@@ -151,11 +165,13 @@ static void print_pools(const rpt *r, rn_stacks *st, FILE *out)
     for (uint32_t i = 0; i < r->npools; i++) {
         const rpt_pool *p = &r->pools[i];
         const char *name = tf_reader_pool_name(r->reader, p->id);
+        char shown[256];
         rn_bytes(p->peak_reserved, res, sizeof res);
         rn_bytes(p->peak_allocated, alloc, sizeof alloc);
         fprintf(out, "  pool %u (%s): %" PRIu64 " operations, %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
                      " segments obtained; peak reserved %s, allocated %s\n",
-                p->id, name ? name : "unnamed", p->ops, p->allocs, p->frees, p->segments, res, alloc);
+                p->id, name ? rn_text(shown, sizeof shown, name) : "unnamed", p->ops, p->allocs, p->frees, p->segments,
+                res, alloc);
         if (!p->reentries)
             continue;
         fprintf(out, "    RE-ENTERED %" PRIu64 " times: a collection inside one of its operations ran finalizers\n"
@@ -169,12 +185,12 @@ static void print_pools(const rpt *r, rn_stacks *st, FILE *out)
 static void print_site_row(const rpt *r, rn_stacks *st, FILE *out, const rpt_site *s, uint64_t bytes,
                            uint64_t count)
 {
-    char b[32], py[512], nat[512];
+    char b[32], py[512], nat[512], shown[1024];
     rn_bytes(bytes, b, sizeof b);
     rpt_site_python(r, s, py, sizeof py);
     rpt_site_native(st, s, nat, sizeof nat);
-    fprintf(out, "  %10s %8" PRIu64 "  %s\n", b, count, py);
-    fprintf(out, "  %10s %8s    native: %s\n", "", "", nat);
+    fprintf(out, "  %10s %8" PRIu64 "  %s\n", b, count, rn_text(shown, sizeof shown, py));
+    fprintf(out, "  %10s %8s    native: %s\n", "", "", rn_text(shown, sizeof shown, nat));
 }
 
 static void print_sites(const rpt *r, rn_stacks *st, FILE *out, int which, const char *title)
@@ -264,8 +280,9 @@ static void print_double_inits(const rpt *r, rn_stacks *st, FILE *out)
     for (uint32_t i = 0; i < r->ndinits; i++) {
         const rpt_double_init *d = &r->dinits[i];
         const char *type = tf_reader_string(r->reader, d->type_name, NULL);
+        char shown[256];
         fprintf(out, "  %" PRIu64 " x %s, first at seq %" PRIu64 " (object 0x%" PRIx64 ")\n", d->count,
-                type ? type : "?", d->first_seq, d->first_obj);
+                rn_text(shown, sizeof shown, type), d->first_seq, d->first_obj);
         print_stacks(st, out, d->py_stack, d->native_stack);
     }
 }
@@ -301,7 +318,11 @@ static void print_not_watched(const rpt *r, FILE *out)
         return;
     fprintf(out, "\nNot watched (the figures above leave these out)\n");
     for (uint32_t i = 0; rpt_not_watched(r, i); i++)
-        fprintf(out, "  %s\n", rpt_not_watched(r, i));
+    {
+        fputs("  ", out);
+        rn_fputs(rpt_not_watched(r, i), out);
+        fputc('\n', out);
+    }
 }
 
 /* A program that used the GPU: memory over time, pools and device sites
@@ -340,11 +361,15 @@ static void print_python_shaped(const rpt *r, rn_stacks *st, FILE *out)
 
 int rpt_print_text(const rpt *r, rn_stacks *st, FILE *out)
 {
+    full_stacks = r->full_stacks;
     print_header(r, out);
     print_findings(r, out);
     if (rpt_has_device(r))
         print_device_shaped(r, st, out);
     else
         print_python_shaped(r, st, out);
+    rp_verdict v;
+    rpt_verdict(r, &v);
+    fprintf(out, "\nverdict: %s\n", v.text);
     return ferror(out) ? -1 : 0;
 }

@@ -10,17 +10,19 @@ void rp_verdict_make(rp_verdict *v, const rp_verdict_facts *f)
     char tail[256] = "";
     uint64_t answers = f->matched + f->diverged;
     if (f->damage)
-        snprintf(tail, sizeof tail, "; the log is damaged: %s", f->damage);
+        snprintf(tail, sizeof tail, "; as far as the log reads: %s", f->damage);
+    /* A violation stands whatever the rest of the log holds (check stops
+     * reading there, the report reads on): the damage is no part of it. */
     if (f->violation) {
         v->status = RP_EXIT_VIOLATION;
         v->result = "violation";
         if (f->injected)
             snprintf(v->text, sizeof v->text, "VIOLATION if a collection ran at %s: an injected collection breaks %s "
-                     "at seq %" PRIu64 " (explore, %s)%s", f->point ? f->point : "a re-entrancy point",
-                     f->violation->invariant, f->violation->at.seq, f->source, tail);
+                     "at seq %" PRIu64 " (explore, %s)", f->point ? f->point : "a re-entrancy point",
+                     f->violation->invariant, f->violation->at.seq, f->source);
         else
-            snprintf(v->text, sizeof v->text, "VIOLATION %s at seq %" PRIu64 " (%s)%s", f->violation->invariant,
-                     f->violation->at.seq, f->source, tail);
+            snprintf(v->text, sizeof v->text, "VIOLATION %s at seq %" PRIu64 " (%s)", f->violation->invariant,
+                     f->violation->at.seq, f->source);
         return;
     }
     if (answers && f->diverged * 1000 > (uint64_t)RP_TRUST_DIVERGED_PERMILLE * answers) {
