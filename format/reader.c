@@ -186,6 +186,7 @@ static int load_frame(tf_reader *r)
         }
         r->frame_partial = outcome == FRAME_CUT;
         r->frame_has_bases = 0;
+        r->frame_at = at;
         r->st.frames++;
         note_resumed(r);
         return outcome;
@@ -338,6 +339,17 @@ static void finish(tf_reader *r)
         note(r, "ends after event %llu without an END record", last);
 }
 
+/* Where the payload of a HEADER record would start if the current frame
+ * opened with one carrying the magic; NULL when it does not. */
+static const uint8_t *another_header(const tf_reader *r)
+{
+    tf_cursor c = { r->buf, r->buf + r->buf_len, 0 };
+    uint64_t kind = tf_get_uv(&c), len = tf_get_uv(&c);
+    if (c.bad || kind != TF_REC_HEADER || len < 8 || len > (uint64_t)(c.end - c.p) || memcmp(c.p, HEADER_MAGIC, 8))
+        return NULL;
+    return c.p;
+}
+
 /* The next record of the file, or 0 at the end of what is readable. */
 static int read_record(tf_reader *r, uint32_t *kind, tf_cursor *payload)
 {
@@ -365,6 +377,12 @@ int tf_reader_next(tf_reader *r, tf_event *e)
     tf_cursor c;
     while (!r->finished && read_record(r, &kind, &c)) {
         int rc;
+        /* A frame opening with a HEADER: another log starts here (two logs
+         * joined with cat).  This run ends; tf_reader_next_run reads it. */
+        if (kind == TF_REC_HEADER && !r->frame_has_bases && c.p == another_header(r)) {
+            r->st.next_run_offset = r->frame_at;
+            break;
+        }
         if (kind == TF_REC_FRAME)
             rc = absorb_frame_record(r, &c);
         else if (!r->frame_has_bases || kind == TF_REC_HEADER)
@@ -448,7 +466,7 @@ static void blank_header(tf_header *h)
 static int read_header(tf_reader *r, char *err, size_t errlen)
 {
     blank_header(&r->header);
-    if (!magic_at(r, 0)) {
+    if (!magic_at(r, r->off)) {
         snprintf(err, errlen, "not a trace log (it does not start with a zstd frame)");
         return -1;
     }
@@ -516,6 +534,34 @@ tf_reader *tf_reader_open(const char *path, char *err, size_t errlen)
     }
     r->map = map;
     return r;
+}
+
+int tf_reader_next_run(tf_reader *r)
+{
+    size_t at = (size_t)r->st.next_run_offset;
+    if (!at)
+        return 0;
+    /* Everything of the run before goes: the next log defines its own ids. */
+    tf_defs_free(&r->defs);
+    memset(&r->defs, 0, sizeof r->defs);
+    memset(&r->st, 0, sizeof r->st);
+    memset(&r->header, 0, sizeof r->header);
+    r->off = at;
+    r->buf_len = r->buf_pos = 0;
+    r->frame_partial = r->frame_has_bases = 0;
+    r->seq = r->t_ns = 0;
+    r->tid = 0;
+    memset(r->ptr, 0, sizeof r->ptr);
+    r->nnotes = r->dropped_notes = 0;
+    r->resume_pending = r->finished = 0;
+    r->damage[0] = '\0';
+    memset(r->notes, 0, sizeof r->notes);
+    char err[256];
+    if (read_header(r, err, sizeof err) < 0) {
+        note(r, "a second log starts at byte %zu but its header does not read: %s", at, err);
+        r->finished = 1;
+    }
+    return 1;
 }
 
 void tf_reader_close(tf_reader *r)

@@ -53,6 +53,7 @@ struct tf_reader {
     size_t size;
     void *map;                  /* our mapping of it, when we opened the path */
     size_t off;                 /* where the next frame starts */
+    size_t frame_at;            /* where the current frame started */
     void *dctx;                 /* ZSTD_DCtx */
 
     uint8_t *buf;               /* the current frame, decompressed */

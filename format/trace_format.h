@@ -277,6 +277,9 @@ typedef struct tf_read_status {
     int clean_end;            /* an END record was read */
     int truncated;            /* the file stops inside a frame or record */
     uint64_t last_seq;        /* seq of the last event returned */
+    uint64_t next_run_offset; /* another log starts at this byte of the file
+                                 (logs joined with cat): this one ended there;
+                                 0 when none does */
 } tf_read_status;
 
 /* Open a log.  NULL with a message in err when the file cannot be read, is not
@@ -288,8 +291,13 @@ tf_reader *tf_reader_open_mem(const void *data, size_t len, char *err, size_t er
 void tf_reader_close(tf_reader *r);
 
 /* Next event in file order (which is seq order).  Definitions met on the way
- * are absorbed.  Returns 1 with *e filled, 0 at the end of what is readable. */
+ * are absorbed.  Returns 1 with *e filled, 0 at the end of what is readable
+ * or where another log begins (status next_run_offset). */
 int tf_reader_next(tf_reader *r, tf_event *e);
+/* Another log follows in the same file (a frame opening with a HEADER: two
+ * logs joined with cat): start reading it as a run of its own (header,
+ * definitions, status and damage all its own).  1, or 0 when none follows. */
+int tf_reader_next_run(tf_reader *r);
 const tf_read_status *tf_reader_status(const tf_reader *r);
 /* One line describing damage ("truncated after event 1234", "frame 7 corrupt
  * (checksum), resumed at frame 8"), or NULL when the log is whole. */

@@ -24,15 +24,19 @@ typedef struct rp_source {
     int clean_end;             /* arrays: whether to treat the end as clean */
     rp_progress progress;      /* files: a progress line on a terminal */
     const char *what;          /* its words */
+    int run;                   /* which log of the file (logs joined with cat), from 1 */
 } rp_source;
 
 /* 0, or -1 with a message in err.  what: the progress line's words
- * ("trace-replay check"). */
-int rp_source_open(rp_source *s, const char *path, const char *what, char *err, size_t errlen);
+ * ("trace-replay check"); run: which log of the file to read, from 1 (a file
+ * can hold several logs joined with cat). */
+int rp_source_open(rp_source *s, const char *path, const char *what, int run, char *err, size_t errlen);
 void rp_source_array(rp_source *s, const tf_event *ev, size_t n, int clean_end);
 void rp_source_close(rp_source *s);
 /* After the last next(): did the log end with its END record? */
 int rp_source_clean_end(const rp_source *s);
+/* After the last next(): where another log of the file starts (0: none). */
+uint64_t rp_source_next_run(const rp_source *s);
 /* The pool-name lookup for rp_options (ctx: the source). */
 const char *rp_source_pool_name(void *ctx, uint32_t pool);
 

@@ -370,6 +370,23 @@ def small_things(tmp):
     text = run(["check", story, "--model", "cupy5"]).stdout.decode()
     check("peak reserved 2.0 KiB (seq 6), peak allocated 2.0 KiB (seq 7)" in text,
           "sizes the way the report writes them: %s" % text[-500:])
+    # Two logs joined with cat: two runs, not one with a corrupt frame.
+    joined = os.path.join(tmp, "joined.log")
+    with open(joined, "wb") as f:
+        f.write(open(mklog("cupy5_clean.txt", tmp), "rb").read() + before)
+    if A.dump:
+        p = subprocess.run([A.dump, joined], capture_output=True, text=True)
+        check(p.returncode == 0 and "corrupt" not in p.stdout + p.stderr and p.stdout.count("trace log 1.") == 2
+              and "--- log 2 of this file" in p.stdout, "trace-dump: two logs, no damage: %r" % p.stderr)
+        lines = subprocess.run([A.dump, "--json", joined], capture_output=True, text=True).stdout.splitlines()
+        check(sum('"kind":"header"' in line for line in lines) == 2, "trace-dump --json: a header per log")
+    p = run(["check", joined, "--model", "cupy5"])
+    check(p.returncode == 0 and b"another log follows in this file" in p.stdout and b"corrupt" not in p.stdout,
+          "check: the first log, and a note of the second: %r" % p.stdout[:300])
+    p = run(["check", joined, "--model", "cupy5", "--run", "2"])
+    check(p.returncode == 1 and b"verdict: VIOLATION sorted_index at seq 15" in p.stdout, "--run 2: the second log")
+    p = run(["report", joined, "--run", "2", "--model", "cupy5"])
+    check(p.returncode == 1 and b"log 2 of this file" in p.stdout, "report --run 2")
 
 
 def main():

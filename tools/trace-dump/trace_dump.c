@@ -209,7 +209,8 @@ static int usage(FILE *f, int status)
     return status;
 }
 
-static int run(dump_ctx *d, enum mode mode, const char *path)
+/* One log of the file: its header, events, and how it ends. */
+static int run_one(dump_ctx *d, enum mode mode, const char *path, int nrun)
 {
     summary s = { 0 };
     tf_event e;
@@ -234,8 +235,28 @@ static int run(dump_ctx *d, enum mode mode, const char *path)
     fflush(d->out);
     const char *damage = tf_reader_damage(d->r);
     if (damage)
-        fprintf(stderr, "trace-dump: %s: %s\n", path, damage);
+        fprintf(stderr, "trace-dump: %s%s: %s\n", path, nrun > 1 ? " (a later log in it)" : "", damage);
     return damage ? 1 : 0;
+}
+
+/* Logs joined with cat are runs one after another: each is printed whole,
+ * after a line that says where it starts (JSON: its header line). */
+static int run(dump_ctx *d, enum mode mode, const char *path)
+{
+    int status = 0, nrun = 1;
+    for (;;) {
+        status |= run_one(d, mode, path, nrun);
+        uint64_t at = tf_reader_status(d->r)->next_run_offset;
+        if (!at || !tf_reader_next_run(d->r))
+            return status;
+        nrun++;
+        if (mode != MODE_JSON)
+            fprintf(d->out, "\n--- log %d of this file: another log joined after the one above, at byte %llu ---\n",
+                    nrun, (unsigned long long)at);
+        if (d->stacks)
+            rn_stacks_use_reader(d->stacks, NULL), rn_stacks_use_reader(d->stacks, d->r);
+        d->json_pools = d->json_threads = d->json_infos = d->json_modules = d->json_unloads = 0;
+    }
 }
 
 int main(int argc, char **argv)

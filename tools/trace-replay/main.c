@@ -31,7 +31,7 @@
 typedef struct cli {
     const char *command, *log, *out_path, *model_name;
     rp_options o;
-    int json, full_stacks;
+    int json, full_stacks, run;
     const char *debug_dirs[MAX_DEBUG_DIRS];
     int ndebug;
     const char *model_options[MAX_MODEL_OPTIONS];   /* KEY=VALUE */
@@ -66,6 +66,7 @@ static void usage(FILE *f)
             "  --model-option KEY=VALUE  an option the run used, over the log's (repeatable;\n"
             "                   e.g. bfc.memory_limit=16G, torch.alloc_conf=expandable_segments:True,\n"
             "                   cupy_version=5.2.0; see docs/models.md)\n"
+            "  --run N          the N-th log of a file that holds several (logs joined with cat)\n"
             "  -o OUT           minimize: where to write the smaller log (never the log itself)\n"
             "  --version        the version of trace-replay and of the log format it reads\n"
             "exit status (each command ends on one line: verdict: ...):\n"
@@ -103,6 +104,7 @@ static int parse_args(cli *c, int argc, char **argv)
         {"debug-dir", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'},
         {"model-option", required_argument, NULL, 'O'},
         {"full-stacks", no_argument, NULL, 'F'}, {"version", no_argument, NULL, 'V'},
+        {"run", required_argument, NULL, 'r'},
         {NULL, 0, NULL, 0},
     };
     int ch;
@@ -123,6 +125,13 @@ static int parse_args(cli *c, int argc, char **argv)
         case 'P': c->o.paranoid = 1; break;
         case 'j': c->json = 1; break;
         case 'F': c->full_stacks = 1; break;
+        case 'r':
+            c->run = atoi(optarg);
+            if (c->run < 1) {
+                fprintf(stderr, "trace-replay: --run wants a number from 1, got '%s'\n", optarg);
+                return -2;
+            }
+            break;
         case 'o': c->out_path = optarg; break;
         case 'd':
             if (c->ndebug == MAX_DEBUG_DIRS) {
@@ -266,7 +275,7 @@ static int print(const cli *c, rp_source *src, rn_stacks *st, const rp_replay *r
     rn_stacks_use_reader(st, src->reader);
     rp_output out = {stdout, c->json, c->command, c->model_name, src->reader, st,
                      rp_source_clean_end(src), tf_reader_damage(src->reader), !strcmp(c->command, "stats"), x,
-                     c->full_stacks};
+                     c->full_stacks, src->run, rp_source_next_run(src)};
     rp_output_print(&out, r);
     rp_verdict v;
     rp_output_verdict(&out, r, &v);
@@ -298,7 +307,7 @@ int main(int argc, char **argv)
     rp_source src;
     char err[512], label[64];
     snprintf(label, sizeof label, "trace-replay %s", c.command);
-    if (rp_source_open(&src, c.log, label, err, sizeof err) < 0) {
+    if (rp_source_open(&src, c.log, label, c.run, err, sizeof err) < 0) {
         fprintf(stderr, "trace-replay: %s\n", err);
         return RP_EXIT_USAGE;
     }

@@ -249,6 +249,8 @@ static void print_json(const rp_output *rep, const rp_replay *r)
     rn_json_end_arr(&j);
     rn_json_bool(&j, "clean_end", rep->clean_end);
     rn_json_str(&j, "damage", rep->damage);
+    rn_json_u64(&j, "run", (uint64_t)rep->run);
+    rn_json_u64(&j, "next_run_offset", rep->next_run);
     json_pools(rep, &j, r);
     json_violation(rep, &j, res);
     const rp_finding *w;
@@ -362,6 +364,11 @@ static void print_text(const rp_output *rep, const rp_replay *r)
     const rp_result *res = rp_replay_result(r);
     if (rep->damage)
         fprintf(f, "note: %s\n", rep->damage);
+    if (rep->run > 1)
+        fprintf(f, "note: log %d of this file (logs joined with cat)\n", rep->run);
+    if (rep->next_run)
+        fprintf(f, "note: another log follows in this file at byte %" PRIu64 " (logs joined with cat); this is log "
+                   "%d of it, --run %d replays the next\n", rep->next_run, rep->run, rep->run + 1);
     if (res->violated)
         text_violation(rep, res);
     if (rep->explore) {

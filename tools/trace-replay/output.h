@@ -26,6 +26,8 @@ typedef struct rp_output {
     int stats;                  /* add the stats section */
     const rp_explore_result *explore; /* add the explore section */
     int full_stacks;            /* text: every frame, nothing folded */
+    int run;                    /* which log of the file this is, from 1 */
+    uint64_t next_run;          /* another log of the file starts here (0: none) */
 } rp_output;
 
 void rp_output_print(const rp_output *rep, const rp_replay *r);

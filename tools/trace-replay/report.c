@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_DEBUG_DIRS 16
@@ -20,6 +21,7 @@ static const char usage[] =
     "  --full-stacks    every native frame (default: interpreter, start-up and\n"
     "                   tracer frames folded)\n"
     "  --debug-dir DIR  more places to find binaries and debug files (repeatable)\n"
+    "  --run N          the N-th log of a file that holds several (logs joined with cat)\n"
     "exit status: the verdict's, as check's: 0 clean, 1 a violation (a pool model's\n"
     "  or a model-free check's), 2 usage error or unreadable log, 3 inconclusive\n"
     "  (no violation, but the model diverged from the log on more than 1%% of its\n"
@@ -48,11 +50,12 @@ int cmd_report(int argc, char **argv)
         {"debug-dir", required_argument, NULL, 'd'},
         {"model", required_argument, NULL, 'm'},
         {"full-stacks", no_argument, NULL, 'F'},
+        {"run", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *html = NULL, *model = "auto", *dirs[MAX_DEBUG_DIRS];
-    int json = 0, ndirs = 0, full = 0, c;
+    int json = 0, ndirs = 0, full = 0, run = 1, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
@@ -60,6 +63,7 @@ int cmd_report(int argc, char **argv)
         case 'H': html = optarg; break;
         case 'm': model = strcmp(optarg, "none") ? optarg : NULL; break;
         case 'F': full = 1; break;
+        case 'r': run = atoi(optarg) > 0 ? atoi(optarg) : 1; break;
         case 'd':
             if (ndirs < MAX_DEBUG_DIRS)
                 dirs[ndirs++] = optarg;
@@ -74,7 +78,8 @@ int cmd_report(int argc, char **argv)
     }
     rpt r;
     char err[512];
-    rpt_options o = {.model = model, .debug_dirs = dirs, .ndebug_dirs = ndirs, .progress = "trace-replay report"};
+    rpt_options o = {.model = model, .debug_dirs = dirs, .ndebug_dirs = ndirs, .progress = "trace-replay report",
+                     .run = run};
     if (rpt_open(&r, argv[optind], &o, err, sizeof err)) {
         fprintf(stderr, "trace-replay report: %s: %s\n", argv[optind], err);
         rpt_free(&r);

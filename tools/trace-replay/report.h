@@ -135,6 +135,7 @@ typedef struct rpt {
     const char *model_name;            /* "auto" or the model's name */
 
     int full_stacks;                   /* text: every frame (--full-stacks) */
+    int run;                           /* which log of the file this is, from 1 */
     const tf_read_status *status;
     const char *damage;                /* NULL when the log is whole */
     void *priv;                        /* the pass's own state */
@@ -147,6 +148,7 @@ typedef struct rpt_options {
     const char *const *debug_dirs;     /* more places for binaries and debug files */
     int ndebug_dirs;
     const char *progress;              /* the progress line's words: "trace-replay export" */
+    int run;                           /* which log of a file that holds several (0 or 1: the first) */
 } rpt_options;
 
 /* Open the log at path: 0, or -1 with a message in err (an unreadable log,

@@ -525,6 +525,18 @@ int rpt_open(rpt *r, const char *path, const rpt_options *o, char *err, size_t e
     tf_reader *rd = tf_reader_open(path, err, errlen);
     if (!rd)
         return -1;
+    /* A file of several logs (joined with cat): the one asked for. */
+    tf_event skip;
+    for (int n = 1; n < o->run; n++) {
+        while (tf_reader_next(rd, &skip))
+            ;
+        if (!tf_reader_next_run(rd)) {
+            snprintf(err, errlen, "the file holds %d log(s), not %d", n, o->run);
+            tf_reader_close(rd);
+            return -1;
+        }
+    }
+    r->run = o->run > 1 ? o->run : 1;
     pass *ps = rp_xcalloc(1, sizeof *ps);
     r->reader = rd;
     r->path = path;

@@ -57,6 +57,8 @@ static void log_state(rn_json *w, const rpt *r)
     rn_json_bool(w, "truncated", r->status->truncated);
     rn_json_u64(w, "corrupt_frames", r->status->corrupt_frames);
     rn_json_str(w, "damage", r->damage);
+    rn_json_u64(w, "run", (uint64_t)r->run);
+    rn_json_u64(w, "next_run_offset", r->status->next_run_offset);
     rn_json_end_obj(w);
 }
 

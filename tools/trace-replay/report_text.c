@@ -59,6 +59,11 @@ static void print_header(const rpt *r, FILE *out)
             rn_text(b, sizeof b, cuda), rn_text(c, sizeof c, h->tracer_version));
     fprintf(out, "  recorded   %s, %.3f s, %" PRIu64 " events, %u threads\n", when, rpt_seconds(r, r->t_last),
             r->events, r->nthreads);
+    if (r->run > 1)
+        fprintf(out, "  log        log %d of this file (logs joined with cat)\n", r->run);
+    if (r->status->next_run_offset)
+        fprintf(out, "  log        another log follows in this file at byte %" PRIu64 " (logs joined with cat): "
+                     "--run %d reports on it\n", r->status->next_run_offset, r->run + 1);
     if (r->damage)
         fprintf(out, "  log        damaged: %s\n", r->damage);
     else if (!r->status->clean_end)
