@@ -1,4 +1,14 @@
-/* minimize.c - delta debugging over units of a log, and writing the result. */
+/*
+ * minimize.c - delta debugging over units of a log, and writing the result.
+ *
+ * Memory: nothing per event but a bit.  Every candidate is replayed by
+ * reading the log again (the source rewinds) and feeding the events the
+ * candidate keeps; units are worked out afresh on each read by a walker of
+ * their own (they come out the same every time), and what the search keeps
+ * is per unit: its lifetime group, and whether the group is in.  A log of
+ * ten million events costs a few bytes each instead of a copy of every
+ * event (about 200 bytes each before).
+ */
 #include "minimize.h"
 
 #include <errno.h>
@@ -15,57 +25,59 @@
  * only less small. */
 #define MAX_TESTS 20000
 
-typedef struct unit { size_t first, last; } unit;  /* event index range it spans */
+/* Once every event the search can still keep fits in this many, they are
+ * kept in memory (about 110 bytes each) and replays stop reading the log:
+ * the search shrinks its candidate by halves, so this comes early. */
+#define CACHE_MAX (1u << 18)
 
 typedef struct search {
     const rp_options *o;
-    const tf_event *ev;
-    size_t n;
+    rp_source *src;            /* read again for every replay */
+    size_t n;                  /* events up to the violation: nothing after it matters */
     const char *invariant;
-    uint32_t *unit_of;         /* event -> unit */
-    unsigned char *keep;       /* per event: in the candidate */
-    unsigned char *mask;       /* per event: not cut by drop_nested */
-    tf_event *scratch;
+    uint32_t nunits;
+    uint32_t *group;           /* unit -> lifetime group */
+    uint32_t ngroups;
+    unsigned char *on;         /* group -> in the candidate */
+    uint8_t *dropped;          /* per event, a bit: cut from a unit by drop_nested */
     size_t tests;
+    rp_progress *pg;
+    size_t kept;               /* events in the candidate last kept */
+    /* Every event the search can still keep, with its index and unit, once
+     * they fit CACHE_MAX (cached): later reads go through them. */
+    tf_event *cache;
+    size_t *cache_index;
+    uint32_t *cache_unit;
+    size_t ncache, capcache;
+    int cached;
 } search;
 
-/* Does the candidate (the events marked in keep) still break the invariant? */
-static int still_breaks(search *s)
+static int bit(const uint8_t *b, size_t i) { return b[i >> 3] >> (i & 7) & 1; }
+static void set_bit(uint8_t *b, size_t i, int v)
 {
-    size_t m = 0;
-    for (size_t i = 0; i < s->n; i++)
-        if (s->keep[i])
-            s->scratch[m++] = s->ev[i];
-    s->tests++;
-    rp_options o = *s->o;
-    o.keep_going = 0;
-    o.series = 0;
-    rp_replay *r = rp_replay_new(&o);
-    for (size_t i = 0; i < m; i++)
-        if (rp_replay_event(r, &s->scratch[i]))
-            break;
-    rp_replay_finish(r, 0);
-    const rp_result *res = rp_replay_result(r);
-    int same = res->violated && !strcmp(res->violation.invariant, s->invariant);
-    rp_replay_free(r);
-    return same;
+    if (v)
+        b[i >> 3] |= (uint8_t)(1u << (i & 7));
+    else
+        b[i >> 3] &= (uint8_t)~(1u << (i & 7));
 }
+
+/* ------------------------------------------------------------------ units */
 
 /* Units: an event outside every frame on its thread (walk.h) starts one;
  * everything until its thread is outside every frame again belongs to it,
  * the end event that closes the outermost frame included. */
 typedef struct unit_thread { uint32_t unit; uint64_t joins; } unit_thread;
 
-typedef struct unit_pass {
-    search *s;
-    size_t i;                  /* the event being walked */
-    uint32_t units;
+typedef struct units {
+    rp_walk *w;
+    uint32_t count;            /* units met so far */
+    uint32_t current;          /* the unit of the event just walked */
     unit_thread *th;
     size_t nth, capth;
     rp_ptrmap th_index;        /* tid -> position in th */
-} unit_pass;
+} units;
 
-static unit_thread *unit_thread_of(unit_pass *u, uint32_t tid)
+static unit_thread *unit_thread_of(units *u, uint32_t tid)
 {
     uint64_t *at = rp_ptrmap_get(&u->th_index, tid);
     if (at)
@@ -78,35 +90,145 @@ static unit_thread *unit_thread_of(unit_pass *u, uint32_t tid)
 
 static int unit_event(void *ctx, const tf_event *e, const rp_where *w)
 {
-    unit_pass *u = ctx;
+    units *u = ctx;
     unit_thread *t = unit_thread_of(u, e->tid);
     if (w->depth == 0 && t->joins != e->seq)
-        t->unit = u->units++;
-    u->s->unit_of[u->i] = t->unit;
+        t->unit = u->count++;
+    u->current = t->unit;
     return 0;
 }
 
 static void unit_closed(void *ctx, const rp_frame *f, rp_close how, const tf_event *by)
 {
-    unit_pass *u = ctx;
+    units *u = ctx;
     if (f->depth == 0 && how == RP_CLOSE_END)
         unit_thread_of(u, f->tid)->joins = by->seq;
 }
 
-static uint32_t make_units(search *s)
+static void units_start(units *u)
 {
-    unit_pass u = {s, 0, 0, NULL, 0, 0, {0}};
-    rp_ptrmap_init(&u.th_index);
-    rp_walk *w = rp_walk_new();
-    rp_subscriber sub = {&u, unit_event, unit_closed};
-    rp_walk_subscribe(w, &sub);
-    for (u.i = 0; u.i < s->n; u.i++)
-        rp_walk_event(w, &s->ev[u.i]);
-    rp_walk_free(w);
-    rp_ptrmap_free(&u.th_index);
-    free(u.th);
-    return u.units;
+    memset(u, 0, sizeof *u);
+    rp_ptrmap_init(&u->th_index);
+    u->w = rp_walk_new();
+    rp_subscriber sub = {u, unit_event, unit_closed};
+    rp_walk_subscribe(u->w, &sub);
 }
+
+static void units_end(units *u)
+{
+    rp_walk_free(u->w);
+    rp_ptrmap_free(&u->th_index);
+    free(u->th);
+}
+
+/* Read the log again from its first event: 0, or -1 when it no longer reads. */
+static int reread(search *s)
+{
+    return s->src->rewind(s->src);
+}
+
+/* Is event i (of unit u) in the candidate? */
+static int kept(const search *s, size_t i, uint32_t u)
+{
+    return s->on[s->group[u]] && !bit(s->dropped, i);
+}
+
+/* One read of the log up to the cut: fn sees every event, its unit and
+ * whether the candidate keeps it (once cached: only the events it can still
+ * keep). */
+static void each_event(search *s, void (*fn)(void *ctx, size_t i, const tf_event *e, uint32_t unit, int in),
+                       void *ctx)
+{
+    if (s->cached) {
+        for (size_t k = 0; k < s->ncache; k++)
+            fn(ctx, s->cache_index[k], &s->cache[k], s->cache_unit[k], kept(s, s->cache_index[k], s->cache_unit[k]));
+        return;
+    }
+    units u;
+    tf_event e;
+    if (reread(s) < 0)
+        return;
+    units_start(&u);
+    for (size_t i = 0; i < s->n && s->src->next(s->src, &e); i++) {
+        rp_walk_event(u.w, &e);
+        fn(ctx, i, &e, u.current, s->group ? kept(s, i, u.current) : 1);
+    }
+    units_end(&u);
+}
+
+static void collect(void *ctx, size_t i, const tf_event *e, uint32_t unit, int in)
+{
+    search *s = ctx;
+    if (!in || s->ncache > CACHE_MAX)
+        return;
+    if (s->ncache == CACHE_MAX) {
+        s->ncache++;     /* too many: give up for now */
+        return;
+    }
+    rp_grow(&s->cache, &s->capcache, s->ncache + 1, sizeof *s->cache);
+    size_t cap = s->capcache;
+    s->cache[s->ncache] = *e;
+    s->cache_index = rp_xrealloc(s->cache_index, cap * sizeof *s->cache_index);
+    s->cache_unit = rp_xrealloc(s->cache_unit, cap * sizeof *s->cache_unit);
+    s->cache_index[s->ncache] = i;
+    s->cache_unit[s->ncache++] = unit;
+}
+
+/* When what the search can still keep fits CACHE_MAX, keep it in memory. */
+static void maybe_cache(search *s)
+{
+    if (s->cached || !s->group)
+        return;
+    s->ncache = 0;
+    each_event(s, collect, s);
+    if (s->ncache <= CACHE_MAX) {
+        s->cached = 1;
+        return;
+    }
+    free(s->cache);
+    free(s->cache_index);
+    free(s->cache_unit);
+    s->cache = NULL;
+    s->cache_index = NULL;
+    s->cache_unit = NULL;
+    s->ncache = s->capcache = 0;
+}
+
+/* ------------------------------------------------------------------ tests */
+
+typedef struct trial { search *s; rp_replay *r; int stopped; size_t fed; } trial;
+
+static void feed(void *ctx, size_t i, const tf_event *e, uint32_t unit, int in)
+{
+    trial *t = ctx;
+    (void)i, (void)unit;
+    if (!in || t->stopped)
+        return;
+    t->fed++;
+    t->stopped = rp_replay_event(t->r, e);
+}
+
+/* Does the candidate still break the invariant? */
+static int still_breaks(search *s)
+{
+    s->tests++;
+    rp_options o = *s->o;
+    o.keep_going = 0;
+    o.series = 0;
+    trial t = {s, rp_replay_new(&o), 0, 0};
+    each_event(s, feed, &t);
+    rp_replay_finish(t.r, 0);
+    const rp_result *res = rp_replay_result(t.r);
+    int same = res->violated && !strcmp(res->violation.invariant, s->invariant);
+    rp_replay_free(t.r);
+    if (same)
+        s->kept = t.fed;
+    if (s->pg)
+        rp_progress_say(s->pg, "%zu replays, %zu of %zu events kept", s->tests, s->kept, s->n);
+    return same;
+}
+
+/* ------------------------------------------------------------- lifetimes */
 
 /* Union-find root of unit u. */
 static uint32_t root_of(uint32_t *parent, uint32_t u)
@@ -116,94 +238,121 @@ static uint32_t root_of(uint32_t *parent, uint32_t u)
     return u;
 }
 
+typedef struct joining {
+    uint32_t *parent;
+    size_t cap;
+    rp_ptrmap born;            /* (kind, pool, address) -> unit that handed it out */
+    uint32_t nunits;
+} joining;
+
 /* A block's allocation and its free only go together: removing one leaves
  * the other a different violation (free_unknown).  Units that hand out and
  * take back the same block (pool blocks, device memory, segments) are
- * merged, so candidates drop whole lifetimes. */
-static uint32_t join_lifetimes(search *s, uint32_t nunits)
+ * merged, so candidates drop whole lifetimes.  Events the candidate does
+ * not keep tie nothing together. */
+static void join_event(void *ctx, size_t i, const tf_event *e, uint32_t unit, int in)
 {
-    uint32_t *parent = rp_xmalloc((nunits + 1) * sizeof *parent);
-    for (uint32_t u = 0; u < nunits; u++)
-        parent[u] = u;
-    rp_ptrmap born;  /* (kind, pool, address) -> unit that handed it out */
-    rp_ptrmap_init(&born);
-    for (size_t i = 0; i < s->n; i++) {
-        const tf_event *e = &s->ev[i];
-        uint64_t key, *u;
-        int alloc;
-        if (!s->mask[i])
-            continue;  /* cut already: it ties nothing together */
-        switch (e->kind) {
-        case TF_EV_POOL_ALLOC: case TF_EV_POOL_FREE:
-            key = e->u.pool.ptr ^ (uint64_t)e->u.pool.pool << 56;
-            alloc = e->kind == TF_EV_POOL_ALLOC;
-            break;
-        case TF_EV_POOL_SEGMENT:
-            key = e->u.segment.ptr ^ (uint64_t)e->u.segment.pool << 56 ^ 1ULL << 55;
-            alloc = e->u.segment.grow == TF_SEGMENT_GROW;
-            break;
-        case TF_EV_CUDA_ALLOC: case TF_EV_CUDA_FREE:
-            key = e->u.cuda.ptr ^ 1ULL << 54;
-            alloc = e->kind == TF_EV_CUDA_ALLOC;
-            break;
-        default:
-            continue;
-        }
-        if (alloc)
-            rp_ptrmap_put(&born, key, s->unit_of[i]);
-        else if ((u = rp_ptrmap_get(&born, key)) != NULL)
-            parent[root_of(parent, s->unit_of[i])] = root_of(parent, (uint32_t)*u);
+    joining *j = ctx;
+    (void)i;
+    while (j->nunits <= unit) {
+        rp_grow(&j->parent, &j->cap, (size_t)j->nunits + 1, sizeof *j->parent);
+        j->parent[j->nunits] = j->nunits;
+        j->nunits++;
     }
-    rp_ptrmap_free(&born);
-    /* Renumber the groups densely, in order of first appearance. */
-    uint32_t *id = rp_xmalloc((nunits + 1) * sizeof *id), groups = 0;
-    for (uint32_t u = 0; u < nunits; u++)
+    uint64_t key, *u;
+    int alloc;
+    if (!in)
+        return;
+    switch (e->kind) {
+    case TF_EV_POOL_ALLOC: case TF_EV_POOL_FREE:
+        key = e->u.pool.ptr ^ (uint64_t)e->u.pool.pool << 56;
+        alloc = e->kind == TF_EV_POOL_ALLOC;
+        break;
+    case TF_EV_POOL_SEGMENT:
+        key = e->u.segment.ptr ^ (uint64_t)e->u.segment.pool << 56 ^ 1ULL << 55;
+        alloc = e->u.segment.grow == TF_SEGMENT_GROW;
+        break;
+    case TF_EV_CUDA_ALLOC: case TF_EV_CUDA_FREE:
+        key = e->u.cuda.ptr ^ 1ULL << 54;
+        alloc = e->kind == TF_EV_CUDA_ALLOC;
+        break;
+    default:
+        return;
+    }
+    if (alloc)
+        rp_ptrmap_put(&j->born, key, unit);
+    else if ((u = rp_ptrmap_get(&j->born, key)) != NULL)
+        j->parent[root_of(j->parent, unit)] = root_of(j->parent, (uint32_t)*u);
+}
+
+/* Groups of units joined by lifetimes (over the events the candidate keeps
+ * now), numbered densely in order of first appearance; the groups that hold
+ * a kept event are on. */
+static void join_lifetimes(search *s)
+{
+    joining j = {0};
+    rp_ptrmap_init(&j.born);
+    /* Every unit gets an entry, those a cached read does not visit too. */
+    rp_grow(&j.parent, &j.cap, (size_t)s->nunits + 1, sizeof *j.parent);
+    for (; j.nunits < s->nunits; j.nunits++)
+        j.parent[j.nunits] = j.nunits;
+    each_event(s, join_event, &j);
+    rp_ptrmap_free(&j.born);
+    uint32_t *id = rp_xmalloc(((size_t)j.nunits + 1) * sizeof *id), groups = 0;
+    for (uint32_t u = 0; u < j.nunits; u++)
         id[u] = UINT32_MAX;
-    for (size_t i = 0; i < s->n; i++) {
-        uint32_t r = root_of(parent, s->unit_of[i]);
+    for (uint32_t u = 0; u < j.nunits; u++) {
+        uint32_t r = root_of(j.parent, u);
         if (id[r] == UINT32_MAX)
             id[r] = groups++;
-        s->unit_of[i] = id[r];
+        id[u] = id[r];
     }
-    free(id);
-    free(parent);
-    return groups;
+    unsigned char *on = rp_xcalloc((size_t)groups + 1, 1);
+    for (uint32_t u = 0; u < j.nunits; u++)
+        if (!s->group || s->on[s->group[u]])
+            on[id[u]] = 1;
+    free(j.parent);
+    free(s->group);
+    free(s->on);
+    s->group = id;
+    s->nunits = j.nunits;
+    s->ngroups = groups;
+    s->on = on;
 }
 
-static void mark_units(search *s, const unsigned char *unit_on)
-{
-    for (size_t i = 0; i < s->n; i++)
-        s->keep[i] = unit_on[s->unit_of[i]] && s->mask[i];
-}
+/* ------------------------------------------------------------------ ddmin */
 
-/* ddmin over the units currently on: try each chunk alone, then each
+/* ddmin over the groups currently on: try each chunk alone, then each
  * complement, refining the granularity when neither reproduces. */
-static void ddmin(search *s, unsigned char *on, uint32_t nunits)
+static void ddmin(search *s)
 {
-    uint32_t *list = rp_xmalloc(nunits * sizeof *list);
-    unsigned char *trial = rp_xmalloc(nunits);
+    uint32_t n = s->ngroups;
+    uint32_t *list = rp_xmalloc(((size_t)n + 1) * sizeof *list);
+    unsigned char *saved = rp_xmalloc((size_t)n + 1);
     uint32_t parts = 2;
     for (;;) {
+        maybe_cache(s);
         uint32_t len = 0;
-        for (uint32_t u = 0; u < nunits; u++)
-            if (on[u])
-                list[len++] = u;
+        for (uint32_t g = 0; g < n; g++)
+            if (s->on[g])
+                list[len++] = g;
         if (len < 2 || s->tests >= MAX_TESTS)
             break;
         if (parts > len)
             parts = len;
         int reduced = 0;
+        memcpy(saved, s->on, n);
         for (int complement = 0; complement < 2 && !reduced; complement++) {
             for (uint32_t p = 0; p < parts && !reduced && s->tests < MAX_TESTS; p++) {
                 uint32_t lo = (uint32_t)((uint64_t)len * p / parts), hi = (uint32_t)((uint64_t)len * (p + 1) / parts);
-                memset(trial, 0, nunits);
+                memset(s->on, 0, n);
                 for (uint32_t k = 0; k < len; k++)
-                    trial[list[k]] = complement ? (k < lo || k >= hi) : (k >= lo && k < hi);
-                mark_units(s, trial);
+                    s->on[list[k]] = complement ? (k < lo || k >= hi) : (k >= lo && k < hi);
                 if (still_breaks(s)) {
-                    memcpy(on, trial, nunits);
                     reduced = 1;
                     parts = complement ? (parts > 2 ? parts - 1 : 2) : 2;
+                } else {
+                    memcpy(s->on, saved, n);
                 }
             }
         }
@@ -213,64 +362,114 @@ static void ddmin(search *s, unsigned char *on, uint32_t nunits)
             parts = parts * 2 < len ? parts * 2 : len;
         }
     }
-    mark_units(s, on);
     free(list);
-    free(trial);
+    free(saved);
+}
+
+/* ----------------------------------------------------------- nested drops */
+
+/* A nested operation of the candidate, and the kept events of its thread
+ * from its begin to its end. */
+typedef struct nested {
+    uint64_t seq;
+    uint32_t tid;
+    size_t *events;
+    size_t n, cap;
+    int closed;
+} nested;
+
+typedef struct nested_list { nested *op; size_t n, cap; } nested_list;
+
+static void collect_nested(void *ctx, size_t i, const tf_event *e, uint32_t unit, int in)
+{
+    nested_list *l = ctx;
+    (void)unit;
+    if (!in)
+        return;
+    for (size_t k = 0; k < l->n; k++) {
+        nested *op = &l->op[k];
+        if (op->closed || op->tid != e->tid)
+            continue;
+        rp_grow(&op->events, &op->cap, op->n + 1, sizeof *op->events);
+        op->events[op->n++] = i;
+        if (e->kind == TF_EV_POOL_OP_END && e->u.pool_op.begin == op->seq)
+            op->closed = 1;
+    }
+    if (e->kind == TF_EV_POOL_OP_BEGIN && e->parent) {
+        rp_grow(&l->op, &l->cap, l->n + 1, sizeof *l->op);
+        l->op[l->n++] = (nested){e->seq, e->tid, NULL, 0, 0, 0};
+        nested *op = &l->op[l->n - 1];
+        rp_grow(&op->events, &op->cap, 1, sizeof *op->events);
+        op->events[op->n++] = i;
+    }
 }
 
 /* Inside the units left, try dropping each nested operation (with what is
  * nested in it), one at a time: garbage a collection freed that the
- * violation does not need. */
+ * violation does not need.  An operation that never ended stays. */
 static void drop_nested(search *s)
 {
-    for (size_t i = 0; i < s->n && s->tests < MAX_TESTS; i++) {
-        const tf_event *e = &s->ev[i];
-        if (!s->keep[i] || e->kind != TF_EV_POOL_OP_BEGIN || !e->parent)
+    nested_list l = {0};
+    each_event(s, collect_nested, &l);
+    for (size_t k = 0; k < l.n && s->tests < MAX_TESTS; k++) {
+        nested *op = &l.op[k];
+        if (!op->closed || bit(s->dropped, op->events[0]))
             continue;
-        size_t end = i + 1;
-        while (end < s->n && !(s->ev[end].kind == TF_EV_POOL_OP_END && s->ev[end].u.pool_op.begin == e->seq))
-            end++;
-        if (end == s->n)
-            continue;
-        unsigned char *saved = rp_xmalloc(end - i + 1);
-        memcpy(saved, s->keep + i, end - i + 1);
-        for (size_t k = i; k <= end; k++)
-            if (s->ev[k].tid == e->tid)
-                s->keep[k] = 0;
+        for (size_t m = 0; m < op->n; m++)
+            set_bit(s->dropped, op->events[m], 1);
         if (!still_breaks(s))
-            memcpy(s->keep + i, saved, end - i + 1);
-        free(saved);
+            for (size_t m = 0; m < op->n; m++)
+                set_bit(s->dropped, op->events[m], 0);
     }
+    for (size_t k = 0; k < l.n; k++)
+        free(l.op[k].events);
+    free(l.op);
+}
+
+/* The search on s (its n, invariant and source set): group and dropped
+ * left saying what the small log keeps. */
+static void search_run(search *s)
+{
+    s->dropped = rp_xcalloc(s->n / 8 + 1, 1);
+    join_lifetimes(s);
+    ddmin(s);
+    drop_nested(s);
+    /* Dropping a nested free can make the unit that allocated it
+     * removable: one more round, over lifetimes of what is left. */
+    join_lifetimes(s);
+    ddmin(s);
+}
+
+static void search_free(search *s)
+{
+    free(s->group);
+    free(s->on);
+    free(s->dropped);
+    free(s->cache);
+    free(s->cache_index);
+    free(s->cache_unit);
+}
+
+typedef struct marks { search *s; unsigned char *keep; } marks;
+
+static void mark(void *ctx, size_t i, const tf_event *e, uint32_t unit, int in)
+{
+    marks *m = ctx;
+    (void)e, (void)unit;
+    m->keep[i] = (unsigned char)in;
 }
 
 size_t rp_minimize_events(const rp_options *o, const tf_event *ev, size_t n, const char *invariant,
                           unsigned char *keep)
 {
-    search s = {o, ev, n, invariant, rp_xmalloc((n + 1) * sizeof(uint32_t)), keep, rp_xmalloc(n + 1),
-                rp_xmalloc((n + 1) * sizeof(tf_event)), 0};
-    memset(s.mask, 1, n + 1);
-    uint32_t nraw = make_units(&s);
-    uint32_t *raw = rp_xmalloc((n + 1) * sizeof *raw);
-    memcpy(raw, s.unit_of, n * sizeof *raw);
-    uint32_t nunits = join_lifetimes(&s, nraw);
-    unsigned char *on = rp_xmalloc(nraw + 1);
-    memset(on, 1, nraw + 1);
-    ddmin(&s, on, nunits);
-    drop_nested(&s);
-    /* Dropping a nested free can make the unit that allocated it
-     * removable: one more round, over lifetimes of what is left. */
-    memcpy(s.mask, keep, n);
-    memcpy(s.unit_of, raw, n * sizeof *raw);
-    nunits = join_lifetimes(&s, nraw);
-    memset(on, 0, nraw + 1);
-    for (size_t i = 0; i < n; i++)
-        on[s.unit_of[i]] |= keep[i];
-    ddmin(&s, on, nunits);
-    free(raw);
-    free(on);
-    free(s.mask);
-    free(s.unit_of);
-    free(s.scratch);
+    rp_source src;
+    rp_source_array(&src, ev, n, 0);
+    search s = {.o = o, .src = &src, .n = n, .invariant = invariant};
+    search_run(&s);
+    memset(keep, 0, n);
+    marks m = {&s, keep};
+    each_event(&s, mark, &m);
+    search_free(&s);
     return s.tests;
 }
 
@@ -374,97 +573,117 @@ static int flush(tf_writer *w, tf_chunk *c, int fd)
     return tf_chunk_write(fd, c, NULL, 3);
 }
 
-static int write_log(const tf_reader *r, const tf_event *ev, size_t n, const unsigned char *keep, const char *path,
-                     char *err, size_t errlen)
+typedef struct writing {
+    search *s;
+    rewriter x;
+    rp_ptrmap seqs;            /* old seq -> new */
+    tf_chunk chunk;
+    int fd, rc;
+    uint64_t seq;
+    tf_event last;
+} writing;
+
+static void write_kept(void *ctx, size_t i, const tf_event *ev, uint32_t unit, int in)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
+    writing *wr = ctx;
+    (void)i, (void)unit;
+    wr->last = *ev;
+    wr->x.r = wr->s->src->reader;   /* ids mean the same in every read */
+    if (!in || ev->kind == TF_EV_END || wr->rc)
+        return;
+    tf_event e = *ev;
+    uint64_t *p;
+    rp_ptrmap_put(&wr->seqs, e.seq, ++wr->seq);
+    e.seq = wr->seq;
+    e.parent = (p = rp_ptrmap_get(&wr->seqs, e.parent)) ? *p : 0;
+    if (e.kind == TF_EV_POOL_OP_END)
+        e.u.pool_op.begin = (p = rp_ptrmap_get(&wr->seqs, e.u.pool_op.begin)) ? *p : 0;
+    if (e.kind == TF_EV_RELEASE_FAILED)
+        e.u.release_failed.release = (p = rp_ptrmap_get(&wr->seqs, e.u.release_failed.release)) ? *p : 0;
+    if (e.kind == TF_EV_MARK)
+        e.u.mark.text = re_string(&wr->x, e.u.mark.text);
+    if (e.kind == TF_EV_PY_DOUBLE_INIT)
+        e.u.double_init.type_name = re_string(&wr->x, e.u.double_init.type_name);
+    e.native_stack = re_native(&wr->x, e.native_stack);
+    e.py_stack = re_py(&wr->x, e.py_stack);
+    tf_write_event(wr->x.w, &e);
+    if (tf_writer_pending(wr->x.w) > (1u << 20))
+        wr->rc = flush(wr->x.w, &wr->chunk, wr->fd);
+}
+
+/* The small log: what the search keeps, read from the log once more (its
+ * stacks, strings and modules re-interned), seq renumbered, an END record. */
+static int write_log(search *s, const char *path, char *err, size_t errlen)
+{
+    writing wr = {.s = s, .fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)};
+    if (wr.fd < 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
-    rewriter x = {r, tf_writer_new(tf_reader_header(r)), {0}, {0}, {0}, {0}};
-    rp_ptrmap seqs;
-    rp_ptrmap_init(&seqs);
-    write_definitions(&x);
-    tf_chunk chunk = {0};
-    uint64_t seq = 0;
-    int rc = 0;
-    for (size_t i = 0; i < n && !rc; i++) {
-        if (!keep[i] || ev[i].kind == TF_EV_END)
-            continue;
-        tf_event e = ev[i];
-        uint64_t *p;
-        rp_ptrmap_put(&seqs, e.seq, ++seq);
-        e.seq = seq;
-        e.parent = (p = rp_ptrmap_get(&seqs, e.parent)) ? *p : 0;
-        if (e.kind == TF_EV_POOL_OP_END)
-            e.u.pool_op.begin = (p = rp_ptrmap_get(&seqs, e.u.pool_op.begin)) ? *p : 0;
-        if (e.kind == TF_EV_RELEASE_FAILED)
-            e.u.release_failed.release = (p = rp_ptrmap_get(&seqs, e.u.release_failed.release)) ? *p : 0;
-        if (e.kind == TF_EV_MARK)
-            e.u.mark.text = re_string(&x, e.u.mark.text);
-        if (e.kind == TF_EV_PY_DOUBLE_INIT)
-            e.u.double_init.type_name = re_string(&x, e.u.double_init.type_name);
-        e.native_stack = re_native(&x, e.native_stack);
-        e.py_stack = re_py(&x, e.py_stack);
-        tf_write_event(x.w, &e);
-        if (tf_writer_pending(x.w) > (1u << 20))
-            rc = flush(x.w, &chunk, fd);
+    /* Definitions first (modules must precede the stacks that point into
+     * them): those of the whole log up to the cut, read once more. */
+    tf_event e;
+    if (reread(s) < 0) {
+        close(wr.fd);
+        snprintf(err, errlen, "the log no longer reads");
+        return -1;
     }
-    tf_event end = {.kind = TF_EV_END, .seq = seq + 1, .tid = n ? ev[n - 1].tid : 0,
-                    .t_ns = n ? ev[n - 1].t_ns : 0};
-    tf_write_event(x.w, &end);
-    if (!rc)
-        rc = flush(x.w, &chunk, fd);
-    tf_chunk_free(&chunk);
-    tf_writer_free(x.w);
-    rp_ptrmap_free(&seqs);
-    rp_ptrmap_free(&x.native);
-    rp_ptrmap_free(&x.py);
-    rp_ptrmap_free(&x.code);
-    rp_ptrmap_free(&x.str);
-    if (close(fd) < 0 && !rc)
+    for (size_t i = 0; i < s->n && s->src->next(s->src, &e); i++)
+        ;
+    const tf_reader *r = s->src->reader;
+    wr.x = (rewriter){r, tf_writer_new(tf_reader_header(r)), {0}, {0}, {0}, {0}};
+    write_definitions(&wr.x);
+    rp_ptrmap_init(&wr.seqs);
+    each_event(s, write_kept, &wr);
+    tf_event end = {.kind = TF_EV_END, .seq = wr.seq + 1, .tid = wr.last.tid, .t_ns = wr.last.t_ns};
+    tf_write_event(wr.x.w, &end);
+    s->kept = (size_t)wr.seq;
+    int rc = wr.rc ? wr.rc : flush(wr.x.w, &wr.chunk, wr.fd);
+    tf_chunk_free(&wr.chunk);
+    tf_writer_free(wr.x.w);
+    rp_ptrmap_free(&wr.seqs);
+    rp_ptrmap_free(&wr.x.native);
+    rp_ptrmap_free(&wr.x.py);
+    rp_ptrmap_free(&wr.x.code);
+    rp_ptrmap_free(&wr.x.str);
+    if (close(wr.fd) < 0 && !rc)
         rc = -errno;
     if (rc)
         snprintf(err, errlen, "%s: write failed: %s", path, strerror(-rc));
     return rc ? -1 : 0;
 }
 
-int rp_minimize(const rp_options *o, rp_source *src, const char *out, FILE *progress, char *err, size_t errlen)
+int rp_minimize(const rp_options *o, rp_source *src, const char *out, rp_minimized *m, char *err, size_t errlen)
 {
-    tf_event *ev = NULL;
-    size_t n = 0, cap = 0;
     tf_event e;
     rp_options first = *o;
     first.keep_going = 0;
     first.series = 0;
+    /* The violation, and where the log can be cut: nothing after it matters. */
     rp_replay *r = rp_replay_new(&first);
-    while (src->next(src, &e)) {
-        rp_grow(&ev, &cap, n + 1, sizeof *ev);
-        ev[n++] = e;
-        rp_replay_event(r, &e);
-    }
+    while (src->next(src, &e))
+        if (rp_replay_event(r, &e))
+            break;
     rp_replay_finish(r, 0);
     const rp_result *res = rp_replay_result(r);
     int rc = 0;
+    memset(m, 0, sizeof *m);
     if (res->violated) {
-        size_t upto = (size_t)res->events;  /* nothing after the violation matters */
-        char invariant[sizeof res->violation.invariant];
-        memcpy(invariant, res->violation.invariant, sizeof invariant);
-        unsigned char *keep = rp_xcalloc(upto + 1, 1);
-        size_t tests = rp_minimize_events(o, ev, upto, invariant, keep);
-        size_t kept = 0;
-        for (size_t i = 0; i < upto; i++)
-            kept += keep[i];
-        rc = write_log(src->reader, ev, upto, keep, out, err, errlen) < 0 ? 2 : 1;
-        if (rc == 1 && progress)
-            fprintf(progress, "minimize: %s kept in %zu of %zu events (%zu replays), written to %s\n", invariant,
-                    kept, n, tests, out);
-        free(keep);
+        rp_progress pg;
+        rp_progress_start(&pg, "trace-replay minimize");
+        search s = {.o = o, .src = src, .n = (size_t)res->events, .invariant = res->violation.invariant, .pg = &pg};
+        search_run(&s);
+        rc = write_log(&s, out, err, errlen) < 0 ? 2 : 1;
+        rp_progress_done(&pg);
+        rp_progress_done(&src->progress);
+        snprintf(m->invariant, sizeof m->invariant, "%s", s.invariant);
+        m->kept = s.kept;
+        m->events = s.n;
+        m->replays = s.tests;
+        search_free(&s);
     } else {
         snprintf(err, errlen, "the log breaks no invariant: nothing to minimize");
     }
     rp_replay_free(r);
-    free(ev);
     return rc;
 }

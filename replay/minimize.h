@@ -20,10 +20,18 @@
 #include "replay.h"
 #include "source.h"
 
+/* What a minimize did. */
+typedef struct rp_minimized {
+    char invariant[40];        /* the one the small log still breaks */
+    size_t kept, events;       /* events written, of those up to the violation */
+    size_t replays;
+} rp_minimized;
+
 /* 1: out written, and it still breaks the invariant; 0: the log breaks
- * nothing, nothing written (err says so); 2: error (err).  progress: where
- * to say what was kept (NULL: nowhere). */
-int rp_minimize(const rp_options *o, rp_source *src, const char *out, FILE *progress, char *err, size_t errlen);
+ * nothing, nothing written (err says so); 2: error (err).  The source is
+ * read again for every replay (it must rewind): memory stays what a replay
+ * needs plus a few bytes per unit and a bit per event. */
+int rp_minimize(const rp_options *o, rp_source *src, const char *out, rp_minimized *m, char *err, size_t errlen);
 
 /* The search alone, over events in memory: marks keep[i] for the events of
  * a small log breaking `invariant`.  Returns how many replays it ran. */

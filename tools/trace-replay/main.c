@@ -325,9 +325,19 @@ int main(int argc, char **argv)
     c.o.series = c.o.keep_going;
     int rc;
     if (!strcmp(c.command, "minimize")) {
-        rc = rp_minimize(&c.o, &src, c.out_path, stderr, err, sizeof err);
-        if (rc != 1)
+        rp_minimized m;
+        rc = rp_minimize(&c.o, &src, c.out_path, &m, err, sizeof err);
+        if (rc == 1) {
+            char shown[512];
+            fprintf(stderr, "minimize: %s kept in %zu of %zu events (%zu replays), written to %s\n", m.invariant,
+                    m.kept, m.events, m.replays, rn_text(shown, sizeof shown, c.out_path));
+            printf("verdict: VIOLATION %s (still broken by the %zu-event log written to %s)\n", m.invariant, m.kept,
+                   shown);
+        } else if (rc == 0) {
+            printf("verdict: clean (the log breaks no invariant: nothing to minimize)\n");
+        } else {
             fprintf(stderr, "trace-replay: %s\n", err);
+        }
         rc = rc == 1 ? RP_EXIT_VIOLATION : rc == 0 ? RP_EXIT_CLEAN : RP_EXIT_USAGE;
     } else if (!strcmp(c.command, "explore")) {
         rp_explore_result x;
