@@ -17,11 +17,15 @@ typedef struct space {
     rp_ptrmap freed;        /* start -> seq of the free */
 } space;
 
+#define SEG_CACHE 64
+
 typedef struct pool_state {
     uint32_t id;
     space blocks;
     rp_rangeset segs;       /* val: seq that obtained it */
-    uint64_t seg_lo, seg_hi; /* the segment of the last block (a cache) */
+    /* The segments of recent blocks, by the block's 64 KiB page: most blocks
+     * land in a segment met lately, and the set is then not searched. */
+    struct { uint64_t lo, hi; } seg_cache[SEG_CACHE];
     int seen_segments;      /* the outside-segment check needs to know them */
     rp_pool_figures fig;
 } pool_state;
@@ -54,6 +58,7 @@ struct rp_checks {
     pool_state *pools;      /* in order of first appearance */
     size_t npools, cappools;
     rp_ptrmap pool_index;   /* pool id -> position in pools */
+    size_t last_pool;       /* position of the pool found last */
     rp_ptrmap seg_owner;    /* device allocation base -> pool owning it */
     rp_finding warn[RP_CHECKS_MAX_WARNINGS];
     uint32_t nwarn;
@@ -104,8 +109,14 @@ void rp_checks_free(rp_checks *c)
  * a forged id asks, so pools are kept densely and found through a map. */
 static const pool_state *pool_find(const rp_checks *c, uint32_t id)
 {
+    /* Events of one pool come in runs: the last one found first. */
+    if (c->npools && c->pools[c->last_pool].id == id)
+        return &c->pools[c->last_pool];
     const uint64_t *at = rp_ptrmap_get(&c->pool_index, id);
-    return at ? &c->pools[*at] : NULL;
+    if (!at)
+        return NULL;
+    ((rp_checks *)c)->last_pool = (size_t)*at;
+    return &c->pools[*at];
 }
 
 static pool_state *pool_of(rp_checks *c, uint32_t id)
@@ -288,7 +299,6 @@ static uint64_t release_range(pool_state *p, uint64_t ptr, uint64_t size, rp_ran
         gone += (r.end < end ? r.end : end) - (r.start > ptr ? r.start : ptr);
     }
     p->fig.reserved -= gone;
-    p->seg_lo = p->seg_hi = 0;
     return gone;
 }
 
@@ -309,11 +319,10 @@ static int segment_release(rp_checks *c, uint32_t pool, const tf_event *e, uint6
         }
         p->fig.reserved -= r.end - r.start;
         p->fig.segments--;
-        if (r.start == p->seg_lo)
-            p->seg_lo = p->seg_hi = 0;
     } else if (!size || !release_range(p, ptr, size, &r)) {
         return 0;  /* told twice, or never obtained inside a traced operation */
     }
+    memset(p->seg_cache, 0, sizeof p->seg_cache);  /* releases are rare */
     rp_ptrmap_del(&c->seg_owner, ptr, NULL);
     const rp_range *b = rp_rangeset_overlap(&p->blocks.live, r.start, r.end);
     if (b)
@@ -380,19 +389,22 @@ static int pool_alloc(rp_checks *c, const tf_event *e, rp_finding *v)
     uint64_t size = e->u.pool.granted ? e->u.pool.granted : e->u.pool.requested;
     if (!ptr)
         return 0;  /* a zero-byte request: nothing handed out */
-    if (p->seen_segments && !(ptr >= p->seg_lo && ptr + size <= p->seg_hi)) {
-        const rp_range *s = rp_rangeset_find(&p->segs, ptr), *n;
-        /* Segments back to back are one range of memory for a block (the
-         * mappings of PyTorch's expandable segments). */
-        uint64_t end = s ? s->end : 0;
-        while (s && end < ptr + size && (n = rp_rangeset_find(&p->segs, end)) != NULL && n->start == end)
-            end = n->end;
-        if (!s || ptr + size > end)
-            return report(v, "outside_segment", site_of(e), s ? site_of_range(s) : (rp_site){0, 0, 0, 0},
-                          "pool %u handed out [0x%llx, 0x%llx), which is not inside any segment it obtained",
-                          e->u.pool.pool, ULL(ptr), ULL(ptr + size));
-        p->seg_lo = s->start;
-        p->seg_hi = end;
+    if (p->seen_segments) {
+        __typeof__(p->seg_cache[0]) *c = &p->seg_cache[(ptr >> 16) % SEG_CACHE];
+        if (!(ptr >= c->lo && ptr + size <= c->hi)) {
+            const rp_range *s = rp_rangeset_find(&p->segs, ptr), *n;
+            /* Segments back to back are one range of memory for a block (the
+             * mappings of PyTorch's expandable segments). */
+            uint64_t end = s ? s->end : 0;
+            while (s && end < ptr + size && (n = rp_rangeset_find(&p->segs, end)) != NULL && n->start == end)
+                end = n->end;
+            if (!s || ptr + size > end)
+                return report(v, "outside_segment", site_of(e), s ? site_of_range(s) : (rp_site){0, 0, 0, 0},
+                              "pool %u handed out [0x%llx, 0x%llx), which is not inside any segment it obtained",
+                              e->u.pool.pool, ULL(ptr), ULL(ptr + size));
+            c->lo = s->start;
+            c->hi = end;
+        }
     }
     if (space_alloc(&p->blocks, e, ptr, size, v)) {
         snprintf(v->message + strlen(v->message), sizeof v->message - strlen(v->message), " (pool %u)",

@@ -1,4 +1,4 @@
-/* rangeset.c - treap of disjoint ranges keyed by start address. */
+/* rangeset.c - disjoint ranges in sorted chunks under a sorted index. */
 #include "rangeset.h"
 
 #include <stdlib.h>
@@ -6,236 +6,275 @@
 
 #include "xalloc.h"
 
-static uint32_t prio_of(uint64_t start)
-{
-    start ^= start >> 31;
-    start *= 0x9e3779b97f4a7c15ULL;
-    return (uint32_t)(start >> 32);
-}
+#define CHUNK RP_RANGESET_CHUNK
 
 void rp_rangeset_init(rp_rangeset *s)
 {
     memset(s, 0, sizeof *s);
-    s->root = RP_NIL;
-    s->freelist = RP_NIL;
-    s->used = 1;
 }
 
 void rp_rangeset_free(rp_rangeset *s)
 {
-    free(s->n);
+    free(s->slot);
+    free(s->count);
+    free(s->order);
+    free(s->lo);
+    free(s->spare);
     rp_rangeset_init(s);
+}
+
+static void *dup_into(void *dst, const void *src, size_t n)
+{
+    dst = rp_xrealloc(dst, n ? n : 1);
+    if (n)
+        memcpy(dst, src, n);
+    return dst;
 }
 
 void rp_rangeset_copy(rp_rangeset *dst, const rp_rangeset *src)
 {
-    rp_range *keep = dst->n;
-    size_t keepcap = dst->cap;
-    *dst = *src;
-    dst->n = keep;
-    dst->cap = keepcap;
-    rp_grow(&dst->n, &dst->cap, src->used, sizeof *dst->n);
-    if (src->used)
-        memcpy(dst->n, src->n, src->used * sizeof *dst->n);
+    dst->slot = dup_into(dst->slot, src->slot, (size_t)src->nchunks * CHUNK * sizeof *src->slot);
+    dst->count = dup_into(dst->count, src->count, (size_t)src->nchunks * sizeof *src->count);
+    dst->order = dup_into(dst->order, src->order, (size_t)src->nord * sizeof *src->order);
+    dst->lo = dup_into(dst->lo, src->lo, (size_t)src->nord * sizeof *src->lo);
+    dst->spare = dup_into(dst->spare, src->spare, (size_t)src->nspare * sizeof *src->spare);
+    dst->nchunks = dst->capchunks = src->nchunks;
+    dst->nord = dst->capord = src->nord;
+    dst->nspare = dst->capspare = src->nspare;
+    dst->len = src->len;
+    dst->bytes = src->bytes;
+}
+
+/* The last index entry whose chunk starts at or below key (0 when every
+ * chunk starts above it, or none exists: check nord). */
+static uint32_t chunk_at(const rp_rangeset *s, uint64_t key)
+{
+    /* Branch-free: the halving step is a conditional move, not a jump the
+     * processor mispredicts half the time. */
+    const uint64_t *base = s->lo;
+    uint32_t n = s->nord;
+    while (n > 1) {
+        uint32_t half = n / 2;
+        base = base[half] <= key ? base + half : base;
+        n -= half;
+    }
+    return (uint32_t)(base - s->lo);
+}
+
+/* In chunk k: how many ranges start at or below key. */
+static uint32_t upper(const rp_rangeset *s, uint32_t k, uint64_t key)
+{
+    const rp_range *r = &s->slot[(size_t)k * CHUNK], *base = r;
+    uint32_t n = s->count[k];
+    if (!n)
+        return 0;
+    while (n > 1) {
+        uint32_t half = n / 2;
+        base = base[half].start <= key ? base + half : base;
+        n -= half;
+    }
+    return (uint32_t)(base - r) + (base->start <= key);
+}
+
+/* The range with the largest start below or at key, or NULL. */
+static const rp_range *at_or_before(const rp_rangeset *s, uint64_t key)
+{
+    if (!s->nord || s->lo[0] > key)
+        return NULL;
+    uint32_t k = s->order[chunk_at(s, key)], n = upper(s, k, key);
+    return n ? &s->slot[(size_t)k * CHUNK + n - 1] : NULL;
+}
+
+rp_range *rp_rangeset_before(rp_rangeset *s, uint64_t key)
+{
+    return (rp_range *)at_or_before(s, key);
 }
 
 const rp_range *rp_rangeset_find(const rp_rangeset *s, uint64_t addr)
 {
-    uint32_t i = s->root;
-    while (i != RP_NIL) {
-        const rp_range *r = &s->n[i];
-        if (addr < r->start)
-            i = r->left;
-        else if (addr >= r->end)
-            i = r->right;
-        else
-            return r;
-    }
-    return NULL;
+    const rp_range *r = at_or_before(s, addr);
+    return r && addr < r->end ? r : NULL;
 }
 
 const rp_range *rp_rangeset_overlap(const rp_rangeset *s, uint64_t start, uint64_t end)
 {
-    /* Ranges are disjoint, so in start order they are also in end order: one
-     * descent finds a range with start < end and r->end > start if any. */
-    uint32_t i = s->root;
-    while (i != RP_NIL) {
-        const rp_range *r = &s->n[i];
-        if (r->end <= start)
-            i = r->right;
-        else if (r->start >= end)
-            i = r->left;
-        else
-            return r;
-    }
-    return NULL;
+    /* Ranges are disjoint, so in start order they are also in end order: the
+     * last one starting before end is the only one that can reach start. */
+    if (end <= start)
+        end = start + 1;
+    const rp_range *r = at_or_before(s, end - 1);
+    return r && r->end > start ? r : NULL;
 }
 
-/* Split the subtree t into keys < key (*l) and >= key (*r). */
-static void split(rp_rangeset *s, uint32_t t, uint64_t key, uint32_t *l, uint32_t *r)
+static uint32_t new_chunk(rp_rangeset *s)
 {
-    uint32_t *lp = l, *rp = r;
-    while (t != RP_NIL) {
-        if (s->n[t].start < key) {
-            *lp = t;
-            lp = &s->n[t].right;
-            t = s->n[t].right;
-        } else {
-            *rp = t;
-            rp = &s->n[t].left;
-            t = s->n[t].left;
-        }
+    if (s->nspare)
+        return s->spare[--s->nspare];
+    size_t cap = s->capchunks;
+    rp_grow(&s->count, &cap, (size_t)s->nchunks + 1, sizeof *s->count);
+    if (cap != s->capchunks) {
+        s->slot = rp_xrealloc(s->slot, cap * CHUNK * sizeof *s->slot);
+        s->capchunks = (uint32_t)cap;
     }
-    *lp = RP_NIL;
-    *rp = RP_NIL;
+    return s->nchunks++;
 }
 
-/* Join two treaps where every key of a is below every key of b. */
-static uint32_t merge(rp_rangeset *s, uint32_t a, uint32_t b)
+/* Put chunk k into the index at position at. */
+static void index_insert(rp_rangeset *s, uint32_t at, uint32_t k)
 {
-    uint32_t root = RP_NIL, *at = &root;
-    while (a != RP_NIL && b != RP_NIL) {
-        if (s->n[a].prio >= s->n[b].prio) {
-            *at = a;
-            at = &s->n[a].right;
-            a = s->n[a].right;
-        } else {
-            *at = b;
-            at = &s->n[b].left;
-            b = s->n[b].left;
+    size_t cap = s->capord;
+    rp_grow(&s->order, &cap, (size_t)s->nord + 1, sizeof *s->order);
+    if (cap != s->capord) {
+        s->lo = rp_xrealloc(s->lo, cap * sizeof *s->lo);
+        s->capord = (uint32_t)cap;
+    }
+    memmove(s->order + at + 1, s->order + at, (s->nord - at) * sizeof *s->order);
+    memmove(s->lo + at + 1, s->lo + at, (s->nord - at) * sizeof *s->lo);
+    s->order[at] = k;
+    s->lo[at] = s->slot[(size_t)k * CHUNK].start;
+    s->nord++;
+}
+
+static void index_remove(rp_rangeset *s, uint32_t at)
+{
+    size_t cap = s->capspare;
+    rp_grow(&s->spare, &cap, (size_t)s->nspare + 1, sizeof *s->spare);
+    s->capspare = (uint32_t)cap;
+    s->spare[s->nspare++] = s->order[at];
+    memmove(s->order + at, s->order + at + 1, (s->nord - at - 1) * sizeof *s->order);
+    memmove(s->lo + at, s->lo + at + 1, (s->nord - at - 1) * sizeof *s->lo);
+    s->nord--;
+}
+
+/* Insert x at entry i of chunk index entry at (a full chunk splits first). */
+static void put_at(rp_rangeset *s, uint32_t at, uint32_t i, const rp_range *x)
+{
+    uint32_t k = s->order[at];
+    if (s->count[k] == CHUNK) {
+        /* Full: its upper half moves to a new chunk after it. */
+        uint32_t m = new_chunk(s), half = CHUNK / 2;
+        memcpy(&s->slot[(size_t)m * CHUNK], &s->slot[(size_t)k * CHUNK + half], half * sizeof *s->slot);
+        s->count[m] = (uint16_t)half;
+        s->count[k] = (uint16_t)half;
+        index_insert(s, at + 1, m);
+        if (i > half) {
+            k = m;
+            at++;
+            i -= half;
         }
     }
-    *at = a != RP_NIL ? a : b;
-    return root;
+    rp_range *r = &s->slot[(size_t)k * CHUNK];
+    memmove(r + i + 1, r + i, (s->count[k] - i) * sizeof *r);
+    r[i] = *x;
+    s->count[k]++;
+    s->lo[at] = r[0].start;
+    s->len++;
+    s->bytes += x->end - x->start;
+}
+
+/* Where a range starting at start goes: index entry *at, entry *i of its
+ * chunk; *pred and *succ its neighbours (NULL at either end). */
+static void place(rp_rangeset *s, uint64_t start, uint32_t *at, uint32_t *i, const rp_range **pred,
+                  const rp_range **succ)
+{
+    *at = chunk_at(s, start);
+    uint32_t k = s->order[*at];
+    const rp_range *r = &s->slot[(size_t)k * CHUNK];
+    *i = s->lo[*at] <= start ? upper(s, k, start) : 0;
+    *pred = *i ? &r[*i - 1] : NULL;
+    if (*i < s->count[k])
+        *succ = &r[*i];
+    else if (*at + 1 < s->nord)
+        *succ = &s->slot[(size_t)s->order[*at + 1] * CHUNK];
+    else
+        *succ = NULL;
+}
+
+static void first_range(rp_rangeset *s, const rp_range *x)
+{
+    uint32_t k = new_chunk(s);
+    s->count[k] = 1;
+    s->slot[(size_t)k * CHUNK] = *x;
+    index_insert(s, 0, k);
+    s->len++;
+    s->bytes += x->end - x->start;
 }
 
 void rp_rangeset_insert(rp_rangeset *s, uint64_t start, uint64_t end, uint64_t val, uint64_t aux)
 {
-    uint32_t i;
-    if (s->freelist != RP_NIL) {
-        i = s->freelist;
-        s->freelist = s->n[i].left;
-    } else {
-        rp_grow(&s->n, &s->cap, s->used + 1, sizeof *s->n);
-        i = (uint32_t)s->used++;
+    rp_range x = {start, end, val, aux};
+    if (!s->nord) {
+        first_range(s, &x);
+        return;
     }
-    rp_range *x = &s->n[i];
-    x->start = start;
-    x->end = end;
-    x->val = val;
-    x->aux = aux;
-    x->prio = prio_of(start);
-    x->left = x->right = RP_NIL;
-    /* Descend while the path outranks the new node, then split below it. */
-    uint32_t *at = &s->root;
-    while (*at != RP_NIL && s->n[*at].prio >= x->prio)
-        at = start < s->n[*at].start ? &s->n[*at].left : &s->n[*at].right;
-    split(s, *at, start, &x->left, &x->right);
-    *at = i;
-    s->len++;
-    s->bytes += end - start;
-}
-
-static uint32_t rightmost(const rp_rangeset *s, uint32_t i)
-{
-    while (i != RP_NIL && s->n[i].right != RP_NIL)
-        i = s->n[i].right;
-    return i;
-}
-
-static uint32_t leftmost(const rp_rangeset *s, uint32_t i)
-{
-    while (i != RP_NIL && s->n[i].left != RP_NIL)
-        i = s->n[i].left;
-    return i;
+    uint32_t at, i;
+    const rp_range *pred, *succ;
+    place(s, start, &at, &i, &pred, &succ);
+    put_at(s, at, i, &x);
 }
 
 int rp_rangeset_insert_new(rp_rangeset *s, uint64_t start, uint64_t end, uint64_t val, uint64_t aux, rp_range *clash)
 {
-    uint32_t prio = prio_of(start), pred = RP_NIL, succ = RP_NIL;
-    if (s->freelist == RP_NIL)
-        rp_grow(&s->n, &s->cap, s->used + 1, sizeof *s->n);  /* before `at` points into s->n */
-    uint32_t *at = &s->root;
-    /* Down to where the new node goes; the last turns right and left are
-     * its neighbours unless the subtree split below holds closer ones. */
-    while (*at != RP_NIL && s->n[*at].prio >= prio) {
-        if (start < s->n[*at].start) {
-            succ = *at;
-            at = &s->n[*at].left;
-        } else {
-            pred = *at;
-            at = &s->n[*at].right;
-        }
+    rp_range x = {start, end, val, aux};
+    if (!s->nord) {
+        first_range(s, &x);
+        return 1;
     }
-    uint32_t l, r;
-    split(s, *at, start, &l, &r);
-    uint32_t p = l != RP_NIL ? rightmost(s, l) : pred, q = r != RP_NIL ? leftmost(s, r) : succ;
-    uint32_t bad = p != RP_NIL && s->n[p].end > start ? p : q != RP_NIL && s->n[q].start < end ? q : RP_NIL;
-    if (bad != RP_NIL) {
-        *at = merge(s, l, r);  /* put the subtree back as it was */
-        *clash = s->n[bad];
+    /* One search: the neighbours are the only ranges that can overlap. */
+    uint32_t at, i;
+    const rp_range *pred, *succ;
+    place(s, start, &at, &i, &pred, &succ);
+    if (pred && pred->end > start) {
+        *clash = *pred;
         return 0;
     }
-    uint32_t i;
-    if (s->freelist != RP_NIL) {
-        i = s->freelist;
-        s->freelist = s->n[i].left;
-    } else {
-        i = (uint32_t)s->used++;
+    if (succ && succ->start < (end > start ? end : start + 1)) {
+        *clash = *succ;
+        return 0;
     }
-    s->n[i] = (rp_range){start, end, val, aux, l, r, prio};
-    *at = i;
-    s->len++;
-    s->bytes += end - start;
+    put_at(s, at, i, &x);
     return 1;
 }
 
 int rp_rangeset_erase(rp_rangeset *s, uint64_t start, rp_range *out)
 {
-    uint32_t *at = &s->root;
-    while (*at != RP_NIL && s->n[*at].start != start)
-        at = start < s->n[*at].start ? &s->n[*at].left : &s->n[*at].right;
-    if (*at == RP_NIL)
+    if (!s->nord || s->lo[0] > start)
         return 0;
-    uint32_t i = *at;
+    uint32_t at = chunk_at(s, start), k = s->order[at], i = upper(s, k, start);
+    rp_range *r = &s->slot[(size_t)k * CHUNK];
+    if (!i || r[i - 1].start != start)
+        return 0;
+    i--;
     if (out)
-        *out = s->n[i];
-    *at = merge(s, s->n[i].left, s->n[i].right);
-    s->n[i].left = s->freelist;
-    s->freelist = i;
+        *out = r[i];
     s->len--;
-    s->bytes -= s->n[i].end - s->n[i].start;
-    return 1;
-}
-
-static int walk(const rp_rangeset *s, uint32_t i, int (*fn)(const rp_range *, void *), void *arg)
-{
-    /* Iterative in-order walk: a recorded log must not be able to overflow
-     * the stack by shape (the treap is balanced in expectation only). */
-    uint32_t stack[128];
-    int sp = 0;
-    while (i != RP_NIL || sp) {
-        while (i != RP_NIL) {
-            if (sp == 128) {
-                if (walk(s, i, fn, arg))
-                    return 1;
-                i = RP_NIL;
-                break;
-            }
-            stack[sp++] = i;
-            i = s->n[i].left;
-        }
-        if (!sp)
-            break;
-        i = stack[--sp];
-        if (fn(&s->n[i], arg))
-            return 1;
-        i = s->n[i].right;
+    s->bytes -= r[i].end - r[i].start;
+    memmove(r + i, r + i + 1, (s->count[k] - i - 1) * sizeof *r);
+    if (!--s->count[k]) {
+        index_remove(s, at);
+        return 1;
     }
-    return 0;
+    s->lo[at] = r[0].start;
+    /* A chunk a quarter full joins its next neighbour when both fit one. */
+    if (s->count[k] < CHUNK / 4 && at + 1 < s->nord) {
+        uint32_t n = s->order[at + 1];
+        if (s->count[k] + s->count[n] <= CHUNK) {
+            memcpy(r + s->count[k], &s->slot[(size_t)n * CHUNK], s->count[n] * sizeof *r);
+            s->count[k] = (uint16_t)(s->count[k] + s->count[n]);
+            s->count[n] = 0;
+            index_remove(s, at + 1);
+        }
+    }
+    return 1;
 }
 
 int rp_rangeset_walk(const rp_rangeset *s, int (*fn)(const rp_range *r, void *arg), void *arg)
 {
-    return walk(s, s->root, fn, arg);
+    for (uint32_t at = 0; at < s->nord; at++) {
+        uint32_t k = s->order[at];
+        for (uint32_t i = 0; i < s->count[k]; i++)
+            if (fn(&s->slot[(size_t)k * CHUNK + i], arg))
+                return 1;
+    }
+    return 0;
 }

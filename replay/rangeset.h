@@ -2,10 +2,13 @@
  * rangeset.h - a set of disjoint address ranges [start, end).
  *
  * Used for live blocks (to catch overlap) and for segments (to find the one
- * holding a block).  A treap whose priorities are a hash of the start address:
- * O(log n) per operation and a shape that depends only on the contents, never
- * on timing or allocation addresses.  Nodes live in one array and link by
- * index, so a copy is a memcpy (explore's checkpoints).
+ * holding a block), on every allocation and free of a replay: it must be
+ * fast.  Ranges sit sorted by start in chunks of RP_RANGESET_CHUNK, the
+ * chunks in address order in a small index: a look-up is two binary
+ * searches over contiguous memory, an insertion or removal moves at most
+ * one chunk's entries (a full chunk splits, nearly empty neighbours merge).
+ * Disjoint ranges sorted by start are sorted by end too, so an overlap test
+ * is one predecessor search.  The shape depends only on the contents.
  */
 #ifndef RP_RANGESET_H
 #define RP_RANGESET_H
@@ -15,16 +18,22 @@
 
 #define RP_NIL UINT32_MAX
 
+#define RP_RANGESET_CHUNK 32
+
 typedef struct rp_range {
     uint64_t start, end;
     uint64_t val, aux;         /* the caller's payload */
-    uint32_t left, right, prio;
 } rp_range;
 
 typedef struct rp_rangeset {
-    rp_range *n;               /* node 0 unused, so RP_NIL and 0 never alias */
-    size_t cap, used;
-    uint32_t root, freelist;
+    rp_range *slot;            /* chunk k holds slot[k * CHUNK ..], count[k] of them, sorted */
+    uint16_t *count;
+    uint32_t nchunks, capchunks;   /* chunks allocated */
+    uint32_t *order;           /* chunks in use, in address order */
+    uint64_t *lo;              /* the first start of each, for the search */
+    uint32_t nord, capord;
+    uint32_t *spare;           /* chunks free for reuse */
+    uint32_t nspare, capspare;
     size_t len;
     uint64_t bytes;            /* sum of lengths */
 } rp_rangeset;
@@ -38,6 +47,9 @@ void rp_rangeset_copy(rp_rangeset *dst, const rp_rangeset *src);
 const rp_range *rp_rangeset_overlap(const rp_rangeset *s, uint64_t start, uint64_t end);
 /* The range holding addr, or NULL. */
 const rp_range *rp_rangeset_find(const rp_rangeset *s, uint64_t addr);
+/* The range with the largest start at or below key, or NULL; its payload
+ * may be changed in place (not its bounds). */
+rp_range *rp_rangeset_before(rp_rangeset *s, uint64_t key);
 /* Insert [start, end) (the caller has checked for overlap). */
 void rp_rangeset_insert(rp_rangeset *s, uint64_t start, uint64_t end, uint64_t val, uint64_t aux);
 /* Insert [start, end) unless it overlaps a range already there: then

@@ -126,9 +126,12 @@ struct rp_replay {
     thread *th;
     size_t nth, capth;
     rp_ptrmap th_index;            /* tid -> position in th */
+    uint32_t last_tid;             /* the thread found last, and where */
+    size_t last_th;
     pool *pools;
     size_t npools, cappools;
     rp_ptrmap pool_index;          /* pool id -> position in pools */
+    size_t last_pool;              /* the pool found last */
     gathered bare;                 /* a bare pool event, as a one-event operation */
     rp_result res;
     size_t capseries;
@@ -230,9 +233,14 @@ void rp_replay_free(rp_replay *r)
 
 static thread *thread_of(rp_replay *r, uint32_t tid)
 {
+    if (r->nth && r->last_tid == tid)
+        return &r->th[r->last_th];
     uint64_t *at = rp_ptrmap_get(&r->th_index, tid);
-    if (at)
+    if (at) {
+        r->last_tid = tid;
+        r->last_th = (size_t)*at;
         return &r->th[*at];
+    }
     rp_grow(&r->th, &r->capth, r->nth + 1, sizeof *r->th);
     memset(&r->th[r->nth], 0, sizeof *r->th);
     rp_ptrmap_put(&r->th_index, tid, r->nth);
@@ -286,9 +294,13 @@ static int pool_selected(const rp_options *o, uint32_t id, const char *name)
 /* Found through a map: a log can name any number of pools. */
 static pool *pool_of(rp_replay *r, uint32_t id)
 {
+    if (r->npools && r->pools[r->last_pool].id == id)
+        return &r->pools[r->last_pool];
     uint64_t *at = rp_ptrmap_get(&r->pool_index, id);
-    if (at)
+    if (at) {
+        r->last_pool = (size_t)*at;
         return &r->pools[*at];
+    }
     rp_grow(&r->pools, &r->cappools, r->npools + 1, sizeof *r->pools);
     rp_ptrmap_put(&r->pool_index, id, r->npools);
     pool *p = &r->pools[r->npools++];
