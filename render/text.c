@@ -64,6 +64,22 @@ char *rn_text_n(char *buf, size_t len, const char *s, size_t n)
     return buf;
 }
 
+int rn_needs_escape(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\\') {
+            i++;
+            continue;
+        }
+        size_t k = utf8_len(p + i, n - i);
+        if (!k || is_c1(p + i, k))
+            return 1;
+        i += k;
+    }
+    return 0;
+}
+
 char *rn_text(char *buf, size_t len, const char *s)
 {
     if (!s)

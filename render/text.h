@@ -21,6 +21,9 @@
 char *rn_text(char *buf, size_t len, const char *s);
 /* The same for n bytes that may hold NULs. */
 char *rn_text_n(char *buf, size_t len, const char *s, size_t n);
+/* Whether rn_text_n would change the n bytes at s (a control character, a
+ * backslash or a byte that is not UTF-8 among them). */
+int rn_needs_escape(const char *s, size_t n);
 /* Write s escaped to f. */
 void rn_fputs(const char *s, FILE *f);
 

@@ -6,7 +6,7 @@
     gputrace explore LOG                   inject collections at the pool's re-entrancy points
     gputrace minimize LOG -o OUT           shrink a violating log
     gputrace stats LOG                     peaks, fragmentation, segments over time
-    gputrace export --perfetto OUT LOG     Chrome trace-event JSON for ui.perfetto.dev
+    gputrace export --perfetto OUT LOG     Perfetto's protobuf trace for ui.perfetto.dev
     gputrace import [-o OUT] JSONL         trace-dump --json's lines back into a log
     gputrace dump LOG [--json|--summary]   print a log's events (trace-dump)
     gputrace bundle LOG                    one archive for a bug report (trace-bundle)

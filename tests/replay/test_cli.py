@@ -10,6 +10,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from perfetto_read import read_perfetto  # noqa: E402
+
 failures = []
 
 
@@ -199,7 +202,7 @@ def one_nesting(tmp):
     out = os.path.join(tmp, "raised.json")
     p = run(["export", "--perfetto", out, log])
     check(p.returncode == 0, "export of raised.txt: %s" % p.stderr)
-    events = json.load(open(out))["traceEvents"] if p.returncode == 0 else []
+    events = read_perfetto(out)[1] if p.returncode == 0 else []
     slices = [(e["ph"], e.get("args", {}).get("seq"), e.get("args", {}).get("ended")) for e in events
               if e["ph"] in ("B", "E")]
     # B(op 5) then E(op 5, raised) before B(op 9): not nested in it.
@@ -279,9 +282,16 @@ def hostile_text(tmp):
         text = no_control_characters("trace-dump", p.stdout)
         check("caf\\xe9" in text and "\\x1b[31m" in text, "trace-dump shows escapes: %s" % text[:400])
     outs = [("check --json", run(["check", "--json", log]).stdout), ("report --json", run(["report", "--json", log]).stdout)]
-    exported = os.path.join(tmp, "hostile.json")
+    exported = os.path.join(tmp, "hostile.pftrace")
     run(["export", "--perfetto", exported, log])
-    outs.append(("export", open(exported, "rb").read()))
+    try:
+        events = read_perfetto(exported)[1]     # its strings decode as UTF-8
+        names = [str(f) for e in events for f in e.get("stack", [])]
+        check(any("\\x1b[31mred\\nforged line\\xc2\\x9b2J" in f for f in names),
+              "export: the escape shown escaped: %s" % names[:8])
+        check(not any("\x1b" in f or "\u009b" in f for f in names), "export: no raw escape: %s" % names[:8])
+    except (UnicodeDecodeError, ValueError, KeyError) as e:
+        check(False, "export: a Perfetto trace with valid UTF-8 strings (%s)" % e)
     if A.dump:
         outs.append(("trace-dump --json", subprocess.run([A.dump, "--json", log], capture_output=True).stdout))
     for what, out in outs:

@@ -30,6 +30,9 @@ import sys
 import tarfile
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from perfetto_read import read_perfetto  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SKIP = 77
@@ -197,14 +200,22 @@ def trace_run(args, work):
 
 def perfetto(args, work):
     prog = os.path.join(HERE, "workloads", "device_cycles.py")
-    log, out = os.path.join(work, "dev.tlog"), os.path.join(work, "dev.json")
+    log, out = os.path.join(work, "dev.tlog"), os.path.join(work, "dev.pftrace")
     trace(args, prog, [], log, {"PYTHONPATH": os.path.join(ROOT, "tests", "python", "fake_cupy")})
     p = subprocess.run([args.replay, "export", "--perfetto", out, log], capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         fail("export exited %d: %s" % (p.returncode, p.stderr))
-    with open(out) as f:
-        doc = json.load(f)
-    events = doc["traceEvents"]
+    process, events = read_perfetto(out)
+    # Compact: names, frames and stacks interned; on a long log the cost per
+    # event is what is left (the fixed part dominates this small one).
+    long_log, long_out = os.path.join(work, "long.tlog"), os.path.join(work, "long.pftrace")
+    subprocess.run([args.gen, long_log, "200000"], check=True, capture_output=True, timeout=300)
+    subprocess.run([args.replay, "export", "--perfetto", long_out, long_log], check=True, capture_output=True,
+                   timeout=300)
+    per_event = os.path.getsize(long_out) / 200001
+    print("export of 200001 events: %.1f bytes per event" % per_event)
+    if per_event >= 60:
+        fail("the export takes %.1f bytes per event (aim: under 60)" % per_event)
     # Slices nest per thread the way the operations ran: replay the B/E pairs.
     open_slices, nested_in_gc, last_ts = {}, 0, {}
     for e in events:
@@ -215,7 +226,7 @@ def perfetto(args, work):
             fail("slices out of time order: %r" % e)
         last_ts[e["tid"]] = e["ts"]
         if e["ph"] == "B":
-            if e.get("cat") == "pool" and any(s.get("cat") == "gc" for s in stack):
+            if e["name"].startswith("cupy ") and any(s["name"].startswith("gc generation") for s in stack):
                 nested_in_gc += 1
             stack.append(e)
         elif not stack:
@@ -226,30 +237,31 @@ def perfetto(args, work):
         fail("slices left open")
     if nested_in_gc < 5:
         fail("expected the 5 cycle frees as pool slices inside collection slices, got %d" % nested_in_gc)
-    frees = [e for e in events if e["ph"] == "i" and e.get("cat") == "pool_free"]
+    frees = [e for e in events if e["ph"] == "i" and e["name"].startswith("cupy free")]
     cycle = "device_cycles.py:%d" % line_of(prog, "cycle")
-    allocs = [e for e in events if e["ph"] == "i" and e.get("cat") == "pool_alloc"]
+    allocs = [e for e in events if e["ph"] == "i" and e["name"].startswith("cupy alloc")]
     if len(frees) != 10 or len(allocs) != 10:
         fail("expected 10 pool allocations and frees as instant events")
-    if not any("%s:%d" % (frame["file"], frame["line"]) == cycle or frame["file"].endswith("/" + cycle.split(":")[0])
-               and str(frame["line"]) == cycle.split(":")[1] for e in allocs for frame in e["args"]["py_stack"]):
-        fail("allocation instants carry no Python stack naming %s" % cycle)
-    peak = max(e["args"]["allocated"] for e in events if e["ph"] == "C" and e["name"] == "device memory")
+    if not all("seq" in e["args"] and e["args"].get("ptr") for e in allocs):
+        fail("instants carry seq and ptr: %r" % allocs[:1])
+    if not any(cycle in frame for e in allocs for frame in e.get("stack", [])):
+        fail("allocation instants carry no Python frame naming %s" % cycle)
+    peak = max(e["value"] for e in events if e["ph"] == "C" and e["name"] == "device memory allocated")
     if peak < 40 << 20:
         fail("device memory counter peak %d" % peak)
-    if not any(e["ph"] == "M" and e["name"] == "process_name" for e in events):
+    if not process:
         fail("no process name")
-    small = os.path.join(work, "small.json")
-    subprocess.run([args.replay, "export", "--perfetto", small, "--no-stacks", log], check=True, timeout=300)
-    with open(small) as f:
-        lean = json.load(f)["traceEvents"]
-    if len(lean) != len(events) or any("py_stack" in e.get("args", {}) for e in lean):
+    small = os.path.join(work, "small.pftrace")
+    subprocess.run([args.replay, "export", "--perfetto", small, "--no-stacks", log], check=True, timeout=300,
+                   capture_output=True)
+    lean = read_perfetto(small)[1]
+    if len(lean) != len(events) or any("stack" in e for e in lean):
         fail("--no-stacks: the same events without stacks expected")
-    part = os.path.join(work, "part.json")
-    subprocess.run([args.replay, "export", "--perfetto", part, "--range", "30:60", log], check=True, timeout=300)
-    with open(part) as f:
-        window = json.load(f)["traceEvents"]
-    seqs = [e["args"]["seq"] for e in window if "seq" in e.get("args", {})]
+    part = os.path.join(work, "part.pftrace")
+    subprocess.run([args.replay, "export", "--perfetto", part, "--range", "30:60", log], check=True, timeout=300,
+                   capture_output=True)
+    window = read_perfetto(part)[1]
+    seqs = [e["args"]["seq"] for e in window if "seq" in e["args"]]
     depth = 0
     for e in window:
         depth += {"B": 1, "E": -1}.get(e["ph"], 0)
