@@ -169,7 +169,7 @@ typedef struct exporter {
     int interned_some;                    /* interned has entries for this packet */
     int first_packet;
     strings names, functions;
-    rp_ptrmap frames;                     /* frame pointer -> iid */
+    rp_ptrmap frames;                     /* function iid << 1 | interpreted -> iid */
     uint64_t nframes;
     rp_ptrmap callstacks;                 /* (native id, py id) -> iid */
     uint64_t ncallstacks;
@@ -250,15 +250,16 @@ static uint64_t function_iid(exporter *x, const char *text)
     return iid;
 }
 
-/* A frame of ours (its cache entry's address is its identity) as an
- * interned Frame. */
-static uint64_t frame_iid(exporter *x, const void *frame, const char *text, int interpreted)
+/* A frame as an interned Frame: one per function text and kind (the text
+ * names the function, its module or file, and its line). */
+static uint64_t frame_iid(exporter *x, const char *text, int interpreted)
 {
-    uint64_t *at = rp_ptrmap_get(&x->frames, (uint64_t)(uintptr_t)frame);
+    uint64_t fn = function_iid(x, text), key = fn << 1 | (uint64_t)interpreted;
+    uint64_t *at = rp_ptrmap_get(&x->frames, key);
     if (at)
         return *at;
-    uint64_t fn = function_iid(x, text), iid = ++x->nframes;
-    rp_ptrmap_put(&x->frames, (uint64_t)(uintptr_t)frame, iid);
+    uint64_t iid = ++x->nframes;
+    rp_ptrmap_put(&x->frames, key, iid);
     pb f = {0};
     pb_varint(&f, IID, iid);
     pb_varint(&f, FRAME_FUNCTION, fn);
@@ -286,11 +287,11 @@ static uint64_t callstack_iid(exporter *x, uint32_t native, uint32_t py)
     uint32_t n = 0;
     for (uint32_t i = np; i-- > 0;) {
         rn_py_frame_text(pf[i], text, sizeof text);
-        ids[n++] = frame_iid(x, pf[i], text, 1);
+        ids[n++] = frame_iid(x, text, 1);
     }
     for (uint32_t i = nn; i-- > 0;) {
         rn_native_frame_text(nf[i], text, sizeof text);
-        ids[n++] = frame_iid(x, nf[i], text, 0);
+        ids[n++] = frame_iid(x, text, 0);
     }
     uint64_t iid = 0;
     if (n) {
