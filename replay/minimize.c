@@ -39,6 +39,7 @@ typedef struct search {
     uint32_t *group;           /* unit -> lifetime group */
     uint32_t ngroups;
     unsigned char *on;         /* group -> in the candidate */
+    uint32_t *group_events;    /* group -> events it held at the last join (at most what it keeps) */
     uint8_t *dropped;          /* per event, a bit: cut from a unit by drop_nested */
     size_t tests;
     rp_progress *pg;
@@ -179,6 +180,11 @@ static void maybe_cache(search *s)
 {
     if (s->cached || !s->group)
         return;
+    size_t could = 0;
+    for (uint32_t g = 0; g < s->ngroups; g++)
+        could += s->on[g] ? s->group_events[g] : 0;
+    if (could > CACHE_MAX)
+        return;   /* no need to read the log to know */
     s->ncache = 0;
     each_event(s, collect, s);
     if (s->ncache <= CACHE_MAX) {
@@ -240,7 +246,8 @@ static uint32_t root_of(uint32_t *parent, uint32_t u)
 
 typedef struct joining {
     uint32_t *parent;
-    size_t cap;
+    uint32_t *events;          /* unit -> events of it in the candidate */
+    size_t cap, capev;
     rp_ptrmap born;            /* (kind, pool, address) -> unit that handed it out */
     uint32_t nunits;
 } joining;
@@ -256,6 +263,8 @@ static void join_event(void *ctx, size_t i, const tf_event *e, uint32_t unit, in
     (void)i;
     while (j->nunits <= unit) {
         rp_grow(&j->parent, &j->cap, (size_t)j->nunits + 1, sizeof *j->parent);
+        rp_grow(&j->events, &j->capev, (size_t)j->nunits + 1, sizeof *j->events);
+        j->events[j->nunits] = 0;
         j->parent[j->nunits] = j->nunits;
         j->nunits++;
     }
@@ -263,6 +272,7 @@ static void join_event(void *ctx, size_t i, const tf_event *e, uint32_t unit, in
     int alloc;
     if (!in)
         return;
+    j->events[unit]++;
     switch (e->kind) {
     case TF_EV_POOL_ALLOC: case TF_EV_POOL_FREE:
         key = e->u.pool.ptr ^ (uint64_t)e->u.pool.pool << 56;
@@ -294,8 +304,11 @@ static void join_lifetimes(search *s)
     rp_ptrmap_init(&j.born);
     /* Every unit gets an entry, those a cached read does not visit too. */
     rp_grow(&j.parent, &j.cap, (size_t)s->nunits + 1, sizeof *j.parent);
-    for (; j.nunits < s->nunits; j.nunits++)
+    rp_grow(&j.events, &j.capev, (size_t)s->nunits + 1, sizeof *j.events);
+    for (; j.nunits < s->nunits; j.nunits++) {
         j.parent[j.nunits] = j.nunits;
+        j.events[j.nunits] = 0;
+    }
     each_event(s, join_event, &j);
     rp_ptrmap_free(&j.born);
     uint32_t *id = rp_xmalloc(((size_t)j.nunits + 1) * sizeof *id), groups = 0;
@@ -308,12 +321,18 @@ static void join_lifetimes(search *s)
         id[u] = id[r];
     }
     unsigned char *on = rp_xcalloc((size_t)groups + 1, 1);
-    for (uint32_t u = 0; u < j.nunits; u++)
+    uint32_t *events = rp_xcalloc((size_t)groups + 1, sizeof *events);
+    for (uint32_t u = 0; u < j.nunits; u++) {
         if (!s->group || s->on[s->group[u]])
             on[id[u]] = 1;
+        events[id[u]] += j.events[u];
+    }
     free(j.parent);
+    free(j.events);
     free(s->group);
     free(s->on);
+    free(s->group_events);
+    s->group_events = events;
     s->group = id;
     s->nunits = j.nunits;
     s->ngroups = groups;
@@ -444,6 +463,7 @@ static void search_free(search *s)
 {
     free(s->group);
     free(s->on);
+    free(s->group_events);
     free(s->dropped);
     free(s->cache);
     free(s->cache_index);
