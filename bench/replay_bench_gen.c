@@ -1,7 +1,7 @@
 /*
  * replay_bench_gen.c - synthetic logs for bench/replay_bench.sh.
  *
- *     replay-bench-gen OUT.log EVENTS [--big-garbage]
+ *     replay-bench-gen OUT.log EVENTS [--big-garbage] [--double-free]
  *
  * A CuPy-like workload, deterministic (a fixed LCG): requests of 512 bytes to
  * 256 KiB, about 2000 blocks live, a collection every 300 operations freeing
@@ -13,6 +13,10 @@
  * (1 MiB and up, one bin each), in a segment of its own: explore's injected
  * frees then only append bins past every index they could disturb, so
  * nothing breaks and explore must walk the whole log (its worst case).
+ * --double-free ends the log with a block freed twice (the second free not
+ * given to the model): every replay reads the whole log to find it, and
+ * minimize has the whole log to shrink (bench/replay_bench.sh measures their
+ * memory on it).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -158,13 +162,21 @@ static uint64_t request_size(gen *g)
 
 int main(int argc, char **argv)
 {
-    if (argc < 3 || argc > 4) {
-        fprintf(stderr, "usage: replay-bench-gen OUT.log EVENTS [--big-garbage]\n");
+    gen g = {0};
+    int double_free = 0, bad = argc < 3;
+    for (int i = 3; i < argc; i++) {
+        if (!strcmp(argv[i], "--big-garbage"))
+            g.big_garbage = 1;
+        else if (!strcmp(argv[i], "--double-free"))
+            double_free = 1;
+        else
+            bad = 1;
+    }
+    if (bad) {
+        fprintf(stderr, "usage: replay-bench-gen OUT.log EVENTS [--big-garbage] [--double-free]\n");
         return 2;
     }
-    gen g = {0};
     uint64_t target = strtoull(argv[2], NULL, 10);
-    g.big_garbage = argc == 4 && !strcmp(argv[3], "--big-garbage");
     g.rng = 42;
     g.next_segment = 0x7f0000000000ULL;
     g.fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -196,6 +208,15 @@ int main(int argc, char **argv)
             do_free(&g, g.live[i], 0);
             g.live[i] = g.live[--g.nlive];
         }
+    }
+    if (double_free && g.nlive) {
+        uint64_t ptr = g.live[0];
+        do_free(&g, ptr, 0);
+        uint64_t op = op_begin(&g, TF_POOL_OP_FREE, ptr, 0);
+        tf_event f = {.kind = TF_EV_POOL_FREE};
+        f.u.pool = (__typeof__(f.u.pool)){1, ptr, 0, 0, 0};
+        emit(&g, &f, op);
+        op_end(&g, op, 0);
     }
     tf_event end = {.kind = TF_EV_END};
     emit(&g, &end, 0);
