@@ -69,7 +69,7 @@ def check(python, version):
                     "%s: report's double inits: %s" % (tag, [g["type"] for g in groups]))
         fails.check(sum(g["count"] for g in groups) == len(events),
                     "%s: report counts %d, log has %d" % (tag, sum(g["count"] for g in groups), len(events)))
-        fails.check(all(g["native_stack"] and g["native_stack"][0].startswith("array_converter_new ")
+        fails.check(all(g["native_stack"] and (g["native_stack"][0].get("function") or "").startswith("array_converter_new")
                         for g in groups),
                     "%s: the C function is not array_converter_new: %s"
                     % (tag, [g["native_stack"][:1] for g in groups]))
