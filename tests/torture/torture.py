@@ -115,7 +115,8 @@ def check_log(opts, path, lenient_frees=False):
 
 def check_with_tools(opts, path, models=MODELS):
     """trace-dump and trace-replay (model-free, then each of models) read the
-    log without dying."""
+    log without dying (a documented exit status: 0 clean, 1 violation, 3
+    inconclusive)."""
     if opts.trace_dump:
         p = run([opts.trace_dump, "--summary", path], None)
         expect(p.returncode in (0, 1), f"trace-dump --summary {path}: rc {p.returncode}\n{p.stderr}")
@@ -127,7 +128,8 @@ def check_with_tools(opts, path, models=MODELS):
         for model in [None] + list(models):
             cmd = [opts.trace_replay, "check"] + (["--model", model] if model else []) + [path]
             p = run(cmd, None)
-            expect(p.returncode in (0, 1),
+            # 3: inconclusive, the model did not follow these made-up pools.
+            expect(p.returncode in (0, 1, 3),
                    f"{' '.join(cmd)}: rc {p.returncode}\n{p.stdout[-1000:]}{p.stderr[-1000:]}")
 
 
