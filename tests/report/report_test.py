@@ -566,12 +566,18 @@ def torch_snapshot(args, work):
         fail("unpickling the snapshot ran code from it")
     p = subprocess.run([args.replay, "check", log, "--model", "torch"], capture_output=True, text=True, timeout=120)
     print(p.stdout)
-    if p.returncode != 0 or "model torch" not in p.stdout or "free_unknown" in p.stdout or \
-            "followed the log exactly" not in p.stdout:
-        fail("check --model torch on the snapshot: exit %d" % p.returncode)
-    text = report(args, log)
+    # The model follows every choice but one: at the oom entry PyTorch (and
+    # the model) try the device again after release_cached_blocks, and the
+    # snapshot shows only the last refusal (torch-snapshot-import writes one
+    # failed cudaMalloc).  One divergence in seven answers: inconclusive.
+    fid = json.loads(subprocess.run([args.replay, "check", log, "--model", "torch", "--json"], capture_output=True,
+                                    text=True, timeout=120).stdout)["fidelity"]
+    if p.returncode != 3 or "model torch" not in p.stdout or "free_unknown" in p.stdout or \
+            (fid["matched"], fid["diverged"], fid["first_diverged_seq"]) != (6, 1, 17):
+        fail("check --model torch on the snapshot: exit %d, fidelity %s" % (p.returncode, fid))
+    text = report(args, log, status=3)     # the report's verdict is check's
     print(text)
-    doc = json.loads(report(args, log, "--json"))
+    doc = json.loads(report(args, log, "--json", status=3))
     pool = doc["pools"][0]
     if (pool["name"], pool["ops"], pool["allocs"], pool["frees"]) != ("torch", 5, 3, 2):
         fail("pools: %r" % pool)
@@ -584,7 +590,7 @@ def torch_snapshot(args, work):
         fail("peak reserved %r" % doc["memory"]["peak_reserved"])
     # The report replays the pool model as check does (auto: by the pool's name).
     m = doc["model_check"]
-    if m["model"] != "auto" or m["violated"] or not m["ops"]:
+    if m["model"] != "auto" or m["violated"] or not m["ops"] or m["diverged"] != 1 or m["following"]:
         fail("model_check: %r" % m)
     if "Pool models (replayed as trace-replay check does, model auto)\n" not in text:
         fail("the text report lacks the pool model's verdict")

@@ -386,22 +386,9 @@ static void print_text(const rp_output *rep, const rp_replay *r)
         }
     }
     char b1[32], b2[32], b3[32], b4[32], b5[32];
-    fprintf(f, "%s: %" PRIu64 " events, model %s, %s", rep->command, res->events, rep->model,
-            res->violated ? "violation" : "no violation");
-    /* How far to trust the verdict: did the model follow the log up to it? */
-    uint64_t before = res->violated ? res->diverged_before_violation : res->diverged;
-    if (!res->matched && !res->diverged)
-        fputs("\n", f);
-    else if (!before)
-        fprintf(f, "; the model followed the log (%" PRIu64 " matched, none diverged%s)\n", res->matched,
-                res->diverged ? " before the violation" : "");
-    else if (res->violated)
-        fprintf(f, "; but the model had left the log %" PRIu64 " time(s) before it, first at seq %" PRIu64
-                   ": the violation may be the model's, not the pool's\n", before, res->first_diverged_seq);
-    else
-        fprintf(f, "; but the model left the log %" PRIu64 " time(s), first at seq %" PRIu64
-                   ": after that the replay checks a pool the program did not have\n", before,
-                res->first_diverged_seq);
+    fprintf(f, "%s: %" PRIu64 " events, model %s\n", rep->command, res->events, rep->model);
+    /* How far the model followed the log is said in the verdict line; the
+     * models' notes and the ambiguous collections in detail here. */
     char note[512];
     for (uint32_t i = 0; i < res->nnotes; i++)
         fprintf(f, "  model note: %s\n", rn_text(note, sizeof note, res->notes[i].text));
@@ -471,6 +458,9 @@ void rp_output_verdict(const rp_output *rep, const rp_replay *r, rp_verdict *v)
     rp_verdict_facts f = {
         .model = rep->model, .ops = res->ops, .matched = res->matched, .diverged = res->diverged,
         .first_diverged_seq = res->first_diverged_seq, .damage = rep->damage, .source = source,
+        .by_model = res->violated && res->by_model,
+        .diverged_before = res->violated ? res->diverged_before_violation : res->diverged,
+        .ambiguous = res->ambiguous,
     };
     if (res->violated) {
         f.violation = &res->violation;

@@ -280,6 +280,13 @@ static void model_check(rn_json *w, const rpt *r, rn_stacks *st)
     rn_json_u64(w, "ops", m->ops);
     rn_json_u64(w, "matched", m->matched);
     rn_json_u64(w, "diverged", m->diverged);
+    rn_json_u64(w, "diverged_before_violation", m->violated ? m->diverged_before_violation : m->diverged);
+    rn_json_bool(w, "following", !(m->violated ? m->diverged_before_violation : m->diverged));
+    rn_json_u64(w, "ambiguities", m->ambiguous);
+    rn_json_arr(w, "notes");
+    for (uint32_t i = 0; i < m->nnotes; i++)
+        rn_json_str(w, NULL, m->notes[i].text);
+    rn_json_end_arr(w);
     rn_json_end_obj(w);
 }
 

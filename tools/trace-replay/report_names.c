@@ -295,9 +295,12 @@ void rpt_verdict(const rpt *r, rp_verdict *v)
         f.matched = m->matched;
         f.diverged = m->diverged;
         f.first_diverged_seq = m->first_diverged_seq;
+        f.diverged_before = m->violated ? m->diverged_before_violation : m->diverged;
+        f.ambiguous = m->ambiguous;
     }
     if (m && m->violated && m->by_model) {
         f.violation = &m->violation;
+        f.by_model = 1;
         snprintf(source, sizeof source, "pool model, --model %s", f.model);
     } else if (r->total_violations) {
         f.violation = &r->violations[0];

@@ -273,6 +273,15 @@ static void print_models(const rpt *r, rn_stacks *st, FILE *out)
     }
     fprintf(out, "  %" PRIu64 " operations replayed; fidelity: %" PRIu64 " matched, %" PRIu64 " diverged\n", m->ops,
             m->matched, m->diverged);
+    char note[512];
+    for (uint32_t i = 0; i < m->nnotes; i++)
+        fprintf(out, "  model note: %s\n", rn_text(note, sizeof note, m->notes[i].text));
+    if (m->notes_dropped)
+        fprintf(out, "  model note: %u more not shown\n", m->notes_dropped);
+    if (m->ambiguous)
+        fprintf(out, "  ambiguous: %" PRIu64 " collection(s) that no stack places (the first at seq %" PRIu64
+                     ") break the pool started in one place and not in another; not a violation\n", m->ambiguous,
+                m->first_ambiguous_seq);
 }
 
 static void print_double_inits(const rpt *r, rn_stacks *st, FILE *out)

@@ -5,12 +5,38 @@
 #include <stdio.h>
 #include <string.h>
 
+/* What the text says after the verdict's own words: how far the model
+ * followed the log, and the collections no stack places. */
+static void fidelity_clause(char *buf, size_t len, const rp_verdict_facts *f, int fidelity)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    if (!fidelity)
+        n = 0;  /* the verdict says it in its own words */
+    else if (f->violation && f->by_model && f->diverged_before)
+        n += (size_t)snprintf(buf, len, "; but the model had left the log %" PRIu64 " time(s) before it, first at seq %"
+                              PRIu64 ": the violation may be the model's, not the pool's", f->diverged_before,
+                              f->first_diverged_seq);
+    else if (f->violation && f->by_model && f->matched)
+        n += (size_t)snprintf(buf, len, "; the model followed the log up to it (%" PRIu64 " matched, none diverged "
+                              "before it)", f->matched);
+    else if (!f->violation && f->diverged)
+        n += (size_t)snprintf(buf, len, "; the model left the log %" PRIu64 " time(s), first at seq %" PRIu64
+                              ": after that the replay checks a pool the program did not have", f->diverged,
+                              f->first_diverged_seq);
+    if (f->ambiguous && n < len)
+        snprintf(buf + n, len - n, "; %" PRIu64 " ambiguous collection(s): where no stack says it started, it "
+                 "breaks the pool in one place and not in another (not a violation: see the warnings \"ambiguity\")",
+                 f->ambiguous);
+}
+
 void rp_verdict_make(rp_verdict *v, const rp_verdict_facts *f)
 {
-    char tail[256] = "";
+    char tail[256] = "", fid[384];
     uint64_t answers = f->matched + f->diverged;
     if (f->damage)
         snprintf(tail, sizeof tail, "; as far as the log reads: %s", f->damage);
+    fidelity_clause(fid, sizeof fid, f, 1);
     /* A violation stands whatever the rest of the log holds (check stops
      * reading there, the report reads on): the damage is no part of it. */
     if (f->violation) {
@@ -21,28 +47,30 @@ void rp_verdict_make(rp_verdict *v, const rp_verdict_facts *f)
                      "at seq %" PRIu64 " (explore, %s)", f->point ? f->point : "a re-entrancy point",
                      f->violation->invariant, f->violation->at.seq, f->source);
         else
-            snprintf(v->text, sizeof v->text, "VIOLATION %s at seq %" PRIu64 " (%s)", f->violation->invariant,
-                     f->violation->at.seq, f->source);
+            snprintf(v->text, sizeof v->text, "VIOLATION %s at seq %" PRIu64 " (%s)%s", f->violation->invariant,
+                     f->violation->at.seq, f->source, fid);
         return;
     }
     if (answers && f->diverged * 1000 > (uint64_t)RP_TRUST_DIVERGED_PERMILLE * answers) {
         v->status = RP_EXIT_INCONCLUSIVE;
         v->result = "inconclusive";
+        fidelity_clause(fid, sizeof fid, f, 0);
         snprintf(v->text, sizeof v->text, "INCONCLUSIVE: no violation, but model %s diverged from the log on %" PRIu64
-                 " of its %" PRIu64 " answers (%.1f%%, first at seq %" PRIu64 "): a clean result from a replay that "
-                 "left the pool this often cannot be trusted (is it the right --model?)%s", f->model, f->diverged,
-                 answers, 100.0 * (double)f->diverged / (double)answers, f->first_diverged_seq, tail);
+                 " of its %" PRIu64 " answers (%.1f%%, first at seq %" PRIu64 "): the model left the log, and a clean "
+                 "result from a replay that left the pool this often cannot be trusted (is it the right --model?)%s%s",
+                 f->model, f->diverged, answers, 100.0 * (double)f->diverged / (double)answers, f->first_diverged_seq,
+                 fid, tail);
         return;
     }
     v->status = RP_EXIT_CLEAN;
     v->result = "clean";
     if (!f->ops)
-        snprintf(v->text, sizeof v->text, "clean (model-free checks; no pool operation went through a model)%s", tail);
+        snprintf(v->text, sizeof v->text, "clean (model-free checks; no pool operation went through a model)%s%s", fid,
+                 tail);
     else if (!f->diverged)
         snprintf(v->text, sizeof v->text, "clean (model %s, %" PRIu64 " operations, the model followed the log "
-                 "exactly)%s", f->model, f->ops, tail);
+                 "exactly: %" PRIu64 " matched, none diverged)%s%s", f->model, f->ops, f->matched, fid, tail);
     else
-        snprintf(v->text, sizeof v->text, "clean (model %s, %" PRIu64 " operations; it diverged from the log on %"
-                 PRIu64 " of %" PRIu64 " answers, first at seq %" PRIu64 ")%s", f->model, f->ops, f->diverged,
-                 answers, f->first_diverged_seq, tail);
+        snprintf(v->text, sizeof v->text, "clean (model %s, %" PRIu64 " operations; %" PRIu64 " of its %" PRIu64
+                 " answers diverged)%s%s", f->model, f->ops, f->diverged, answers, fid, tail);
 }

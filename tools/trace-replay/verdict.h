@@ -14,6 +14,13 @@
  *      more than RP_TRUST_DIVERGED_PERMILLE of its answers (a wrong --model,
  *      or a pool the model does not reproduce): a clean result from such a
  *      replay cannot be trusted
+ *
+ * The verdict also says how far the model followed the log (docs/models.md,
+ * "Fidelity, next to the verdict"): a pool model's violation after the
+ * model had left the log "may be the model's, not the pool's"; a clean
+ * replay that left it checked "a pool the program did not have" after that;
+ * collections no stack places whose outcomes differ are counted
+ * ("ambiguous"), never a violation.
  */
 #ifndef RP_VERDICT_H
 #define RP_VERDICT_H
@@ -37,13 +44,16 @@ typedef struct rp_verdict_facts {
     const char *model;             /* "cupy5", "auto", "none" */
     uint64_t ops;                  /* operations replayed through a model */
     uint64_t matched, diverged, first_diverged_seq;
+    int by_model;                  /* the violation is a pool model's: it is as good as the model's fidelity */
+    uint64_t diverged_before;      /* divergences before the violation's event (all of them when clean) */
+    uint64_t ambiguous;            /* collections no stack places whose outcomes differ (warnings "ambiguity") */
     const char *damage;            /* the reader's damage line, or NULL */
 } rp_verdict_facts;
 
 typedef struct rp_verdict {
     int status;                    /* RP_EXIT_* */
     const char *result;            /* "clean", "violation", "inconclusive" */
-    char text[768];                /* the line after "verdict: " */
+    char text[1024];               /* the line after "verdict: " */
 } rp_verdict;
 
 void rp_verdict_make(rp_verdict *v, const rp_verdict_facts *f);
