@@ -17,13 +17,12 @@
 #include "commands.h"
 #include "explore.h"
 #include "minimize.h"
+#include "model_inputs.h"
 #include "output.h"
-#include "ptrmap.h"
 #include "replay.h"
 #include "source.h"
 #include "text.h"
 #include "verdict.h"
-#include "xalloc.h"
 
 #define MAX_DEBUG_DIRS 16
 #define MAX_MODEL_OPTIONS 32
@@ -36,7 +35,6 @@ typedef struct cli {
     int ndebug;
     const char *model_options[MAX_MODEL_OPTIONS];   /* KEY=VALUE */
     int nmodel_options;
-    rp_source *src;
 } cli;
 
 static void usage(FILE *f)
@@ -187,66 +185,6 @@ static rp_replay *run_replay(const rp_options *o, rp_source *src)
     return r;
 }
 
-/* The options the run used: --model-option first, then the log's newest
- * INFO record of that key read so far. */
-static const char *setting(void *ctx, const char *key)
-{
-    const cli *c = ctx;
-    size_t n = strlen(key);
-    for (int i = c->nmodel_options; i-- > 0;)
-        if (!strncmp(c->model_options[i], key, n) && c->model_options[i][n] == '=')
-            return c->model_options[i] + n + 1;
-    const tf_reader *r = c->src ? c->src->reader : NULL;
-    for (uint32_t i = r ? tf_reader_info_count(r) : 0; i-- > 0;) {
-        const char *k, *v;
-        if (tf_reader_info(r, i, &k, &v) && k && !strcmp(k, key))
-            return v;
-    }
-    return NULL;
-}
-
-/* Stacks for the models (where a collection ran) and for the output. */
-typedef struct stack_src {
-    rn_stacks *stacks;
-    rp_source *src;
-    /* Function names of the stacks asked for, each once: a replay places
-     * collections again and again (minimize replays the log many times). */
-    rp_ptrmap names_at;          /* stack id -> first << 8 | count */
-    const char **names;
-    size_t nnames, capnames;
-} stack_src;
-
-static int stack_has(void *ctx, uint32_t id, const char *key)
-{
-    stack_src *ss = ctx;
-    rn_stacks_use_reader(ss->stacks, ss->src->reader);  /* explore reopens the log */
-    return rn_stacks_has_function(ss->stacks, id, key);
-}
-
-#define NAMED_FRAMES 64
-
-static uint32_t stack_functions(void *ctx, uint32_t id, const char **names, uint32_t max)
-{
-    stack_src *ss = ctx;
-    uint64_t *at = rp_ptrmap_get(&ss->names_at, id);
-    if (!at) {
-        const rn_native_frame *f[NAMED_FRAMES];
-        rn_stacks_use_reader(ss->stacks, ss->src->reader);
-        uint32_t n = rn_stacks_native(ss->stacks, id, f, NAMED_FRAMES);
-        rp_grow(&ss->names, &ss->capnames, ss->nnames + n, sizeof *ss->names);
-        for (uint32_t i = 0; i < n; i++)
-            ss->names[ss->nnames + i] = f[i]->function;
-        rp_ptrmap_put(&ss->names_at, id, (uint64_t)ss->nnames << 8 | n);
-        ss->nnames += n;
-        at = rp_ptrmap_get(&ss->names_at, id);
-    }
-    uint32_t n = (uint32_t)(*at & 0xff), first = (uint32_t)(*at >> 8);
-    if (n > max)
-        n = max;
-    memcpy(names, ss->names + first, n * sizeof *names);
-    return n;
-}
-
 /* --pool naming no pool of the log is a mistake, not a clean replay. */
 static int pool_missing(const cli *c, const rp_replay *r, const rp_source *src)
 {
@@ -313,14 +251,11 @@ int main(int argc, char **argv)
     }
     c.o.pool_name = rp_source_pool_name;
     c.o.pool_name_ctx = &src;
-    c.src = &src;
-    c.o.setting = setting;
-    c.o.setting_ctx = &c;
-    stack_src ss = {.stacks = rn_stacks_new(src.reader, c.debug_dirs, c.ndebug), .src = &src};
-    rp_ptrmap_init(&ss.names_at);
-    c.o.stack_has = stack_has;
-    c.o.stack_functions = stack_functions;
-    c.o.stack_ctx = &ss;
+    /* Stacks for the models (where a collection ran) and for the output. */
+    rn_stacks *stacks = rn_stacks_new(src.reader, c.debug_dirs, c.ndebug);
+    rp_model_inputs mi;
+    rp_model_inputs_init(&mi, stacks, &src, NULL, c.model_options, c.nmodel_options);
+    rp_model_inputs_attach(&mi, &c.o);
     c.o.keep_going = !strcmp(c.command, "stats");
     c.o.series = c.o.keep_going;
     int rc;
@@ -344,22 +279,20 @@ int main(int argc, char **argv)
         rp_replay *r = rp_explore(&c.o, &src, &x);
         if (!r) {
             fprintf(stderr, "trace-replay: %s: cannot read the log a second time\n", c.log);
-            rn_stacks_free(ss.stacks);
-            rp_ptrmap_free(&ss.names_at);
-            free(ss.names);
+            rp_model_inputs_free(&mi);
+            rn_stacks_free(stacks);
             rp_source_close(&src);
             return RP_EXIT_USAGE;
         }
-        rc = print(&c, &src, ss.stacks, r, &x);
+        rc = print(&c, &src, stacks, r, &x);
         rp_replay_free(r);
     } else {
         rp_replay *r = run_replay(&c.o, &src);
-        rc = print(&c, &src, ss.stacks, r, NULL);
+        rc = print(&c, &src, stacks, r, NULL);
         rp_replay_free(r);
     }
-    rn_stacks_free(ss.stacks);
-    rp_ptrmap_free(&ss.names_at);
-    free(ss.names);
+    rp_model_inputs_free(&mi);
+    rn_stacks_free(stacks);
     rp_source_close(&src);
     return rc;
 }

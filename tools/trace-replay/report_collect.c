@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "checks.h"
+#include "model_inputs.h"
 #include "progress.h"
 #include "ptrmap.h"
 #include "xalloc.h"
@@ -27,6 +28,7 @@ typedef struct pass {
     rpt *r;
     rp_checks *checks;
     rp_replay *replay;         /* the pool models (check's driver), on the same walker */
+    rp_model_inputs inputs;    /* what they ask besides the events, as check answers it */
     rp_ptrmap thread_index;    /* tid -> position in r->threads */
     const char *progress;      /* the progress line's words */
     live direct_dev;           /* device allocations outside any pool */
@@ -493,12 +495,6 @@ static const char *pool_name(void *reader, uint32_t pool)
     return tf_reader_pool_name(reader, pool);
 }
 
-/* Where a collection ran, for the models' re-entrancy points. */
-static int stack_has(void *stacks, uint32_t id, const char *function)
-{
-    return rn_stacks_has_function(stacks, id, function);
-}
-
 /* The replay driver, as check runs it: stops at the first violation. */
 static int start_models(rpt *r, pass *ps, const char *model, char *err, size_t errlen)
 {
@@ -506,8 +502,10 @@ static int start_models(rpt *r, pass *ps, const char *model, char *err, size_t e
     memset(&o, 0, sizeof o);
     o.pool_name = pool_name;
     o.pool_name_ctx = (void *)r->reader;
-    o.stack_has = stack_has;
-    o.stack_ctx = r->stacks;
+    /* Collections placed by the same stacks, options learnt the same way,
+     * as check does. */
+    rp_model_inputs_init(&ps->inputs, r->stacks, NULL, r->reader, NULL, 0);
+    rp_model_inputs_attach(&ps->inputs, &o);
     if (!strcmp(model, "auto"))
         o.model_auto = 1;
     else if (!(o.model = rp_model_find(model))) {
@@ -606,6 +604,7 @@ void rpt_free(rpt *r)
     if (ps) {
         rp_checks_free(ps->checks);
         rp_replay_free(ps->replay);
+        rp_model_inputs_free(&ps->inputs);
         rp_ptrmap_free(&ps->thread_index);
         live_free(&ps->direct_dev);
         live_free(&ps->pool_blocks);
