@@ -81,7 +81,7 @@ static void print_findings(const rpt *r, FILE *out)
 {
     char dev[32], host[32];
     fprintf(out, "\nFindings\n");
-    if (r->model && r->model->violated)
+    if (r->model && r->model->violated && r->model->by_model)
         fprintf(out, "  pool model (%s): VIOLATION [%s] at seq %" PRIu64 " (see Pool models)\n", r->model_name,
                 r->model->violation.invariant, r->model->violation.at.seq);
     else if (r->model && r->model->ops)
