@@ -1,19 +1,29 @@
 /* report.c - `trace-replay report`: read a log once, print what it says. */
 #include "commands.h"
 #include "report.h"
+#include "report_tree.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_DEBUG_DIRS 16
 
 static const char usage[] =
     "usage: trace-replay report LOG [--json] [--html OUT] [--model NAME] [--full-stacks] [--debug-dir DIR]\n"
+    "       trace-replay report LOG LOG... | DIR...  [same options]\n"
     "  A summary of a log: the run, memory over time, the top allocation sites,\n"
     "  every model-free violation, double initialisations, and the memory that\n"
     "  only garbage collections gave back; its last line is the verdict.\n"
+    "  Several logs, or a directory (the logs in it), are one process tree: the\n"
+    "  processes linked by pid and parent pid (an exec'd image under the image\n"
+    "  that exec'd it), each with its findings and verdict, the totals, and for\n"
+    "  a distributed job (INFO rank) the ranks by peak memory and those that\n"
+    "  differ from the others (a peak over 1.5x or under 1/1.5 of the ranks'\n"
+    "  median and 16 MiB away, or a verdict worse than most).  Its verdict is\n"
+    "  the worst process's (violation, inconclusive, clean) and names it.\n"
     "  --json           print the report as one JSON object (docs/report-json.md)\n"
     "  --html OUT       also write a self-contained HTML page (chart, flame graph)\n"
     "  --model NAME     the pool model to replay, as check does (default auto: by\n"
@@ -21,11 +31,13 @@ static const char usage[] =
     "  --full-stacks    every native frame (default: interpreter, start-up and\n"
     "                   tracer frames folded)\n"
     "  --debug-dir DIR  more places to find binaries and debug files (repeatable)\n"
-    "  --run N          the N-th log of a file that holds several (logs joined with cat)\n"
+    "  --run N          the N-th log of a file that holds several (logs joined with cat;\n"
+    "                   one log only: over several logs, every log of each file is read)\n"
     "exit status: the verdict's, as check's: 0 clean, 1 a violation (a pool model's\n"
     "  or a model-free check's), 2 usage error or unreadable log, 3 inconclusive\n"
     "  (no violation, but the model diverged from the log on more than 1%% of its\n"
-    "  answers)\n";
+    "  answers); over several logs the worst process's, or 2 when a log could not\n"
+    "  be read and no process had a violation\n";
 
 static int write_html(const rpt *r, rn_stacks *st, const char *path)
 {
@@ -42,6 +54,45 @@ static int write_html(const rpt *r, rn_stacks *st, const char *path)
     return 0;
 }
 
+static int write_tree_html(const rpt_tree *t, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "trace-replay report: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    int rc = rpt_tree_print_html(t, f);
+    if (fclose(f) || rc) {
+        fprintf(stderr, "trace-replay report: %s: write failed\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Several logs, or a directory of them: one process tree. */
+static int report_tree(char *const *paths, int n, const rpt_options *o, int full, int json, const char *html)
+{
+    rpt_tree t;
+    if (rpt_tree_read(&t, paths, n, o, full, json || html)) {
+        rpt_tree_free(&t);
+        return RP_EXIT_USAGE;
+    }
+    int rc = json ? rpt_tree_print_json(&t, stdout) : rpt_tree_print_text(&t, stdout);
+    if (!rc && html)
+        rc = write_tree_html(&t, html);
+    if (fflush(stdout))
+        rc = -1;
+    int status = rpt_tree_status(&t);
+    rpt_tree_free(&t);
+    return rc ? RP_EXIT_USAGE : status;
+}
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
 int cmd_report(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -55,7 +106,7 @@ int cmd_report(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const char *html = NULL, *model = "auto", *dirs[MAX_DEBUG_DIRS];
-    int json = 0, ndirs = 0, full = 0, run = 1, c;
+    int json = 0, ndirs = 0, full = 0, run = 1, run_given = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
@@ -63,7 +114,7 @@ int cmd_report(int argc, char **argv)
         case 'H': html = optarg; break;
         case 'm': model = strcmp(optarg, "none") ? optarg : NULL; break;
         case 'F': full = 1; break;
-        case 'r': run = atoi(optarg) > 0 ? atoi(optarg) : 1; break;
+        case 'r': run = atoi(optarg) > 0 ? atoi(optarg) : 1; run_given = 1; break;
         case 'd':
             if (ndirs < MAX_DEBUG_DIRS)
                 dirs[ndirs++] = optarg;
@@ -72,14 +123,22 @@ int cmd_report(int argc, char **argv)
         default: fputs(usage, stderr); return 2;
         }
     }
-    if (optind != argc - 1) {
+    if (optind >= argc) {
         fputs(usage, stderr);
         return 2;
     }
-    rpt r;
-    char err[512];
     rpt_options o = {.model = model, .debug_dirs = dirs, .ndebug_dirs = ndirs, .progress = "trace-replay report",
                      .run = run};
+    if (optind < argc - 1 || is_dir(argv[optind])) {
+        if (run_given) {
+            fprintf(stderr, "trace-replay report: --run picks one log of one file; over several logs every log "
+                            "of each file is read\n");
+            return 2;
+        }
+        return report_tree(argv + optind, argc - optind, &o, full, json, html);
+    }
+    rpt r;
+    char err[512];
     if (rpt_open(&r, argv[optind], &o, err, sizeof err)) {
         fprintf(stderr, "trace-replay report: %s: %s\n", argv[optind], err);
         rpt_free(&r);

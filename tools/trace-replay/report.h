@@ -212,6 +212,14 @@ void rpt_verdict(const rpt *r, rp_verdict *v);
 int rpt_print_text(const rpt *r, rn_stacks *st, FILE *out);
 int rpt_print_json(const rpt *r, rn_stacks *st, FILE *out);
 int rpt_print_html(const rpt *r, rn_stacks *st, FILE *out);
+/* Parts of the text, for the report over several logs (report_tree.h): the
+ * Findings lines, and the violation the verdict names with both stacks
+ * (nothing when there is none). */
+void rpt_print_findings(const rpt *r, FILE *out);
+void rpt_print_verdict_violation(const rpt *r, rn_stacks *st, FILE *out);
+/* JSON written inside an HTML <script> element: '<' as \u003c, so that no
+ * string of the log can end the element (report_html.c). */
+void rpt_put_script_safe(const char *json, size_t n, FILE *out);
 
 
 

@@ -439,7 +439,7 @@ static const char page_tail[] =
 /* The JSON goes inside a <script> element, where "</script" or "<!--" in a
  * string would end or derail it.  '<' only ever occurs inside JSON strings,
  * so writing it as \u003c keeps the same JSON and leaves no markup. */
-static void put_script_safe(const char *json, size_t n, FILE *out)
+void rpt_put_script_safe(const char *json, size_t n, FILE *out)
 {
     for (size_t i = 0; i < n; i++) {
         if (json[i] == '<')
@@ -462,7 +462,7 @@ int rpt_print_html(const rpt *r, rn_stacks *st, FILE *out)
         return -1;
     }
     fputs(page_head, out);
-    put_script_safe(json, n, out);
+    rpt_put_script_safe(json, n, out);
     fputs(page_tail, out);
     free(json);
     return ferror(out) ? -1 : 0;

@@ -76,11 +76,11 @@ static void print_header(const rpt *r, FILE *out)
     }
 }
 
-/* One line per kind of finding, first: what trace-run shows of a report. */
-static void print_findings(const rpt *r, FILE *out)
+/* One line per kind of finding, first: what trace-run shows of a report
+ * (and, per process, the report over several logs). */
+void rpt_print_findings(const rpt *r, FILE *out)
 {
     char dev[32], host[32];
-    fprintf(out, "\nFindings\n");
     if (r->model && r->model->violated && r->model->by_model)
         fprintf(out, "  pool model (%s): VIOLATION [%s] at seq %" PRIu64 " (see Pool models)\n", r->model_name,
                 r->model->violation.invariant, r->model->violation.at.seq);
@@ -119,6 +119,12 @@ static void print_findings(const rpt *r, FILE *out)
                 collections, (double)pause / 1e6, (double)longest / 1e6);
     for (uint32_t i = 0; rpt_not_watched(r, i); i++)
         fprintf(out, "  not watched: %s\n", rpt_not_watched(r, i));
+}
+
+static void print_findings(const rpt *r, FILE *out)
+{
+    fprintf(out, "\nFindings\n");
+    rpt_print_findings(r, out);
 }
 
 /* Host-buffer figures, or why there are none. */
@@ -282,6 +288,23 @@ static void print_models(const rpt *r, rn_stacks *st, FILE *out)
         fprintf(out, "  ambiguous: %" PRIu64 " collection(s) that no stack places (the first at seq %" PRIu64
                      ") break the pool started in one place and not in another; not a violation\n", m->ambiguous,
                 m->first_ambiguous_seq);
+}
+
+/* The violation the verdict names, with both stacks (rpt_verdict's choice:
+ * a pool model's, else the first of the model-free checks). */
+void rpt_print_verdict_violation(const rpt *r, rn_stacks *st, FILE *out)
+{
+    const rp_result *m = r->model;
+    full_stacks = r->full_stacks;
+    if (m && m->violated && m->by_model) {
+        fprintf(out, "  [%s] %s (pool model %s)\n", m->violation.invariant, m->violation.message, r->model_name);
+        fprintf(out, "    at seq %" PRIu64 "\n", m->violation.at.seq);
+        if (m->op.seq)
+            fprintf(out, "    during the %s at seq %" PRIu64 " on pool %u\n", op_text(&m->op), m->op.seq, m->op.pool);
+        print_stacks(st, out, m->violation.at.py_stack, m->violation.at.native_stack);
+    } else if (r->total_violations) {
+        print_finding(st, out, &r->violations[0]);
+    }
 }
 
 static void print_double_inits(const rpt *r, rn_stacks *st, FILE *out)
