@@ -1,7 +1,7 @@
 """gputrace COMMAND [ARGS...]: one entry point for the recorder's tools.
 
     gputrace run [options] -- COMMAND...   trace a command, then show the report (trace-run)
-    gputrace report LOG [--json] [--html OUT]
+    gputrace report LOG... | DIR [--json] [--html OUT]   one log, or a process tree of several
     gputrace check LOG [--model M]         replay the pool, stop at the first broken invariant
     gputrace explore LOG                   inject collections at the pool's re-entrancy points
     gputrace minimize LOG -o OUT           shrink a violating log
