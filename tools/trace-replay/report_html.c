@@ -11,6 +11,7 @@
  * data-status="rendered" (or "error" with the message), for tests.
  */
 #include "report.h"
+#include "report_page.h"
 
 #include <stdlib.h>
 
@@ -21,26 +22,12 @@ static const char page_head[] =
     "<meta charset=\"utf-8\">\n"
     "<title>trace-replay report</title>\n"
     "<style>\n"
-    "body { font: 14px/1.45 system-ui, -apple-system, \"Segoe UI\", sans-serif; margin: 0; color: #1f2328; background: #f6f8fa; }\n"
-    "header { background: #24292f; color: #fff; padding: 14px 24px; }\n"
-    "header h1 { font-size: 18px; margin: 0 0 4px; font-weight: 600; }\n"
-    "header .sub { color: #c9d1d9; font-family: ui-monospace, monospace; font-size: 12px; word-break: break-all; }\n"
-    "main { padding: 4px 24px 40px; max-width: 1180px; }\n"
-    "section { background: #fff; border: 1px solid #d0d7de; border-radius: 6px; padding: 6px 16px 14px; margin: 16px 0; }\n"
-    "h2 { font-size: 15px; margin: 10px 0 8px; }\n"
+    RPT_PAGE_CSS
     "h3 { font-size: 13px; margin: 12px 0 6px; }\n"
-    "table { border-collapse: collapse; width: 100%; }\n"
-    "th, td { padding: 3px 8px; text-align: left; border-bottom: 1px solid #eaeef2; vertical-align: top; }\n"
-    "th { font-weight: 600; color: #57606a; font-size: 12px; }\n"
-    "td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }\n"
-    ".code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; }\n"
-    "pre { margin: 4px 0; white-space: pre-wrap; word-break: break-all; }\n"
-    ".muted { color: #6e7781; }\n"
+    RPT_PAGE_CSS_TABLES
     ".bad { background: #ffebe9; border: 1px solid #ff8182; border-radius: 6px; padding: 8px 12px; }\n"
     ".good { color: #1a7f37; }\n"
-    ".cards { display: flex; flex-wrap: wrap; gap: 10px; margin: 6px 0; }\n"
-    ".card { border: 1px solid #d0d7de; border-radius: 6px; padding: 6px 12px; min-width: 140px; }\n"
-    ".card b { display: block; font-size: 17px; }\n"
+    RPT_PAGE_CSS_CARDS
     ".legend span { display: inline-block; margin-right: 16px; font-size: 12px; }\n"
     ".legend i { display: inline-block; width: 14px; height: 3px; vertical-align: middle; margin-right: 5px; }\n"
     "svg text { font: 11px system-ui, sans-serif; fill: #57606a; }\n"
@@ -48,7 +35,6 @@ static const char page_head[] =
     "#flame rect { stroke: #fff; stroke-width: 0.5; }\n"
     "#flame rect:hover { stroke: #24292f; stroke-width: 1; }\n"
     "details summary { cursor: pointer; color: #0969da; font-size: 12px; }\n"
-    "#status { display: none; }\n"
     "</style>\n"
     "</head>\n"
     "<body>\n"
@@ -71,37 +57,20 @@ static const char page_head[] =
 static const char page_tail[] =
     "</script>\n"
     "<script>\n"
-    "(function () {\n"
-    "\"use strict\";\n"
-    "var status = document.getElementById(\"status\");\n"
-    "window.addEventListener(\"error\", function (e) {\n"
-    "  status.setAttribute(\"data-status\", \"error\");\n"
-    "  status.textContent = \"script error: \" + e.message;\n"
-    "});\n"
-    "var R = JSON.parse(document.getElementById(\"report-data\").textContent);\n"
+    RPT_PAGE_JS_START
     "var PY = R.shape === \"python\";   // no GPU: no device sections, findings first\n"
     "function hostBytes(n) { return R.host_watched === false ? \"not watched\" : bytes(n); }\n"
     "var SVGNS = \"http://www.w3.org/2000/svg\";\n"
     "var t0 = R.process.mono_start_ns && R.process.mono_start_ns <= R.t_first_ns ? R.process.mono_start_ns : R.t_first_ns;\n"
     "\n"
-    "function el(tag, attrs, text) {\n"
-    "  var e = document.createElement(tag);\n"
-    "  for (var k in attrs || {}) e.setAttribute(k, attrs[k]);\n"
-    "  if (text !== undefined && text !== null) e.textContent = String(text);\n"
-    "  return e;\n"
-    "}\n"
+    RPT_PAGE_JS_EL
     "function svg(tag, attrs, text) {\n"
     "  var e = document.createElementNS(SVGNS, tag);\n"
     "  for (var k in attrs || {}) e.setAttribute(k, attrs[k]);\n"
     "  if (text !== undefined) e.textContent = String(text);\n"
     "  return e;\n"
     "}\n"
-    "function bytes(n) {\n"
-    "  if (n < 1024) return n + \" B\";\n"
-    "  var u = [\"KiB\", \"MiB\", \"GiB\", \"TiB\"], i = -1;\n"
-    "  do { n /= 1024; i++; } while (n >= 1024 && i < 3);\n"
-    "  return n.toFixed(1) + \" \" + u[i];\n"
-    "}\n"
+    RPT_PAGE_JS_BYTES
     "function secs(tns) { return Math.max(0, (tns - t0) / 1e9); }\n"
     "function fmtSecs(s) { return s < 10 ? s.toFixed(3) + \" s\" : s.toFixed(1) + \" s\"; }\n"
     "// An axis label with as many decimals as the tick spacing needs.\n"
@@ -427,14 +396,7 @@ static const char page_tail[] =
     "}\n"
     "\n"
     "summary(); chart(); notWatched(); checks(); if (!PY) pools(); flame(); sites(); gc(); dinit(); events(); pythonShape();\n"
-    "if (status.getAttribute(\"data-status\") === \"loading\") {\n"
-    "  status.setAttribute(\"data-status\", \"rendered\");\n"
-    "  status.textContent = \"rendered\";\n"
-    "}\n"
-    "})();\n"
-    "</script>\n"
-    "</body>\n"
-    "</html>\n";
+    RPT_PAGE_JS_END;
 
 /* The JSON goes inside a <script> element, where "</script" or "<!--" in a
  * string would end or derail it.  '<' only ever occurs inside JSON strings,

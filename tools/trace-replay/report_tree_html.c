@@ -6,6 +6,7 @@
  * JSON of report_tree_json.c; nothing is fetched.  When drawing is done the
  * element #status says data-status="rendered" (or "error"), for tests.
  */
+#include "report_page.h"
 #include "report_tree.h"
 
 #include <stdlib.h>
@@ -17,20 +18,9 @@ static const char page_head[] =
     "<meta charset=\"utf-8\">\n"
     "<title>trace-replay report: process tree</title>\n"
     "<style>\n"
-    "body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1f2328; background: #f6f8fa; }\n"
-    "header { background: #24292f; color: #fff; padding: 14px 24px; }\n"
-    "header h1 { font-size: 18px; margin: 0 0 4px; }\n"
-    "header .sub { color: #c9d1d9; font: 12px ui-monospace, monospace; word-break: break-all; }\n"
-    "main { padding: 4px 24px 40px; max-width: 1180px; }\n"
-    "section { background: #fff; border: 1px solid #d0d7de; border-radius: 6px; padding: 6px 16px 14px; margin: 16px 0; }\n"
-    "h2 { font-size: 15px; margin: 10px 0 8px; }\n"
-    "table { border-collapse: collapse; width: 100%; }\n"
-    "th, td { padding: 3px 8px; text-align: left; border-bottom: 1px solid #eaeef2; vertical-align: top; }\n"
-    "th { font-size: 12px; color: #57606a; }\n"
-    "td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }\n"
-    "pre, .code { font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; }\n"
-    "pre { margin: 4px 0; white-space: pre-wrap; word-break: break-all; }\n"
-    ".muted { color: #6e7781; }\n"
+    RPT_PAGE_CSS
+    RPT_PAGE_CSS_TABLES
+    RPT_PAGE_CSS_CARDS
     ".verdict { border-radius: 6px; padding: 8px 12px; border: 1px solid #d0d7de; }\n"
     ".violation { background: #ffebe9; border-color: #ff8182; }\n"
     ".inconclusive { background: #fff8c5; border-color: #d4a72c; }\n"
@@ -41,11 +31,7 @@ static const char page_head[] =
     "ul.tree li { margin: 3px 0; }\n"
     "ul.tree ul { border-left: 1px dashed #8c959f; }\n"
     "tr.differs td { background: #ffebe9; }\n"
-    ".cards { display: flex; flex-wrap: wrap; gap: 10px; margin: 8px 0; }\n"
-    ".card { border: 1px solid #d0d7de; border-radius: 6px; padding: 6px 12px; min-width: 130px; }\n"
-    ".card b { display: block; font-size: 17px; }\n"
     "details summary { cursor: pointer; }\n"
-    "#status { display: none; }\n"
     "</style>\n"
     "</head>\n"
     "<body>\n"
@@ -63,26 +49,9 @@ static const char page_head[] =
 static const char page_tail[] =
     "</script>\n"
     "<script>\n"
-    "(function () {\n"
-    "\"use strict\";\n"
-    "var status = document.getElementById(\"status\");\n"
-    "window.addEventListener(\"error\", function (e) {\n"
-    "  status.setAttribute(\"data-status\", \"error\");\n"
-    "  status.textContent = \"script error: \" + e.message;\n"
-    "});\n"
-    "var R = JSON.parse(document.getElementById(\"report-data\").textContent);\n"
-    "function el(tag, attrs, text) {\n"
-    "  var e = document.createElement(tag);\n"
-    "  for (var k in attrs || {}) e.setAttribute(k, attrs[k]);\n"
-    "  if (text !== undefined && text !== null) e.textContent = String(text);\n"
-    "  return e;\n"
-    "}\n"
-    "function bytes(n) {\n"
-    "  if (n < 1024) return n + \" B\";\n"
-    "  var u = [\"KiB\", \"MiB\", \"GiB\", \"TiB\"], i = -1;\n"
-    "  do { n /= 1024; i++; } while (n >= 1024 && i < 3);\n"
-    "  return n.toFixed(1) + \" \" + u[i];\n"
-    "}\n"
+    RPT_PAGE_JS_START
+    RPT_PAGE_JS_EL
+    RPT_PAGE_JS_BYTES
     "var WORD = {violation: \"VIOLATION\", inconclusive: \"INCONCLUSIVE\", clean: \"clean\"};\n"
     "function badge(result) { return el(\"span\", {\"class\": \"badge verdict \" + result}, WORD[result] || result); }\n"
     "function peaks(p) {\n"
@@ -204,14 +173,7 @@ static const char page_tail[] =
     "}\n"
     "\n"
     "summary(); tree(); ranks(); processes(); totals();\n"
-    "if (status.getAttribute(\"data-status\") === \"loading\") {\n"
-    "  status.setAttribute(\"data-status\", \"rendered\");\n"
-    "  status.textContent = \"rendered\";\n"
-    "}\n"
-    "})();\n"
-    "</script>\n"
-    "</body>\n"
-    "</html>\n";
+    RPT_PAGE_JS_END;
 
 int rpt_tree_print_html(const rpt_tree *t, FILE *out)
 {
