@@ -43,14 +43,20 @@ static void short_command(const rpt_proc *p, char *buf, size_t len)
     rn_text(buf, len, cut);
 }
 
+/* The peak of host buffers, or why there is none. */
+static void host_peak(const rpt_proc *p, char *buf, size_t len)
+{
+    if (p->host_watched)
+        rn_bytes(p->peak[2], buf, len);
+    else
+        snprintf(buf, len, "not watched");
+}
+
 static void peaks_text(const rpt_proc *p, char *buf, size_t len)
 {
     char a[32], b[32];
     rn_bytes(p->peak[0], a, sizeof a);
-    if (p->host_watched)
-        rn_bytes(p->peak[2], b, sizeof b);
-    else
-        snprintf(b, sizeof b, "not watched");
+    host_peak(p, b, sizeof b);
     if (p->has_device)
         snprintf(buf, len, "device %s, host %s", a, b);
     else
@@ -115,10 +121,7 @@ static void print_processes(const rpt_tree *t, FILE *out)
         char r[32], al[32], h[32];
         rn_bytes(p->peak[0], r, sizeof r);
         rn_bytes(p->peak[1], al, sizeof al);
-        if (p->host_watched)
-            rn_bytes(p->peak[2], h, sizeof h);
-        else
-            snprintf(h, sizeof h, "not watched");
+        host_peak(p, h, sizeof h);
         if (p->has_device)
             fprintf(out, "    memory     peak device reserved %s, allocated %s, host buffers %s\n", r, al, h);
         else
