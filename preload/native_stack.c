@@ -1,10 +1,28 @@
 /*
- * native_stack.c - stacks with libunwind's unw_backtrace.
+ * native_stack.c - the calling thread's native stack, remembered per thread.
  *
- * unw_backtrace walks with cached unwind information (per thread, so no lock
- * is shared between threads and it is safe in a signal handler).  The first
- * frames are always the tracer's own (the recorder, the hook); they tell a
- * reader nothing, so they are cut off by address.
+ * A full walk (libunwind, with per-thread cached unwind information) costs
+ * 10 to 20 ns a frame, and the same call site in a loop records the same
+ * stack again and again.  So each thread keeps a small memo of the stacks it
+ * walked, each with where it found every frame: the stack pointer at which
+ * the walk entered the application's code and, for every frame after the
+ * first, the stack slot its return address was read from.  Unwinding is a
+ * function of the registers it starts from and of the memory it reads; a
+ * stack whose starting point is the same and whose return-address slots hold
+ * the same values is the same stack.  Checking that is one load and compare
+ * per frame, a few ns for 32 frames, against a walk of several hundred.
+ *
+ * Finding the starting point costs nothing either: libtrace.so is built with
+ * frame pointers, so its own frames (the recorder, the hook, the exported
+ * wrapper) are walked by their frame-pointer chain up to the first return
+ * address outside the library: that is the application's innermost frame,
+ * and the frame pointer's slot gives its stack pointer.  Frames of the
+ * application itself are never walked by frame pointers: most libraries are
+ * built without them, and a chain through a function that uses the register
+ * for something else gives a plausible, wrong stack.
+ *
+ * A memo is only trusted on the thread's own stack (pthread's bounds): a
+ * program that switches stacks (coroutines) walks every time there.
  */
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -14,12 +32,60 @@
 #include "unwind_pipe.h"
 
 #include <link.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* Our own frames at the top of a stack: the recorder, the hook, a wrapper
  * (at most 7 today).  Walking costs per frame, so ask for no more. */
 #define OWN_FRAMES_MAX 8
+#define MEMO_SETS 4
+#define MEMO_WAYS 4
+#define MEMO_FRAMES 32
+/* Stacks seen again are worth a memo: counted here by their frames. */
+#define HOT_SLOTS 256
+#define HOT_AFTER 2
+/* A memo needs each frame's stack pointer, which only libunwind's step by
+ * step walk gives, at about 100 times the cost of unw_backtrace: at most
+ * one such walk per SLOW_EVERY captures, so a thread that keeps meeting
+ * new stacks pays a few percent more, not a hundredfold. */
+#define SLOW_EVERY 1024
+
+#define TLS static __thread __attribute__((tls_model("initial-exec")))
+
+typedef struct memo {
+    uint32_t generation;          /* the writer the id belongs to; 0: empty */
+    uint32_t id;
+    uint32_t used;                /* for replacement: the capture count at its last use */
+    int n;
+    uint64_t ip0, sp0, fp0;       /* where the application's code was entered */
+    uint64_t ips[MEMO_FRAMES];
+    uint64_t sps[MEMO_FRAMES];    /* sps[i] - 8 holds ips[i], for i >= 1 */
+} memo;
+
+/* A thread's memos, mapped at its first capture (not in TLS: libtrace.so
+ * may be loaded late, where static TLS is scarce), unmapped at its exit. */
+typedef struct thread_memos {
+    memo sets[MEMO_SETS][MEMO_WAYS];
+    memo walked;                  /* the last slow walk, until its id is known */
+    int walked_valid;
+    uint32_t captures;
+    uint32_t slow_allowed_at;     /* captures count when a slow walk is allowed again */
+    uint8_t hot[HOT_SLOTS];       /* times a stack hashed here was walked */
+} thread_memos;
+
+TLS thread_memos *memos;
+TLS int memos_failed;
+TLS uintptr_t stack_lo, stack_hi;/* this thread's stack; hi == 0: not known yet */
+TLS int stack_unknown;           /* could not be found: no memo on this thread */
+static pthread_key_t memos_key;
+static int memos_key_ok;
+static void release_memos(void *p);
 
 static uintptr_t own_lo, own_hi;
+static uintptr_t main_stack_lo, main_stack_hi;
 
 static int find_own_text(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -43,6 +109,23 @@ static int find_own_text(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;
 }
 
+/* The main thread's stack, from its pthread attributes, read once at start
+ * (for the main thread glibc reads /proc/self/maps: not something to do in
+ * a hook).  Other threads read theirs at their first capture. */
+static void find_main_stack(void)
+{
+    pthread_attr_t attr;
+    void *addr;
+    size_t size;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0)
+        return;
+    if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+        main_stack_lo = (uintptr_t)addr;
+        main_stack_hi = (uintptr_t)addr + size;
+    }
+    pthread_attr_destroy(&attr);
+}
+
 /* libunwind would open a pipe (to validate addresses) as it sets itself
  * up: it gets one that needs no descriptor first (unwind_pipe.c). */
 static int unwind_pipe_patched;
@@ -52,6 +135,9 @@ void native_stack_init(void)
     unwind_pipe_patched = unwind_pipe_install();
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     dl_iterate_phdr(find_own_text, (void *)(uintptr_t)native_stack_init);
+    memos_key_ok = pthread_key_create(&memos_key, release_memos) == 0;
+    if (syscall(SYS_gettid) == getpid())
+        find_main_stack();
 }
 
 void native_stack_note(void)
@@ -65,10 +151,112 @@ int native_stack_is_ours(uintptr_t ip)
     return ip >= own_lo && ip < own_hi;
 }
 
-int native_stack_capture(uint64_t *ips, int depth)
+static int know_stack_bounds(void)
 {
-    if (depth <= 0)
+    if (stack_hi)
+        return 1;
+    if (stack_unknown)
         return 0;
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    if (here >= main_stack_lo && here < main_stack_hi) {
+        stack_lo = main_stack_lo;
+        stack_hi = main_stack_hi;
+        return 1;
+    }
+    /* Another thread: glibc answers from the thread descriptor. */
+    pthread_attr_t attr;
+    void *addr;
+    size_t size;
+    stack_unknown = 1;
+    if (syscall(SYS_gettid) == getpid() || pthread_getattr_np(pthread_self(), &attr) != 0)
+        return 0;
+    if (pthread_attr_getstack(&attr, &addr, &size) == 0 && here >= (uintptr_t)addr &&
+        here < (uintptr_t)addr + size) {
+        stack_lo = (uintptr_t)addr;
+        stack_hi = (uintptr_t)addr + size;
+        stack_unknown = 0;
+    }
+    pthread_attr_destroy(&attr);
+    return !stack_unknown;
+}
+
+/* Where the application's code was entered: the first return address
+ * outside libtrace.so on our frame-pointer chain, the stack pointer of that
+ * frame, and its frame-pointer register as we saved it.  0 when the chain
+ * leaves the thread's stack or runs longer than our own frames can. */
+static __attribute__((noinline)) int entry_point(uint64_t *ip0, uint64_t *sp0, uint64_t *fp0)
+{
+    const uintptr_t *fp = __builtin_frame_address(0);
+    for (int i = 0; i < OWN_FRAMES_MAX + 2; i++) {
+        uintptr_t at = (uintptr_t)fp;
+        if (at < stack_lo || at + 16 > stack_hi || (at & 7))
+            return 0;
+        uintptr_t ret = fp[1];
+        if (!native_stack_is_ours(ret)) {
+            *ip0 = ret;
+            *sp0 = at + 16;
+            *fp0 = fp[0];
+            return 1;
+        }
+        const uintptr_t *next = (const uintptr_t *)fp[0];
+        if ((uintptr_t)next <= at)
+            return 0;
+        fp = next;
+    }
+    return 0;
+}
+
+/* The set a stack entered at (ip0, sp0) lives in. */
+static memo *set_of(thread_memos *t, uint64_t ip0, uint64_t sp0)
+{
+    uint64_t h = (ip0 ^ (sp0 >> 4)) * 0x9E3779B97F4A7C15ull;
+    return t->sets[h >> 62];
+}
+
+/* Is m the stack this thread is on now? */
+static int still_there(const memo *m, uint64_t ip0, uint64_t sp0, uint64_t fp0)
+{
+    if (!m->generation || m->ip0 != ip0 || m->sp0 != sp0 || m->fp0 != fp0)
+        return 0;
+    for (int i = 1; i < m->n; i++) {
+        uintptr_t slot = (uintptr_t)m->sps[i] - 8;
+        if (slot < sp0 || slot + 8 > stack_hi || *(const uint64_t *)slot != m->ips[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* At the thread's exit (its TLS destructors run on it).  Events recorded
+ * later in its exit go without a memo. */
+static void release_memos(void *p)
+{
+    memos = NULL;
+    memos_failed = 1;
+    munmap(p, sizeof(thread_memos));
+}
+
+static thread_memos *thread_memos_get(void)
+{
+    if (memos || memos_failed)
+        return memos;
+    memos_failed = 1;
+    if (!memos_key_ok)
+        return NULL;
+    void *p = mmap(NULL, sizeof(thread_memos), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    if (pthread_setspecific(memos_key, p) != 0) {
+        munmap(p, sizeof(thread_memos));
+        return NULL;
+    }
+    memos_failed = 0;
+    return memos = p;
+}
+
+/* libunwind's fast walk (its own per-frame cache), our frames cut off. */
+static int fast_walk(uint64_t *ips, int depth)
+{
     void *raw[NATIVE_STACK_MAX + OWN_FRAMES_MAX];
     int n = unw_backtrace(raw, depth + OWN_FRAMES_MAX);
     int skip = 0;
@@ -78,4 +266,129 @@ int native_stack_capture(uint64_t *ips, int depth)
     for (int i = 0; i < kept; i++)
         ips[i] = (uint64_t)(uintptr_t)raw[skip + i];
     return kept;
+}
+
+/* The step-by-step walk, which also tells each frame's stack pointer. */
+static int slow_walk(uint64_t *ips, uint64_t *sps, int depth)
+{
+    unw_context_t ctx;
+    unw_cursor_t cur;
+    if (unw_getcontext(&ctx) != 0 || unw_init_local(&cur, &ctx) != 0)
+        return 0;
+    int n = 0, own = 0;
+    do {
+        unw_word_t ip, sp;
+        if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0 || unw_get_reg(&cur, UNW_REG_SP, &sp) != 0)
+            break;
+        if (n == 0 && own < OWN_FRAMES_MAX && native_stack_is_ours(ip)) {
+            own++;
+            continue;
+        }
+        ips[n] = ip;
+        sps[n] = sp;
+        n++;
+    } while (n < depth && unw_step(&cur) > 0);
+    return n;
+}
+
+static uint32_t hash_ips(const uint64_t *ips, int n, uint64_t sp0)
+{
+    uint64_t h = sp0 ^ (uint64_t)n;
+    for (int i = 0; i < n; i++)
+        h = (h ^ ips[i]) * 0x9E3779B97F4A7C15ull;
+    return (uint32_t)(h >> 40);
+}
+
+/* After a fast walk that missed: make a memo of this stack (known by its
+ * frames and where it was entered) when it keeps coming back and the slow
+ * walk's budget allows. */
+static void maybe_memoize(thread_memos *t, const native_capture *c, int depth, uint64_t ip0,
+                          uint64_t sp0, uint64_t fp0)
+{
+    uint8_t *hot = &t->hot[hash_ips(c->ips, c->n, sp0) % HOT_SLOTS];
+    if (*hot < HOT_AFTER) {
+        (*hot)++;
+        return;
+    }
+    if ((int32_t)(t->captures - t->slow_allowed_at) < 0)
+        return;
+    t->slow_allowed_at = t->captures + SLOW_EVERY;
+    memo *w = &t->walked;
+    int n = slow_walk(w->ips, w->sps, depth);
+    /* The two walks must agree, and with the frame-pointer chain on where
+     * the application starts, or the slots mean nothing to the next check. */
+    if (n != c->n || memcmp(w->ips, c->ips, (size_t)n * sizeof *c->ips) != 0 ||
+        w->sps[0] != sp0)
+        return;
+    w->ip0 = ip0;
+    w->sp0 = sp0;
+    w->fp0 = fp0;
+    w->n = n;
+    t->walked_valid = 1;
+}
+
+int native_stack_capture(native_capture *c, int depth, uint32_t generation, int nested)
+{
+    c->id = 0;
+    c->n = 0;
+    if (depth <= 0)
+        return 0;
+    thread_memos *t = NULL;
+    uint64_t ip0, sp0, fp0;
+    if (!nested && depth <= MEMO_FRAMES && know_stack_bounds() && (t = thread_memos_get()) &&
+        entry_point(&ip0, &sp0, &fp0)) {
+        t->walked_valid = 0;
+        t->captures++;
+        memo *set = set_of(t, ip0, sp0);
+        for (int i = 0; i < MEMO_WAYS; i++) {
+            memo *m = &set[i];
+            if (!still_there(m, ip0, sp0, fp0))
+                continue;
+            m->used = t->captures;
+            c->n = m->n;
+            if (m->generation == generation) {
+                c->id = m->id;
+            } else {            /* a new writer (fork): intern it again */
+                memcpy(c->ips, m->ips, (size_t)m->n * sizeof *c->ips);
+                t->walked = *m;
+                t->walked_valid = 1;
+            }
+            return c->n;
+        }
+        c->n = fast_walk(c->ips, depth);
+        if (c->n > 0 && c->ips[0] == ip0)
+            maybe_memoize(t, c, depth, ip0, sp0, fp0);
+        return c->n;
+    }
+    c->n = fast_walk(c->ips, depth);
+    return c->n;
+}
+
+void native_stack_remember(uint32_t generation, uint32_t id)
+{
+    thread_memos *t = memos;
+    if (!t || !t->walked_valid || !id || !generation)
+        return;
+    t->walked_valid = 0;
+    memo *set = set_of(t, t->walked.ip0, t->walked.sp0), *m = &set[0];
+    for (int i = 0; i < MEMO_WAYS; i++) {   /* an empty way, else the least recently used */
+        if (!set[i].generation) {
+            m = &set[i];
+            break;
+        }
+        if ((int32_t)(set[i].used - m->used) < 0)
+            m = &set[i];
+    }
+    m->generation = 0;   /* invalid while half written (a signal handler may look) */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memcpy(m->ips, t->walked.ips, (size_t)t->walked.n * sizeof *m->ips);
+    memcpy(m->sps, t->walked.sps, (size_t)t->walked.n * sizeof *m->sps);
+    m->n = t->walked.n;
+    m->ip0 = t->walked.ip0;
+    m->sp0 = t->walked.sp0;
+    m->fp0 = t->walked.fp0;
+    m->id = id;
+    m->used = t->captures;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    m->generation = generation;
 }

@@ -16,7 +16,6 @@
 #include "flusher.h"
 #include "host_blocks.h"
 #include "native_stack.h"
-#include "stack_cache.h"
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -138,10 +137,8 @@ void rec_threads_renamed(void)
 
 /* What a thread knows before taking the lock. */
 struct captured {
-    uint64_t ips[NATIVE_STACK_MAX];
-    int nips;
-    uint32_t stack_id;     /* from the per-thread cache, 0 if not there */
-    uint32_t generation;   /* of the writer the cached id belongs to */
+    native_capture native; /* id: from the thread's memo, 0 if not there */
+    uint32_t generation;   /* of the writer the memo's id belongs to */
     rec_py_raw py[MAX_PY_FRAMES];
     int npy;
     const rec_py_provider *provider;
@@ -173,6 +170,11 @@ static void capture_names(struct captured *c, int nested)
         now[16] = '\0';
         due |= strcmp(now, c->os_name) != 0;
         memcpy(c->os_name, now, sizeof now);
+        /* Unchanged since our last THREAD record: no need to look again
+         * until the next rename anywhere (else every event paid a
+         * syscall after the flusher named its thread). */
+        if (!due)
+            my_names_epoch = epoch;
     }
     c->names_epoch = epoch;
     rec_thread_namer namer = atomic_load_explicit(&thread_namer, memory_order_acquire);
@@ -186,12 +188,12 @@ static void capture_names(struct captured *c, int nested)
 
 static void capture(struct captured *c, unsigned flags, int nested)
 {
-    c->nips = flags & REC_NATIVE_STACK ? native_stack_capture(c->ips, trace_config_get()->stack_depth)
-                                       : 0;
     c->generation = atomic_load_explicit(&generation, memory_order_relaxed);
-    /* A signal handler that interrupted rec_event could find the cache
-     * half updated: it goes without. */
-    c->stack_id = nested ? 0 : stack_cache_find(c->ips, c->nips, c->generation);
+    /* A signal handler that interrupted rec_event could find the memo half
+     * updated: it goes without. */
+    c->native.n = c->native.id = 0;
+    if (flags & REC_NATIVE_STACK)
+        native_stack_capture(&c->native, trace_config_get()->stack_depth, c->generation, nested);
     c->provider = atomic_load_explicit(&py_provider, memory_order_acquire);
     c->npy = flags & REC_PY_STACK && c->provider ? c->provider->capture(c->py, MAX_PY_FRAMES) : 0;
     capture_names(c, nested);
@@ -213,9 +215,9 @@ static uint64_t encode(tf_event *e, const struct captured *c, pid_t tid)
     e->tid = (uint32_t)tid;
     e->t_ns = now_ns();
     e->parent = open_count ? open_ops[open_count - 1] : 0;
-    e->native_stack = c->stack_id;
-    if (c->nips && (!c->stack_id || c->generation != atomic_load(&generation)))
-        e->native_stack = tf_write_native_stack(writer, c->ips, (uint32_t)c->nips);
+    e->native_stack = c->native.id;
+    if (c->native.n && (!c->native.id || c->generation != atomic_load(&generation)))
+        e->native_stack = tf_write_native_stack(writer, c->native.ips, (uint32_t)c->native.n);
     e->py_stack = c->npy > 0 ? c->provider->intern(writer, c->py, c->npy) : 0;
     tf_write_event(writer, e);
     return e->seq;
@@ -249,8 +251,8 @@ static uint64_t record_event(tf_event *e, unsigned flags)
         pending = tf_writer_pending(writer);
     }
     lock_release();
-    if (seq && !nested && !c.stack_id)
-        stack_cache_store(c.ips, c.nips, c.generation, e->native_stack);
+    if (seq && !nested && !c.native.id)
+        native_stack_remember(c.generation, e->native_stack);
     in_rec_event--;
     if (seq && flags & REC_OPEN && open_count < MAX_OPEN_OPS)
         open_ops[open_count++] = seq;
@@ -340,7 +342,7 @@ static void encode_end(const char *how)
 {
     tf_write_info(writer, "ending", how);
     tf_event e = { .kind = TF_EV_END };
-    encode(&e, &(struct captured){ .nips = 0 }, rec_tid());
+    encode(&e, &(struct captured){ .native.n = 0 }, rec_tid());
 }
 
 void rec_end(const char *how)

@@ -813,6 +813,33 @@ def python_interpreters():
     return list(dict.fromkeys(chosen))
 
 
+def test_stack_memo():
+    """The same allocation site reached through callers whose frames sit at
+    the same addresses (and an alloca of varying size above it): every
+    event's stack names the callers of that very call, though most stacks
+    come from the recorder's per-thread memo."""
+    pairs = 20000
+    rc, out, err = run([prog("prog_stacks"), str(pairs)], env_for())
+    check(rc == 0, "exit %d: %s" % (rc, err))
+    dump = os.path.join(os.path.dirname(ARGS.trace_replay), "trace-dump")
+    p = subprocess.run([dump, "--json", only_log()], capture_output=True, text=True, check=True)
+    seen = 0
+    for line in p.stdout.splitlines():
+        e = json.loads(line)
+        if e.get("kind") != "cuda_alloc":
+            continue
+        i = e["size"] - 1000
+        h = (i * 2654435761) & 0xFFFFFFFF
+        want = ["outer_a", "outer_b", "outer_c"][(h >> 16) % 3]
+        names = [f.get("function") for f in e.get("native_stack", [])]
+        check(names[:1] == ["site"] and want in names and
+              not {"outer_a", "outer_b", "outer_c"} - {want} & set(names) and
+              ("via_y" in names) == bool((i // 7) % 2),
+              "pair %d: stack %s, expected site <- %s" % (i, names, want))
+        seen += 1
+    check(seen == pairs, "%d allocations in the log, %d made" % (seen, pairs))
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()
