@@ -167,6 +167,9 @@ def multiprocessing_case(args, work):
                 t["events"] != sum(p["events"] for p in doc["processes"]) or \
                 t["peak_reserved_sum"] != sum(p["peak_reserved"] for p in doc["processes"]):
             fail("%s: totals %r" % (method, t))
+        if not max(p["peak_reserved"] for p in doc["processes"]) <= t["peak_reserved_at_once"] <= \
+                t["peak_reserved_sum"]:
+            fail("%s: held at once %d, not between the largest peak and the sum" % (method, t["peak_reserved_at_once"]))
         if pids[root][0]["peak_reserved"] < 8 * MiB:
             fail("%s: the root's 8 MiB is not in its peak: %r" % (method, pids[root][0]["peak_reserved"]))
         # The text: the tree with the workers under the root, each process's
@@ -278,7 +281,7 @@ def built(args, out, pid, ppid, start, events, info=(), host="node1", cmd="pytho
     lines += [{"kind": "info", "key": k, "value": v} for k, v in info]
     t = start
     for e in events:
-        t += 1000
+        t = e.pop("at") if "at" in e else t + 1000
         lines.append(dict(e, tid=pid, t_ns=t))
     lines.append({"kind": "end", "tid": pid, "t_ns": t + 1000})
     import_log(args, out, lines)
@@ -377,6 +380,28 @@ def verdicts_case(args, work):
     p = report(args, [empty], status=2)
     if "no log in this directory" not in p.stderr:
         fail("an empty directory: %r" % p.stderr)
+    # What the tree held at once: A holds 10 MiB from 1 s to 5 s, B 20 MiB
+    # from 6 s to 8 s, C 20 MiB from 3 s to 4 s (inside A's); D on another
+    # host 5 MiB (hosts' clocks differ: added).
+    s = 10**9
+    at_once = fresh(work, "at_once")
+    a = built(args, os.path.join(at_once, "a.tlog"), 600, 1, 0, [dict(alloc(1 << 30, 10 * MiB), at=1 * s),
+                                                                 dict(free(1 << 30), at=5 * s)])
+    b = built(args, os.path.join(at_once, "b.tlog"), 601, 600, 5 * s + s // 2,
+              [dict(alloc(1 << 31, 20 * MiB), at=6 * s), dict(free(1 << 31), at=8 * s)])
+    c = built(args, os.path.join(at_once, "c.tlog"), 602, 600, 2 * s + s // 2,
+              [dict(alloc(1 << 32, 20 * MiB), at=3 * s), dict(free(1 << 32), at=4 * s)])
+    e = built(args, os.path.join(at_once, "e.tlog"), 603, 1, 0, [alloc(1 << 33, 5 * MiB), free(1 << 33)],
+              host="node9")
+    for logs, want, total in (([a, b], 20, 30), ([a, b, c], 30, 50), ([a, b, c, e], 35, 55)):
+        t = json.loads(report(args, logs, "--json", status=0).stdout)["totals"]
+        if t["peak_reserved_at_once"] != want * MiB or t["peak_reserved_sum"] != total * MiB:
+            fail("held at once by %s: %d MiB (sum of peaks %d MiB), expected %d (%d)" % (
+                [os.path.basename(x) for x in logs], t["peak_reserved_at_once"] // MiB, t["peak_reserved_sum"] // MiB,
+                want, total))
+    text = report(args, [a, b, c], status=0).stdout
+    if "  held at once, at most      device reserved 30.0 MiB" not in text:
+        fail("the text's totals lack what was held at once:\n" + text[text.index("\nTotals"):])
     # Every member of the JSON is documented.
     doc = json.loads(report(args, [d, inc], "--json", status=None).stdout)
     ranked = built(args, os.path.join(fresh(work, "ranked"), "r.tlog"), 7, 1, 1, [], info=[("rank", "0")])

@@ -168,6 +168,10 @@ static int read_one(rpt_tree *t, const char *path, int run, const rpt_options *b
         rpt_print_json(&r, r.stacks, t->parts);
         p->json_len = (size_t)(ftell(t->parts) - p->json_off);
     }
+    /* The points move here (rpt_free leaves them), cut to those in use. */
+    p->series = r.series;
+    p->series.p = rp_xrealloc(p->series.p, (p->series.n ? p->series.n : 1) * sizeof *p->series.p);
+    r.series.p = NULL;
     int next = r.status->next_run_offset ? r.run + 1 : 0;
     rpt_free(&r);
     return next;
@@ -254,6 +258,67 @@ static void link_tree(rpt_tree *t)
         if (t->procs[all[k]].parent < 0)
             visit(t, all[k], 0, &n);
     free(all);
+}
+
+/* ---- memory held at once ---- */
+
+typedef struct step { uint64_t t; int64_t dv; } step;
+
+static int by_time(const void *a, const void *b)
+{
+    const step *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return (x->dv > 0) - (y->dv > 0);   /* ends before starts at the same time */
+}
+
+/* The highest sum over time of measure m of the processes of one host
+ * (report_tree.h: at_once). */
+static uint64_t host_at_once(const rpt_tree *t, const char *host, int m)
+{
+    uint32_t n = 0, cap = 0;
+    step *st = NULL;
+    for (uint32_t i = 0; i < t->nprocs; i++) {
+        const rpt_proc *p = &t->procs[i];
+        if (strcmp(p->hostname, host))
+            continue;
+        for (uint32_t k = 0; k < p->series.n; k++) {
+            uint64_t v = p->series.p[k].v[m];
+            if (!v)
+                continue;
+            uint64_t from = p->series.t0 + p->series.p[k].t_ns;
+            uint64_t to = k + 1 < p->series.n ? p->series.t0 + p->series.p[k + 1].t_ns
+                                              : (p->t_last > from ? p->t_last : from) + 1;
+            if (n + 2 > cap) {
+                cap = cap ? 2 * cap : 256;
+                st = rp_xrealloc(st, cap * sizeof *st);
+            }
+            st[n++] = (step){from, (int64_t)v};
+            st[n++] = (step){to, -(int64_t)v};
+        }
+    }
+    if (n)
+        qsort(st, n, sizeof *st, by_time);
+    int64_t now = 0, high = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        now += st[i].dv;
+        high = now > high ? now : high;
+    }
+    free(st);
+    return (uint64_t)high;
+}
+
+static void held_at_once(rpt_tree *t)
+{
+    for (uint32_t i = 0; i < t->nprocs; i++) {
+        uint32_t k = 0;
+        while (k < i && strcmp(t->procs[k].hostname, t->procs[i].hostname))
+            k++;
+        if (k < i)
+            continue;   /* host counted already */
+        for (int m = 0; m < 3; m++)
+            t->at_once[m] += host_at_once(t, t->procs[i].hostname, m);
+    }
 }
 
 /* ---- ranks ---- */
@@ -466,6 +531,7 @@ int rpt_tree_read(rpt_tree *t, char *const *paths, int npaths, const rpt_options
     }
     free(logs.v);
     link_tree(t);
+    held_at_once(t);
     find_ranks(t);
     make_verdict(t);
     return 0;
@@ -485,6 +551,7 @@ void rpt_tree_free(rpt_tree *t)
         free(p->findings);
         free(p->violation);
         free(p->kids);
+        rpt_series_free(&p->series);
     }
     for (uint32_t i = 0; i < t->nbad; i++) {
         free(t->bad[i].path);

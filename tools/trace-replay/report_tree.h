@@ -54,6 +54,7 @@ typedef struct rpt_proc {
     char *violation;                   /* the violation the verdict names, with stacks ("" if none) */
     long json_off;                     /* its report's JSON in the parts file */
     size_t json_len;
+    rpt_series series;                 /* its memory over time (a copy of the report's) */
     /* The tree. */
     int parent;                        /* index, or -1 (its parent left no log here) */
     char relation;                     /* 'r' root, 'c' child (fork/spawn), 'e' exec'd image */
@@ -90,6 +91,12 @@ typedef struct rpt_tree {
     rp_verdict verdict;
     int worst;                         /* the process the verdict names, or -1 */
     uint32_t counts[3];                /* processes clean, violation, inconclusive */
+    /* What the tree held at once, at most: per host, the processes' memory
+     * over time added up (each step of a series is the highest value of its
+     * time bucket, held until the next step or the process's last event),
+     * the highest sum; hosts' figures added (their clocks differ).  Never
+     * above the sum of the peaks, never below the true figure. */
+    uint64_t at_once[3];
     char *where;                       /* what was asked for, as the title says it */
 } rpt_tree;
 

@@ -133,6 +133,9 @@ static void totals(rn_json *w, const rpt_tree *t)
     rn_json_u64(w, "processes", t->nprocs);
     for (int k = 0; k < 12; k++)
         rn_json_u64(w, keys[k], v[k]);
+    rn_json_u64(w, "peak_reserved_at_once", t->at_once[0]);
+    rn_json_u64(w, "peak_allocated_at_once", t->at_once[1]);
+    rn_json_u64(w, "peak_host_at_once", t->at_once[2]);
     rn_json_obj(w, "verdicts");
     rn_json_u64(w, "violation", t->counts[2]);
     rn_json_u64(w, "inconclusive", t->counts[1]);

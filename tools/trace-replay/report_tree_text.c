@@ -170,6 +170,11 @@ static void print_totals(const rpt_tree *t, FILE *out)
     rn_bytes(peak[2], c, sizeof c);
     fprintf(out, "  sum of peaks               device reserved %s, allocated %s, host buffers %s\n"
                  "                             (each process's own peak: they need not have coincided)\n", a, b, c);
+    rn_bytes(t->at_once[0], a, sizeof a);
+    rn_bytes(t->at_once[1], b, sizeof b);
+    rn_bytes(t->at_once[2], c, sizeof c);
+    fprintf(out, "  held at once, at most      device reserved %s, allocated %s, host buffers %s\n"
+                 "                             (the processes' memory over time added up, per host)\n", a, b, c);
     rn_bytes(gcd, a, sizeof a);
     rn_bytes(gch, b, sizeof b);
     fprintf(out, "  freed only by collections  device %s, host buffers %s\n", a, b);
