@@ -47,6 +47,6 @@ awk -v bc="$base_cuda" -v tc="$traced_cuda" -v bm="$base_malloc" -v hm="$heaptra
     printf "%-34s %12.1f %12s %8s\n", "malloc+free untraced", bm, "", ""
     if (hm != "")
         printf "%-34s %12.1f %12.1f %8.1f\n", "malloc+free heaptrack", hm, hm - bm, hm / bm
-    verdict = (tc - bc <= 1000) ? "PASS" : "FAIL"
-    printf "added cost per traced pair: %.0f ns (aim: <= 1000 ns) %s\n", tc - bc, verdict
+    verdict = (tc - bc <= 400) ? "PASS" : "FAIL"
+    printf "added cost per traced pair: %.0f ns (aim: <= 400 ns, issue 15) %s\n", tc - bc, verdict
 }'
