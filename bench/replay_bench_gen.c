@@ -184,8 +184,9 @@ int main(int argc, char **argv)
         perror(argv[1]);
         return 2;
     }
-    tf_header hd = {TF_VERSION_MAJOR, TF_VERSION_MINOR, 1, 1, 0, 0, "bench", "python bench.py", "/usr/bin/python3",
-                    "bench", "", "3.11", 0, 0};
+    tf_header hd = {.version_major = TF_VERSION_MAJOR, .version_minor = TF_VERSION_MINOR, .pid = 1, .ppid = 1,
+                    .hostname = "bench", .cmdline = "python bench.py", .exe = "/usr/bin/python3",
+                    .tracer_version = "bench", .settings = "", .python_version = "3.11"};
     g.w = tf_writer_new(&hd);
     tf_write_pool(g.w, 1, "cupy");
     for (int i = 0; i < 4; i++) {

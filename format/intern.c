@@ -82,7 +82,7 @@ static int grow_slots(tf_intern *t)
 
 uint32_t tf_intern_add(tf_intern *t, const void *key, size_t len, uint64_t hash)
 {
-    if (len > UINT32_MAX || t->count == UINT32_MAX - 1)
+    if (len > UINT32_MAX || tf_intern_ids(t) >= UINT32_MAX - 1)
         return 0;
     if ((!t->slots || (size_t)t->count + 1 > (t->mask + 1) / 2) && grow_slots(t) < 0)
         return 0;
@@ -90,10 +90,18 @@ uint32_t tf_intern_add(tf_intern *t, const void *key, size_t len, uint64_t hash)
         return 0;
     if (len)
         memcpy(t->keys + t->keys_len, key, len);
-    tf_intern_slot s = { hash, t->keys_len, (uint32_t)len, t->count + 1 };
+    tf_intern_slot s = { hash, t->keys_len, (uint32_t)len, tf_intern_ids(t) + 1 };
     t->keys_len += len;
     place(t->slots, t->mask, &s);
-    return ++t->count;
+    t->count++;
+    return s.id;
+}
+
+void tf_intern_forget(tf_intern *t)
+{
+    uint32_t ids = tf_intern_ids(t);
+    tf_intern_free(t);
+    t->base = ids;
 }
 
 void tf_intern_free(tf_intern *t)

@@ -27,7 +27,8 @@
 #define SKIPPABLE_MAGIC 0x184D2A50u /* low 4 bits free */
 #define HEADER_MAGIC "gputrace"
 
-enum frame_outcome { FRAME_NONE, FRAME_WHOLE, FRAME_CUT, FRAME_BAD };
+/* FRAME_WAIT: a frame of a log being written is not all there yet. */
+enum frame_outcome { FRAME_NONE, FRAME_WHOLE, FRAME_CUT, FRAME_BAD, FRAME_WAIT };
 
 /* ------------------------------------------------------------ damage */
 
@@ -42,17 +43,29 @@ static void compose_damage(tf_reader *r)
         snprintf(r->damage + n, sizeof r->damage - n, "; and %u more", r->dropped_notes);
 }
 
-static void note(tf_reader *r, const char *fmt, ...)
+static void vnote(tf_reader *r, const char *fmt, va_list ap)
 {
-    if (r->nnotes == TF_DAMAGE_NOTES) {
+    if (r->nnotes == TF_DAMAGE_NOTES)
         r->dropped_notes++;
-    } else {
-        va_list ap;
-        va_start(ap, fmt);
+    else
         vsnprintf(r->notes[r->nnotes++], sizeof r->notes[0], fmt, ap);
-        va_end(ap);
-    }
     compose_damage(r);
+}
+
+__attribute__((format(printf, 2, 3))) static void note(tf_reader *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vnote(r, fmt, ap);
+    va_end(ap);
+}
+
+void tf_reader_note(tf_reader *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vnote(r, fmt, ap);
+    va_end(ap);
 }
 
 /* Completes the latest note about a corrupt frame once a frame reads again. */
@@ -149,7 +162,10 @@ static int decompress_frame(tf_reader *r, const char **why)
             return FRAME_WHOLE;
         }
         if (in.pos == in.size && out.pos < out.size) {
-            if (next_magic(r, at + 1) < r->size) {
+            if (r->in && tf_input_live(r))
+                return FRAME_WAIT;  /* the rest is being written */
+            /* Cut short, and yet a frame or a later segment follows. */
+            if (next_magic(r, at + 1) < r->size || (r->in && tf_input_has_next(r))) {
                 *why = "incomplete";
                 return FRAME_BAD;
             }
@@ -164,12 +180,30 @@ static int decompress_frame(tf_reader *r, const char **why)
  * frames and the search resumes at the next frame magic. */
 static int load_frame(tf_reader *r)
 {
-    while (r->off < r->size) {
+    for (;;) {
+        if (r->off >= r->size) {
+            if (r->in && tf_input_more(r))
+                continue;
+            return FRAME_NONE;
+        }
         size_t at = r->off;
+        /* Following a log: a frame (or a skippable frame, or the magic) that
+         * does not end inside the window is waited for. */
+        int live = r->in && tf_input_live(r);
         if (r->size - at >= 8 && (le32(r->data + at) & ~0xFu) == SKIPPABLE_MAGIC) {
             uint64_t len = le32(r->data + at + 4);
+            if (live && len >= r->size - at - 8) {
+                if (tf_input_more(r))
+                    continue;
+                return FRAME_NONE;
+            }
             r->off = len < r->size - at - 8 ? at + 8 + len : r->size;
             continue;
+        }
+        if (live && (r->size - at < 8 || cut_in_magic(r, at))) {
+            if (tf_input_more(r))
+                continue;
+            return FRAME_NONE;
         }
         r->frame_index = r->frames_seen++;
         if (cut_in_magic(r, at)) {
@@ -179,6 +213,14 @@ static int load_frame(tf_reader *r)
         }
         const char *why = "not a zstd frame";
         int outcome = magic_at(r, at) ? decompress_frame(r, &why) : FRAME_BAD;
+        if (outcome == FRAME_WAIT) {
+            r->frames_seen--;
+            r->off = at;
+            r->buf_len = r->buf_pos = 0;
+            if (tf_input_more(r))
+                continue;
+            return FRAME_NONE;
+        }
         if (outcome == FRAME_BAD) {
             frame_corrupt(r, why);
             r->off = next_magic(r, at + 1);
@@ -187,6 +229,7 @@ static int load_frame(tf_reader *r)
         r->frame_partial = outcome == FRAME_CUT;
         r->frame_has_bases = 0;
         r->frame_at = at;
+        r->restating = 0;
         r->st.frames++;
         note_resumed(r);
         return outcome;
@@ -309,7 +352,7 @@ static int get_fields(tf_reader *r, tf_cursor *c, tf_event *e, uint32_t present)
  * this version does not know (its common fields still move the bases). */
 static int decode_event(tf_reader *r, uint32_t kind, tf_cursor *c, tf_event *e)
 {
-    memset(&e->u, 0, sizeof e->u);  /* get_common sets all the rest */
+    memset(e, 0, sizeof *e);  /* padding too: callers compare whole events */
     e->kind = kind;
     if (c->end - c->p < 2)
         return TF_REC_BAD;
@@ -375,13 +418,29 @@ int tf_reader_next(tf_reader *r, tf_event *e)
 {
     uint32_t kind;
     tf_cursor c;
+    r->st.waiting = 0;
     while (!r->finished && read_record(r, &kind, &c)) {
         int rc;
-        /* A frame opening with a HEADER: another log starts here (two logs
-         * joined with cat).  This run ends; tf_reader_next_run reads it. */
-        if (kind == TF_REC_HEADER && !r->frame_has_bases && c.p == another_header(r)) {
-            r->st.next_run_offset = r->frame_at;
-            break;
+        if (kind == TF_REC_HEADER && !r->frame_has_bases) {
+            /* A later segment opens (FORMAT.md section 13). */
+            int how = r->in ? tf_input_opening(r, &c) : TF_INPUT_NONE;
+            if (how == TF_INPUT_SKIP) {
+                r->buf_pos = r->buf_len;
+                continue;
+            }
+            if (how == TF_INPUT_ABSORB) {
+                r->restating = 1;
+                continue;
+            }
+            if (how == TF_INPUT_STOP)
+                break;
+            /* Else a frame opening with a HEADER: another log starts here
+             * (two logs joined with cat).  This run ends;
+             * tf_reader_next_run reads it. */
+            if (c.p == another_header(r)) {
+                r->st.next_run_offset = r->frame_at;
+                break;
+            }
         }
         if (kind == TF_REC_FRAME)
             rc = absorb_frame_record(r, &c);
@@ -389,6 +448,8 @@ int tf_reader_next(tf_reader *r, tf_event *e)
             rc = TF_REC_BAD;  /* every frame opens with FRAME; HEADER only opens the file */
         else if (kind >= 32)
             rc = decode_event(r, kind, &c, e);
+        else if (r->restating)
+            rc = tf_defs_absorb_restated(&r->defs, kind, &c);
         else
             rc = tf_defs_absorb(&r->defs, kind, &c);
         if (rc == TF_REC_NOMEM) {
@@ -402,10 +463,18 @@ int tf_reader_next(tf_reader *r, tf_event *e)
         if (kind >= 32 && rc == 1) {
             r->st.events++;
             r->st.last_seq = e->seq;
+            if (r->gap_pending) {
+                e->flags |= TF_EVENT_AFTER_GAP;
+                r->gap_pending = 0;
+            }
             if (kind == TF_EV_END)
                 r->st.clean_end = 1;
             return 1;
         }
+    }
+    if (r->in && !r->finished && tf_input_waiting(r)) {
+        r->st.waiting = 1;
+        return 0;
     }
     finish(r);
     return 0;
@@ -423,7 +492,11 @@ static int get_header_str(tf_reader *r, tf_cursor *c, const char **out)
 
 static int decode_header(tf_reader *r, tf_cursor *c, char *err, size_t errlen)
 {
-    tf_header *h = &r->header;
+    return tf_reader_decode_header(r, &r->header, c, err, errlen);
+}
+
+int tf_reader_decode_header(tf_reader *r, tf_header *h, tf_cursor *c, char *err, size_t errlen)
+{
     if (c->end - c->p < 8 || memcmp(c->p, HEADER_MAGIC, 8) != 0) {
         snprintf(err, errlen, "not a trace log (no header)");
         return -1;
@@ -449,6 +522,11 @@ static int decode_header(tf_reader *r, tf_cursor *c, char *err, size_t errlen)
         }
     h->cuda_runtime_version = (int32_t)tf_unzigzag(tf_get_uv(c));
     h->cuda_driver_version = (int32_t)tf_unzigzag(tf_get_uv(c));
+    if (!c->bad && c->p < c->end) {   /* 1.2: segments */
+        h->max_bytes = tf_get_uv(c);
+        h->segment = get_u32(c);
+        h->first_seq = tf_get_uv(c);
+    }
     if (c->bad) {
         snprintf(err, errlen, "not a trace log (damaged header)");
         return -1;
@@ -488,7 +566,7 @@ static int read_header(tf_reader *r, char *err, size_t errlen)
     return decode_header(r, &c, err, errlen);
 }
 
-tf_reader *tf_reader_open_mem(const void *data, size_t len, char *err, size_t errlen)
+tf_reader *tf_reader_alloc(char *err, size_t errlen)
 {
     tf_reader *r = calloc(1, sizeof *r);
     if (!r || !(r->dctx = ZSTD_createDCtx())) {
@@ -497,6 +575,19 @@ tf_reader *tf_reader_open_mem(const void *data, size_t len, char *err, size_t er
         return NULL;
     }
     ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_windowLogMax, WINDOW_LOG_MAX);
+    return r;
+}
+
+int tf_reader_read_header(tf_reader *r, char *err, size_t errlen)
+{
+    return read_header(r, err, errlen);
+}
+
+tf_reader *tf_reader_open_mem(const void *data, size_t len, char *err, size_t errlen)
+{
+    tf_reader *r = tf_reader_alloc(err, errlen);
+    if (!r)
+        return NULL;
     r->data = data;
     r->size = len;
     if (read_header(r, err, errlen) < 0) {
@@ -533,6 +624,12 @@ tf_reader *tf_reader_open(const char *path, char *err, size_t errlen)
         return NULL;
     }
     r->map = map;
+    if (r->header.max_bytes) {
+        /* A log in segments: read through a window, one file after another. */
+        tf_reader_close(r);
+        int again = 0;
+        return tf_input_open(path, 0, &again, err, errlen);
+    }
     return r;
 }
 
@@ -570,6 +667,7 @@ void tf_reader_close(tf_reader *r)
         return;
     if (r->map)
         munmap(r->map, r->size);
+    tf_input_free(r->in);
     ZSTD_freeDCtx(r->dctx);
     free(r->buf);
     tf_defs_free(&r->defs);

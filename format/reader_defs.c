@@ -261,6 +261,31 @@ int tf_defs_absorb(tf_defs *d, uint32_t kind, tf_cursor *c)
     }
 }
 
+/* A segment's restatement read after a gap (reader_input.c): what is
+ * already known is not taken twice (a module by its id, an unload of a
+ * module already unloaded, an INFO record identical to one read). */
+int tf_defs_absorb_restated(tf_defs *d, uint32_t kind, tf_cursor *c)
+{
+    tf_cursor peek = *c;
+    uint32_t pos;
+    if (kind == TF_REC_MODULE_LOAD || kind == TF_REC_MODULE_UNLOAD) {
+        uint32_t id = get_u32(&peek);
+        if (!peek.bad && tf_idmap_get(&d->module_ids, id, &pos) &&
+            (kind == TF_REC_MODULE_LOAD || !((tf_module_entry *)list_at(&d->modules, pos, sizeof(tf_module_entry)))->loaded))
+            return TF_REC_OK;
+    } else if (kind == TF_REC_INFO) {
+        uint64_t klen, vlen;
+        const uint8_t *key = tf_get_bytes(&peek, &klen), *value = tf_get_bytes(&peek, &vlen);
+        for (uint32_t i = 0; !peek.bad && i < d->infos.count; i++) {
+            const tf_info *e = list_at(&d->infos, i, sizeof *e);
+            if (strlen(e->key) == klen && !memcmp(e->key, key, klen) && strlen(e->value) == vlen &&
+                !memcmp(e->value, value, vlen))
+                return TF_REC_OK;
+        }
+    }
+    return tf_defs_absorb(d, kind, c);
+}
+
 void tf_defs_free(tf_defs *d)
 {
     tf_list *lists[] = { &d->strings, &d->natives, &d->py_stacks, &d->py_codes,

@@ -44,14 +44,52 @@ enum { TF_REC_OK = 0, TF_REC_BAD = -1, TF_REC_NOMEM = -2 };
 
 /* Absorb one definition record (kind < 32); unknown kinds are ignored. */
 int tf_defs_absorb(tf_defs *d, uint32_t kind, tf_cursor *payload);
+/* The same for a restatement read after a gap: what is known is skipped. */
+int tf_defs_absorb_restated(tf_defs *d, uint32_t kind, tf_cursor *payload);
 void tf_defs_free(tf_defs *d);
 
 #define TF_DAMAGE_NOTES 4
+
+/* Reading through a window of the file instead of a mapping of all of it:
+ * a log followed while it is written, or one cut into segment files
+ * (reader_input.c). */
+typedef struct tf_input tf_input;
+/* Called when the reader needs more than the window holds (r->off at the
+ * end, or a frame that does not end inside it).  1 when it is worth trying
+ * again: bytes were added, the current segment turned out complete (so its
+ * end now reads as final), or the next segment was opened; 0 when there is
+ * nothing more for now (tf_input_waiting says whether more may come). */
+int tf_input_more(tf_reader *r);
+/* More bytes may still come for the current segment: a frame that does not
+ * end inside the window is being written, not cut short. */
+int tf_input_live(const tf_reader *r);
+/* A later segment is on disk: the current one is complete. */
+int tf_input_has_next(const tf_reader *r);
+/* Nothing more for now, but the log goes on (follow mode). */
+int tf_input_waiting(const tf_reader *r);
+/* The HEADER that opens a segment after the first: checks it belongs to this
+ * log and says what was lost on the way.  TF_INPUT_SKIP: the rest of its
+ * frame restates definitions already read; TF_INPUT_ABSORB: read them (an
+ * earlier segment was never read); TF_INPUT_STOP: not this log's. */
+enum { TF_INPUT_NONE, TF_INPUT_SKIP, TF_INPUT_ABSORB, TF_INPUT_STOP };
+int tf_input_opening(tf_reader *r, tf_cursor *header);
+void tf_input_free(tf_input *in);
+/* Open a log through a window (see trace_format.h, tf_reader_open_follow). */
+tf_reader *tf_input_open(const char *path, int follow, int *again, char *err, size_t errlen);
+/* reader.c: a reader with no data yet, and reading the HEADER that opens
+ * its data. */
+tf_reader *tf_reader_alloc(char *err, size_t errlen);
+int tf_reader_read_header(tf_reader *r, char *err, size_t errlen);
+/* reader.c's header decoding, for the input's segment headers. */
+int tf_reader_decode_header(tf_reader *r, tf_header *h, tf_cursor *c, char *err, size_t errlen);
+/* reader.c's damage notes. */
+void tf_reader_note(tf_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 struct tf_reader {
     const uint8_t *data;        /* the whole file */
     size_t size;
     void *map;                  /* our mapping of it, when we opened the path */
+    tf_input *in;               /* or a window of it (reader_input.c) */
     size_t off;                 /* where the next frame starts */
     size_t frame_at;            /* where the current frame started */
     void *dctx;                 /* ZSTD_DCtx */
@@ -60,6 +98,8 @@ struct tf_reader {
     size_t buf_len, buf_cap, buf_pos;
     int frame_partial;          /* the file ends inside the current frame */
     int frame_has_bases;        /* its FRAME record has been read */
+    int restating;              /* it is a segment's restatement, read after a gap */
+    int gap_pending;            /* the next event comes after a gap: TF_EVENT_AFTER_GAP */
     uint64_t frame_index;       /* ordinal of the current frame in the file */
     uint64_t frames_seen;       /* frames met so far, damaged ones included */
 

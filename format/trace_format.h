@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define TF_VERSION_MAJOR 1
-#define TF_VERSION_MINOR 1
+#define TF_VERSION_MINOR 2
 
 /* Record kinds.  Definitions (< 32) give ids meaning; events (>= 32) carry a
  * sequence number.  A reader skips kinds it does not know (records are
@@ -88,6 +88,10 @@ enum tf_host_api {
 const char *tf_host_api_name(uint32_t api);       /* "malloc", ...; "api#N" if unknown */
 const char *tf_host_domain_name(uint32_t domain); /* "malloc", "mmap", "PyMem RAW"... */
 
+/* tf_event.flags: events are missing right before this one (segments of a
+ * log kept within a budget were deleted: FORMAT.md section 13). */
+#define TF_EVENT_AFTER_GAP 1u
+
 /* One decoded event.  Fields a kind does not use are zero. */
 typedef struct tf_event {
     uint32_t kind;          /* enum tf_kind, >= 32 */
@@ -97,6 +101,7 @@ typedef struct tf_event {
     uint64_t parent;        /* seq of the enclosing operation on this thread, 0 if none */
     uint32_t native_stack;  /* stack id, 0 if none */
     uint32_t py_stack;      /* stack id, 0 if none */
+    uint32_t flags;         /* TF_EVENT_*: what the reader knows of its place; writers ignore it */
     union {
         struct {            /* cuda_alloc, cuda_free */
             uint32_t api;   /* enum tf_api */
@@ -175,6 +180,11 @@ typedef struct tf_header {
     const char *python_version; /* "" when unknown at start (see INFO) */
     int32_t cuda_runtime_version; /* 0 when unknown */
     int32_t cuda_driver_version;
+    /* 1.2: a log kept within a budget (TRACE_MAX_BYTES) is a series of
+     * segment files (FORMAT.md section 13).  All zero in a log of one file. */
+    uint64_t max_bytes;       /* the budget in bytes; 0: the log is not cut */
+    uint32_t segment;         /* this file's number in the series (0: the first) */
+    uint64_t first_seq;       /* the first event this file can hold (segment > 0) */
 } tf_header;
 
 typedef struct tf_segment { uint64_t vaddr, memsz; uint32_t flags; } tf_segment;
@@ -210,7 +220,9 @@ typedef struct tf_chunk { uint8_t *data; size_t len, cap; } tf_chunk;
 void tf_chunk_free(tf_chunk *c);
 
 /* Start a log: encodes the HEADER record into the first chunk.  Allocates; the
- * rest of the writer only allocates when an intern table or the chunk grows. */
+ * rest of the writer only allocates when an intern table or the chunk grows.
+ * A header with max_bytes makes a writer that keeps a copy of the
+ * definitions of the process's state it writes, for tf_writer_restate. */
 tf_writer *tf_writer_new(const tf_header *h);
 void tf_writer_free(tf_writer *w);
 
@@ -249,9 +261,23 @@ void tf_writer_seal(tf_writer *w, tf_chunk *out);
  * was encoded since and puts seq, time, frame and event counts back, so the
  * next frame continues the log as if nothing had been written after the mark.
  * Definitions interned after the mark must not be used again (record none). */
-typedef struct tf_writer_mark { uint64_t frames_sealed, seq, t_ns, events; } tf_writer_mark;
+typedef struct tf_writer_mark { uint64_t frames_sealed, seq, t_ns, events; size_t journal; } tf_writer_mark;
 tf_writer_mark tf_writer_get_mark(const tf_writer *w);
 void tf_writer_rewind(tf_writer *w, const tf_writer_mark *m);
+
+/* The opening frame of a new segment file (FORMAT.md section 13): HEADER
+ * (segment, first_seq = the next event's seq) and every definition of the
+ * process's state written so far (modules and their unloads, threads, pools,
+ * INFO), with the same ids, in the same order, encoded into *out (which
+ * grows by mapped pages, as chunks do).  The writer then forgets its
+ * interned strings, stacks and code objects: content used again is defined
+ * again under a new id (ids are never reused), and tf_writer_epoch changes,
+ * so callers that remember ids of interned content look them up again.
+ * Call it right after a seal, with nothing encoded since.  0, or -1 when the
+ * writer keeps no journal, ran out of memory keeping it, or records were
+ * encoded since the seal. */
+int tf_writer_restate(tf_writer *w, uint32_t segment, tf_chunk *out);
+uint32_t tf_writer_epoch(const tf_writer *w);
 
 /* Compress a sealed chunk into one checksummed zstd frame and write all of it.
  * cctx is a ZSTD_CCtx* the caller keeps (NULL: one is made and freed).
@@ -265,6 +291,20 @@ size_t tf_chunk_bound(const tf_chunk *c);
 /* write(2) until all n bytes are written (EINTR retried).  0 or -errno. */
 int tf_write_all(int fd, const void *data, size_t n);
 size_t tf_chunk_compress(const tf_chunk *c, void *cctx, int level, void *out, size_t cap);
+
+/* ---------------------------------------------------------------- segments */
+
+/* The file of segment k of the log at log_path (FORMAT.md section 13):
+ * log_path itself for k = 0, else ".segK" before the extension of its last
+ * component (trace-1234.tlog -> trace-1234.seg3.tlog).  0, or -1 when it
+ * does not fit in cap.  Allocates nothing (the recorder calls it). */
+int tf_segment_path(char *out, size_t cap, const char *log_path, uint32_t k);
+/* Back from segment k's path to the log's (the first segment's): 0, or -1
+ * when seg_path is not named as segment k. */
+int tf_segment_log_path(char *out, size_t cap, const char *seg_path, uint32_t k);
+/* k >= 1 when the directory entry name is segment k of the log at log_path
+ * (in the same directory), else 0. */
+uint32_t tf_segment_number(const char *name, const char *log_path);
 
 /* ------------------------------------------------------------------ reader */
 
@@ -280,6 +320,15 @@ typedef struct tf_read_status {
     uint64_t next_run_offset; /* another log starts at this byte of the file
                                  (logs joined with cat): this one ended there;
                                  0 when none does */
+    /* Following a log (tf_reader_open_follow): tf_reader_next returned 0
+     * because nothing more is there yet, not because the log ended. */
+    int waiting;
+    /* Segmented logs (FORMAT.md section 13). */
+    uint32_t segment;         /* the segment being read */
+    uint64_t segment_first_seq; /* its first event */
+    uint64_t gaps;            /* times events were missing between segments read */
+    uint64_t gap_seq;         /* the first event after the latest gap */
+    uint64_t lost_events;     /* events in segments deleted before they were read */
 } tf_read_status;
 
 /* Open a log.  NULL with a message in err when the file cannot be read, is not
@@ -288,6 +337,22 @@ typedef struct tf_read_status {
 tf_reader *tf_reader_open(const char *path, char *err, size_t errlen);
 /* Same, over a memory buffer the caller keeps alive (fuzzers, tests). */
 tf_reader *tf_reader_open_mem(const void *data, size_t len, char *err, size_t errlen);
+/* A log cut into segments (its header's max_bytes; FORMAT.md section 13) is
+ * read by tf_reader_open as one log from any of its files: the first
+ * segment, then each later one still on disk, with a damage note for each
+ * run of deleted segments (status gaps, gap_seq, lost_events).
+ *
+ * Following a log while it is written: tf_reader_open_follow opens it as
+ * soon as its first frame is complete (NULL with *again set while the file
+ * does not exist or that frame is still being written; *again clear when it
+ * is not a log).  tf_reader_next then returns 0 with status waiting set when
+ * it has read everything written so far: call it again once the file grew
+ * (a frame still being written is waited for, not reported as cut short).
+ * Later segments are taken up as the writer starts them.  tf_reader_final
+ * says the writer is gone: what is on disk is all there will be, and the
+ * next calls read it to the end with the usual damage rules. */
+tf_reader *tf_reader_open_follow(const char *path, int *again, char *err, size_t errlen);
+void tf_reader_final(tf_reader *r);
 void tf_reader_close(tf_reader *r);
 
 /* Next event in file order (which is seq order).  Definitions met on the way

@@ -9,6 +9,16 @@
  * front and allocates nothing while the chunk has room (a caller that seals
  * regularly gets the previous buffer back at each seal).  When it must grow,
  * it grows by mapped pages (pages.h), since it may be inside a signal handler.
+ *
+ * A writer for a log cut into segments (the header's max_bytes) also keeps a
+ * journal: a copy of every definition record of the process's state it
+ * encodes (modules, threads, pools, INFO), so that each new segment can open
+ * with them (tf_writer_restate) and be read without the segments before it,
+ * which the recorder deletes.  Interned content (strings, stacks, code
+ * objects) is not restated: at each new segment the writer forgets it, and
+ * what the program uses again is defined again, under a new id, in the
+ * segment that uses it.  So a segment costs the definitions it needs, and a
+ * run that keeps making new stacks or mark texts stays within its budget.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +48,14 @@ struct tf_writer {
     tf_intern strings, native_stacks, py_codes, py_stacks;
     uint32_t modules;
     uint64_t events;
+    size_t rec_start;        /* where the record being encoded starts */
+    /* Segments: the header to restate, and the journal of definitions. */
+    tf_header header;
+    char *header_text;       /* the header's strings, copied */
+    int journal_on, journal_broken;
+    uint8_t *journal;
+    size_t journal_len, journal_cap;
+    uint32_t epoch;          /* interned content forgotten this many times */
 };
 
 static int reserve(tf_writer *w, size_t need)
@@ -86,7 +104,25 @@ static uint8_t *record_begin(tf_writer *w, uint32_t kind, size_t max_payload)
         return NULL;
     if (!w->frame_open)
         write_frame_record(w);
+    w->rec_start = w->chunk.len;
     return record_begin_raw(w, kind);
+}
+
+/* Ends a definition record of the process's state, and keeps a copy of it
+ * in the journal.  A journal that cannot grow is broken for good: a
+ * restatement missing one module would leave later stacks unexplained. */
+static void state_end(tf_writer *w, uint8_t *payload, const uint8_t *end)
+{
+    record_end(w, payload, end);
+    if (!w->journal_on || w->journal_broken)
+        return;
+    size_t n = w->chunk.len - w->rec_start;
+    if (tf_pages_reserve(&w->journal, &w->journal_cap, w->journal_len, n, 64u * 1024) < 0) {
+        w->journal_broken = 1;
+        return;
+    }
+    memcpy(w->journal + w->journal_len, w->chunk.data + w->rec_start, n);
+    w->journal_len += n;
 }
 
 static uint8_t *put_bytes(uint8_t *p, const void *s, size_t n)
@@ -109,16 +145,18 @@ static size_t str_len(const char *s)
 
 static size_t header_size(const tf_header *h)
 {
-    return sizeof HEADER_MAGIC + 16 * TF_VARINT_MAX + str_len(h->hostname) +
+    return sizeof HEADER_MAGIC + 20 * TF_VARINT_MAX + str_len(h->hostname) +
            str_len(h->cmdline) + str_len(h->exe) + str_len(h->tracer_version) +
            str_len(h->settings) + str_len(h->python_version);
 }
 
-static int write_header(tf_writer *w, const tf_header *h)
+/* The HEADER record at the end of chunk c (the writer's own, or a
+ * restatement's). */
+static int write_header(tf_chunk *c, const tf_header *h)
 {
-    if (reserve(w, RECORD_PREFIX_MAX + header_size(h)) < 0)
+    if (tf_pages_reserve(&c->data, &c->cap, c->len, RECORD_PREFIX_MAX + header_size(h), FIRST_CHUNK_CAP) < 0)
         return -1;
-    uint8_t *payload = record_begin_raw(w, TF_REC_HEADER);
+    uint8_t *payload = tf_put_uv(c->data + c->len, TF_REC_HEADER) + 1;
     uint8_t *p = payload;
     memcpy(p, HEADER_MAGIC, 8);
     p += 8;
@@ -136,7 +174,42 @@ static int write_header(tf_writer *w, const tf_header *h)
     p = put_str(p, h->python_version);
     p = tf_put_uv(p, tf_zigzag(h->cuda_runtime_version));
     p = tf_put_uv(p, tf_zigzag(h->cuda_driver_version));
-    record_end(w, payload, p);
+    p = tf_put_uv(p, h->max_bytes);
+    p = tf_put_uv(p, h->segment);
+    p = tf_put_uv(p, h->first_seq);
+    /* record_end's job, on a chunk that may not be the writer's. */
+    size_t n = (size_t)(p - payload);
+    uint8_t len_bytes[TF_VARINT_MAX];
+    size_t extra = (size_t)(tf_put_uv(len_bytes, n) - len_bytes) - 1;
+    if (extra)
+        memmove(payload + extra, payload, n);
+    tf_put_uv(payload - 1, n);
+    c->len = (size_t)(payload + extra + n - c->data);
+    return 0;
+}
+
+/* The header again, for restatements: its strings copied into one block. */
+static int keep_header(tf_writer *w, const tf_header *h)
+{
+    const char *const *src[] = { &h->hostname, &h->cmdline, &h->exe, &h->tracer_version, &h->settings,
+                                 &h->python_version };
+    const char **dst[] = { &w->header.hostname, &w->header.cmdline, &w->header.exe, &w->header.tracer_version,
+                           &w->header.settings, &w->header.python_version };
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof src / sizeof *src; i++)
+        total += str_len(*src[i]) + 1;
+    w->header = *h;
+    w->header_text = malloc(total);
+    if (!w->header_text)
+        return -1;
+    char *p = w->header_text;
+    for (size_t i = 0; i < sizeof src / sizeof *src; i++) {
+        size_t n = str_len(*src[i]);
+        memcpy(p, n ? *src[i] : "", n);
+        p[n] = '\0';
+        *dst[i] = p;
+        p += n + 1;
+    }
     return 0;
 }
 
@@ -145,11 +218,48 @@ tf_writer *tf_writer_new(const tf_header *h)
     tf_writer *w = calloc(1, sizeof *w);
     if (!w)
         return NULL;
-    if (write_header(w, h) < 0) {
+    w->journal_on = h->max_bytes != 0;
+    if (write_header(&w->chunk, h) < 0 || (w->journal_on && keep_header(w, h) < 0)) {
+        tf_chunk_free(&w->chunk);
         free(w);
         return NULL;
     }
     return w;
+}
+
+int tf_writer_restate(tf_writer *w, uint32_t segment, tf_chunk *out)
+{
+    if (!w->journal_on || w->journal_broken || w->chunk.len)
+        return -1;
+    tf_header h = w->header;
+    h.segment = segment;
+    h.first_seq = w->seq + 1;
+    out->len = 0;
+    if (write_header(out, &h) < 0 ||
+        tf_pages_reserve(&out->data, &out->cap, out->len, FRAME_RECORD_MAX + w->journal_len, FIRST_CHUNK_CAP) < 0)
+        return -1;
+    /* A FRAME record with the bases the next frame will restate: the
+     * definitions need none, but every frame's first record after the
+     * HEADER is FRAME. */
+    uint8_t *payload = tf_put_uv(out->data + out->len, TF_REC_FRAME) + 1;
+    uint8_t *p = tf_put_uv(payload, w->frames_sealed);
+    p = tf_put_uv(p, w->seq);
+    p = tf_put_uv(p, w->t_ns);
+    payload[-1] = (uint8_t)(p - payload);  /* at most 30 bytes: one length byte */
+    out->len = (size_t)(p - out->data);
+    memcpy(out->data + out->len, w->journal, w->journal_len);
+    out->len += w->journal_len;
+    tf_intern_forget(&w->strings);
+    tf_intern_forget(&w->native_stacks);
+    tf_intern_forget(&w->py_codes);
+    tf_intern_forget(&w->py_stacks);
+    w->epoch++;
+    return 0;
+}
+
+uint32_t tf_writer_epoch(const tf_writer *w)
+{
+    return w->epoch;
 }
 
 void tf_writer_free(tf_writer *w)
@@ -161,6 +271,8 @@ void tf_writer_free(tf_writer *w)
     tf_intern_free(&w->native_stacks);
     tf_intern_free(&w->py_codes);
     tf_intern_free(&w->py_stacks);
+    tf_pages_free(w->journal, w->journal_cap);
+    free(w->header_text);
     free(w);
 }
 
@@ -273,7 +385,7 @@ uint32_t tf_write_module_load(tf_writer *w, const char *path, uint64_t base,
         p = tf_put_uv(p, segs[i].memsz);
         p = tf_put_uv(p, segs[i].flags);
     }
-    record_end(w, payload, p);
+    state_end(w, payload, p);
     return id;
 }
 
@@ -281,7 +393,7 @@ void tf_write_module_unload(tf_writer *w, uint32_t module_id)
 {
     uint8_t *payload = record_begin(w, TF_REC_MODULE_UNLOAD, TF_VARINT_MAX);
     if (payload)
-        record_end(w, payload, tf_put_uv(payload, module_id));
+        state_end(w, payload, tf_put_uv(payload, module_id));
 }
 
 /* THREAD, POOL and INFO share one shape: a number or string, then a string. */
@@ -292,7 +404,7 @@ static void write_named(tf_writer *w, uint32_t kind, uint32_t num, const char *k
     if (!payload)
         return;
     uint8_t *p = kind == TF_REC_INFO ? put_str(payload, key) : tf_put_uv(payload, num);
-    record_end(w, payload, put_str(p, value));
+    state_end(w, payload, put_str(p, value));
 }
 
 void tf_write_thread(tf_writer *w, uint32_t tid, const char *name)
@@ -310,7 +422,7 @@ void tf_write_thread_names(tf_writer *w, uint32_t tid, const char *name, const c
     if (!payload)
         return;
     uint8_t *p = put_str(tf_put_uv(payload, tid), name);
-    record_end(w, payload, put_str(p, py_name));
+    state_end(w, payload, put_str(p, py_name));
 }
 
 void tf_write_pool(tf_writer *w, uint32_t pool, const char *name)
@@ -329,9 +441,9 @@ void tf_write_info(tf_writer *w, const char *key, const char *value)
 static void fill_end_counts(const tf_writer *w, tf_event *e)
 {
     if (!e->u.end.events) e->u.end.events = w->events;
-    if (!e->u.end.strings) e->u.end.strings = w->strings.count;
-    if (!e->u.end.native_stacks) e->u.end.native_stacks = w->native_stacks.count;
-    if (!e->u.end.py_stacks) e->u.end.py_stacks = w->py_stacks.count;
+    if (!e->u.end.strings) e->u.end.strings = tf_intern_ids(&w->strings);
+    if (!e->u.end.native_stacks) e->u.end.native_stacks = tf_intern_ids(&w->native_stacks);
+    if (!e->u.end.py_stacks) e->u.end.py_stacks = tf_intern_ids(&w->py_stacks);
     if (!e->u.end.frames) e->u.end.frames = w->frames_sealed + 1;
 }
 
@@ -451,7 +563,7 @@ void tf_write_event(tf_writer *w, const tf_event *ev)
 
 tf_writer_mark tf_writer_get_mark(const tf_writer *w)
 {
-    return (tf_writer_mark){ w->frames_sealed, w->seq, w->t_ns, w->events };
+    return (tf_writer_mark){ w->frames_sealed, w->seq, w->t_ns, w->events, w->journal_len };
 }
 
 void tf_writer_rewind(tf_writer *w, const tf_writer_mark *m)
@@ -462,6 +574,8 @@ void tf_writer_rewind(tf_writer *w, const tf_writer_mark *m)
     w->seq = m->seq;
     w->t_ns = m->t_ns;
     w->events = m->events;
+    if (m->journal <= w->journal_len)
+        w->journal_len = m->journal;
 }
 
 void tf_chunk_free(tf_chunk *c)

@@ -79,14 +79,23 @@ static void start(importer *im, const jp_node *o)
 {
     const jp_doc *d = &im->doc;
     const char *none = "";
+    /* The log written is one file: a segmented log's max_bytes, segment
+     * and first_seq are not carried over. */
     tf_header h = {
-        TF_VERSION_MAJOR, TF_VERSION_MINOR,
-        (uint32_t)jp_u64(d, o, "pid", 0), (uint32_t)jp_u64(d, o, "ppid", 0),
-        jp_u64(d, o, "wall_start_ns", 0), jp_u64(d, o, "mono_start_ns", 0),
-        jp_str(d, o, "hostname", NULL), jp_str(d, o, "cmdline", NULL), jp_str(d, o, "exe", NULL),
-        jp_str(d, o, "tracer_version", NULL), jp_str(d, o, "settings", NULL),
-        jp_str(d, o, "python_version", NULL),
-        (int32_t)jp_i64(d, o, "cuda_runtime_version", 0), (int32_t)jp_i64(d, o, "cuda_driver_version", 0),
+        .version_major = TF_VERSION_MAJOR,
+        .version_minor = TF_VERSION_MINOR,
+        .pid = (uint32_t)jp_u64(d, o, "pid", 0),
+        .ppid = (uint32_t)jp_u64(d, o, "ppid", 0),
+        .wall_start_ns = jp_u64(d, o, "wall_start_ns", 0),
+        .mono_start_ns = jp_u64(d, o, "mono_start_ns", 0),
+        .hostname = jp_str(d, o, "hostname", NULL),
+        .cmdline = jp_str(d, o, "cmdline", NULL),
+        .exe = jp_str(d, o, "exe", NULL),
+        .tracer_version = jp_str(d, o, "tracer_version", NULL),
+        .settings = jp_str(d, o, "settings", NULL),
+        .python_version = jp_str(d, o, "python_version", NULL),
+        .cuda_runtime_version = (int32_t)jp_i64(d, o, "cuda_runtime_version", 0),
+        .cuda_driver_version = (int32_t)jp_i64(d, o, "cuda_driver_version", 0),
     };
     const char **strs[] = {&h.hostname, &h.cmdline, &h.exe, &h.tracer_version, &h.settings, &h.python_version};
     for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)

@@ -101,6 +101,9 @@ def read_log(path):
                 header[key] = rec.str()
             header["cuda_runtime_version"] = rec.sv()
             header["cuda_driver_version"] = rec.sv()
+            # 1.2: the segment fields (zero in a log of one file).
+            for key in ["max_bytes", "segment", "first_seq"]:
+                header[key] = rec.uv() if rec.pos < rec.end else 0
         elif kind == 2:
             rec.uv()
             bases = {"seq": rec.uv(), "time": rec.uv(), "tid": 0,

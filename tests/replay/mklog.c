@@ -26,8 +26,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "mklog: %s\n", err);
         return 2;
     }
-    tf_header h = {TF_VERSION_MAJOR, TF_VERSION_MINOR, 4242, 1, 0, 0, "testhost", "python app.py", "/usr/bin/python3",
-                   "test", "", "3.11.0", 0, 0};
+    tf_header h = {.version_major = TF_VERSION_MAJOR, .version_minor = TF_VERSION_MINOR, .pid = 4242, .ppid = 1,
+                   .hostname = "testhost", .cmdline = "python app.py", .exe = "/usr/bin/python3",
+                   .tracer_version = "test", .settings = "", .python_version = "3.11.0"};
     tf_writer *w = tf_writer_new(&h);
     tf_segment seg = {0, 0x100000, 5};
     tf_write_module_load(w, "/opt/fake/libpool.so", 0x400000, (const uint8_t *)"\x12\x34\x56\x78", 4, &seg, 1);

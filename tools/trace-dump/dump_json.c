@@ -28,6 +28,9 @@ void dump_json_header(dump_ctx *d)
     rn_json_str(j, "python_version", h->python_version ? h->python_version : "");
     rn_json_i64(j, "cuda_runtime_version", h->cuda_runtime_version);
     rn_json_i64(j, "cuda_driver_version", h->cuda_driver_version);
+    rn_json_u64(j, "max_bytes", h->max_bytes);
+    rn_json_u64(j, "segment", h->segment);
+    rn_json_u64(j, "first_seq", h->first_seq);
     rn_json_end_obj(j);
 }
 

@@ -78,6 +78,9 @@ static void text_header(dump_ctx *d)
             h->cuda_runtime_version, h->cuda_driver_version);
     fprintf(d->out, "  started: %" PRIu64 ".%09" PRIu64 " (wall), %" PRIu64 " ns (monotonic)\n",
             h->wall_start_ns / 1000000000, h->wall_start_ns % 1000000000, h->mono_start_ns);
+    if (h->max_bytes)
+        fprintf(d->out, "  kept within %" PRIu64 " bytes (TRACE_MAX_BYTES): segments, read from segment %u%s\n",
+                h->max_bytes, h->segment, h->segment ? " (the earlier ones were deleted)" : "");
 }
 
 /* The innermost Python frame, which usually says what the program was doing. */
