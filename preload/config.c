@@ -14,6 +14,9 @@
 
 #define DEFAULT_OUTPUT "./trace-%p.tlog"
 #define MAX_STACK_DEPTH 256
+/* TRACE_MAX_BYTES: below this a budget cannot hold the start of a run and
+ * a window after it (FORMAT.md section 13). */
+#define MIN_MAX_BYTES (64u << 10)
 
 /* Defaults hold before trace_config_load() runs: hooks can fire from other
  * libraries' constructors before ours. */
@@ -26,6 +29,7 @@ static trace_config config = {
     .py_alloc_sample = 0,
     .quiet = 0,
     .exit_line = -1,
+    .flush_ms = 100,
 };
 static char output_template[sizeof config.output] = DEFAULT_OUTPUT;
 static char description[sizeof config.output + 256];
@@ -157,6 +161,30 @@ static void read_int(const char *name, long long lo, long long hi, long long *va
     *value = v;
 }
 
+/* A size in bytes, with an optional K, M or G (powers of 1024); 0 is off. */
+static void read_size(const char *name, uint64_t lo, uint64_t *value)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    unsigned shift = 0;
+    if (*end == 'K' || *end == 'k')
+        shift = 10, end++;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20, end++;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30, end++;
+    if (errno || *end || s[0] == '-' || v > (1ULL << 50) >> shift || (v && (v << shift) < lo)) {
+        trace_warn("ignoring %s=%s (expected 0 or a size from %llu bytes, e.g. 64M)", name, s,
+                   (unsigned long long)lo);
+        return;
+    }
+    *value = (uint64_t)v << shift;
+}
+
 static void read_flag(const char *name, int *flag)
 {
     long long v = *flag;
@@ -168,10 +196,11 @@ static void describe(void)
 {
     snprintf(description, sizeof description,
              "output=%s;stack_depth=%d;python=%d;host_buffers=%d;host_threshold=%llu;"
-             "py_allocs=%u;quiet=%d;exit_line=%s",
+             "py_allocs=%u;quiet=%d;exit_line=%s;max_bytes=%llu;flush_ms=%u",
              config.output, config.stack_depth, config.python, config.host_buffers,
              (unsigned long long)config.host_threshold, config.py_alloc_sample, config.quiet,
-             config.exit_line < 0 ? "auto" : config.exit_line ? "1" : "0");
+             config.exit_line < 0 ? "auto" : config.exit_line ? "1" : "0",
+             (unsigned long long)config.max_bytes, config.flush_ms);
 }
 
 void trace_config_load(void)
@@ -200,6 +229,10 @@ void trace_config_load(void)
     v = config.py_alloc_sample;
     read_int("TRACE_PY_ALLOCS", 0, UINT32_MAX, &v);
     config.py_alloc_sample = (uint32_t)v;
+    read_size("TRACE_MAX_BYTES", MIN_MAX_BYTES, &config.max_bytes);
+    v = config.flush_ms;
+    read_int("TRACE_FLUSH_MS", 1, 10000, &v);
+    config.flush_ms = (uint32_t)v;
     const char *line = getenv("TRACE_EXIT_LINE");
     if (line && *line) {
         if (!strcmp(line, "auto"))

@@ -17,6 +17,8 @@ typedef struct trace_config {
     uint32_t py_alloc_sample;  /* TRACE_PY_ALLOCS: record one GC-object allocation in N (0 = off) */
     int quiet;                 /* TRACE_QUIET=1: no line at exit, no warnings */
     int exit_line;             /* TRACE_EXIT_LINE: 1 always, 0 never, -1 (auto) when stderr is a terminal */
+    uint64_t max_bytes;        /* TRACE_MAX_BYTES: keep the log within this many bytes (segments); 0 = no limit */
+    uint32_t flush_ms;         /* TRACE_FLUSH_MS: the flusher writes at least this often, default 100 */
     char rank[32];             /* from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID; "" if none */
     const char *rank_from;     /* which of them, or NULL */
 } trace_config;

@@ -5,14 +5,16 @@
  * writing happen outside it, under the write token (owner tid, like the
  * recorder's lock), which keeps frames in seal order and lets a flush from a
  * signal handler tell "another thread is writing, wait" from "I was writing,
- * give up".  The thread sleeps on a futex with a 100 ms timeout; a full
- * chunk wakes it.
+ * give up".  The thread sleeps on a futex with a timeout of TRACE_FLUSH_MS
+ * (100 ms by default); a full chunk wakes it.
  */
 #define ZSTD_STATIC_LINKING_ONLY   /* ZSTD_initStaticCCtx: stable since zstd 1.3 */
 #include "flusher.h"
+#include "config.h"
 #include "endings.h"
 #include "host_blocks.h"
 #include "log_file.h"
+#include "recorder.h"
 #include "recorder_core.h"
 #include "warn.h"
 
@@ -29,7 +31,6 @@
 #include <errno.h>
 
 
-#define FLUSH_INTERVAL_NS 100000000L
 /* A bounded flush waits at most this long for another thread's write. */
 #define SIGNAL_WAIT_NS 1000000000L
 
@@ -42,6 +43,7 @@ static _Atomic int kick_word;  /* futex: 1 when there is work */
 static _Atomic pid_t token_owner;
 static tf_chunk chunk;         /* swapped with the writer's buffer on seal */
 static tf_chunk end_chunk;     /* exec: the frame holding END, kept apart */
+static tf_chunk restated;      /* a new segment's opening (TRACE_MAX_BYTES) */
 static off_t exec_cut;         /* exec: the log's size before that frame */
 static ZSTD_CCtx *cctx;        /* in memory of its own, mapped at start */
 
@@ -107,9 +109,19 @@ static int flush_under_guard(int bounded)
         rc = log_write(&chunk, cctx);
         chunk_waiting = rc == -EAGAIN;
     }
-    if (!chunk_waiting && rec_seal(&chunk) > 0) {
-        rc = log_write(&chunk, cctx);
-        chunk_waiting = rc == -EAGAIN;
+    if (!chunk_waiting) {
+        /* A segment full: the frame sealed now ends it, and the next one
+         * opens with every definition written up to that same seal. */
+        uint32_t next = rec_active() ? log_rotation_due() : 0;   /* not after END */
+        size_t n = next ? rec_seal_restate(&chunk, next, &restated) : rec_seal(&chunk);
+        if (n > 0) {
+            rc = log_write(&chunk, cctx);
+            chunk_waiting = rc == -EAGAIN;
+        }
+        if (next && restated.len && rc == 0 && !chunk_waiting)
+            log_rotate(&restated, cctx);
+        else if (next && !restated.len)
+            log_rotation_impossible();
     }
     token_release();
     return rc;
@@ -151,8 +163,11 @@ static void *flusher_main(void *arg)
 {
     (void)arg;
     host_guard_enter();         /* for the thread's life: everything here is ours */
+    /* TRACE_FLUSH_MS: how far behind the program a follower of the log
+     * can be (check --follow); 100 ms by default. */
+    long interval_ns = (long)trace_config_get()->flush_ms * 1000000L;
     while (!atomic_load(&stopping)) {
-        futex_wait(&kick_word, 0, FLUSH_INTERVAL_NS);
+        futex_wait(&kick_word, 0, interval_ns);
         atomic_store(&kick_word, 0);
         flush_now(0);
     }

@@ -17,11 +17,24 @@
 
 /* Names tried before giving up: trace-1.tlog, trace-1.1.tlog, ... */
 #define MAX_ATTEMPTS 1000
+/* Segments: a new one once the current holds budget / SEGMENTS_PER_BUDGET. */
+#define SEGMENTS_PER_BUDGET 8
+#define KEPT_MAX 64
 
 static int created;         /* the file exists, and is this one: */
 static dev_t file_dev;
 static ino_t file_ino;
-static char path[4096];
+static char path[4096];     /* the current segment's file */
+static char log_name[4096]; /* the log's own name: segment 0's file */
+
+/* Segments written and still on disk after the first (the current one
+ * last), oldest first; and what the first one holds. */
+typedef struct kept_segment { uint32_t number; dev_t dev; ino_t ino; uint64_t bytes; } kept_segment;
+static kept_segment kept[KEPT_MAX];
+static unsigned nkept;
+static uint32_t segment;     /* the current segment's number */
+static uint64_t first_bytes; /* bytes in segment 0 */
+static int rotation_off;     /* given up: the log grows past the budget */
 static int failed;
 static uint8_t *frame;      /* the compressed frame: mapped pages (a signal
                                handler may write the log) */
@@ -31,13 +44,13 @@ static void give_up(const char *what, int err)
 {
     failed = 1;
     rec_stop();
-    trace_warn("%s %s: %s; tracing stopped, the program continues", what, log_path(),
+    trace_warn("%s %s: %s; tracing stopped, the program continues", what, path[0] ? path : log_path(),
                strerror(err));
 }
 
 const char *log_path(void)
 {
-    return path[0] ? path : trace_config_get()->output;
+    return log_name[0] ? log_name : trace_config_get()->output;
 }
 
 static int out_of_descriptors(int err)
@@ -58,6 +71,7 @@ static int create(void)
         struct stat st;
         if (fd >= 0 && fstat(fd, &st) == 0) {
             snprintf(path, sizeof path, "%s", name);
+            snprintf(log_name, sizeof log_name, "%s", name);
             file_dev = st.st_dev;
             file_ino = st.st_ino;
             created = 1;
@@ -136,6 +150,114 @@ int log_write(const tf_chunk *c, void *cctx)
         give_up("cannot write", -rc);
         return -1;
     }
+    if (segment)
+        kept[nkept - 1].bytes += n;
+    else
+        first_bytes += n;
+    return 0;
+}
+
+/* ------------------------------------------------------------ segments */
+
+static uint64_t segment_limit(void)
+{
+    uint64_t limit = trace_config_get()->max_bytes / SEGMENTS_PER_BUDGET;
+    return limit < 8192 ? 8192 : limit;
+}
+
+void log_configure(void)
+{
+    if (!trace_config_get()->max_bytes)
+        return;
+    /* Frames of at most a fraction of a segment: compressed they are
+     * smaller still, so the budget is overshot by little. */
+    uint64_t limit = segment_limit();
+    rec_set_frame_bytes(limit / 2 < 16384 ? 16384 : (size_t)(limit / 2), limit * 2 < 65536 ? 65536 : (size_t)(limit * 2));
+}
+
+uint32_t log_rotation_due(void)
+{
+    if (!trace_config_get()->max_bytes || !created || failed || rotation_off)
+        return 0;
+    uint64_t current = segment ? kept[nkept - 1].bytes : first_bytes;
+    return current >= segment_limit() ? segment + 1 : 0;
+}
+
+static void stop_rotating(const char *what, int err)
+{
+    rotation_off = 1;
+    trace_warn("%s: %s; the log goes on in %s, past TRACE_MAX_BYTES", what, strerror(err), path);
+}
+
+void log_rotation_impossible(void)
+{
+    if (!rotation_off)
+        stop_rotating("cannot restate the definitions for a new segment", ENOMEM);
+}
+
+/* Delete segment kept[0] if it is still the file we wrote. */
+static void delete_oldest(void)
+{
+    char name[sizeof path];
+    struct stat st;
+    if (tf_segment_path(name, sizeof name, log_name, kept[0].number) == 0 && lstat(name, &st) == 0 &&
+        st.st_dev == kept[0].dev && st.st_ino == kept[0].ino)
+        unlink(name);
+    memmove(kept, kept + 1, (nkept - 1) * sizeof *kept);
+    nkept--;
+}
+
+int log_rotate(const tf_chunk *restated, void *cctx)
+{
+    if (failed || rotation_off || !created)
+        return -1;
+    char name[sizeof path];
+    size_t n = 0;
+    if (tf_segment_path(name, sizeof name, log_name, segment + 1) < 0) {
+        stop_rotating("cannot name the next segment", ENAMETOOLONG);
+        return -1;
+    }
+    if (reserve_frame(tf_chunk_bound(restated)) < 0 ||
+        !(n = tf_chunk_compress(restated, cctx, LOG_COMPRESSION_LEVEL, frame, frame_cap))) {
+        stop_rotating("cannot compress a segment's opening", ENOMEM);
+        return -1;
+    }
+    int fd = open(name, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int err = errno;
+        if (fd >= 0)
+            close(fd);
+        if (out_of_descriptors(err))
+            return -1;   /* still due: the next flush tries again */
+        snprintf(path, sizeof path, "%s", name);
+        stop_rotating("cannot create the next segment", err);
+        return -1;
+    }
+    int rc = tf_write_all(fd, frame, n);
+    close(fd);
+    if (rc < 0) {
+        snprintf(path, sizeof path, "%s", name);
+        give_up("cannot write", -rc);
+        return -1;
+    }
+    if (nkept == KEPT_MAX)
+        delete_oldest();
+    snprintf(path, sizeof path, "%s", name);
+    file_dev = st.st_dev;
+    file_ino = st.st_ino;
+    segment++;
+    kept[nkept++] = (kept_segment){ .number = segment, .dev = st.st_dev, .ino = st.st_ino, .bytes = n };
+    /* The files together, with the new segment grown to its limit, within
+     * the budget: the oldest segments after the first go, but never the one
+     * just finished (the latest events, whatever the budget). */
+    uint64_t budget = trace_config_get()->max_bytes, total = first_bytes + segment_limit();
+    for (unsigned i = 0; i + 1 < nkept; i++)
+        total += kept[i].bytes;
+    while (nkept > 2 && total > budget) {
+        total -= kept[0].bytes;
+        delete_oldest();
+    }
     return 0;
 }
 
@@ -149,11 +271,14 @@ void log_truncate(off_t size)
 {
     if (!created || failed || size < 0)
         return;
+    off_t before = log_size();
     int fd = reopen(O_WRONLY);
     if (fd < 0)
         return;
     if (ftruncate(fd, size) != 0)
         give_up("cannot truncate", errno);
+    else if (before > size)
+        *(segment ? &kept[nkept - 1].bytes : &first_bytes) -= (uint64_t)(before - size);
     close(fd);
 }
 
@@ -162,6 +287,11 @@ void log_fork_child(void)
     created = 0;
     failed = 0;
     path[0] = '\0';
+    log_name[0] = '\0';
+    nkept = 0;
+    segment = 0;
+    first_bytes = 0;
+    rotation_off = 0;
 }
 
 int log_failed(void)

@@ -28,12 +28,33 @@
  * later call returns -1 at once. */
 int log_write(const tf_chunk *c, void *cctx);
 
-/* The log's size so far, and cutting it back to that size (exec: the END
- * written before the call is taken back when the call fails). */
+/* The current segment's size so far, and cutting it back to that size
+ * (exec: the END written before the call is taken back when it fails). */
 off_t log_size(void);
 void log_truncate(off_t size);
 
-/* The file's path once it exists (else the name it would get first). */
+/* Segments (TRACE_MAX_BYTES; FORMAT.md section 13).  The log is kept as its
+ * first segment (its own path, never deleted: the start of the run, and the
+ * name that says the log exists) and its newest segments.  Once the current
+ * segment holds an eighth of the budget, log_rotation_due names the next
+ * segment: the flusher then seals with a restatement of every definition
+ * (rec_seal_restate), writes the sealed frame to the current segment, and
+ * log_rotate starts the next one with the restatement and deletes the
+ * oldest segments after the first until the files fit the budget (plus one
+ * frame).  Only files this process created are deleted (device and inode
+ * checked), by name, with no descriptor kept. */
+uint32_t log_rotation_due(void);
+/* At start: frames small enough for the segments (rec_set_frame_bytes). */
+void log_configure(void);
+/* 0, or -1 when the segment could not be started (the log then goes on in
+ * the current one, past the budget, after one warning). */
+int log_rotate(const tf_chunk *restated, void *cctx);
+/* The writer could not restate its definitions (out of memory): warn once
+ * and keep writing to the current segment. */
+void log_rotation_impossible(void);
+
+/* The log's name (its first segment's file) once it exists, else the name
+ * it would get first. */
 const char *log_path(void);
 
 /* In a forked child: the parent's file stays the parent's. */

@@ -90,8 +90,7 @@ void pool_api_segment(int pool, int grow, const void *ptr, size_t size)
 void pool_api_mark(const char *text)
 {
     tf_event e = { .kind = TF_EV_MARK };
-    e.u.mark.text = rec_string(text ? text : "");
-    rec_event(&e, REC_STACKS);
+    rec_event_text(&e, REC_STACKS, &e.u.mark.text, text ? text : "");
 }
 
 static const struct trace_api_v1 api_v1 = {

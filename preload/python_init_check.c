@@ -54,8 +54,7 @@ void python_double_init_record(py_object *op, py_object *type)
     tf_event e = { .kind = TF_EV_PY_DOUBLE_INIT };
     e.u.double_init.obj = (uint64_t)(uintptr_t)op;
     const char *name = *(const char **)((const char *)type + TP_NAME);
-    e.u.double_init.type_name = rec_string(name ? name : "?");
-    rec_event(&e, REC_STACKS);
+    rec_event_text(&e, REC_STACKS, &e.u.double_init.type_name, name ? name : "?");
 }
 
 /* The exported names are aliases of these local functions, so that

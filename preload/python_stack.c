@@ -110,6 +110,7 @@ typedef struct line_entry { uintptr_t code; int64_t where; uint32_t code_id; int
 static code_entry code_cache[CODE_CACHE];
 static line_entry line_cache[LINE_CACHE];
 static tf_writer *cached_for;
+static uint32_t cached_epoch;  /* the writer forgets its ids at each segment */
 
 static uint32_t slot_of(uintptr_t key, uint64_t salt, uint32_t size)
 {
@@ -161,9 +162,10 @@ static void forget_caches(void)
 
 static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
 {
-    if (w != cached_for) {
+    if (w != cached_for || tf_writer_epoch(w) != cached_epoch) {
         forget_caches();
         cached_for = w;
+        cached_epoch = tf_writer_epoch(w);
     }
     tf_py_frame frames[n > 0 ? n : 1];
     for (int i = 0; i < n; i++) {

@@ -53,6 +53,13 @@ static int fork_took_lock;
 static const rec_py_provider *_Atomic py_provider;
 static _Atomic rec_thread_namer thread_namer;
 static _Atomic uint32_t names_epoch = 1;   /* bumped by every OS-level rename */
+static size_t seal_bytes = REC_SEAL_BYTES, flush_now_bytes = REC_FLUSH_NOW_BYTES;
+
+void rec_set_frame_bytes(size_t seal, size_t flush_now)
+{
+    seal_bytes = seal < REC_SEAL_BYTES ? seal : REC_SEAL_BYTES;
+    flush_now_bytes = flush_now < REC_FLUSH_NOW_BYTES ? flush_now : REC_FLUSH_NOW_BYTES;
+}
 
 pid_t rec_tid(void)
 {
@@ -143,6 +150,8 @@ struct captured {
     int npy;
     const rec_py_provider *provider;
     int name_due;          /* a THREAD record goes first: new writer, or a rename */
+    const char *text;      /* rec_event_text: a string the event names */
+    uint32_t *text_id;
     uint32_t names_epoch;
     char os_name[17];
     char py_name[REC_THREAD_NAME_MAX];
@@ -219,11 +228,13 @@ static uint64_t encode(tf_event *e, const struct captured *c, pid_t tid)
     if (c->native.n && (!c->native.id || c->generation != atomic_load(&generation)))
         e->native_stack = tf_write_native_stack(writer, c->native.ips, (uint32_t)c->native.n);
     e->py_stack = c->npy > 0 ? c->provider->intern(writer, c->py, c->npy) : 0;
+    if (c->text)
+        *c->text_id = tf_write_string(writer, c->text, strlen(c->text));
     tf_write_event(writer, e);
     return e->seq;
 }
 
-static uint64_t record_event(tf_event *e, unsigned flags)
+static uint64_t record_event(tf_event *e, unsigned flags, uint32_t *text_id, const char *text)
 {
     if (!rec_active())
         return 0;
@@ -239,6 +250,8 @@ static uint64_t record_event(tf_event *e, unsigned flags)
     int nested = in_rec_event++;
     struct captured c;
     capture(&c, flags, nested);
+    c.text = text;
+    c.text_id = text_id;
     if (!lock_take(tid)) {
         in_rec_event--;
         atomic_fetch_add(&dropped, 1);
@@ -257,9 +270,9 @@ static uint64_t record_event(tf_event *e, unsigned flags)
     if (seq && flags & REC_OPEN && open_count < MAX_OPEN_OPS)
         open_ops[open_count++] = seq;
     flusher_ensure_started();
-    if (pending >= REC_FLUSH_NOW_BYTES)
+    if (pending >= flush_now_bytes)
         flush_now(0);
-    else if (pending >= REC_SEAL_BYTES)
+    else if (pending >= seal_bytes)
         flusher_kick();
     return seq;
 }
@@ -269,7 +282,15 @@ static uint64_t record_event(tf_event *e, unsigned flags)
 uint64_t rec_event(tf_event *e, unsigned flags)
 {
     host_guard_enter();
-    uint64_t seq = record_event(e, flags);
+    uint64_t seq = record_event(e, flags, NULL, NULL);
+    host_guard_leave();
+    return seq;
+}
+
+uint64_t rec_event_text(tf_event *e, unsigned flags, uint32_t *text_id, const char *text)
+{
+    host_guard_enter();
+    uint64_t seq = record_event(e, flags, text_id, text);
     host_guard_leave();
     return seq;
 }
@@ -403,6 +424,21 @@ size_t rec_seal(tf_chunk *out)
     if (!writer || !lock_take(tid))
         return 0;
     tf_writer_seal(writer, out);
+    lock_release();
+    return out->len;
+}
+
+size_t rec_seal_restate(tf_chunk *out, uint32_t segment, tf_chunk *restated)
+{
+    pid_t tid = rec_tid();
+    restated->len = 0;
+    if (!writer || !lock_take(tid))
+        return 0;
+    tf_writer_seal(writer, out);
+    if (tf_writer_restate(writer, segment, restated) < 0)
+        restated->len = 0;
+    else   /* the writer forgot its stacks: cached ids are stale */
+        atomic_fetch_add(&generation, 1);
     lock_release();
     return out->len;
 }

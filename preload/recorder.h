@@ -35,13 +35,19 @@ int rec_active(void);
 /* Record one event.  Fills e->seq, tid, t_ns, parent, native_stack, py_stack.
  * Returns the event's seq, or 0 when nothing was recorded. */
 uint64_t rec_event(tf_event *e, unsigned flags);
+/* The same for an event that names a string (a mark's text, a type name):
+ * text is interned under the same lock as the event, into *text_id (a field
+ * of e), so the definition is in the same segment of the log as the event
+ * (a log kept within TRACE_MAX_BYTES forgets its strings at each segment). */
+uint64_t rec_event_text(tf_event *e, unsigned flags, uint32_t *text_id, const char *text);
 
 /* Close the operation opened by the event with this seq (the innermost open
  * one on this thread).  Call it before recording the closing event, whose
  * parent is then the operation's own parent. */
 void rec_close(uint64_t seq);
 
-/* Definitions, interned under the recorder's lock. */
+/* Definitions, interned under the recorder's lock.  A string's id is good
+ * until the log starts its next segment: events use rec_event_text. */
 uint32_t rec_string(const char *s);
 void rec_pool(uint32_t pool, const char *name);
 void rec_info(const char *key, const char *value);

@@ -18,6 +18,12 @@
  * loses at most the frame being written (frames may not exceed 64 MiB). */
 #define REC_FLUSH_NOW_BYTES (1024u * 1024u)
 
+/* A log kept within a byte budget (TRACE_MAX_BYTES) rotates segments only
+ * between frames: smaller segments need smaller frames.  Seal at `seal`
+ * bytes and flush on the recording thread at `flush_now` (at most the
+ * defaults above). */
+void rec_set_frame_bytes(size_t seal, size_t flush_now);
+
 /* Start recording into a new writer whose first record is h.  0 or -1. */
 int rec_start(const tf_header *h);
 
@@ -43,6 +49,10 @@ void rec_stop(void);
 /* Move what was encoded since the last seal into *out (see tf_writer_seal).
  * Returns the number of bytes handed over. */
 size_t rec_seal(tf_chunk *out);
+/* The same, and under the same lock (so nothing is encoded in between) the
+ * opening of segment `segment` into *restated (tf_writer_restate); its len
+ * is 0 when the writer could not restate. */
+size_t rec_seal_restate(tf_chunk *out, uint32_t segment, tf_chunk *restated);
 
 /* Run fn with the writer under the recorder's lock, if recording: for
  * definitions that are not events (modules).  fn must not call out. */

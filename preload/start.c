@@ -78,6 +78,7 @@ static tf_header make_header(void)
         .tracer_version = TRACE_VERSION,
         .settings = trace_config_describe(),
         .python_version = "",
+        .max_bytes = trace_config_get()->max_bytes,
     };
 }
 
@@ -134,6 +135,7 @@ __attribute__((constructor)) static void trace_start(void)
         return;
     }
     flusher_init();
+    log_configure();
     endings_init();
     native_stack_init();
     read_process_facts();
