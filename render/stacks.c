@@ -294,12 +294,35 @@ static int contains_lower(const char *name, const char *key)
     return strstr(low, key) != NULL;
 }
 
+static const char *function_at(rn_stacks *s, const uint64_t *ips, uint32_t i)
+{
+    const tf_module *m = tf_reader_module_for(s->reader, ips[i]);
+    /* Outer frames hold return addresses: the call itself, as frame_of. */
+    return m ? sym_function(s->sym, m, i ? ips[i] - 1 : ips[i]) : NULL;
+}
+
+uint32_t rn_stacks_functions(rn_stacks *s, uint32_t id, const char **out, uint32_t max)
+{
+    const uint64_t *ips;
+    uint32_t n;
+    if (!s->reader || !s->sym || !id || !tf_reader_native_stack(s->reader, id, &ips, &n))
+        return 0;
+    if (n > max)
+        n = max;
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = function_at(s, ips, i);
+    return n;
+}
+
 int rn_stacks_has_function(rn_stacks *s, uint32_t id, const char *key)
 {
-    const stack_entry *e = native_entry(s, id);
-    for (uint32_t i = 0; e && i < e->n; i++) {
-        const rn_native_frame *f = &s->frames[s->refs[e->first + i]].f;
-        if (f->function && contains_lower(f->function, key))
+    const uint64_t *ips;
+    uint32_t n;
+    if (!s->reader || !s->sym || !id || !tf_reader_native_stack(s->reader, id, &ips, &n))
+        return 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *fn = function_at(s, ips, i);
+        if (fn && contains_lower(fn, key))
             return 1;
     }
     return 0;

@@ -68,8 +68,15 @@ uint32_t rn_stacks_native_depth(rn_stacks *s, uint32_t id);
 struct rn_json;
 void rn_json_stacks(struct rn_json *j, rn_stacks *s, uint32_t native, uint32_t py);
 
+/* The function of each frame of a stack, innermost first (NULL where
+ * unknown), from the symbol table alone: the replay asks this of a
+ * collection's stack to place it, and check --follow must not wait for a
+ * module's line table to be read (0.1 to 0.9 s the first time a module's
+ * DWARF is met).  At most max; returns how many.  Names stay valid until
+ * rn_stacks_free. */
+uint32_t rn_stacks_functions(rn_stacks *s, uint32_t id, const char **out, uint32_t max);
 /* 1 when a frame of native stack id is in a function whose name contains
- * key (lowercase). */
+ * key (lowercase); function names alone, as rn_stacks_functions. */
 int rn_stacks_has_function(rn_stacks *s, uint32_t id, const char *key);
 
 /* A frame as one line of text: "func (file.c:3) libfoo.so+0x1c" and

@@ -250,6 +250,16 @@ static void line_by_cu_scan(Dwfl_Module *dm, Dwarf_Addr addr, sym_info *out)
     }
 }
 
+const char *sym_function(sym_ctx *s, const tf_module *m, uint64_t ip)
+{
+    sym_module *mod = m ? module_entry(s, m) : NULL;
+    if (!mod || !mod->dwfl)
+        return NULL;
+    Dwarf_Addr addr = ip - m->base;
+    Dwfl_Module *dm = dwfl_addrmodule(mod->dwfl, addr);
+    return dm ? dwfl_module_addrname(dm, addr) : NULL;
+}
+
 int sym_lookup(sym_ctx *s, const tf_module *m, uint64_t ip, sym_info *out)
 {
     memset(out, 0, sizeof *out);

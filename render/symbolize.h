@@ -40,5 +40,8 @@ void sym_free(sym_ctx *s);
  * Returns 1 when a function or a line was found, else 0.  Strings stay valid
  * until sym_free. */
 int sym_lookup(sym_ctx *s, const tf_module *m, uint64_t ip, sym_info *out);
+/* The function only, from the symbol table: no line table is read (that is
+ * what costs, the first time a module's DWARF is met).  NULL when unknown. */
+const char *sym_function(sym_ctx *s, const tf_module *m, uint64_t ip);
 
 #endif

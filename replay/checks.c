@@ -15,6 +15,7 @@ typedef struct space {
     const char *name;
     rp_rangeset live;       /* val: seq of the allocation; aux: stack ids */
     rp_ptrmap freed;        /* start -> seq of the free */
+    int partial;            /* history lost (rp_checks_forget): an unknown free may be an old block's */
 } space;
 
 #define SEG_CACHE 64
@@ -27,6 +28,7 @@ typedef struct pool_state {
      * land in a segment met lately, and the set is then not searched. */
     struct { uint64_t lo, hi; } seg_cache[SEG_CACHE];
     int seen_segments;      /* the outside-segment check needs to know them */
+    int partial;            /* history lost: its older segments are unknown */
     rp_pool_figures fig;
 } pool_state;
 
@@ -63,6 +65,7 @@ struct rp_checks {
     rp_finding warn[RP_CHECKS_MAX_WARNINGS];
     uint32_t nwarn;
     uint64_t total_warn;
+    int partial;            /* history lost: pools met later are partial too */
 };
 
 static void space_init(space *s, const char *name)
@@ -105,6 +108,30 @@ void rp_checks_free(rp_checks *c)
     free(c);
 }
 
+void rp_checks_forget(rp_checks *c)
+{
+    for (int i = 0; i < SP_COUNT; i++) {
+        space_free(&c->sp[i]);
+        space_init(&c->sp[i], space_names[i]);
+        c->sp[i].partial = 1;
+    }
+    for (size_t i = 0; i < c->npools; i++) {
+        pool_state *p = &c->pools[i];
+        space_free(&p->blocks);
+        space_init(&p->blocks, "pool blocks");
+        rp_rangeset_free(&p->segs);
+        rp_rangeset_init(&p->segs);
+        p->blocks.partial = p->partial = 1;
+        memset(p->seg_cache, 0, sizeof p->seg_cache);
+        p->seen_segments = 0;
+        p->fig.reserved = p->fig.allocated = p->fig.segments = p->fig.blocks = 0;
+    }
+    rp_ptrmap_free(&c->seg_owner);
+    rp_ptrmap_init(&c->seg_owner);
+    memset(c->undo, 0, sizeof c->undo);
+    c->partial = 1;
+}
+
 /* Pool ids come from the log: an array indexed by them would be as large as
  * a forged id asks, so pools are kept densely and found through a map. */
 static const pool_state *pool_find(const rp_checks *c, uint32_t id)
@@ -129,6 +156,7 @@ static pool_state *pool_of(rp_checks *c, uint32_t id)
     memset(p, 0, sizeof *p);
     p->id = id;
     space_init(&p->blocks, "pool blocks");
+    p->partial = p->blocks.partial = c->partial;
     rp_rangeset_init(&p->segs);
     rp_ptrmap_put(&c->pool_index, id, c->npools++);
     return p;
@@ -235,7 +263,7 @@ static int space_free_block(space *s, const tf_event *e, uint64_t ptr, int check
         return report(v, "double_free", site_of(e), (rp_site){*prev, 0, 0, 0},
                       "%s: 0x%llx freed again; it was freed at seq %llu and not handed out since", s->name,
                       ULL(ptr), ULL(*prev));
-    if (!check_unknown)
+    if (!check_unknown || s->partial)
         return 0;
     return report(v, "free_unknown", site_of(e), (rp_site){0, 0, 0, 0},
                   "%s: 0x%llx freed, but it was never handed out", s->name, ULL(ptr));
@@ -389,7 +417,7 @@ static int pool_alloc(rp_checks *c, const tf_event *e, rp_finding *v)
     uint64_t size = e->u.pool.granted ? e->u.pool.granted : e->u.pool.requested;
     if (!ptr)
         return 0;  /* a zero-byte request: nothing handed out */
-    if (p->seen_segments) {
+    if (p->seen_segments && !p->partial) {
         __typeof__(p->seg_cache[0]) *c = &p->seg_cache[(ptr >> 16) % SEG_CACHE];
         if (!(ptr >= c->lo && ptr + size <= c->hi)) {
             const rp_range *s = rp_rangeset_find(&p->segs, ptr), *n;

@@ -35,6 +35,15 @@ void rp_checks_free(rp_checks *c);
  * segment), 0 if none.  Returns 1 and fills *v on a violation. */
 int rp_checks_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_finding *v);
 
+/* Events are missing before the next one (segments deleted to keep a log
+ * within its budget, FORMAT.md section 13; a follower that fell behind):
+ * forget what is live, since the missing part freed and reused memory, and
+ * check on with partial history.  A free of an address never seen is then
+ * no finding (it may be a block from before), nor a pool block outside the
+ * segments seen; double frees, overlaps and the rest hold for what is seen
+ * from here on.  Warnings and peaks are kept. */
+void rp_checks_forget(rp_checks *c);
+
 /* A warning found elsewhere (a model), listed with the checks' own. */
 void rp_checks_add_warning(rp_checks *c, const rp_finding *w);
 

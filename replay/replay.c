@@ -159,6 +159,7 @@ struct rp_replay {
     const char *force_where;
     uint64_t explored;                 /* collections explored (explore_placement) */
     shadow sh;
+    int models_off;                /* history lost: no pool has a model from here */
 };
 
 static int apply_node(rp_replay *r, pool *p, void *m, const gathered *g, uint32_t nid, int nested, hctx *up,
@@ -308,7 +309,10 @@ static pool *pool_of(rp_replay *r, uint32_t id)
     p->id = id;
     const char *name = r->o.pool_name ? r->o.pool_name(r->o.pool_name_ctx, id) : NULL;
     p->selected = pool_selected(&r->o, id, name);
-    p->ops = !p->selected ? NULL : r->o.model ? r->o.model : r->o.model_auto ? model_by_name(r, name) : NULL;
+    p->ops = !p->selected || r->models_off ? NULL
+             : r->o.model          ? r->o.model
+             : r->o.model_auto     ? model_by_name(r, name)
+                                   : NULL;
     rp_ptrmap_init(&p->xlat);
     rp_ptrmap_init(&p->segx);
     rp_rangeset_init(&p->msegs);
@@ -615,9 +619,8 @@ static void add_broken(rp_result *res, const char *inv, const char *msg, int war
     b->warning = warning;
 }
 
-static void record_violation(rp_replay *r, hctx *h, const char *inv, const char *msg)
+static void record_violation(rp_replay *r, rp_result *res, hctx *h, const char *inv, const char *msg)
 {
-    rp_result *res = &r->res;
     hctx *chain[RP_MAX_NESTED * 2];
     uint32_t n = 0;
     for (hctx *x = h; x && n < RP_MAX_NESTED * 2; x = x->up)
@@ -644,22 +647,36 @@ static void record_violation(rp_replay *r, hctx *h, const char *inv, const char 
     res->diverged_before_violation = res->diverged;
     res->violated = 1;
     res->by_model = 1;
+    if (res != &r->res)
+        res->nbroken = 0;   /* a later violation (keep_going): its own list, no audit */
     add_broken(res, inv, msg, 0);
-    r->audit_pool = h->p;
-    r->audit_m = h->m;
+    if (res == &r->res) {
+        r->audit_pool = h->p;
+        r->audit_m = h->m;
+    }
 }
 
 static void record_violation_host(void *ctx, const char *inv, const char *msg)
 {
     hctx *h = ctx;
     rp_replay *r = h->r;
-    if (r->res.violated)
+    if (r->res.violated) {
+        /* keep_going: a later violation, for whoever follows them. */
+        if (r->o.on_violation) {
+            rp_result later = r->res;
+            record_violation(r, &later, h, inv, msg);
+            r->o.on_violation(r->o.on_violation_ctx, &later);
+        }
+        h->p->broken = 1;
         return;
-    record_violation(r, h, inv, msg);
+    }
+    record_violation(r, &r->res, h, inv, msg);
     if (!r->o.keep_going)
         r->stopped = 1;
     else
         h->p->broken = 1;  /* the model's state is no longer the pool's */
+    if (r->o.on_violation)
+        r->o.on_violation(r->o.on_violation_ctx, &r->res);
 }
 
 static void record_warning(void *ctx, const char *inv, const char *msg)
@@ -1558,17 +1575,33 @@ static int driver_event(void *ctx, const tf_event *e, const rp_where *w)
             r->res.events++;
         return 1;
     }
+    /* On a walker someone else feeds (the report's): it keeps its frames. */
+    if ((e->flags & TF_EVENT_AFTER_GAP) && !r->walk && r->res.history_lost_seq != e->seq)
+        rp_replay_history_lost(r, e->seq);
     r->res.events++;
     rp_finding v;
-    if (rp_checks_event(r->checks, e, w->owner_pool, &v) && !r->res.violated) {
-        r->res.violation = v;
-        r->res.violated = 1;
-        r->res.diverged_before_violation = r->res.diverged;
-        r->res.op = (rp_opref){0, 0, 0, 0, 0};
-        add_broken(&r->res, v.invariant, v.message, 0);
-        if (!r->o.keep_going) {
-            r->stopped = 1;
-            return 1;
+    if (rp_checks_event(r->checks, e, w->owner_pool, &v)) {
+        if (!r->res.violated) {
+            r->res.violation = v;
+            r->res.violated = 1;
+            r->res.diverged_before_violation = r->res.diverged;
+            r->res.op = (rp_opref){0, 0, 0, 0, 0};
+            r->res.nnested = r->res.nreentries = 0;
+            add_broken(&r->res, v.invariant, v.message, 0);
+            if (r->o.on_violation)
+                r->o.on_violation(r->o.on_violation_ctx, &r->res);
+            if (!r->o.keep_going) {
+                r->stopped = 1;
+                return 1;
+            }
+        } else if (r->o.on_violation) {
+            rp_result later = r->res;
+            later.violation = v;
+            later.op = (rp_opref){0, 0, 0, 0, 0};
+            later.nnested = later.nreentries = later.nbroken = 0;
+            later.by_model = 0;
+            add_broken(&later, v.invariant, v.message, 0);
+            r->o.on_violation(r->o.on_violation_ctx, &later);
         }
     }
     switch (e->kind) {
@@ -1614,6 +1647,8 @@ static void driver_closed(void *ctx, const rp_frame *f, rp_close how, const tf_e
 
 int rp_replay_event(rp_replay *r, const tf_event *e)
 {
+    if (e->flags & TF_EVENT_AFTER_GAP)
+        rp_replay_history_lost(r, e->seq);
     if (!r->walk) {
         r->walk = rp_walk_new();
         rp_replay_attach(r, r->walk);
@@ -1651,6 +1686,46 @@ void rp_replay_finish(rp_replay *r, int clean_end)
 }
 
 void rp_replay_stop(rp_replay *r) { r->stopped = 1; }
+
+void rp_replay_history_lost(rp_replay *r, uint64_t first_seq)
+{
+    if (r->stopped)
+        return;
+    if (r->walk) {
+        rp_walk_end(r->walk);   /* open operations run as far as they were seen */
+        rp_walk_free(r->walk);
+        r->walk = NULL;
+    }
+    for (size_t i = 0; i < r->nth; i++) {
+        thread *t = &r->th[i];
+        if (t->capture && !r->stopped)
+            apply_top(r, &t->g);   /* nested deeper than the walker opens frames */
+        t->capture = 0;
+        t->nopen = 0;
+    }
+    rp_checks_forget(r->checks);
+    end_shadow(r);   /* an alternative history ends with the models */
+    for (size_t i = 0; i < r->npools; i++) {
+        pool *p = &r->pools[i];
+        if (p->ops) {
+            p->ops->destroy(p->m);
+            if (p->scratch)
+                p->ops->destroy(p->scratch);
+        }
+        p->ops = NULL;
+        p->m = p->scratch = NULL;
+        p->broken = 0;
+        rp_ptrmap_free(&p->xlat);
+        rp_ptrmap_free(&p->segx);
+        rp_rangeset_free(&p->msegs);
+        rp_ptrmap_init(&p->xlat);
+        rp_ptrmap_init(&p->segx);
+        rp_rangeset_init(&p->msegs);
+    }
+    r->models_off = 1;
+    if (!r->res.history_lost_seq)
+        r->res.history_lost_seq = first_seq;
+}
 
 const rp_result *rp_replay_result(const rp_replay *r) { return &r->res; }
 

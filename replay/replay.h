@@ -24,6 +24,8 @@
 #include "trace_format.h"
 #include "walk.h"
 
+struct rp_result;
+
 typedef struct rp_options {
     const rp_model_ops *model;  /* every selected pool gets one; NULL: see auto */
     int model_auto;             /* choose by pool name ("cupy", "torch", "bfc") */
@@ -48,6 +50,14 @@ typedef struct rp_options {
      * is configured from them when its pool first appears. */
     const char *(*setting)(void *ctx, const char *key);
     void *setting_ctx;
+    /* Told of each violation the moment it is found, before the replay
+     * stops (check --follow acts on the traced process from here).  v holds
+     * it as rp_replay_result would (violation, op, nested_in, reentries):
+     * the first one found is the result's own; with keep_going, each later
+     * one (a model that broke stops there, so at most one per pool, and
+     * every model-free violation) comes in a result made for the call. */
+    void (*on_violation)(void *ctx, const struct rp_result *v);
+    void *on_violation_ctx;
 } rp_options;
 
 /* A pool operation and the collections nested in it, for reports. */
@@ -113,6 +123,8 @@ typedef struct rp_result {
     rp_series_point *series;           /* with options.series */
     uint64_t nseries;
     uint64_t seg_sizes[64];            /* segments obtained, by log2 of size */
+    uint64_t history_lost_seq;         /* events were missing before this one (0: none):
+                                          partial checks and no pool models from here */
 } rp_result;
 
 typedef struct rp_replay rp_replay;
@@ -132,6 +144,14 @@ int rp_replay_event(rp_replay *r, const tf_event *e);
  * operations left open, and (clean_end) report what is still live. */
 void rp_replay_finish(rp_replay *r, int clean_end);
 void rp_replay_stop(rp_replay *r);
+/* Events are missing before first_seq, the next event fed (segments of a
+ * log kept within a budget were deleted: FORMAT.md section 13).  What came
+ * before is a whole prefix: operations still open in it are applied as at
+ * the end of a log.  From here the model-free checks go on with partial
+ * history (rp_checks_forget) and every pool goes without a model (its
+ * state at first_seq is unknown).  The driver calls it itself for an event
+ * the reader flagged TF_EVENT_AFTER_GAP. */
+void rp_replay_history_lost(rp_replay *r, uint64_t first_seq);
 
 const rp_result *rp_replay_result(const rp_replay *r);
 /* Warnings from the model-free checks. */

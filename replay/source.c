@@ -89,6 +89,9 @@ void rp_source_array(rp_source *s, const tf_event *ev, size_t n, int clean_end)
 
 void rp_source_close(rp_source *s)
 {
+    if (s->close)
+        s->close(s);
+    s->close = NULL;
     if (s->reader)
         tf_reader_close(s->reader);
     s->reader = NULL;

@@ -25,6 +25,10 @@ typedef struct rp_source {
     rp_progress progress;      /* files: a progress line on a terminal */
     const char *what;          /* its words */
     int run;                   /* which log of the file (logs joined with cat), from 1 */
+    /* Sources of their own kind (a log followed while it is written:
+     * follow.h): their state, and what closing it takes. */
+    void *ctx;
+    void (*close)(struct rp_source *s);
 } rp_source;
 
 /* 0, or -1 with a message in err.  what: the progress line's words

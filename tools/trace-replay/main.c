@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "check_follow.h"
 #include "commands.h"
 #include "explore.h"
 #include "minimize.h"
@@ -31,6 +32,7 @@ typedef struct cli {
     const char *command, *log, *out_path, *model_name;
     rp_options o;
     int json, full_stacks, run;
+    int follow, pid, on_violation;   /* check --follow, --pid, --on-violation (-1: not given) */
     const char *debug_dirs[MAX_DEBUG_DIRS];
     int ndebug;
     const char *model_options[MAX_MODEL_OPTIONS];   /* KEY=VALUE */
@@ -66,6 +68,14 @@ static void usage(FILE *f)
             "                   cupy_version=5.2.0; see docs/models.md)\n"
             "  --run N          the N-th log of a file that holds several (logs joined with cat)\n"
             "  -o OUT           minimize: where to write the smaller log (never the log itself)\n"
+            "check --follow LOG: check the log while it is written; wait for it to appear, read each\n"
+            "  frame as the recorder writes it, end at END or once the writer is gone (docs/follow.md)\n"
+            "  --on-violation=report|stop|abort|continue\n"
+            "                   at a violation: report it and end (default); stop the process (SIGSTOP)\n"
+            "                   to look at it with gdb -p PID or py-spy dump --pid PID; abort it (SIGABRT,\n"
+            "                   a core of the damage); or report every violation as it comes (--json: one\n"
+            "                   line each, then the document)\n"
+            "  --pid PID        the process that will write LOG (ends the wait if it ends without one)\n"
             "  --version        the version of trace-replay and of the log format it reads\n"
             "exit status (each command ends on one line: verdict: ...):\n"
             "  0  clean: no invariant broke, and the model followed the log\n"
@@ -103,10 +113,13 @@ static int parse_args(cli *c, int argc, char **argv)
         {"model-option", required_argument, NULL, 'O'},
         {"full-stacks", no_argument, NULL, 'F'}, {"version", no_argument, NULL, 'V'},
         {"run", required_argument, NULL, 'r'},
+        {"follow", no_argument, NULL, 'W'},      {"on-violation", required_argument, NULL, 'X'},
+        {"pid", required_argument, NULL, 'I'},
         {NULL, 0, NULL, 0},
     };
     int ch;
     memset(c, 0, sizeof *c);
+    c->on_violation = -1;
     c->o.model_auto = 1;
     c->model_name = "auto";
     while ((ch = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -145,6 +158,16 @@ static int parse_args(cli *c, int argc, char **argv)
             }
             c->model_options[c->nmodel_options++] = optarg;
             break;
+        case 'W': c->follow = 1; break;
+        case 'X':
+            if ((c->on_violation = rp_on_violation_parse(optarg)) < 0) {
+                char shown[64];
+                fprintf(stderr, "trace-replay: --on-violation takes report, stop, abort or continue, not '%s'\n",
+                        rn_text(shown, sizeof shown, optarg));
+                return -2;
+            }
+            break;
+        case 'I': c->pid = atoi(optarg); break;
         case 'h': usage(stdout); exit(0);
         case 'V': version(); exit(0);
         default: return -1;
@@ -162,6 +185,18 @@ static int parse_args(cli *c, int argc, char **argv)
     }
     if (!strcmp(c->command, "minimize") && !c->out_path) {
         fprintf(stderr, "trace-replay: minimize needs -o OUT\n");
+        return -2;
+    }
+    if ((c->on_violation >= 0 || c->pid) && !c->follow) {
+        fprintf(stderr, "trace-replay: --on-violation and --pid go with check --follow\n");
+        return -2;
+    }
+    if (c->follow && strcmp(c->command, "check")) {
+        fprintf(stderr, "trace-replay: --follow goes with check\n");
+        return -2;
+    }
+    if (c->follow && c->run > 1) {
+        fprintf(stderr, "trace-replay: --follow reads the log being written, not --run %d\n", c->run);
         return -2;
     }
     return 0;
@@ -211,9 +246,10 @@ static int print(const cli *c, rp_source *src, rn_stacks *st, const rp_replay *r
     if (pool_missing(c, r, src))
         return RP_EXIT_USAGE;
     rn_stacks_use_reader(st, src->reader);
-    rp_output out = {stdout, c->json, c->command, c->model_name, src->reader, st,
-                     rp_source_clean_end(src), tf_reader_damage(src->reader), !strcmp(c->command, "stats"), x,
-                     c->full_stacks, src->run, rp_source_next_run(src)};
+    rp_output out = {.out = stdout, .json = c->json, .command = c->command, .model = c->model_name,
+                     .reader = src->reader, .stacks = st, .clean_end = rp_source_clean_end(src),
+                     .damage = tf_reader_damage(src->reader), .stats = !strcmp(c->command, "stats"), .explore = x,
+                     .full_stacks = c->full_stacks, .run = src->run, .next_run = rp_source_next_run(src)};
     rp_output_print(&out, r);
     rp_verdict v;
     rp_output_verdict(&out, r, &v);
@@ -241,6 +277,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "trace-replay: minimize: -o %s is the log being minimized; write the smaller log "
                         "elsewhere\n", c.out_path);
         return RP_EXIT_USAGE;
+    }
+    if (c.follow) {
+        rp_check_follow f = {.log = c.log, .pid = c.pid,
+                             .on_violation = c.on_violation < 0 ? RP_ON_VIOLATION_REPORT : c.on_violation,
+                             .json = c.json, .model_name = c.model_name, .debug_dirs = c.debug_dirs,
+                             .ndebug = c.ndebug, .model_options = c.model_options,
+                             .nmodel_options = c.nmodel_options, .full_stacks = c.full_stacks, .o = c.o};
+        return rp_check_follow_run(&f);
     }
     rp_source src;
     char err[512], label[64];

@@ -44,13 +44,10 @@ static uint32_t stack_functions(void *ctx, uint32_t id, const char **names, uint
     rp_model_inputs *mi = ctx;
     uint64_t *at = rp_ptrmap_get(&mi->names_at, id);
     if (!at) {
-        const rn_native_frame *f[NAMED_FRAMES];
         rn_stacks_use_reader(mi->stacks, reader_of(mi));
-        uint32_t n = rn_stacks_native(mi->stacks, id, f, NAMED_FRAMES);
-        rp_grow(&mi->names, &mi->capnames, mi->nnames + n, sizeof *mi->names);
+        rp_grow(&mi->names, &mi->capnames, mi->nnames + NAMED_FRAMES, sizeof *mi->names);
         /* Function names are the symboliser's: they outlive a new reader. */
-        for (uint32_t i = 0; i < n; i++)
-            mi->names[mi->nnames + i] = f[i]->function;
+        uint32_t n = rn_stacks_functions(mi->stacks, id, mi->names + mi->nnames, NAMED_FRAMES);
         rp_ptrmap_put(&mi->names_at, id, (uint64_t)mi->nnames << 8 | n);
         mi->nnames += n;
         at = rp_ptrmap_get(&mi->names_at, id);

@@ -214,6 +214,21 @@ static void json_explore(const rp_output *rep, rn_json *j, const rp_explore_resu
     rn_json_end_obj(j);
 }
 
+static void json_follow(rn_json *j, const rp_follow_report *fr)
+{
+    rn_json_obj(j, "follow");
+    rn_json_u64(j, "pid", (uint64_t)fr->pid);
+    rn_json_str(j, "ended", fr->ended);
+    rn_json_str(j, "on_violation", fr->on_violation);
+    rn_json_str(j, "action", fr->action);
+    rn_json_u64(j, "violations", fr->violations);
+    if (fr->found_ns) {
+        rn_json_u64(j, "event_ns", fr->event_ns);
+        rn_json_u64(j, "found_ns", fr->found_ns);
+    }
+    rn_json_end_obj(j);
+}
+
 void rp_output_verdict(const rp_output *rep, const rp_replay *r, rp_verdict *v);
 
 static void print_json(const rp_output *rep, const rp_replay *r)
@@ -251,6 +266,10 @@ static void print_json(const rp_output *rep, const rp_replay *r)
     rn_json_str(&j, "damage", rep->damage);
     rn_json_u64(&j, "run", (uint64_t)rep->run);
     rn_json_u64(&j, "next_run_offset", rep->next_run);
+    if (res->history_lost_seq)
+        rn_json_u64(&j, "history_lost_at", res->history_lost_seq);
+    else
+        rn_json_null(&j, "history_lost_at");
     json_pools(rep, &j, r);
     json_violation(rep, &j, res);
     const rp_finding *w;
@@ -268,6 +287,8 @@ static void print_json(const rp_output *rep, const rp_replay *r)
         json_stats(&j, res);
     if (rep->explore)
         json_explore(rep, &j, rep->explore);
+    if (rep->follow)
+        json_follow(&j, rep->follow);
     rn_json_end_obj(&j);
     rn_json_close(&j);
 }
@@ -369,7 +390,11 @@ static void print_text(const rp_output *rep, const rp_replay *r)
     if (rep->next_run)
         fprintf(f, "note: another log follows in this file at byte %" PRIu64 " (logs joined with cat); this is log "
                    "%d of it, --run %d replays the next\n", rep->next_run, rep->run, rep->run + 1);
-    if (res->violated)
+    if (res->history_lost_seq)
+        fprintf(f, "note: events are missing before event %" PRIu64 ": from there the checks go on with partial "
+                   "history (a free of a block from before is not a finding) and the pool models are off\n",
+                res->history_lost_seq);
+    if (res->violated && !rep->violations_shown)
         text_violation(rep, res);
     if (rep->explore) {
         const rp_explore_result *x = rep->explore;
@@ -402,6 +427,16 @@ static void print_text(const rp_output *rep, const rp_replay *r)
     rn_bytes(res->peak_allocated, b2, sizeof b2);
     fprintf(f, "peak reserved %s (seq %" PRIu64 "), peak allocated %s (seq %" PRIu64 ")\n", b1,
             res->peak_reserved_seq, b2, res->peak_allocated_seq);
+    if (rep->follow) {
+        const rp_follow_report *fr = rep->follow;
+        fprintf(f, "follow: process %d, %s; %" PRIu64 " violation(s) found, on violation: %s\n", fr->pid, fr->ended,
+                fr->violations, fr->on_violation);
+        if (fr->found_ns)
+            fprintf(f, "follow: found %.1f ms after the event it was found at was recorded\n",
+                    (double)(fr->found_ns - fr->event_ns) / 1e6);
+        if (fr->action)
+            fprintf(f, "%s\n", fr->action);
+    }
     fprintf(f, "fidelity: %" PRIu64 " matched, %" PRIu64 " diverged", res->matched, res->diverged);
     if (res->diverged)
         fprintf(f, " (first at seq %" PRIu64 ")", res->first_diverged_seq);
@@ -475,6 +510,22 @@ void rp_output_verdict(const rp_output *rep, const rp_replay *r, rp_verdict *v)
         snprintf(source, sizeof source, "model %s", pool_model_name(r, NULL));
     }
     rp_verdict_make(v, &f);
+}
+
+void rp_output_violation(const rp_output *rep, const rp_result *v)
+{
+    if (rep->json) {
+        rn_json j;
+        rn_json_init(&j, rep->out);
+        rn_json_obj(&j, NULL);
+        rn_json_str(&j, "kind", "violation");
+        json_violation(rep, &j, v);
+        rn_json_end_obj(&j);
+        rn_json_close(&j);
+    } else {
+        text_violation(rep, v);
+    }
+    fflush(rep->out);
 }
 
 void rp_output_print(const rp_output *rep, const rp_replay *r)

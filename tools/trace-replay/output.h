@@ -14,6 +14,18 @@
 #include "stacks.h"
 #include "verdict.h"
 
+/* check --follow: the followed process, and what was done to it. */
+typedef struct rp_follow_report {
+    int pid;                    /* the writer, 0 when unknown */
+    const char *ended;          /* how the log ended ("END record", ...) */
+    const char *on_violation;   /* report, stop, abort, continue */
+    const char *action;         /* what was done at the violation, or NULL */
+    uint64_t violations;        /* found (continue: all of them) */
+    /* The first violation: CLOCK_MONOTONIC when the event it was found at
+     * was recorded, and when the follower found it (both 0: none). */
+    uint64_t event_ns, found_ns;
+} rp_follow_report;
+
 typedef struct rp_output {
     FILE *out;
     int json;
@@ -28,10 +40,16 @@ typedef struct rp_output {
     int full_stacks;            /* text: every frame, nothing folded */
     int run;                    /* which log of the file this is, from 1 */
     uint64_t next_run;          /* another log of the file starts here (0: none) */
+    const rp_follow_report *follow;   /* add the follow section */
+    int violations_shown;       /* text: printed as they came, not again */
 } rp_output;
 
 void rp_output_print(const rp_output *rep, const rp_replay *r);
 /* The verdict printed, and the command's exit status (verdict.h). */
 void rp_output_verdict(const rp_output *rep, const rp_replay *r, rp_verdict *v);
+/* One violation as it is found (check --follow --on-violation=continue):
+ * text, the block check prints; JSON, one line {"kind":"violation",
+ * "violation":{...}} in check's violation form.  Flushed. */
+void rp_output_violation(const rp_output *rep, const rp_result *v);
 
 #endif

@@ -1,0 +1,364 @@
+#!/usr/bin/env python3
+"""check --follow, --on-violation, trace-run --check and TRACE_MAX_BYTES on a
+CUDA program traced through the test doubles (prog_churn: allocations and
+frees through the runtime, a mark each iteration, double frees on demand).
+
+    test_follow.py NAME --preload P --bin DIR --doubles DIR --work DIR
+                        --trace-replay EXE --trace-dump EXE --trace-run SCRIPT
+
+Nothing here waits for a time to pass: a program that must still be running
+when the follower acts either runs until it is killed or blocks on a file
+the test creates once the follower said what it saw.  Bounds are generous
+timeouts, never the measure of a test.
+"""
+import argparse
+import glob
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+ARGS = None
+LONG = 300   # seconds: a bound for a hung run, not a measure
+
+
+def fail(msg):
+    print("FAIL:", msg, flush=True)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def churn(*args):
+    return [os.path.join(ARGS.bin, "prog_churn")] + [str(a) for a in args]
+
+
+def traced_env(log=None, **settings):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACE_")}
+    env["LD_PRELOAD"] = ARGS.preload
+    env["LD_LIBRARY_PATH"] = ARGS.doubles
+    env["TRACE_QUIET"] = "1"
+    if log:
+        env["TRACE_OUTPUT"] = log
+    env.update({k: str(v) for k, v in settings.items()})
+    return env
+
+
+def run_env():
+    """trace-run's environment: it preloads the library itself."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACE_")}
+    env.pop("LD_PRELOAD", None)
+    env["LD_LIBRARY_PATH"] = ARGS.doubles
+    env["TRACE_LIB"] = ARGS.preload
+    env["TRACE_REPLAY"] = ARGS.trace_replay
+    return env
+
+
+def replay_cmd(*args):
+    return [ARGS.trace_replay] + [str(a) for a in args]
+
+
+def work(name):
+    return os.path.join(ARGS.work, name)
+
+
+def no_cores():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def read_until(stream, needle, lines):
+    """Lines from stream until one holds needle (kept in lines); False at EOF."""
+    for line in iter(stream.readline, ""):
+        lines.append(line)
+        if needle in line:
+            return True
+    return False
+
+
+def rest_of(proc, err_file):
+    """What a follower still prints, read through the stream read_until
+    used (its buffer holds lines already read from the pipe), and its
+    stderr from a file."""
+    out = proc.stdout.read()
+    proc.wait(timeout=LONG)
+    err_file.seek(0)
+    return out, err_file.read()
+
+
+def wait_state(pid, states):
+    """The process's state letter once it is one of states (it gets there on
+    its own; the bound is only for a hang)."""
+    deadline = time.monotonic() + LONG
+    while time.monotonic() < deadline:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return None
+        if state in states:
+            return state
+        time.sleep(0.01)
+    fail("process %d never got to state %s" % (pid, states))
+
+
+def dump_json(log):
+    p = subprocess.run([ARGS.trace_dump, "--json", log], capture_output=True, text=True)
+    return [json.loads(line) for line in p.stdout.splitlines()], p
+
+
+def events_of(lines):
+    return [x for x in lines if "seq" in x]
+
+
+def strip_follow(text):
+    """check's text without the lines --follow adds."""
+    return [line for line in text.splitlines() if not line.startswith("follow:")]
+
+
+# ------------------------------------------------------------------ tests
+
+def test_running():
+    """A follower started before the program: it waits for the log, reads
+    each frame as it is written (it reports the double free while the
+    program is blocked right after it), reads to END, and prints what check
+    prints on the finished log.  --json: the same document plus "follow"."""
+    log, go = work("run.tlog"), work("run.go")
+    errs = open(work("run.err"), "w+")
+    follower = subprocess.Popen(replay_cmd("check", "--follow", log), stdout=subprocess.PIPE, stderr=errs,
+                                text=True)
+    prog = subprocess.Popen(churn(4000, "--double-free-at", 1500, "--wait-file", go),
+                            env=traced_env(log), stdout=subprocess.PIPE, text=True)
+    seen = []
+    check(read_until(follower.stdout, "VIOLATION double_free", seen),
+          "the follower did not report the double free while the program waited: %s" % "".join(seen))
+    check(prog.poll() is None, "the program ended before the follower reported")
+    open(go + "-1", "w").close()
+    out, err = rest_of(follower, errs)
+    check(prog.wait(timeout=LONG) == 0, "the program failed")
+    check(follower.returncode == 1, "follower exit status %d: %s" % (follower.returncode, err))
+    text = "".join(seen) + out
+    check("follow: process %d, stopped reading at the violation" % prog.pid in text, "no follow line: %s" % text)
+    plain = subprocess.run(replay_cmd("check", log), capture_output=True, text=True)
+    check(plain.returncode == 1, "check on the finished log: %d" % plain.returncode)
+    check(strip_follow(text) == strip_follow(plain.stdout),
+          "follow printed\n%s\ncheck printed\n%s" % (text, plain.stdout))
+    # The same in JSON, after the fact (the log is whole, its writer gone).
+    j = subprocess.run(replay_cmd("check", "--follow", log, "--json"), capture_output=True, text=True)
+    c = subprocess.run(replay_cmd("check", log, "--json"), capture_output=True, text=True)
+    doc, ref = json.loads(j.stdout), json.loads(c.stdout)
+    follow = doc.pop("follow")
+    check(doc == ref, "JSON differs from check's:\n%s\n%s" % (doc, ref))
+    check(follow["ended"] == "stopped reading at the violation (event %d)" % ref["violation"]["seq"] and
+          follow["violations"] == 1 and follow["on_violation"] == "report", "follow section %s" % follow)
+
+
+def test_continue():
+    """--on-violation=continue: every violation as it comes (text blocks;
+    --json: one line each, then the document), and the program runs on to
+    its end; trace-run --check keeps the command's exit status."""
+    log = work("cont.tlog")
+    p = subprocess.run(churn(3000, "--double-free-at", 1000, "--double-free-at", 2000),
+                       env=traced_env(log), capture_output=True, text=True)
+    check(p.returncode == 0, "prog_churn failed")
+    j = subprocess.run(replay_cmd("check", "--follow", log, "--json", "--on-violation=continue"),
+                       capture_output=True, text=True)
+    lines = [json.loads(line) for line in j.stdout.splitlines()]
+    check(j.returncode == 1 and len(lines) == 3, "want 2 violation lines and the document: %s" % j.stdout)
+    check([x.get("kind") for x in lines[:2]] == ["violation", "violation"] and
+          all(x["violation"]["invariant"] == "double_free" for x in lines[:2]), "violation lines %s" % lines[:2])
+    check(lines[0]["violation"]["seq"] < lines[1]["violation"]["seq"], "violations out of order")
+    doc = lines[2]
+    check(doc["follow"]["violations"] == 2 and doc["follow"]["ended"] == "the log ended with its END record",
+          "document %s" % doc["follow"])
+    check(doc["violation"]["seq"] == lines[0]["violation"]["seq"], "the document's violation is the first")
+    # The same through trace-run, text: both blocks, and exit status 0.
+    run = subprocess.run([ARGS.trace_run, "--check", "--on-violation=continue", "--output", work("cont-run-%p.tlog"),
+                          "--", *churn(3000, "--double-free-at", 1000, "--double-free-at", 2000)],
+                         env=run_env(), capture_output=True, text=True, timeout=LONG)
+    check(run.returncode == 0, "trace-run --check continue: exit %d, %s" % (run.returncode, run.stderr))
+    check(run.stderr.count("\nVIOLATION double_free") + run.stderr.startswith("VIOLATION double_free") == 2 and
+          "verdict: VIOLATION double_free at seq" in run.stderr, "two violations and the verdict in %s" % run.stderr)
+    check("done 3000" in run.stdout, "the command's output is its own: %r" % run.stdout)
+
+
+def test_stop():
+    """trace-run --check --on-violation=stop at a double free made through
+    the CUDA doubles: the program (which would run until killed) is left
+    stopped, trace-run exits 147, the follower says how to look at it.  How
+    many events it recorded after the double free: the log, once it is let
+    go with SIGTERM pending, says."""
+    # Files, not pipes: the stopped program holds what it inherited open.
+    out_file, err_file = open(work("stop.out"), "w+"), open(work("stop.err"), "w+")
+    run = subprocess.Popen([ARGS.trace_run, "--check", "--on-violation=stop", "--output", work("stop-%p.tlog"),
+                            "--", *churn(0, "--double-free-at", 3000)],
+                           env=run_env(), stdout=out_file, stderr=err_file, text=True)
+    run.wait(timeout=LONG)
+    err_file.seek(0)
+    err = err_file.read()
+    check(run.returncode == 147, "trace-run exit status %d (want 147): %s" % (run.returncode, err))
+    logs = glob.glob(work("stop-*.tlog"))
+    check(len(logs) == 1, "logs %s" % logs)
+    pid = int(logs[0].rsplit("-", 1)[1].split(".")[0])
+    check(wait_state(pid, "T") == "T", "process %d is not stopped" % pid)
+    for want in ("VIOLATION double_free", "STOPPED process %d (SIGSTOP)" % pid, "gdb -p %d" % pid,
+                 "py-spy dump --pid %d" % pid, "kill -CONT %d" % pid, "stays stopped"):
+        check(want in err, "%r not in trace-run's output:\n%s" % (want, err))
+    violation = int(err.split("VIOLATION double_free at seq ")[1].split()[0])
+    os.kill(pid, signal.SIGTERM)   # pending while stopped: handled first thing after SIGCONT
+    os.kill(pid, signal.SIGCONT)
+    check(wait_state(pid, "Z") in ("Z", None), "process %d did not end" % pid)
+    lines, _ = dump_json(logs[0])
+    last = events_of(lines)[-1]["seq"]
+    endings = [x["value"] for x in lines if x.get("kind") == "info" and x.get("key") == "ending"]
+    check(endings == ["signal SIGTERM"], "ending %s" % endings)
+    print("stopped %d events after the double free (seq %d, last %d)" % (last - violation, violation, last))
+
+
+def test_abort():
+    """--on-violation=abort: SIGABRT at the violation; trace-run's status is
+    the command's death (134), and the log ends there ("signal SIGABRT")."""
+    run = subprocess.run([ARGS.trace_run, "--check", "--on-violation=abort", "--output", work("abort-%p.tlog"),
+                          "--", *churn(0, "--double-free-at", 2000)],
+                         env=run_env(), capture_output=True, text=True, timeout=LONG, preexec_fn=no_cores)
+    check(run.returncode == 134, "trace-run exit status %d (want 134): %s" % (run.returncode, run.stderr))
+    check("ABORTED process" in run.stderr and "VIOLATION double_free" in run.stderr, run.stderr)
+    logs = glob.glob(work("abort-*.tlog"))
+    lines, _ = dump_json(logs[0])
+    endings = [x["value"] for x in lines if x.get("kind") == "info" and x.get("key") == "ending"]
+    check(endings == ["signal SIGABRT"], "ending %s" % endings)
+
+
+def test_gone():
+    """The writer killed with SIGKILL while the follower waits: the follower
+    reads what is there and ends, "the log ended without END", clean."""
+    log, go = work("gone.tlog"), work("gone.go")
+    prog = subprocess.Popen(churn(0, "--double-free-at", 1000000000, "--sleep-us", 100),
+                            env=traced_env(log))
+    follower = subprocess.Popen(replay_cmd("check", "--follow", log, "--pid", prog.pid),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Let it record a while: a few frames on disk (the bound is a hang's).
+    deadline = time.monotonic() + LONG
+    while time.monotonic() < deadline and (not os.path.exists(log) or os.path.getsize(log) < 20000):
+        time.sleep(0.01)
+    prog.kill()
+    prog.wait()
+    out, err = follower.communicate(timeout=LONG)
+    check(follower.returncode == 0, "follower exit %d: %s%s" % (follower.returncode, out, err))
+    check("the writer is gone: the log ended without END" in out, out)
+    check("\nverdict: clean" in out and "VIOLATION" not in out, out)
+    # --pid of a process that ends with no log: no wait forever.
+    p = subprocess.Popen(["true"])
+    p.wait()
+    nolog = subprocess.run(replay_cmd("check", "--follow", work("never.tlog"), "--pid", p.pid),
+                           capture_output=True, text=True, timeout=LONG)
+    check(nolog.returncode == 2 and "ended without writing" in nolog.stderr, nolog.stderr)
+    bad = subprocess.run(replay_cmd("check", log, "--on-violation=stop"), capture_output=True, text=True)
+    check(bad.returncode == 2 and "--follow" in bad.stderr, bad.stderr)
+
+
+def segments(log):
+    stem, ext = os.path.splitext(log)
+    found = glob.glob(stem + ".seg*" + ext)
+    return [log] + sorted(found, key=lambda p: int(p[len(stem) + 4:-len(ext)]))
+
+
+def test_rotation():
+    """TRACE_MAX_BYTES without a follower: the files stay within the budget
+    (plus a frame), the first segment and the newest ones are kept, the log
+    reads as one with a note of what was deleted (trace-dump, check), a
+    double free in the kept window is found, and a clean run finds nothing
+    (a free of a block allocated in a deleted segment is no finding)."""
+    budget = 512 * 1024
+    for name, extra, want_rc in (("clean", [], 0), ("dirty", ["--double-free-at", 299000], 1)):
+        log = work("rot-%s.tlog" % name)
+        p = subprocess.run(churn(300000, *extra), env=traced_env(log, TRACE_MAX_BYTES="512K"),
+                           capture_output=True, text=True, timeout=LONG)
+        check(p.returncode == 0, "prog_churn failed")
+        files = segments(log)
+        total = sum(os.path.getsize(f) for f in files)
+        print("%s: %d files, %d bytes on disk for a budget of %d" % (name, len(files), total, budget))
+        check(len(files) >= 3, "no rotation: %s" % files)
+        check(total <= budget + budget // 8, "%d bytes on disk, budget %d" % (total, budget))
+        lines, dump = dump_json(log)
+        check(dump.returncode == 1 and "were deleted with segments 1 to" in dump.stderr, dump.stderr)
+        header = lines[0]
+        check(header["max_bytes"] == budget and header["segment"] == 0, "header %s" % header)
+        seqs = [x["seq"] for x in events_of(lines)]
+        check(seqs == sorted(seqs) and seqs[-1] == lines[-1]["seq"], "events out of order")
+        check(lines[-1]["kind"] == "end", "the log does not end with END")
+        c = subprocess.run(replay_cmd("check", log), capture_output=True, text=True)
+        check(c.returncode == want_rc, "check: exit %d\n%s" % (c.returncode, c.stdout))
+        check("events are missing before event" in c.stdout and "were deleted" in c.stdout, c.stdout)
+        if want_rc:
+            check("VIOLATION double_free" in c.stdout, c.stdout)
+        # Given its last segment, the log reads the same, from its first.
+        again, _ = dump_json(files[-1])
+        check(again == lines, "the log read from its last segment differs")
+    # trace-run's flag.
+    run = subprocess.run([ARGS.trace_run, "--max-bytes", "256K", "--quiet", "--output", work("rot-run.tlog"),
+                          "--", *churn(200000)], env=run_env(), capture_output=True, text=True, timeout=LONG)
+    check(run.returncode == 0 and len(segments(work("rot-run.tlog"))) >= 3, run.stderr)
+
+
+def test_rotation_follower():
+    """A follower that keeps up with a log rotating under it reads every
+    event of every segment (no gap, no missing history) and reports each
+    double free as it comes; the recorder deletes segments the follower has
+    read.  The program waits after each double free until the follower has
+    reported it, so the follower is never more than a few segments behind
+    however loaded the machine is."""
+    log, go = work("rotf.tlog"), work("rotf.go")
+    points = [20000 * i for i in range(1, 8)]
+    errs = open(work("rotf.err"), "w+")
+    follower = subprocess.Popen(replay_cmd("check", "--follow", log, "--on-violation=continue", "--json"),
+                                stdout=subprocess.PIPE, stderr=errs, text=True)
+    args = [160000, "--wait-file", go]
+    for k in points:
+        args += ["--double-free-at", k]
+    prog = subprocess.Popen(churn(*args), env=traced_env(log, TRACE_MAX_BYTES="256K"), stdout=subprocess.PIPE,
+                            text=True)
+    lines = []
+    for i in range(1, len(points) + 1):
+        check(read_until(follower.stdout, '"kind":"violation"', lines), "violation %d not reported: %s" % (i, lines))
+        open("%s-%d" % (go, i), "w").close()
+    out, err = rest_of(follower, errs)
+    check(prog.wait(timeout=LONG) == 0, "prog_churn failed")
+    doc = json.loads(out.splitlines()[-1])
+    check(follower.returncode == 1 and doc["follow"]["violations"] == len(points), "follower: %s %s" % (out, err))
+    check(doc["history_lost_at"] is None, "the follower missed events: %s" % doc)
+    check(doc["follow"]["ended"] == "the log ended with its END record", doc["follow"])
+    files = segments(log)
+    check(len(files) >= 3 and os.path.basename(files[1]) != "rotf.seg1.tlog", "no segment deleted: %s" % files)
+    dumped, _ = dump_json(log)
+    end = [x for x in dumped if x.get("kind") == "end"]
+    check(doc["events"] == end[0]["seq"], "the follower read %d events of %d" % (doc["events"], end[0]["seq"]))
+
+
+TESTS = {"running": test_running, "continue": test_continue, "stop": test_stop, "abort": test_abort,
+         "gone": test_gone, "rotation": test_rotation, "rotation_follower": test_rotation_follower}
+
+
+def main():
+    global ARGS
+    p = argparse.ArgumentParser()
+    p.add_argument("name", choices=sorted(TESTS))
+    for opt in ("--preload", "--bin", "--doubles", "--work", "--trace-replay", "--trace-dump", "--trace-run"):
+        p.add_argument(opt, required=True)
+    ARGS = p.parse_args()
+    shutil.rmtree(ARGS.work, ignore_errors=True)
+    os.makedirs(ARGS.work)
+    os.environ["TRACE_REPLAY"] = ARGS.trace_replay
+    os.environ["TRACE_LIB"] = ARGS.preload.split(":")[-1]
+    TESTS[ARGS.name]()
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
