@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Seed 000 caught while it runs: trace-run --check cupy5 --on-violation=stop
+on the cupy5_pool fixture (Python 3.11).
+
+The workload is follow_workload.py: seed 000's iterations, audited after
+each, waiting at the first iteration that left the arena broken in a way
+that leads to the AssertionError (the damage is done, the assertion has not
+fired) until the test lets it go.  So whether the follower stops it before the assertion does not
+depend on the machine's load; how often that happens to the unpaced
+workload, and how many events after the damage, is bench/follow_bench.py's
+to measure (bench/RESULTS.md).
+
+Seed after seed, until CAUGHT_WANTED runs were stopped where the workload
+waited and went on to the AssertionError once let go:
+1. a run that waited at damage is stopped: trace-run exits 147, the process
+   is in state T, no AssertionError printed;
+2. every stopped run's violation is what `check --model cupy5` finds on the
+   whole log afterwards (same seq, same invariant), and the workload's own
+   audit saw the arena broken: no false finding, same verdict (the follower
+   also stops runs at damage that does not lead to the assertion: free
+   chunks orphaned by the re-entry, which the audit sees as unmerged
+   neighbours);
+3. let go, a run stopped where it waited goes on to the AssertionError (or
+   the cap), as the damage had it.
+
+    test_follow_seed000.py --build-dir DIR --preload LIBTRACE --replay TRACE_REPLAY --trace-run SCRIPT
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import e2e
+
+SEEDS = range(60)
+CAP = 60000
+CAUGHT_WANTED = 3   # runs stopped before an AssertionError that fired once they were let go
+HERE = os.path.dirname(os.path.abspath(__file__))
+LONG = 600
+
+
+def parse_args():
+    p = argparse.ArgumentParser()
+    for opt in ("--build-dir", "--preload", "--replay", "--trace-run"):
+        p.add_argument(opt, required=True)
+    return p.parse_args()
+
+
+def state_of(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def wait_gone(pid):
+    deadline = time.monotonic() + LONG
+    while time.monotonic() < deadline and state_of(pid) not in (None, "Z", "X"):
+        time.sleep(0.02)
+    return state_of(pid) in (None, "Z", "X")
+
+
+def main():
+    args = parse_args()
+    python, version = e2e.require_python(("3.11",))
+    module_dir = e2e.build_fixture(python, version, args.build_dir)
+    out_dir = os.path.join(args.build_dir, "follow_seed000")
+    os.makedirs(out_dir, exist_ok=True)
+    for old in glob.glob(os.path.join(out_dir, "*")):
+        os.unlink(old)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACE_")}
+    env.pop("LD_PRELOAD", None)
+    env.update(TRACE_LIB=args.preload, TRACE_REPLAY=args.replay, PYTHONHASHSEED="0")
+    failures = e2e.Failures()
+    stopped = assertions_after = 0
+    for seed in SEEDS:
+        go = os.path.join(out_dir, "go-%d" % seed)
+        out_path, err_path = (os.path.join(out_dir, "seed%d.%s" % (seed, x)) for x in ("out", "err"))
+        # Files, not pipes: a stopped process keeps what it inherited open.
+        with open(out_path, "w") as out, open(err_path, "w") as err:
+            run = subprocess.run([args.trace_run, "--check", "cupy5", "--on-violation=stop", "--output",
+                                  os.path.join(out_dir, "seed%d-%%p.tlog" % seed), "--", python,
+                                  os.path.join(HERE, "follow_workload.py"), "--module-dir", module_dir,
+                                  "--seed", str(seed), "--iterations", str(CAP), "--go", go],
+                                 env=env, stdout=out, stderr=err, timeout=LONG)
+        printed, said = open(out_path).read(), open(err_path).read()
+        found = re.search(r"VIOLATION (\w+) at seq (\d+)", said)
+        waited = "waiting at iteration" in printed
+        if run.returncode != 147:
+            # Not stopped: the run must not have waited for the follower
+            # (that damage it had to find), and what the follower found
+            # once the process was gone the audit saw too.
+            failures.check(not waited, "seed %d: the workload waited at the damage and trace-run exited %d:\n%s"
+                           % (seed, run.returncode, said[-3000:]))
+            failures.check(not found or "arena broken" in printed,
+                           "seed %d: a violation the workload's audit never saw: %s" % (seed, found and found.group(0)))
+            print("seed %d: not stopped (%s)" % (seed, printed.strip().splitlines()[-1]), flush=True)
+            continue
+        stopped += 1
+        log = glob.glob(os.path.join(out_dir, "seed%d-*.tlog" % seed))[0]
+        pid = int(re.search(r"-(\d+)\.tlog$", log).group(1))
+        failures.check(state_of(pid) == "T", "seed %d: process %d is not stopped (%s)" % (seed, pid, state_of(pid)))
+        failures.check(found is not None, "seed %d: the follower's violation: %s" % (seed, said[-2000:]))
+        before = waited and "FAILED" not in printed
+        open(go, "w").close()
+        os.kill(pid, signal.SIGCONT)
+        failures.check(wait_gone(pid), "seed %d: process %d did not end after SIGCONT" % (seed, pid))
+        printed = open(out_path).read()
+        # The workload's own audit saw the arena broken: the follower's
+        # finding is damage, not a false finding.
+        failures.check("arena broken" in printed, "seed %d: stopped at %s, but the workload's audit never saw the "
+                       "arena broken:\n%s" % (seed, found and found.group(0), printed))
+        if before and "FAILED" in printed:
+            assertions_after += 1
+        check = subprocess.run([args.replay, "check", "--model", "cupy5", "--json", log], capture_output=True,
+                               text=True, timeout=LONG)
+        violation = (json.loads(check.stdout).get("violation") or {}) if check.stdout.strip() else {}
+        if found:
+            failures.check(check.returncode == 1 and violation.get("seq") == int(found.group(2)) and
+                           violation.get("invariant") == found.group(1),
+                           "seed %d: check on the whole log finds %s at %s; the follower found %s at %s"
+                           % (seed, violation.get("invariant"), violation.get("seq"), found.group(1),
+                              found.group(2)))
+        print("seed %d: stopped at %s%s; let go: %s" % (seed, found.group(0) if found else "?",
+                                                        ", where the workload waited" if waited else "",
+                                                        printed.strip().splitlines()[-1]), flush=True)
+        if assertions_after == CAUGHT_WANTED:
+            break
+    failures.check(assertions_after > 0, "no run stopped at the damage went on to the AssertionError")
+    print("%d run(s) stopped at the damage; %d of them went on to the AssertionError once let go: stopped "
+          "before it fired" % (stopped, assertions_after))
+    failures.finish()
+
+
+if __name__ == "__main__":
+    main()
