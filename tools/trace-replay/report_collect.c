@@ -476,6 +476,12 @@ static int event(void *ctx, const tf_event *e, const rp_where *w)
     r->t_last = e->t_ns;
     r->kinds[e->kind < TF_KIND_MAX ? e->kind : 0]++;
     count_thread(r, ps, e->tid);
+    /* Events are missing before this one (segments deleted to keep the log
+     * within TRACE_MAX_BYTES): from here the checks go on with partial
+     * history, as the driver's do (a free of a block from before is not a
+     * finding). */
+    if (e->flags & TF_EVENT_AFTER_GAP)
+        rp_checks_forget(ps->checks);
     rp_finding v;
     if (rp_checks_event(ps->checks, e, w->owner_pool, &v)) {
         if (r->nviolations < RPT_MAX_VIOLATIONS)
