@@ -324,11 +324,15 @@ def test_rotation_follower():
     reported it, so the follower is never more than a few segments behind
     however loaded the machine is."""
     log, go = work("rotf.tlog"), work("rotf.go")
-    points = [20000 * i for i in range(1, 8)]
+    # A double free (a wait) every 5,000 iterations: about one segment of
+    # 256K (the window keeps about four after the first).  Every 20,000 the
+    # follower, slower under ASan and a loaded machine, fell a whole window
+    # behind between two waits and a segment was deleted unread.
+    points = [5000 * i for i in range(1, 8)]
     errs = open(work("rotf.err"), "w+")
     follower = subprocess.Popen(replay_cmd("check", "--follow", log, "--on-violation=continue", "--json"),
                                 stdout=subprocess.PIPE, stderr=errs, text=True)
-    args = [160000, "--wait-file", go]
+    args = [40000, "--wait-file", go]
     for k in points:
         args += ["--double-free-at", k]
     prog = subprocess.Popen(churn(*args), env=traced_env(log, TRACE_MAX_BYTES="256K"), stdout=subprocess.PIPE,
