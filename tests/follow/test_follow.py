@@ -311,9 +311,14 @@ def test_rotation():
         again, _ = dump_json(files[-1])
         check(again == lines, "the log read from its last segment differs")
     # trace-run's flag.
-    run = subprocess.run([ARGS.trace_run, "--max-bytes", "256K", "--quiet", "--output", work("rot-run.tlog"),
+    run = subprocess.run([ARGS.trace_run, "--max-bytes", "256K", "--quiet", "--output", work("rot-run-%p.tlog"),
                           "--", *churn(200000)], env=run_env(), capture_output=True, text=True, timeout=LONG)
-    check(run.returncode == 0 and len(segments(work("rot-run.tlog"))) >= 3, run.stderr)
+    first = [p for p in glob.glob(work("rot-run-*.tlog")) if ".seg" not in p]
+    check(run.returncode == 0 and len(first) == 1 and len(segments(first[0])) >= 3, run.stderr)
+    # One log in several files, not several logs (%p matches the segments'
+    # names too: they are not logs of other processes).
+    said = run.stdout + run.stderr
+    check("trace-run: log written to %s" % first[0] in said and "logs written" not in said, said)
 
 
 def test_rotation_follower():
