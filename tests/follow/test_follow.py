@@ -221,6 +221,41 @@ def test_stop():
     print("stopped %d events after the double free (seq %d, last %d)" % (last - violation, violation, last))
 
 
+def test_stop_job():
+    """trace-run as a shell's job (its own process group, its parent in
+    another group of the session): once it exited, the stopped command's
+    job would be orphaned and the kernel would end it with SIGHUP, so
+    trace-run waits while it is stopped, and exits 147 once it has gone on
+    and ended."""
+    out_file, err_file = open(work("job.out"), "w+"), open(work("job.err"), "w+")
+    run = subprocess.Popen([ARGS.trace_run, "--check", "--on-violation=stop", "--output", work("job-%p.tlog"),
+                            "--", *churn(0, "--double-free-at", 3000)],
+                           env=run_env(), stdout=out_file, stderr=err_file, text=True,
+                           preexec_fn=lambda: os.setpgid(0, 0))
+    deadline = time.monotonic() + LONG
+    err = ""
+    while "trace-run waits here" not in err:
+        check(run.poll() is None, "trace-run exited %s while the command was stopped: %s" % (run.returncode, err))
+        check(time.monotonic() < deadline, "trace-run never said it waits: %s" % err)
+        time.sleep(0.05)
+        err_file.seek(0)
+        err = err_file.read()
+    logs = glob.glob(work("job-*.tlog"))
+    pid = int(logs[0].rsplit("-", 1)[1].split(".")[0])
+    check(wait_state(pid, "T") == "T", "process %d is not stopped" % pid)
+    time.sleep(0.2)   # a SIGHUP, had trace-run left, would have come by now
+    check(wait_state(pid, "T") == "T" and run.poll() is None, "process %d did not stay stopped" % pid)
+    os.kill(pid, signal.SIGTERM)   # pending while stopped
+    os.kill(pid, signal.SIGCONT)
+    check(run.wait(timeout=LONG) == 147, "trace-run exit status %d (want 147)" % run.returncode)
+    err_file.seek(0)
+    err = err_file.read()
+    check("went on and ended (signal 15)" in err, err)
+    lines, _ = dump_json(logs[0])
+    endings = [x["value"] for x in lines if x.get("kind") == "info" and x.get("key") == "ending"]
+    check(endings == ["signal SIGTERM"], "ending %s (not the SIGTERM sent: SIGHUP?)" % endings)
+
+
 def test_abort():
     """--on-violation=abort: SIGABRT at the violation; trace-run's status is
     the command's death (134), and the log ends there ("signal SIGABRT")."""
@@ -359,7 +394,8 @@ def test_rotation_follower():
     check(doc["events"] == end[0]["seq"], "the follower read %d events of %d" % (doc["events"], end[0]["seq"]))
 
 
-TESTS = {"running": test_running, "continue": test_continue, "stop": test_stop, "abort": test_abort,
+TESTS = {"running": test_running, "continue": test_continue, "stop": test_stop, "stop_job": test_stop_job,
+         "abort": test_abort,
          "gone": test_gone, "rotation": test_rotation, "rotation_follower": test_rotation_follower}
 
 
