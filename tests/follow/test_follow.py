@@ -354,6 +354,11 @@ def test_rotation():
     # names too: they are not logs of other processes).
     said = run.stdout + run.stderr
     check("trace-run: log written to %s" % first[0] in said and "logs written" not in said, said)
+    # report over the directory: three logs (the two runs above and
+    # trace-run's), each read once through its first file, not one process
+    # per segment file.
+    tree = subprocess.run(replay_cmd("report", ARGS.work), capture_output=True, text=True)
+    check(tree.stdout.startswith("trace-replay report: 3 processes (3 logs) from"), tree.stdout[:1500] + tree.stderr)
 
 
 def test_rotation_follower():

@@ -49,6 +49,19 @@ static void names_add(names *l, char *s)
     l->v[l->n++] = s;
 }
 
+/* A later segment of a log kept within TRACE_MAX_BYTES (NAME.segK.EXT,
+ * FORMAT.md section 13) is read through the log's first file, which is
+ * always kept beside it: not a log of its own. */
+static int later_segment(const names *found, const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    for (uint32_t i = 0; i < found->n; i++)
+        if (found->v[i] != path && tf_segment_number(base, found->v[i]))
+            return 1;
+    return 0;
+}
+
 static int list_dir(const char *dir, names *out)
 {
     DIR *d = opendir(dir);
@@ -71,8 +84,16 @@ static int list_dir(const char *dir, names *out)
     closedir(d);
     if (found.n)
         qsort(found.v, found.n, sizeof *found.v, by_name);
+    unsigned char *later = rp_xcalloc(found.n ? found.n : 1, 1);
     for (uint32_t i = 0; i < found.n; i++)
-        names_add(out, found.v[i]);
+        later[i] = (unsigned char)later_segment(&found, found.v[i]);
+    for (uint32_t i = 0; i < found.n; i++) {
+        if (later[i])
+            free(found.v[i]);
+        else
+            names_add(out, found.v[i]);
+    }
+    free(later);
     free(found.v);
     return 0;
 }
