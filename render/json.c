@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text.h"
+
 #define FLUSH_AT (64 * 1024)
 
 static void grow(char **buf, size_t *cap, size_t need)
@@ -59,22 +61,6 @@ int rn_json_close(rn_json *j)
     return ferror(j->f) ? -1 : 0;
 }
 
-/* Length of the valid UTF-8 sequence at s, 0 when s does not start one. */
-static size_t utf8_len(const unsigned char *s, size_t left)
-{
-    unsigned c = s[0];
-    size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-    if (!n || n > left)
-        return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) || (c == 0xf0 && s[1] < 0x90) ||
-        (c == 0xf4 && s[1] >= 0x90))
-        return 0;
-    return n;
-}
-
 void rn_json_quote(char **out, size_t *len, size_t *cap, const char *str, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
@@ -94,7 +80,7 @@ void rn_json_quote(char **out, size_t *len, size_t *cap, const char *str, size_t
         } else if (c < 0x20) {
             memcpy(o, "\\u00", 4), o += 4, *o++ = hex[c >> 4], *o++ = hex[c & 15];
         } else {
-            size_t k = utf8_len(s + i, n - i);
+            size_t k = rn_utf8_len(s + i, n - i);
             if (k) {
                 memcpy(o, s + i, k);
                 o += k;

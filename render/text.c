@@ -4,9 +4,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-/* Length of the valid UTF-8 sequence at s (1 to 4), 0 when s does not start
- * one: overlong forms, surrogates and code points past U+10FFFF included. */
-static size_t utf8_len(const unsigned char *s, size_t left)
+size_t rn_utf8_len(const unsigned char *s, size_t left)
 {
     unsigned c = s[0];
     size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
@@ -36,7 +34,7 @@ char *rn_text_n(char *buf, size_t len, const char *s, size_t n)
         return buf;
     for (size_t i = 0; i < n;) {
         char esc[8];
-        size_t k = utf8_len(p + i, n - i), elen;
+        size_t k = rn_utf8_len(p + i, n - i), elen;
         const char *out;
         if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\\') {
             out = (const char *)p + i, elen = 1, k = 1;
@@ -72,7 +70,7 @@ int rn_needs_escape(const char *s, size_t n)
             i++;
             continue;
         }
-        size_t k = utf8_len(p + i, n - i);
+        size_t k = rn_utf8_len(p + i, n - i);
         if (!k || is_c1(p + i, k))
             return 1;
         i += k;

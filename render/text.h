@@ -24,6 +24,10 @@ char *rn_text_n(char *buf, size_t len, const char *s, size_t n);
 /* Whether rn_text_n would change the n bytes at s (a control character, a
  * backslash or a byte that is not UTF-8 among them). */
 int rn_needs_escape(const char *s, size_t n);
+/* Length of the valid UTF-8 sequence at s (1 to 4), 0 when s does not start
+ * one (overlong forms, surrogates, code points past U+10FFFF); the JSON
+ * writer and the text escapes judge bytes alike. */
+size_t rn_utf8_len(const unsigned char *s, size_t left);
 /* Write s escaped to f. */
 void rn_fputs(const char *s, FILE *f);
 
