@@ -28,7 +28,7 @@
 
 #include "cuda_api_table.h"
 
-/* The api field's numbers (FORMAT.md, "API table"). */
+/* The api field's numbers (FORMAT.md section 7, "API table"). */
 enum tf_api {
     TF_API_UNKNOWN = 0,
 #define TF_API_ENUM(name, event, space, layer, ptsz) TF_API_##name,

@@ -3,7 +3,7 @@
  *
  * The writer and the reader walk the same table, so an event is encoded one
  * way only.  Each field names where it lives in tf_event and how it is
- * encoded (FORMAT.md, "Event records").
+ * encoded (FORMAT.md section 7, "Events").
  */
 #ifndef TF_EVENT_FIELDS_H
 #define TF_EVENT_FIELDS_H

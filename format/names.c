@@ -1,7 +1,7 @@
 /*
  * names.c - record kinds and CUDA entry points: names and facts.  Both
  * tables follow the numbering in trace_format.h and cuda_api.h, which is
- * part of the format (FORMAT.md, "Kind table" and "API table").
+ * part of the format (FORMAT.md section 7, "Kind table" and "API table").
  */
 #include <stdio.h>
 

@@ -1,5 +1,6 @@
 /*
- * reader.c - frames, records and events (FORMAT.md, "Reading").
+ * reader.c - frames, records and events (FORMAT.md sections 1, 3 and 7; what
+ * it does with a damaged file, section 10).
  *
  * The file is walked frame by frame.  A complete frame is decompressed whole
  * and its checksum verified before any of its records is used; a frame cut

@@ -247,7 +247,7 @@ void tf_write_info(tf_writer *w, const char *key, const char *value);
 void tf_write_event(tf_writer *w, const tf_event *e);
 
 /* Bytes encoded since the last seal.  Seal well before 64 MiB: a frame's
- * content may not exceed that (FORMAT.md, section 1). */
+ * content may not exceed that (FORMAT.md section 1). */
 size_t tf_writer_pending(const tf_writer *w);
 
 /* Hand the records encoded since the last seal to the caller in *out, taking

@@ -1,5 +1,5 @@
 /*
- * varint.h - the two integer encodings of the log (FORMAT.md, "Integers").
+ * varint.h - the two integer encodings of the log (FORMAT.md section 2, "Primitive encodings").
  *
  * Unsigned values are LEB128: seven bits per byte, least significant group
  * first, high bit set on every byte but the last; at most 10 bytes.  Signed

@@ -1,5 +1,5 @@
 /*
- * writer.c - encodes records into the current chunk (FORMAT.md, "Records").
+ * writer.c - encodes records into the current chunk (FORMAT.md section 3, "Records").
  *
  * Every record is kind, payload length, payload.  The writer keeps the delta
  * bases of the frame being built; the first record after a seal is a FRAME

@@ -37,7 +37,7 @@ static char description[sizeof config.output + 256];
 static char hostname[256];
 static pid_t current_pid;
 
-/* The elements of TRACE_OUTPUT (README.md, "Settings"). */
+/* The elements of TRACE_OUTPUT (docs/settings.md). */
 static const char *element(char c, unsigned n, char *buf, size_t cap)
 {
     switch (c) {

@@ -1,7 +1,7 @@
 /*
  * dump_json.c - one JSON object per line: the header first ("kind":"header"),
  * then each event with its common fields, its kind's own fields (named as in
- * tf_event), and its stacks resolved (FORMAT.md, "trace-dump --json").
+ * tf_event), and its stacks resolved (FORMAT.md section 11, "trace-dump --json").
  */
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  *   trace-dump [--json | --summary] [--debug-dir DIR]... FILE
  *
  * Default: the header, then one readable line per event.  --json: one JSON
- * object per line, the header first (FORMAT.md, "trace-dump --json").
+ * object per line, the header first (FORMAT.md section 11, "trace-dump --json").
  * --summary: counts per kind, threads, time span, size, and how the log ends.
  * --debug-dir DIR (repeatable): where else to look for binaries and debug
  * files when --json symbolises native stacks (see render/symbolize.h).
