@@ -10,13 +10,43 @@
 #include "rangeset.h"
 #include "xalloc.h"
 
-/* One address space: what is live, and what was freed (for double frees). */
+/* One address space: what is live, and what was freed (for double frees).
+ *
+ * A freed block stays in the set, marked, until memory is handed out over
+ * it: a free finds there, in the one search it makes anyway, whether its
+ * pointer is a live block's, a freed block's (a double free, and when it
+ * was freed) or neither, and a pool handing the same address out again
+ * turns the mark back in place.  Only the starts of freed blocks that were
+ * since covered by another block go to a map (`stale`): a pointer freed
+ * again after its memory served someone else is still a double free.  The
+ * map of every start ever freed, which this replaces, outgrew the caches
+ * and cost a miss on every free. */
 typedef struct space {
     const char *name;
-    rp_rangeset live;       /* val: seq of the allocation; aux: stack ids */
-    rp_ptrmap freed;        /* start -> seq of the free */
+    rp_rangeset mem;        /* live: val the seq of the allocation, aux its stack ids;
+                               freed: val FREED | the seq of the free (and IN_SEG) */
+    size_t nlive;           /* live blocks, and their bytes */
+    uint64_t live_bytes;
+    rp_ptrmap stale;        /* start -> seq of its free, once covered by another block */
+    rp_ptrmap_slot *pending;    /* puts to stale not made yet, in order */
+    size_t npending;
     int partial;            /* history lost (rp_checks_forget): an unknown free may be an old block's */
 } space;
+
+/* Puts to `stale` wait to be made many at once (rp_ptrmap_put_many): they
+ * are frequent, and read only to name a bad free. */
+#define STALE_BATCH 4096
+
+/* A block's val: its seq, and two marks of ours above the seq's bits (a
+ * forged seq that large is shown cut, it cannot set a mark).  IN_SEG: a
+ * pool block found inside a segment that is still there; a block handed out
+ * again inside a freed one that was needs no search of the segments. */
+#define FREED (1ULL << 63)
+#define IN_SEG (1ULL << 62)
+#define SEQ_MASK (IN_SEG - 1)
+
+static int is_freed(const rp_range *r) { return (r->val & FREED) != 0; }
+static uint64_t seq_of(const rp_range *r) { return r->val & SEQ_MASK; }
 
 #define SEG_CACHE 64
 
@@ -48,7 +78,6 @@ typedef struct undo {
     uint64_t seq;           /* of the release; 0: empty */
     int sp;                 /* space index */
     rp_range block;         /* what the release erased */
-    uint64_t freed_before;  /* s->freed's entry for the pointer before, 0 if none */
     uint32_t seg_pool;      /* the pool whose segment it released, 0 if none */
     rp_range seg;
 } undo;
@@ -72,14 +101,15 @@ static void space_init(space *s, const char *name)
 {
     memset(s, 0, sizeof *s);
     s->name = name;
-    rp_rangeset_init(&s->live);
-    rp_ptrmap_init(&s->freed);
+    rp_rangeset_init(&s->mem);
+    rp_ptrmap_init(&s->stale);
 }
 
 static void space_free(space *s)
 {
-    rp_rangeset_free(&s->live);
-    rp_ptrmap_free(&s->freed);
+    rp_rangeset_free(&s->mem);
+    rp_ptrmap_free(&s->stale);
+    free(s->pending);
 }
 
 rp_checks *rp_checks_new(void)
@@ -174,7 +204,7 @@ static uint64_t pack_stacks(const tf_event *e)
 
 static rp_site site_of_range(const rp_range *r)
 {
-    return (rp_site){r->val, 0, (uint32_t)(r->aux >> 32), (uint32_t)r->aux};
+    return (rp_site){r->val & SEQ_MASK, 0, (uint32_t)(r->aux >> 32), (uint32_t)r->aux};
 }
 
 static int report(rp_finding *v, const char *inv, rp_site at, rp_site other, const char *fmt, ...)
@@ -210,13 +240,99 @@ void rp_checks_add_warning(rp_checks *c, const rp_finding *w)
 
 #define ULL(x) ((unsigned long long)(x))
 
-static int space_alloc(space *s, const tf_event *e, uint64_t ptr, uint64_t size, rp_finding *v)
+static void stale_fold(space *s)
 {
-    uint64_t end = ptr + (size ? size : 1);
+    rp_ptrmap_slot scratch[STALE_BATCH];
+    rp_ptrmap_put_many(&s->stale, s->pending, s->npending, scratch);
+    s->npending = 0;
+}
+
+static void stale_put(space *s, uint64_t start, uint64_t seq)
+{
+    if (!s->pending)
+        s->pending = rp_xmalloc(STALE_BATCH * sizeof *s->pending);
+    s->pending[s->npending++] = (rp_ptrmap_slot){start, seq};
+    if (s->npending == STALE_BATCH)
+        stale_fold(s);
+}
+
+static uint64_t stale_get(space *s, uint64_t start)
+{
+    stale_fold(s);
+    const uint64_t *seq = rp_ptrmap_get(&s->stale, start);
+    return seq ? *seq : 0;
+}
+
+static void count_live(space *s, const rp_range *r, int sign)
+{
+    s->nlive += (size_t)sign;
+    s->live_bytes += (uint64_t)sign * (r->end - r->start);
+}
+
+/* The first live block intersecting [start, end), in address order. */
+typedef struct live_hit { const rp_range *first, *last; } live_hit;
+
+static int note_live(rp_range *r, void *arg)
+{
+    live_hit *h = arg;
+    if (is_freed(r))
+        return 0;
+    if (!h->first)
+        h->first = r;
+    h->last = r;
+    return 0;
+}
+
+/* Hand out [ptr, end): freed blocks it covers leave the set (their starts,
+ * when not ptr, go to `stale`); live ones it overlaps are dropped when drop
+ * is set, else nothing changes and the first of them is copied to *clash
+ * (return 0).  1 once the block is in.  r: rp_rangeset_before(end - 1),
+ * which the caller has looked up. */
+static int claim_at(space *s, rp_range *r, uint64_t ptr, uint64_t end, uint64_t val, uint64_t aux, int drop,
+                    rp_range *clash)
+{
+    if (r && r->start == ptr && is_freed(r)) {
+        /* The last one starting before end starts at ptr: it is the only one
+         * in the way.  A pool handing an address out again: in place. */
+        rp_rangeset_set_end(&s->mem, r, end);
+        r->val = val;
+        r->aux = aux;
+        count_live(s, r, 1);
+        return 1;
+    }
+    if (r && r->end > ptr) {
+        if (!drop) {
+            live_hit h = {NULL, NULL};
+            rp_rangeset_walk_range(&s->mem, ptr, end, note_live, &h);
+            if (h.first) {
+                *clash = *h.first;
+                return 0;
+            }
+        }
+        while ((r = rp_rangeset_before(&s->mem, end - 1)) && r->end > ptr) {
+            if (!is_freed(r))
+                count_live(s, r, -1);
+            else if (r->start != ptr)
+                stale_put(s, r->start, seq_of(r));
+            rp_rangeset_erase(&s->mem, r->start, NULL);
+        }
+    }
+    rp_rangeset_insert(&s->mem, ptr, end, val, aux);
+    count_live(s, &(rp_range){ptr, end, 0, 0}, 1);
+    return 1;
+}
+
+static int claim(space *s, uint64_t ptr, uint64_t end, uint64_t val, uint64_t aux, int drop, rp_range *clash)
+{
+    return claim_at(s, rp_rangeset_before(&s->mem, end - 1), ptr, end, val, aux, drop, clash);
+}
+
+/* at: rp_rangeset_before(&s->mem, end - 1); marks: IN_SEG or 0. */
+static int space_alloc(space *s, rp_range *at, const tf_event *e, uint64_t ptr, uint64_t end, uint64_t marks,
+                       rp_finding *v)
+{
     rp_range r;
-    /* s->freed keeps ptr's last free: consulted only when ptr is not live,
-     * where the last free is the one that matters. */
-    if (!rp_rangeset_insert_new(&s->live, ptr, end, e->seq, pack_stacks(e), &r))
+    if (!claim_at(s, at, ptr, end, (e->seq & SEQ_MASK) | marks, pack_stacks(e), 0, &r))
         return report(v, "overlap", site_of(e), site_of_range(&r),
                       "%s: [0x%llx, 0x%llx) handed out while [0x%llx, 0x%llx) is still live", s->name, ULL(ptr),
                       ULL(end), ULL(r.start), ULL(r.end));
@@ -230,10 +346,8 @@ static int space_alloc(space *s, const tf_event *e, uint64_t ptr, uint64_t size,
 static int host_alloc(space *s, const tf_event *e)
 {
     uint64_t end = e->u.host.ptr + (e->u.host.size ? e->u.host.size : 1);
-    rp_range r, gone;
-    while (!rp_rangeset_insert_new(&s->live, e->u.host.ptr, end, e->seq, pack_stacks(e), &r))
-        if (!rp_rangeset_erase(&s->live, r.start, &gone))
-            break;
+    rp_range r;
+    claim(s, e->u.host.ptr, end, e->seq & SEQ_MASK, pack_stacks(e), 1, &r);
     return 0;
 }
 
@@ -242,27 +356,32 @@ static int host_alloc(space *s, const tf_event *e)
 static int space_free_block(space *s, const tf_event *e, uint64_t ptr, int check_unknown, uint64_t *size,
                             rp_range *erased, rp_finding *v)
 {
-    rp_range r;
     *size = 0;
     if (erased)
         erased->start = erased->end = 0;
-    if (rp_rangeset_erase(&s->live, ptr, &r)) {
-        *size = r.end - r.start;
+    rp_range *r = rp_rangeset_before(&s->mem, ptr);
+    if (r && r->start == ptr && !is_freed(r)) {
+        *size = r->end - r->start;
         if (erased)
-            *erased = r;
-        rp_ptrmap_put(&s->freed, ptr, e->seq);
+            *erased = *r;
+        count_live(s, r, -1);
+        r->val = FREED | (r->val & IN_SEG) | (e->seq & SEQ_MASK);
+        r->aux = 0;
         return 0;
     }
-    const rp_range *in = check_unknown ? rp_rangeset_find(&s->live, ptr) : NULL;
-    if (in)
-        return report(v, "free_unknown", site_of(e), site_of_range(in),
+    if (r && ptr < r->end && !is_freed(r) && check_unknown)
+        return report(v, "free_unknown", site_of(e), site_of_range(r),
                       "%s: 0x%llx freed, but it is inside the live block [0x%llx, 0x%llx), not its start", s->name,
-                      ULL(ptr), ULL(in->start), ULL(in->end));
-    uint64_t *prev = rp_ptrmap_get(&s->freed, ptr);
+                      ULL(ptr), ULL(r->start), ULL(r->end));
+    uint64_t prev = 0;
+    if (r && r->start == ptr)
+        prev = seq_of(r);   /* a freed block's */
+    else
+        prev = stale_get(s, ptr);
     if (prev)
-        return report(v, "double_free", site_of(e), (rp_site){*prev, 0, 0, 0},
+        return report(v, "double_free", site_of(e), (rp_site){prev, 0, 0, 0},
                       "%s: 0x%llx freed again; it was freed at seq %llu and not handed out since", s->name,
-                      ULL(ptr), ULL(*prev));
+                      ULL(ptr), ULL(prev));
     if (!check_unknown || s->partial)
         return 0;
     return report(v, "free_unknown", site_of(e), (rp_site){0, 0, 0, 0},
@@ -301,6 +420,12 @@ static void segment_grow(rp_checks *c, uint32_t pool, const tf_event *e, uint64_
     p->fig.reserved += size;
     p->fig.segments++;
     note_peak(p);
+}
+
+static int out_of_segment(rp_range *r, void *arg)
+{
+    r->val &= ~IN_SEG;
+    return note_live(r, arg);
 }
 
 /* A release of [ptr, ptr + size) that is not one whole segment: PyTorch's
@@ -352,7 +477,11 @@ static int segment_release(rp_checks *c, uint32_t pool, const tf_event *e, uint6
     }
     memset(p->seg_cache, 0, sizeof p->seg_cache);  /* releases are rare */
     rp_ptrmap_del(&c->seg_owner, ptr, NULL);
-    const rp_range *b = rp_rangeset_overlap(&p->blocks.live, r.start, r.end);
+    /* The witness is the last live block in it (the highest).  No block in
+     * it is inside a segment any more. */
+    live_hit h = {NULL, NULL};
+    rp_rangeset_walk_range(&p->blocks.mem, r.start, r.end, out_of_segment, &h);
+    const rp_range *b = h.last;
     if (b)
         return report(v, "segment_in_use", site_of(e), site_of_range(b),
                       "pool %u released segment [0x%llx, 0x%llx) while block [0x%llx, 0x%llx) in it is live", pool,
@@ -368,7 +497,7 @@ static int alloc_failed(rp_checks *c, const tf_event *e, uint32_t owner_pool)
     rp_pool_figures f = rp_checks_pool(c, owner_pool);
     report(w, "alloc_failed", site_of(e), (rp_site){0, 0, 0, 0},
            "%s of %llu bytes failed (error %d); device memory live %llu bytes in %zu blocks", tf_api_name(e->u.cuda.api),
-           ULL(e->u.cuda.size), e->u.cuda.result, ULL(c->sp[TF_SPACE_DEVICE].live.bytes), c->sp[TF_SPACE_DEVICE].live.len);
+           ULL(e->u.cuda.size), e->u.cuda.result, ULL(c->sp[TF_SPACE_DEVICE].live_bytes), c->sp[TF_SPACE_DEVICE].nlive);
     if (owner_pool)
         snprintf(w->message + strlen(w->message), sizeof w->message - strlen(w->message),
                  "; pool %u reserved %llu, allocated %llu in %llu segments", owner_pool, ULL(f.reserved),
@@ -386,7 +515,9 @@ static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_f
             return alloc_failed(c, e, owner_pool);
         if (!e->u.cuda.ptr)
             return 0;  /* a zero-byte request */
-        if (space_alloc(&c->sp[sp], e, e->u.cuda.ptr, e->u.cuda.size, v))
+        space *s = &c->sp[sp];
+        uint64_t end = e->u.cuda.ptr + (e->u.cuda.size ? e->u.cuda.size : 1);
+        if (space_alloc(s, rp_rangeset_before(&s->mem, end - 1), e, e->u.cuda.ptr, end, 0, v))
             return 1;
         if (sp == TF_SPACE_DEVICE && owner_pool) {
             segment_grow(c, owner_pool, e, e->u.cuda.ptr, e->u.cuda.size);
@@ -398,14 +529,11 @@ static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_f
         return 0;  /* freeing NULL is allowed; a failed free freed nothing (logs before 1.1) */
     uint64_t size;
     rp_range block;
-    uint64_t *prev = rp_ptrmap_get(&c->sp[sp].freed, e->u.cuda.ptr);
-    uint64_t freed_before = prev ? *prev : 0;
     if (space_free_block(&c->sp[sp], e, e->u.cuda.ptr, 1, &size, &block, v))
         return 1;
     undo *u = undo_slot(c, e->seq);
     u->sp = sp;
     u->block = block;
-    u->freed_before = freed_before;
     uint64_t *owner = sp == TF_SPACE_DEVICE ? rp_ptrmap_get(&c->seg_owner, e->u.cuda.ptr) : NULL;
     return owner ? segment_release(c, (uint32_t)*owner, e, e->u.cuda.ptr, 0, v) : 0;
 }
@@ -417,24 +545,29 @@ static int pool_alloc(rp_checks *c, const tf_event *e, rp_finding *v)
     uint64_t size = e->u.pool.granted ? e->u.pool.granted : e->u.pool.requested;
     if (!ptr)
         return 0;  /* a zero-byte request: nothing handed out */
-    if (p->seen_segments && !p->partial) {
+    uint64_t end = ptr + (size ? size : 1), marks = 0;
+    rp_range *at = rp_rangeset_before(&p->blocks.mem, end - 1);
+    if (at && at->start == ptr && end <= at->end && (at->val & (FREED | IN_SEG)) == (FREED | IN_SEG)) {
+        marks = IN_SEG;   /* again inside a freed block, and so inside its segment */
+    } else if (p->seen_segments && !p->partial) {
         __typeof__(p->seg_cache[0]) *c = &p->seg_cache[(ptr >> 16) % SEG_CACHE];
         if (!(ptr >= c->lo && ptr + size <= c->hi)) {
             const rp_range *s = rp_rangeset_find(&p->segs, ptr), *n;
             /* Segments back to back are one range of memory for a block (the
              * mappings of PyTorch's expandable segments). */
-            uint64_t end = s ? s->end : 0;
-            while (s && end < ptr + size && (n = rp_rangeset_find(&p->segs, end)) != NULL && n->start == end)
-                end = n->end;
-            if (!s || ptr + size > end)
+            uint64_t span = s ? s->end : 0;
+            while (s && span < ptr + size && (n = rp_rangeset_find(&p->segs, span)) != NULL && n->start == span)
+                span = n->end;
+            if (!s || ptr + size > span)
                 return report(v, "outside_segment", site_of(e), s ? site_of_range(s) : (rp_site){0, 0, 0, 0},
                               "pool %u handed out [0x%llx, 0x%llx), which is not inside any segment it obtained",
                               e->u.pool.pool, ULL(ptr), ULL(ptr + size));
             c->lo = s->start;
-            c->hi = end;
+            c->hi = span;
         }
+        marks = IN_SEG;
     }
-    if (space_alloc(&p->blocks, e, ptr, size, v)) {
+    if (space_alloc(&p->blocks, at, e, ptr, end, marks, v)) {
         snprintf(v->message + strlen(v->message), sizeof v->message - strlen(v->message), " (pool %u)",
                  e->u.pool.pool);
         return 1;
@@ -469,11 +602,15 @@ static void release_failed(rp_checks *c, uint64_t seq)
         return;  /* it erased nothing (a bad free, already reported), or is too old */
     space *s = &c->sp[u->sp];
     if (u->block.end > u->block.start) {
-        rp_rangeset_insert(&s->live, u->block.start, u->block.end, u->block.val, u->block.aux);
-        if (u->freed_before)
-            rp_ptrmap_put(&s->freed, u->block.start, u->freed_before);
-        else
-            rp_ptrmap_del(&s->freed, u->block.start, NULL);
+        rp_range *r = rp_rangeset_before(&s->mem, u->block.start), clash;
+        if (r && r->start == u->block.start && is_freed(r) && seq_of(r) == (u->seq & SEQ_MASK)) {
+            r->val = u->block.val;   /* the mark its release left, taken back */
+            r->aux = u->block.aux;
+            count_live(s, r, 1);
+        } else {
+            /* Memory handed out over it since stays with its new owner. */
+            claim(s, u->block.start, u->block.end, u->block.val, u->block.aux, 0, &clash);
+        }
     }
     if (u->seg_pool) {
         pool_state *p = pool_of(c, u->seg_pool);
@@ -510,15 +647,12 @@ int rp_checks_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_fin
         if (!e->u.host.ptr)
             return 0;
         rp_range block;
-        uint64_t *prev = rp_ptrmap_get(&c->sp[SP_HOST].freed, e->u.host.ptr);
-        uint64_t freed_before = prev ? *prev : 0;
         if (space_free_block(&c->sp[SP_HOST], e, e->u.host.ptr, 0, &size, &block, v))
             return 1;
         if (block.end > block.start) {
             undo *u = undo_slot(c, e->seq);
             u->sp = SP_HOST;
             u->block = block;
-            u->freed_before = freed_before;
         }
         return 0;
     }
@@ -539,13 +673,15 @@ typedef struct leak_walk {
 static int leak_one(const rp_range *r, void *arg)
 {
     leak_walk *w = arg;
+    if (is_freed(r))
+        return 0;
     if (w->skip && rp_ptrmap_get(w->skip, r->start))
         return 0;  /* a pool's cached segment: its blocks are reported instead */
     rp_finding *f = warning(w->c);
     if (f)
         report(f, "live_at_end", site_of_range(r), (rp_site){0, 0, 0, 0},
                "%s: [0x%llx, 0x%llx) (%llu bytes) still live at the end, allocated at seq %llu", w->what,
-               ULL(r->start), ULL(r->end), ULL(r->end - r->start), ULL(r->val));
+               ULL(r->start), ULL(r->end), ULL(r->end - r->start), ULL(seq_of(r)));
     return 0;
 }
 
@@ -555,10 +691,10 @@ void rp_checks_end(rp_checks *c)
     for (size_t i = 0; i < c->npools; i++) {
         snprintf(name, sizeof name, "pool %u", c->pools[i].id);
         leak_walk w = {c, name, NULL};
-        rp_rangeset_walk(&c->pools[i].blocks.live, leak_one, &w);
+        rp_rangeset_walk(&c->pools[i].blocks.mem, leak_one, &w);
     }
     leak_walk w = {c, space_names[TF_SPACE_DEVICE], &c->seg_owner};
-    rp_rangeset_walk(&c->sp[TF_SPACE_DEVICE].live, leak_one, &w);
+    rp_rangeset_walk(&c->sp[TF_SPACE_DEVICE].mem, leak_one, &w);
 }
 
 uint32_t rp_checks_warnings(const rp_checks *c, const rp_finding **list, uint64_t *total)
@@ -575,4 +711,4 @@ rp_pool_figures rp_checks_pool(const rp_checks *c, uint32_t pool)
     return p ? p->fig : zero;
 }
 
-uint64_t rp_checks_device_live(const rp_checks *c) { return c->sp[TF_SPACE_DEVICE].live.bytes; }
+uint64_t rp_checks_device_live(const rp_checks *c) { return c->sp[TF_SPACE_DEVICE].live_bytes; }

@@ -6,14 +6,7 @@
 
 #include "xalloc.h"
 
-/* Addresses are aligned, so their low bits carry nothing: mix them all. */
-static inline size_t slot_of(uint64_t key, size_t mask)
-{
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdULL;
-    key ^= key >> 33;
-    return (size_t)key & mask;
-}
+#define slot_of rp_ptrmap_slot_of
 
 void rp_ptrmap_init(rp_ptrmap *m)
 {
@@ -55,9 +48,8 @@ uint64_t *rp_ptrmap_get(const rp_ptrmap *m, uint64_t key)
     }
 }
 
-static void grow(rp_ptrmap *m)
+static void grow_to(rp_ptrmap *m, size_t ncap)
 {
-    size_t ncap = m->cap ? m->cap * 2 : 64;
     rp_ptrmap_slot *old = m->slots;
     size_t ocap = m->cap;
     m->slots = rp_xmalloc(ncap * sizeof *m->slots);
@@ -70,13 +62,52 @@ static void grow(rp_ptrmap *m)
     free(old);
 }
 
-void rp_ptrmap_put(rp_ptrmap *m, uint64_t key, uint64_t val)
+static void grow(rp_ptrmap *m)
+{
+    grow_to(m, m->cap ? m->cap * 2 : 64);
+}
+
+void rp_ptrmap_reserve(rp_ptrmap *m, size_t n)
+{
+    size_t cap = m->cap ? m->cap : 64;
+    while ((n + 1) * 2 > cap)
+        cap *= 2;
+    if (cap != m->cap)
+        grow_to(m, cap);
+}
+
+void rp_ptrmap_put_many(rp_ptrmap *m, const rp_ptrmap_slot *kv, size_t n, rp_ptrmap_slot *scratch)
+{
+    if (!n)
+        return;
+    rp_ptrmap_reserve(m, m->len + n);
+    /* A stable counting sort by the top bits of the home slot: the puts then
+     * sweep the table once, in order, and a key's later put still wins. */
+    enum { BUCKETS = 256 };
+    size_t count[BUCKETS + 1] = {0}, mask = m->cap - 1;
+    int shift = 0;
+    while ((mask >> shift) >= BUCKETS)
+        shift++;
+    for (size_t i = 0; i < n; i++)
+        count[(slot_of(kv[i].key, mask) >> shift) + 1]++;
+    for (int b = 0; b < BUCKETS; b++)
+        count[b + 1] += count[b];
+    for (size_t i = 0; i < n; i++)
+        scratch[count[slot_of(kv[i].key, mask) >> shift]++] = kv[i];
+    for (size_t i = 0; i < n; i++)
+        rp_ptrmap_put(m, scratch[i].key, scratch[i].val);
+}
+
+int rp_ptrmap_swap(rp_ptrmap *m, uint64_t key, uint64_t val, uint64_t *old)
 {
     if (key == RP_PTRMAP_EMPTY) {
-        m->len += !m->has_empty_key;
+        int had = m->has_empty_key;
+        if (had)
+            *old = m->empty_key_val;
+        m->len += !had;
         m->has_empty_key = 1;
         m->empty_key_val = val;
-        return;
+        return had;
     }
     /* Keep the load under 1/2: probes stay short and cache-local. */
     if ((m->len + 1) * 2 > m->cap)
@@ -85,10 +116,20 @@ void rp_ptrmap_put(rp_ptrmap *m, uint64_t key, uint64_t val)
     size_t i = slot_of(key, mask);
     while (m->slots[i].key != RP_PTRMAP_EMPTY && m->slots[i].key != key)
         i = (i + 1) & mask;
-    if (m->slots[i].key == RP_PTRMAP_EMPTY)
+    int had = m->slots[i].key == key;
+    if (had)
+        *old = m->slots[i].val;
+    else
         m->len++;
     m->slots[i].key = key;
     m->slots[i].val = val;
+    return had;
+}
+
+void rp_ptrmap_put(rp_ptrmap *m, uint64_t key, uint64_t val)
+{
+    uint64_t old;
+    rp_ptrmap_swap(m, key, val, &old);
 }
 
 int rp_ptrmap_del(rp_ptrmap *m, uint64_t key, uint64_t *val)

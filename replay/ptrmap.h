@@ -29,6 +29,16 @@ typedef struct rp_ptrmap {
 
 #define RP_PTRMAP_EMPTY UINT64_MAX
 
+/* Addresses are aligned, so their low bits carry nothing: mix them all. */
+static inline size_t rp_ptrmap_slot_of(uint64_t key, size_t mask)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdULL;
+    key ^= key >> 33;
+    return (size_t)key & mask;
+}
+
+
 void rp_ptrmap_init(rp_ptrmap *m);
 void rp_ptrmap_free(rp_ptrmap *m);
 /* Deep copy: dst's buffers are reused when large enough. */
@@ -38,6 +48,15 @@ void rp_ptrmap_copy(rp_ptrmap *dst, const rp_ptrmap *src);
 uint64_t *rp_ptrmap_get(const rp_ptrmap *m, uint64_t key);
 /* Insert or overwrite. */
 void rp_ptrmap_put(rp_ptrmap *m, uint64_t key, uint64_t val);
+/* Insert or overwrite; 1 and the value it replaced in *old when key was
+ * there, else 0 (one probe where a get and a put take two). */
+int rp_ptrmap_swap(rp_ptrmap *m, uint64_t key, uint64_t val, uint64_t *old);
+/* Make room for n entries in all: puts up to there do not grow the map. */
+void rp_ptrmap_reserve(rp_ptrmap *m, size_t n);
+/* Many puts at once, in order (a later one of a key wins): sorted by where
+ * they land first, so a map larger than the caches is written in one sweep
+ * instead of a miss per put.  scratch: n entries of the caller's. */
+void rp_ptrmap_put_many(rp_ptrmap *m, const rp_ptrmap_slot *kv, size_t n, rp_ptrmap_slot *scratch);
 /* Remove key; returns 1 and stores its value in *val (if val) when present. */
 int rp_ptrmap_del(rp_ptrmap *m, uint64_t key, uint64_t *val);
 

@@ -16,6 +16,7 @@ void rp_rangeset_init(rp_rangeset *s)
 void rp_rangeset_free(rp_rangeset *s)
 {
     free(s->slot);
+    free(s->key);
     free(s->count);
     free(s->order);
     free(s->lo);
@@ -34,6 +35,7 @@ static void *dup_into(void *dst, const void *src, size_t n)
 void rp_rangeset_copy(rp_rangeset *dst, const rp_rangeset *src)
 {
     dst->slot = dup_into(dst->slot, src->slot, (size_t)src->nchunks * CHUNK * sizeof *src->slot);
+    dst->key = dup_into(dst->key, src->key, (size_t)src->nchunks * CHUNK * sizeof *src->key);
     dst->count = dup_into(dst->count, src->count, (size_t)src->nchunks * sizeof *src->count);
     dst->order = dup_into(dst->order, src->order, (size_t)src->nord * sizeof *src->order);
     dst->lo = dup_into(dst->lo, src->lo, (size_t)src->nord * sizeof *src->lo);
@@ -64,16 +66,16 @@ static uint32_t chunk_at(const rp_rangeset *s, uint64_t key)
 /* In chunk k: how many ranges start at or below key. */
 static uint32_t upper(const rp_rangeset *s, uint32_t k, uint64_t key)
 {
-    const rp_range *r = &s->slot[(size_t)k * CHUNK], *base = r;
+    const uint64_t *r = &s->key[(size_t)k * CHUNK], *base = r;
     uint32_t n = s->count[k];
     if (!n)
         return 0;
     while (n > 1) {
         uint32_t half = n / 2;
-        base = base[half].start <= key ? base + half : base;
+        base = base[half] <= key ? base + half : base;
         n -= half;
     }
-    return (uint32_t)(base - r) + (base->start <= key);
+    return (uint32_t)(base - r) + (*base <= key);
 }
 
 /* The range with the largest start below or at key, or NULL. */
@@ -88,6 +90,12 @@ static const rp_range *at_or_before(const rp_rangeset *s, uint64_t key)
 rp_range *rp_rangeset_before(rp_rangeset *s, uint64_t key)
 {
     return (rp_range *)at_or_before(s, key);
+}
+
+void rp_rangeset_set_end(rp_rangeset *s, rp_range *r, uint64_t end)
+{
+    s->bytes += end - r->end;   /* modulo 2^64: a shorter range subtracts */
+    r->end = end;
 }
 
 const rp_range *rp_rangeset_find(const rp_rangeset *s, uint64_t addr)
@@ -114,6 +122,7 @@ static uint32_t new_chunk(rp_rangeset *s)
     rp_grow(&s->count, &cap, (size_t)s->nchunks + 1, sizeof *s->count);
     if (cap != s->capchunks) {
         s->slot = rp_xrealloc(s->slot, cap * CHUNK * sizeof *s->slot);
+        s->key = rp_xrealloc(s->key, cap * CHUNK * sizeof *s->key);
         s->capchunks = (uint32_t)cap;
     }
     return s->nchunks++;
@@ -154,6 +163,7 @@ static void put_at(rp_rangeset *s, uint32_t at, uint32_t i, const rp_range *x)
         /* Full: its upper half moves to a new chunk after it. */
         uint32_t m = new_chunk(s), half = CHUNK / 2;
         memcpy(&s->slot[(size_t)m * CHUNK], &s->slot[(size_t)k * CHUNK + half], half * sizeof *s->slot);
+        memcpy(&s->key[(size_t)m * CHUNK], &s->key[(size_t)k * CHUNK + half], half * sizeof *s->key);
         s->count[m] = (uint16_t)half;
         s->count[k] = (uint16_t)half;
         index_insert(s, at + 1, m);
@@ -164,8 +174,11 @@ static void put_at(rp_rangeset *s, uint32_t at, uint32_t i, const rp_range *x)
         }
     }
     rp_range *r = &s->slot[(size_t)k * CHUNK];
+    uint64_t *key = &s->key[(size_t)k * CHUNK];
     memmove(r + i + 1, r + i, (s->count[k] - i) * sizeof *r);
+    memmove(key + i + 1, key + i, (s->count[k] - i) * sizeof *key);
     r[i] = *x;
+    key[i] = x->start;
     s->count[k]++;
     s->lo[at] = r[0].start;
     s->len++;
@@ -195,6 +208,7 @@ static void first_range(rp_rangeset *s, const rp_range *x)
     uint32_t k = new_chunk(s);
     s->count[k] = 1;
     s->slot[(size_t)k * CHUNK] = *x;
+    s->key[(size_t)k * CHUNK] = x->start;
     index_insert(s, 0, k);
     s->len++;
     s->bytes += x->end - x->start;
@@ -242,7 +256,8 @@ int rp_rangeset_erase(rp_rangeset *s, uint64_t start, rp_range *out)
         return 0;
     uint32_t at = chunk_at(s, start), k = s->order[at], i = upper(s, k, start);
     rp_range *r = &s->slot[(size_t)k * CHUNK];
-    if (!i || r[i - 1].start != start)
+    uint64_t *key = &s->key[(size_t)k * CHUNK];
+    if (!i || key[i - 1] != start)
         return 0;
     i--;
     if (out)
@@ -250,6 +265,7 @@ int rp_rangeset_erase(rp_rangeset *s, uint64_t start, rp_range *out)
     s->len--;
     s->bytes -= r[i].end - r[i].start;
     memmove(r + i, r + i + 1, (s->count[k] - i - 1) * sizeof *r);
+    memmove(key + i, key + i + 1, (s->count[k] - i - 1) * sizeof *key);
     if (!--s->count[k]) {
         index_remove(s, at);
         return 1;
@@ -260,6 +276,7 @@ int rp_rangeset_erase(rp_rangeset *s, uint64_t start, rp_range *out)
         uint32_t n = s->order[at + 1];
         if (s->count[k] + s->count[n] <= CHUNK) {
             memcpy(r + s->count[k], &s->slot[(size_t)n * CHUNK], s->count[n] * sizeof *r);
+            memcpy(key + s->count[k], &s->key[(size_t)n * CHUNK], s->count[n] * sizeof *key);
             s->count[k] = (uint16_t)(s->count[k] + s->count[n]);
             s->count[n] = 0;
             index_remove(s, at + 1);
@@ -275,6 +292,30 @@ int rp_rangeset_walk(const rp_rangeset *s, int (*fn)(const rp_range *r, void *ar
         for (uint32_t i = 0; i < s->count[k]; i++)
             if (fn(&s->slot[(size_t)k * CHUNK + i], arg))
                 return 1;
+    }
+    return 0;
+}
+
+int rp_rangeset_walk_range(rp_rangeset *s, uint64_t start, uint64_t end, int (*fn)(rp_range *r, void *arg),
+                           void *arg)
+{
+    if (!s->nord)
+        return 0;
+    if (end <= start)
+        end = start + 1;
+    /* From the range starting at or below start (it may reach into it). */
+    uint32_t at = chunk_at(s, start), k = s->order[at];
+    uint32_t i = s->lo[at] <= start ? upper(s, k, start) : 0;
+    i = i ? i - 1 : 0;
+    for (; at < s->nord; at++, i = 0) {
+        k = s->order[at];
+        for (; i < s->count[k]; i++) {
+            rp_range *r = &s->slot[(size_t)k * CHUNK + i];
+            if (r->start >= end)
+                return 0;
+            if (r->end > start && fn(r, arg))
+                return 1;
+        }
     }
     return 0;
 }

@@ -7,6 +7,8 @@
  * chunks in address order in a small index: a look-up is two binary
  * searches over contiguous memory, an insertion or removal moves at most
  * one chunk's entries (a full chunk splits, nearly empty neighbours merge).
+ * Each chunk's starts are also kept apart, 32 in four cache lines, so the
+ * search within a chunk reads those and only then the one range it found.
  * Disjoint ranges sorted by start are sorted by end too, so an overlap test
  * is one predecessor search.  The shape depends only on the contents.
  */
@@ -27,6 +29,7 @@ typedef struct rp_range {
 
 typedef struct rp_rangeset {
     rp_range *slot;            /* chunk k holds slot[k * CHUNK ..], count[k] of them, sorted */
+    uint64_t *key;             /* key[i] == slot[i].start: what the search reads */
     uint16_t *count;
     uint32_t nchunks, capchunks;   /* chunks allocated */
     uint32_t *order;           /* chunks in use, in address order */
@@ -48,8 +51,11 @@ const rp_range *rp_rangeset_overlap(const rp_rangeset *s, uint64_t start, uint64
 /* The range holding addr, or NULL. */
 const rp_range *rp_rangeset_find(const rp_rangeset *s, uint64_t addr);
 /* The range with the largest start at or below key, or NULL; its payload
- * may be changed in place (not its bounds). */
+ * may be changed in place (its bounds through rp_rangeset_set_end only). */
 rp_range *rp_rangeset_before(rp_rangeset *s, uint64_t key);
+/* Move the end of r (from rp_rangeset_before): the caller knows no range
+ * starts in [r->start, end) but r. */
+void rp_rangeset_set_end(rp_rangeset *s, rp_range *r, uint64_t end);
 /* Insert [start, end) (the caller has checked for overlap). */
 void rp_rangeset_insert(rp_rangeset *s, uint64_t start, uint64_t end, uint64_t val, uint64_t aux);
 /* Insert [start, end) unless it overlaps a range already there: then
@@ -60,5 +66,9 @@ int rp_rangeset_insert_new(rp_rangeset *s, uint64_t start, uint64_t end, uint64_
 int rp_rangeset_erase(rp_rangeset *s, uint64_t start, rp_range *out);
 /* Visit ranges in address order (deterministic); stop when fn returns nonzero. */
 int rp_rangeset_walk(const rp_rangeset *s, int (*fn)(const rp_range *r, void *arg), void *arg);
+/* The same for the ranges intersecting [start, end) only; fn may change
+ * their payload. */
+int rp_rangeset_walk_range(rp_rangeset *s, uint64_t start, uint64_t end, int (*fn)(rp_range *r, void *arg),
+                           void *arg);
 
 #endif

@@ -132,6 +132,7 @@ struct rp_replay {
     size_t npools, cappools;
     rp_ptrmap pool_index;          /* pool id -> position in pools */
     size_t last_pool;              /* the pool found last */
+    size_t nmodelled;              /* pools with a model: none, and the models are left out */
     gathered bare;                 /* a bare pool event, as a one-event operation */
     rp_result res;
     size_t capseries;
@@ -318,6 +319,7 @@ static pool *pool_of(rp_replay *r, uint32_t id)
     rp_rangeset_init(&p->msegs);
     if (p->ops) {
         p->m = p->ops->create();
+        r->nmodelled++;
         if (p->ops->configure) {
             /* The options the run used, as far as the log has told them. */
             hctx h = context(r, p, p->m, NULL, RP_NIL, NULL, NULL, NULL);
@@ -1522,6 +1524,10 @@ static void top_release(rp_replay *r, const tf_event *e, uint64_t ptr, uint32_t 
 
 static void model_event(rp_replay *r, const tf_event *e, const rp_where *w)
 {
+    /* driver_event has made the pool of every event that can start a
+     * model's work (an operation, a pool event, a segment obtained). */
+    if (!r->nmodelled)
+        return;
     thread *t = thread_of(r, e->tid);
     if (t->capture) {
         gather_event(t, e, w);
@@ -1637,6 +1643,8 @@ static void driver_closed(void *ctx, const rp_frame *f, rp_close how, const tf_e
 {
     rp_replay *r = ctx;
     (void)how, (void)by;
+    if (!r->nmodelled)
+        return;   /* nothing is gathered for a model */
     uint64_t *at = rp_ptrmap_get(&r->th_index, f->tid);
     if (!r->stopped && at && r->th[*at].capture) {
         gather_closed(r, &r->th[*at], f);
