@@ -27,6 +27,7 @@ static trace_config config = {
     .host_buffers = 1,
     .host_threshold = 1u << 20,
     .py_alloc_sample = 0,
+    .py_alloc_native = 0,
     .quiet = 0,
     .exit_line = -1,
     .flush_ms = 100,
@@ -196,9 +197,10 @@ static void describe(void)
 {
     snprintf(description, sizeof description,
              "output=%s;stack_depth=%d;python=%d;host_buffers=%d;host_threshold=%llu;"
-             "py_allocs=%u;quiet=%d;exit_line=%s;max_bytes=%llu;flush_ms=%u",
+             "py_allocs=%u;py_alloc_native=%d;quiet=%d;exit_line=%s;max_bytes=%llu;flush_ms=%u",
              config.output, config.stack_depth, config.python, config.host_buffers,
-             (unsigned long long)config.host_threshold, config.py_alloc_sample, config.quiet,
+             (unsigned long long)config.host_threshold, config.py_alloc_sample,
+             config.py_alloc_native, config.quiet,
              config.exit_line < 0 ? "auto" : config.exit_line ? "1" : "0",
              (unsigned long long)config.max_bytes, config.flush_ms);
 }
@@ -229,6 +231,7 @@ void trace_config_load(void)
     v = config.py_alloc_sample;
     read_int("TRACE_PY_ALLOCS", 0, UINT32_MAX, &v);
     config.py_alloc_sample = (uint32_t)v;
+    read_flag("TRACE_PY_ALLOC_NATIVE", &config.py_alloc_native);
     read_size("TRACE_MAX_BYTES", MIN_MAX_BYTES, &config.max_bytes);
     v = config.flush_ms;
     read_int("TRACE_FLUSH_MS", 1, 10000, &v);

@@ -15,6 +15,9 @@ typedef struct trace_config {
     int host_buffers;          /* TRACE_HOST_BUFFERS: large host buffers on (1, default) or off */
     uint64_t host_threshold;   /* TRACE_HOST_THRESHOLD: bytes, default 1 MiB */
     uint32_t py_alloc_sample;  /* TRACE_PY_ALLOCS: record one GC-object allocation in N (0 = off) */
+    int py_alloc_native;       /* TRACE_PY_ALLOC_NATIVE: py_alloc events with native stacks too (1), or
+                                * the Python stack only (0, default: a native walk per object costs more
+                                * than the rest of the event) */
     int quiet;                 /* TRACE_QUIET=1: no line at exit, no warnings */
     int exit_line;             /* TRACE_EXIT_LINE: 1 always, 0 never, -1 (auto) when stderr is a terminal */
     uint64_t max_bytes;        /* TRACE_MAX_BYTES: keep the log within this many bytes (segments); 0 = no limit */

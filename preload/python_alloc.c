@@ -13,7 +13,10 @@
  *    wrapper sets host_guard around the forwarded call, so the block is
  *    recorded once, by the outermost allocator, with its Python domain;
  *  - the opt-in sample of allocations (TRACE_PY_ALLOCS=N): one py_alloc event
- *    with both stacks every N OBJ-domain allocations (object allocations).
+ *    every N OBJ-domain allocations (object allocations), with the Python
+ *    stack; the native stack too only with TRACE_PY_ALLOC_NATIVE=1 (a native
+ *    walk per object was more than half of what this mode added on the
+ *    bench's JSON workload).
  * The per-generation allocation counters come from the interpreter itself
  * (python_gc.c), at no cost per allocation.
  */
@@ -33,6 +36,7 @@ typedef struct domain_wrapper {
 static domain_wrapper wrappers[3];
 static uint32_t sample_every;                  /* OBJ domain: GIL held, no atomics */
 static uint32_t sample_countdown;
+static unsigned sample_stacks;                 /* REC_PY_STACK, and REC_NATIVE_STACK if asked */
 
 static void sample_object_allocation(void *p, size_t size)
 {
@@ -42,7 +46,7 @@ static void sample_object_allocation(void *p, size_t size)
         e.u.host.domain = TF_HOST_OBJ;
         e.u.host.ptr = (uint64_t)(uintptr_t)p;
         e.u.host.size = size;
-        rec_event(&e, REC_STACKS);
+        rec_event(&e, sample_stacks);
     }
 }
 
@@ -159,6 +163,7 @@ void python_alloc_install(void)
     const trace_config *c = trace_config_get();
     sample_every = c->py_alloc_sample;
     sample_countdown = sample_every;
+    sample_stacks = REC_PY_STACK | (c->py_alloc_native ? REC_NATIVE_STACK : 0);
     int all_domains = c->host_buffers && python_malloc_bypasses_raw();
     if (c->host_buffers)
         wrap_domain(PY_DOMAIN_RAW);

@@ -1,5 +1,5 @@
 """TRACE_PY_ALLOCS=N records one object allocation in N as py_alloc with the
-Python stack; off by default."""
+Python stack; off by default.  Native stacks only with TRACE_PY_ALLOC_NATIVE=1."""
 import pytrace as pt
 
 args = pt.parse_args()
@@ -22,6 +22,15 @@ def check(python, version):
                 % (tag, n1))
     fails.check(n1 / 12 <= n10 <= n1 / 8, "%s: TRACE_PY_ALLOCS=10 recorded %d, with 1: %d" % (tag, n10, n1))
     fails.check(every.proc.returncode == 0, "%s: program failed" % tag)
+    with_native = [e for e in from_make(every) if e["native_depth"]]
+    fails.check(not with_native, "%s: %d py_alloc events carry a native stack without TRACE_PY_ALLOC_NATIVE"
+                % (tag, len(with_native)))
+    native = pt.run_traced([python, "-c", PROGRAM], args.preload, args.pylog,
+                           env={"TRACE_PY_ALLOCS": "1", "TRACE_PY_ALLOC_NATIVE": "1"})
+    made = from_make(native)
+    fails.check(len(made) >= 5000 and all(e["native_depth"] for e in made),
+                "%s: TRACE_PY_ALLOC_NATIVE=1: %d of %d py_alloc events in make() have a native stack"
+                % (tag, len([e for e in made if e["native_depth"]]), len(made)))
 
 
 pt.for_each_interpreter(args.python, check, fails)
