@@ -4,6 +4,7 @@
 #include "cuda_symbols.h"
 #include "cuda_versions.h"
 #include "dl_hooks.h"
+#include "fork_gate.h"
 #include "native_stack.h"
 #include "warn.h"
 
@@ -142,7 +143,9 @@ static void *resolve_for_caller(const char *name, const void *ret)
         real = dl_real_dlsym(RTLD_NEXT, name);
     if (!real) {
         struct search s = { name, NULL };
+        fork_gate_enter();
         dl_iterate_phdr(search_object, &s);
+        fork_gate_leave();
         real = s.real;
     }
     return real;

@@ -8,6 +8,7 @@
  * snapshot older than the one last applied is dropped.
  */
 #include "modules.h"
+#include "fork_gate.h"
 #include "recorder_core.h"
 
 #include <link.h>
@@ -164,7 +165,9 @@ static void apply(tf_writer *w, void *arg)
 void modules_rescan(void)
 {
     struct module_list snap = { 0 };
+    fork_gate_enter();
     dl_iterate_phdr(snapshot_one, &snap);
+    fork_gate_leave();
     rec_define(apply, &snap);
     list_free(&snap);
 }

@@ -28,6 +28,7 @@
 #include <libunwind.h>
 
 #include "native_stack.h"
+#include "fork_gate.h"
 #include "recorder.h"
 #include "unwind_pipe.h"
 
@@ -262,7 +263,9 @@ static thread_memos *thread_memos_get(void)
 static int fast_walk(uint64_t *ips, int depth)
 {
     void *raw[NATIVE_STACK_MAX + OWN_FRAMES_MAX];
+    fork_gate_enter();
     int n = unw_backtrace(raw, depth + OWN_FRAMES_MAX);
+    fork_gate_leave();
     int skip = 0;
     while (skip < n && skip < OWN_FRAMES_MAX && native_stack_is_ours((uintptr_t)raw[skip]))
         skip++;

@@ -7,6 +7,7 @@
 #include "ending_signals.h"
 #include "endings.h"
 #include "flusher.h"
+#include "fork_gate.h"
 #include "host_blocks.h"
 #include "log_file.h"
 #include "modules.h"
@@ -99,6 +100,7 @@ static void fork_prepare(void)
      * before rec_fork_prepare takes the recorder's lock, which sealing needs.
      * A process with no events yet writes nothing: a shell that forks and
      * execs the real program under the same pid must not take its log name. */
+    fork_gate_close();
     flusher_stop();
     if (rec_event_count() > 0)
         flush_now(0);
@@ -108,11 +110,13 @@ static void fork_prepare(void)
 static void fork_parent(void)
 {
     rec_fork_parent();
+    fork_gate_open();
 }
 
 /* The child writes its own log, under its own pid, from scratch. */
 static void fork_child(void)
 {
+    fork_gate_child();
     endings_fork_child();
     ending_signals_fork_child();
     trace_config_set_pid(getpid());

@@ -3,7 +3,7 @@
     torture.py SCENARIO --bin DIR --preload LIBS --doubles DIR --work DIR
                [--python EXE] [--trace-dump EXE] [--trace-replay EXE]
 
-Scenarios: kill9, threads, pythreads, fork, segv, sigstorm, fulldisk, endings (every
+Scenarios: kill9, threads, pythreads, fork, fork_walk, segv, sigstorm, fulldisk, endings (every
 way a process ends, in every interpreter found).  Every
 log a scenario leaves is read by torture_check (order and counts), by
 trace-dump --summary and by trace-replay check with each model: none of them
@@ -59,11 +59,17 @@ def bare_env(opts):
 
 
 def run(cmd, env, timeout=240, **kw):
+    """The program in a session of its own: after a timeout its whole process
+    group goes, a hung child of a fork included (it outlived the test)."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, **kw)
     try:
-        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, **kw)
-    except subprocess.TimeoutExpired as e:
-        raise Failure(f"{cmd[0]} still running after {timeout} s (deadlock?): "
-                      f"{(e.stderr or b'')[-2000:]!r}")
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise Failure(f"{cmd[0]} still running after {timeout} s (deadlock?): {err[-2000:]!r}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def program(opts, name):
@@ -260,6 +266,26 @@ def scenario_fork(opts):
         expect(log.mark_texts() == want, f"{how} child {pid}: marks {log.mark_texts()}")
         expect(log.count("cuda_alloc") == 1, f"{how} child {pid}: {log.counts}")
     print(f"fork: {len(logs)} logs, one per process, all readable")
+
+
+def scenario_fork_walk(opts):
+    """fork while another thread of the tracer is inside dl_iterate_phdr (a
+    stack walk's table lookup, held 50 ms by slow_walk.so): the child must
+    not inherit the loader's lock held (preload/fork_gate.h)."""
+    work = fresh_dir(opts.work)
+    libs = opts.preload.split(":")
+    preload = ":".join(libs[:-1] + [program(opts, "libslow_walk.so"), libs[-1]])
+    env = traced_env(opts, os.path.join(work, "walk-%p.tlog"))
+    env["LD_PRELOAD"] = preload
+    p = run([program(opts, "fork_walk_app")], env, timeout=60)
+    expect(p.returncode == 0 and "child exited 0" in p.stdout,
+           f"fork_walk_app rc {p.returncode}: {p.stdout} {p.stderr}")
+    logs = [check_log(opts, os.path.join(work, name)) for name in sorted(os.listdir(work))]
+    expect(len(logs) == 2, f"logs: {[l.path for l in logs]}")
+    marks = sorted(m for l in logs for m in l.mark_texts())
+    expect(marks == ["fork-child", "parent-after", "parent-before"], f"marks: {marks}")
+    expect(all(l.clean_end for l in logs), "a log without END")
+    print(f"fork_walk: the child of a fork during a stack walk ran and exited; {len(logs)} logs whole")
 
 
 def segv_case(opts, app, mode, work):

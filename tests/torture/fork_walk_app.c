@@ -1,0 +1,57 @@
+/*
+ * fork_walk_app.c - fork while a thread of the tracer walks a stack.
+ *
+ * A new thread makes CUDA calls; its first stack walks find libunwind's
+ * per-thread cache empty and look up unwind tables through dl_iterate_phdr
+ * (slow_walk.c, preloaded first, makes that take 50 ms).  The main thread
+ * forks 10 ms into it; the child records a mark and a CUDA pair and exits.
+ * Prints "child exited N".  Before the fork gate (preload/fork_gate.h) the
+ * child waited forever on the loader's lock the walker held at the fork.
+ */
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "trace_api.h"
+
+static void cuda_pair(void)
+{
+    void *p;
+    if (cudaMalloc(&p, 4096) == cudaSuccess)
+        cudaFree(p);
+}
+
+static void *walker(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 100; i++)
+        cuda_pair();
+    return NULL;
+}
+
+int main(void)
+{
+    trace_mark("parent-before");
+    pthread_t thread;
+    pthread_create(&thread, NULL, walker, NULL);
+    struct timespec nap = { 0, 10000000 };
+    nanosleep(&nap, NULL);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        trace_mark("fork-child");
+        cuda_pair();
+        exit(0);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return 1;
+    pthread_join(thread, NULL);
+    trace_mark("parent-after");
+    printf("child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return 0;
+}
