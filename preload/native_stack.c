@@ -276,7 +276,7 @@ static int fast_walk(uint64_t *ips, int depth)
 }
 
 /* The step-by-step walk, which also tells each frame's stack pointer. */
-static int slow_walk(uint64_t *ips, uint64_t *sps, int depth)
+static int step_walk(uint64_t *ips, uint64_t *sps, int depth)
 {
     unw_context_t ctx;
     unw_cursor_t cur;
@@ -295,6 +295,14 @@ static int slow_walk(uint64_t *ips, uint64_t *sps, int depth)
         sps[n] = sp;
         n++;
     } while (n < depth && unw_step(&cur) > 0);
+    return n;
+}
+
+static int slow_walk(uint64_t *ips, uint64_t *sps, int depth)
+{
+    fork_gate_enter();
+    int n = step_walk(ips, sps, depth);
+    fork_gate_leave();
     return n;
 }
 
