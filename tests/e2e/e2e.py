@@ -7,7 +7,9 @@ Exit status 77 from a test means "skipped" (no suitable interpreter).
 import glob
 import os
 import re
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -70,6 +72,29 @@ def build_fixture(python, version, build_dir):
     return out
 
 
+# A command's bound is CPU time, not the wall clock: on a busy machine a
+# replay that needs 20 s of CPU can take ten times that (minimize did, in
+# e2e_seed000, past a 300 s wall-clock timeout).  The wall-clock guard only
+# catches a command that sleeps for ever, and says which; ctest's TIMEOUT is
+# the last resort.
+WALL_GUARD = 550
+
+
+def run_bounded(command, cpu_seconds, **kw):
+    """subprocess.run with RLIMIT_CPU (the kernel ends the command with
+    SIGXCPU past it) and the wall-clock guard; SystemExit says which bound
+    a command ran into."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
+    try:
+        done = subprocess.run(command, preexec_fn=limit, timeout=WALL_GUARD, **kw)
+    except subprocess.TimeoutExpired:
+        raise SystemExit("%s: still running after %d s of wall clock (asleep?)" % (command[:2], WALL_GUARD))
+    if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        raise SystemExit("%s: used more than %d s of CPU (status %d)" % (command[:2], cpu_seconds, done.returncode))
+    return done
+
+
 class Outcome:
     """What one workload run printed: failed (bool), iteration (of failure,
     or the iterations run), broken_since (the first iteration after which
@@ -90,7 +115,7 @@ class Outcome:
 
 
 def run_workload(python, module_dir, seed, iterations, gc_guard=False, check_arena=False,
-                 preload=None, log=None, timeout=120, hook_objects=False):
+                 preload=None, log=None, cpu_seconds=120, hook_objects=False):
     command = [python, WORKLOAD, "--module-dir", module_dir, "--seed", str(seed),
                "--iterations", str(iterations)]
     if gc_guard:
@@ -105,7 +130,7 @@ def run_workload(python, module_dir, seed, iterations, gc_guard=False, check_are
         env["LD_PRELOAD"] = preload
         env["TRACE_OUTPUT"] = log
         env["TRACE_QUIET"] = "1"
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+    done = run_bounded(command, cpu_seconds, env=env, capture_output=True, text=True)
     return Outcome(done)
 
 

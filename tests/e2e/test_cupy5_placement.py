@@ -86,8 +86,8 @@ def main():
                   % (seed, len(stacks), len(tail)), flush=True)
         logs.append((seed, log))
         for model in ("cupy5", "cupy"):
-            p = subprocess.run([args.replay, "check", log, "--model", model, "--json"], capture_output=True,
-                               text=True, timeout=300)
+            p = e2e.run_bounded([args.replay, "check", log, "--model", model, "--json"], 300,
+                                capture_output=True, text=True)
             doc = json.loads(p.stdout) if p.stdout.strip() else {}
             v = doc.get("violation") or {}
             failures.check(p.returncode == 0 and not v, "seed %d: check --model %s finds nothing in a pool nothing "
@@ -101,8 +101,8 @@ def main():
     ambiguities = 0
     try:
         for seed, log in logs:
-            p = subprocess.run([args.replay, "check", log, "--model", "cupy5", "--json"], capture_output=True,
-                               text=True, timeout=300)
+            p = e2e.run_bounded([args.replay, "check", log, "--model", "cupy5", "--json"], 300,
+                                capture_output=True, text=True)
             doc = json.loads(p.stdout) if p.stdout.strip() else {}
             v = doc.get("violation") or {}
             amb = [w for w in doc.get("warnings", []) if w.get("invariant") == "ambiguity"]

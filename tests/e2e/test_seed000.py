@@ -81,8 +81,9 @@ class Setup:
 
     def replay(self, *argv):
         """(exit status, stdout) of trace-replay; stdout is also kept in DIR."""
-        done = subprocess.run([self.args.replay] + list(argv), capture_output=True, text=True,
-                              timeout=300)
+        # minimize takes 0.2 to 20 s of CPU on these logs (85 s once, before
+        # it was made faster): 300 s of CPU is a runaway, not a busy machine.
+        done = e2e.run_bounded([self.args.replay] + list(argv), 300, capture_output=True, text=True)
         name = "-".join(os.path.basename(a).replace(".tlog", "") for a in argv if not a.startswith("-"))
         with open(self.path(name + (".json" if "--json" in argv else ".txt")), "w") as f:
             f.write(done.stdout + done.stderr)
@@ -264,8 +265,8 @@ def check_orphan(failures, setup):
         os.unlink(log)
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "cupy5_pool", "orphan.py")
     env = dict(os.environ, LD_PRELOAD=setup.args.preload, TRACE_OUTPUT=log)
-    done = subprocess.run([setup.python, script, setup.module_dir], capture_output=True, text=True, env=env,
-                          timeout=120)
+    done = e2e.run_bounded([setup.python, script, setup.module_dir], 120, capture_output=True, text=True,
+                           env=env)
     if not failures.check(done.returncode == 0 and "unreachable" in done.stdout,
                           "traced orphan.py: the audit sees the orphan: %s %s" % (done.stdout, done.stderr[-300:])):
         return
