@@ -24,7 +24,7 @@
 
 static _Atomic pid_t closed_by;   /* the thread preparing a fork, 0: open */
 static _Atomic int inside;        /* walkers between enter and leave */
-static __thread int my_inside;    /* of them, this thread's (handlers nest) */
+static __thread __attribute__((tls_model("initial-exec"))) int my_inside;   /* this thread's (handlers nest) */
 
 void fork_gate_enter(void)
 {
