@@ -332,6 +332,29 @@ static int arena_get(cupy *m, uint64_t stream, const rp_host *h)
     return ai >= 0 ? ai : (int)arena_add(m, stream);
 }
 
+static void give_back(cupy *m, uint32_t id, const rp_host *h);
+
+/* arena[index] = set() replaced a free list a re-entrant free had just put
+ * there: that set's last reference goes.  A chunk in it that has a neighbour
+ * stays alive through the neighbour's prev/next, lost to the pool (reported
+ * as unreachable); a whole-segment chunk has no other reference and dies with
+ * the set, and its Memory with it: the segment goes back to the device (the
+ * log shows that release inside this operation), which is no damage. */
+static void drop_overwritten_set(cupy *m, uint32_t s, const rp_host *h)
+{
+    for (uint32_t id = m->s[s].head, next; id != RP_NIL; id = next) {
+        next = m->c[id].fnext;
+        if (m->c[id].prev == RP_NIL && m->c[id].next == RP_NIL) {
+            set_remove(m, id);
+            give_back(m, id, h);
+        }
+    }
+    if (m->s[s].count)
+        m->orphaned += m->s[s].count;
+    else
+        set_drop(m, s);
+}
+
 static int append_to_free_list(cupy *m, size_t ai, uint32_t id, const rp_host *h)
 {
     uint64_t bin = bin_of(m->c[id].size);
@@ -353,8 +376,8 @@ static int append_to_free_list(cupy *m, size_t ai, uint32_t id, const rp_host *h
         if (index >= a->len)
             return rp_violate(h, "index_range", "slot %zu no longer exists after re-entry (arena has %zu)",
                               index, a->len);
-        if (a->slot[index] != RP_NIL && m->s[a->slot[index]].count)
-            m->orphaned += m->s[a->slot[index]].count;
+        if (a->slot[index] != RP_NIL)
+            drop_overwritten_set(m, a->slot[index], h);
         s = set_new(m);
         a->slot[index] = s;
     } else {
