@@ -23,6 +23,7 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define FIELD(obj, off, type) (*(type *)((char *)(obj) + (off)))
 #define OB_TYPE 8               /* offsetof(PyObject, ob_type) */
@@ -154,10 +155,144 @@ static int line_of(void *code, uint32_t code_id, int64_t where)
     return line;
 }
 
+/* Bumped whenever the caches are emptied (a new writer, a new segment, a
+ * fork): a thread's memo from before names ids the writer forgot. */
+static uint32_t cache_generation = 1;
+
 static void forget_caches(void)
 {
     memset(code_cache, 0, sizeof code_cache);
     memset(line_cache, 0, sizeof line_cache);
+    cache_generation++;
+}
+
+/*
+ * Each thread's recent Python stacks, so that an event with a stack it met
+ * lately (an allocation loop cycles through a few) costs a hash and a
+ * compare instead of two cache look-ups per frame and a hash and look-up of
+ * the whole stack in the writer.  The key is what the interned stack is made
+ * of, read afresh at every event: per frame the code object, the instruction
+ * offset and the code's identity as code_cache checks it (file and name
+ * objects, first line).  Frame addresses are not part of it: CPython reuses
+ * them (the frame free lists of 3.8-3.10, the data stack from 3.11), so the
+ * same address at the same depth says nothing about which call it is, while
+ * the same (code, instruction) sequence is the same stack whichever frames
+ * hold it.  A miss still takes the (code id, line) of each frame that
+ * matches the thread's previous stack, counted from the outermost: a loop's
+ * callers stay put while its innermost frame moves.
+ *
+ * Read and written only by its thread, under the recorder's lock (intern
+ * runs there), so a signal handler recording an event on the same thread
+ * cannot meet it half written: its event is dropped before capture.  Mapped
+ * at the thread's first stack (not static TLS: libtrace.so may be loaded
+ * late, where static TLS is scarce), unmapped at its exit.  Deeper stacks
+ * than MEMO_FRAMES take the caches' path every time.
+ */
+#define MEMO_SLOTS 8
+#define MEMO_FRAMES 64
+typedef struct memo_frame {
+    uintptr_t code, file, name;
+    int64_t where;
+    int first_line;
+    tf_py_frame interned;
+} memo_frame;
+/* The slots' keys together (one or two cache lines to scan), their frames
+ * apart. */
+typedef struct memo_slot {
+    uint64_t hash;
+    uint32_t generation;       /* cache_generation of id; 0: empty */
+    uint32_t id;
+    uint32_t used;             /* py_memo.clock at its last use */
+    int n;
+} memo_slot;
+typedef struct py_memo {
+    memo_slot slot[MEMO_SLOTS];  /* any stack in any slot; the least recently used goes */
+    unsigned last;               /* the slot of the previous stack */
+    uint32_t clock;              /* intern calls on this thread */
+    memo_frame f[MEMO_SLOTS][MEMO_FRAMES];
+} py_memo;
+
+#define TLS static __thread __attribute__((tls_model("initial-exec")))
+TLS py_memo *memo;
+TLS int memo_failed;
+static pthread_key_t memo_key;
+static int memo_key_ok;
+
+static void release_memo(void *p)
+{
+    memo = NULL;
+    memo_failed = 1;           /* events later in the thread's exit go without */
+    munmap(p, sizeof(py_memo));
+}
+
+static py_memo *memo_get(void)
+{
+    if (memo || memo_failed)
+        return memo;
+    memo_failed = 1;
+    if (!memo_key_ok)
+        return NULL;
+    void *p = mmap(NULL, sizeof(py_memo), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    if (pthread_setspecific(memo_key, p) != 0) {
+        munmap(p, sizeof(py_memo));
+        return NULL;
+    }
+    memo_failed = 0;
+    return memo = p;
+}
+
+/* Frame raw is memo frame m: same code object, same instruction. */
+static int memo_frame_is(const memo_frame *m, const rec_py_raw *raw)
+{
+    if (m->code != raw->code || m->where != (int64_t)raw->where)
+        return 0;
+    void *code = (void *)(uintptr_t)raw->code;
+    return m->file == FIELD(code, layout->code_filename, uintptr_t) &&
+           m->name == FIELD(code, layout->code_name, uintptr_t) &&
+           m->first_line == FIELD(code, layout->code_firstlineno, int);
+}
+
+static uint64_t stack_hash(const rec_py_raw *raw, int n)
+{
+    uint64_t h = (uint64_t)n * 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < n; i++)
+        h = ((h ^ raw[i].code) * 0xff51afd7ed558ccdull ^ raw[i].where) * 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 29);
+}
+
+/* The stack's ids, computed: frames that match `from` (the previous stack,
+ * of from_n frames; NULL for none) counted from the outermost are taken from
+ * it.  Written into `to` as it goes (a different slot's frames, or NULL). */
+static uint32_t intern_fresh(tf_writer *w, const rec_py_raw *raw, int n, const memo_frame *from,
+                             int from_n, memo_frame *to)
+{
+    tf_py_frame frames[n > 0 ? n : 1];
+    int shift = from ? from_n - n : 0;    /* frame i of raw against from[i + shift] */
+    for (int i = 0; i < n; i++) {
+        int j = i + shift;
+        void *code = (void *)(uintptr_t)raw[i].code;
+        if (from && j >= 0 && j < from_n && memo_frame_is(&from[j], &raw[i])) {
+            frames[i] = from[j].interned;
+            if (to)
+                to[i] = from[j];
+            continue;
+        }
+        frames[i].code = code_id(w, code);
+        int line = line_of(code, frames[i].code, (int64_t)raw[i].where);
+        frames[i].line = line > 0 ? (uint32_t)line : 0;
+        if (to)
+            to[i] = (memo_frame){
+                .code = (uintptr_t)code,
+                .file = FIELD(code, layout->code_filename, uintptr_t),
+                .name = FIELD(code, layout->code_name, uintptr_t),
+                .where = (int64_t)raw[i].where,
+                .first_line = FIELD(code, layout->code_firstlineno, int),
+                .interned = frames[i],
+            };
+    }
+    return tf_write_py_stack(w, frames, (uint32_t)n);
 }
 
 static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
@@ -167,14 +302,44 @@ static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
         cached_for = w;
         cached_epoch = tf_writer_epoch(w);
     }
-    tf_py_frame frames[n > 0 ? n : 1];
-    for (int i = 0; i < n; i++) {
-        void *code = (void *)(uintptr_t)raw[i].code;
-        frames[i].code = code_id(w, code);
-        int line = line_of(code, frames[i].code, (int64_t)raw[i].where);
-        frames[i].line = line > 0 ? (uint32_t)line : 0;
+    py_memo *m = n <= MEMO_FRAMES ? memo_get() : NULL;
+    if (!m)
+        return intern_fresh(w, raw, n, NULL, 0, NULL);
+    uint64_t h = stack_hash(raw, n);
+    unsigned victim = (m->last + 1) % MEMO_SLOTS;
+    uint32_t oldest = UINT32_MAX;
+    m->clock++;
+    for (unsigned s = 0; s < MEMO_SLOTS; s++) {
+        memo_slot *e = &m->slot[s];
+        int valid = e->generation == cache_generation;
+        if (valid && e->hash == h && e->n == n) {
+            int i = 0;
+            while (i < n && memo_frame_is(&m->f[s][i], &raw[i]))
+                i++;
+            if (i == n) {
+                e->used = m->clock;
+                m->last = s;
+                return e->id;
+            }
+        }
+        uint32_t age = valid ? e->used : 0;
+        if (age < oldest && s != m->last) {   /* the previous stack stays: a miss reads it */
+            oldest = age;
+            victim = s;
+        }
     }
-    return tf_write_py_stack(w, frames, (uint32_t)n);
+    const memo_slot *prev = &m->slot[m->last];
+    int prev_ok = prev->generation == cache_generation;
+    memo_slot *e = &m->slot[victim];
+    e->generation = 0;                        /* until whole */
+    uint32_t id = intern_fresh(w, raw, n, prev_ok ? m->f[m->last] : NULL, prev_ok ? prev->n : 0,
+                               m->f[victim]);
+    if (id) {
+        *e = (memo_slot){ .hash = h, .generation = cache_generation, .id = id, .used = m->clock,
+                          .n = n };
+        m->last = victim;
+    }
+    return id;
 }
 
 static const rec_py_provider provider = { capture, intern };
@@ -184,6 +349,8 @@ int python_stack_install(void)
     layout = py_layout_get();
     if (!layout)
         return 0;
+    if (!memo_key_ok)
+        memo_key_ok = pthread_key_create(&memo_key, release_memo) == 0;
     pthread_atfork(NULL, NULL, forget_caches);
     rec_set_py_provider(&provider);
     return 1;

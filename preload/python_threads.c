@@ -54,6 +54,7 @@ static py_object *current_thread(void)
 }
 
 TLS char known[REC_THREAD_NAME_MAX];   /* "" until found */
+TLS uint32_t known_version;            /* bumped when known changes; 0: none yet */
 
 void python_threads_look(void)
 {
@@ -67,10 +68,14 @@ void python_threads_look(void)
     py_object *name = thread ? py.PyObject_GetAttr(thread, key_name) : NULL;
     ssize_t len = 0;
     const char *text = name ? py.PyUnicode_AsUTF8AndSize(name, &len) : NULL;
-    if (text && len >= 0) {
+    if (text && len > 0) {
         size_t n = (size_t)len < sizeof known - 1 ? (size_t)len : sizeof known - 1;
-        memcpy(known, text, n);
-        known[n] = '\0';
+        if (!known_version || memcmp(known, text, n) != 0 || known[n] != '\0') {
+            memcpy(known, text, n);
+            known[n] = '\0';
+            if (++known_version == 0)
+                known_version = 1;
+        }
     }
     if (name)
         py.Py_DecRef(name);   /* the Thread keeps it */
@@ -78,14 +83,14 @@ void python_threads_look(void)
     py.PyErr_Restore(type, value, traceback);
 }
 
-static int thread_name(char *buf, size_t cap)
+static uint32_t thread_name(uint32_t seen, char *buf, size_t cap)
 {
     python_threads_look();
-    if (!known[0])
-        return 0;
-    strncpy(buf, known, cap - 1);
-    buf[cap - 1] = '\0';
-    return 1;
+    if (known_version != seen && known_version) {
+        strncpy(buf, known, cap - 1);
+        buf[cap - 1] = '\0';
+    }
+    return known_version;
 }
 
 void python_threads_install(void)

@@ -39,6 +39,7 @@ TLS uint32_t my_named_generation;
 TLS uint32_t my_names_epoch;
 TLS char my_os_name[16];
 TLS char my_py_name[REC_THREAD_NAME_MAX];
+TLS uint32_t my_py_version;
 TLS uint32_t open_count;
 TLS uint64_t open_ops[MAX_OPEN_OPS];
 TLS int in_rec_event;             /* set: a signal handler interrupted rec_event */
@@ -153,6 +154,7 @@ struct captured {
     const char *text;      /* rec_event_text: a string the event names */
     uint32_t *text_id;
     uint32_t names_epoch;
+    uint32_t py_version;   /* of the Python name, as the namer counts */
     char os_name[17];
     char py_name[REC_THREAD_NAME_MAX];
 };
@@ -161,7 +163,8 @@ struct captured {
  * (a new thread, a new writer after fork, a rename).  OS names are read
  * again only after a rename anywhere (prctl and pthread_setname_np are
  * interposed: thread_names.c); the Python name when the Python side says
- * so (it looks now and then, with the GIL). */
+ * its version changed (it looks now and then, with the GIL).  The names are
+ * copied only when a record is due: most events pay two compares. */
 static void capture_names(struct captured *c, int nested)
 {
     c->name_due = 0;
@@ -169,16 +172,14 @@ static void capture_names(struct captured *c, int nested)
         return;   /* in a signal handler inside the recorder: next time */
     uint32_t epoch = atomic_load_explicit(&names_epoch, memory_order_relaxed);
     int due = my_named_generation != c->generation;
-    memcpy(c->os_name, my_os_name, sizeof my_os_name);
-    c->os_name[16] = '\0';
-    memcpy(c->py_name, my_py_name, sizeof my_py_name);
+    char now[17];
+    int os_read = 0;
     if (due || my_names_epoch != epoch) {
-        char now[17] = "";
         if (prctl(PR_GET_NAME, now) != 0)
             strcpy(now, "?");
         now[16] = '\0';
-        due |= strcmp(now, c->os_name) != 0;
-        memcpy(c->os_name, now, sizeof now);
+        os_read = 1;
+        due |= strncmp(now, my_os_name, sizeof my_os_name) != 0;
         /* Unchanged since our last THREAD record: no need to look again
          * until the next rename anywhere (else every event paid a
          * syscall after the flusher named its thread). */
@@ -188,9 +189,14 @@ static void capture_names(struct captured *c, int nested)
     c->names_epoch = epoch;
     rec_thread_namer namer = atomic_load_explicit(&thread_namer, memory_order_acquire);
     char py[REC_THREAD_NAME_MAX];
-    if (namer && namer(py, sizeof py) && strcmp(py, c->py_name) != 0) {
-        memcpy(c->py_name, py, sizeof py);
-        due = 1;
+    c->py_version = namer ? namer(my_py_version, py, sizeof py) : my_py_version;
+    int py_renamed = c->py_version != my_py_version;
+    due |= py_renamed;
+    if (due) {
+        memcpy(c->os_name, os_read ? now : my_os_name, sizeof my_os_name);
+        c->os_name[16] = '\0';
+        memcpy(c->py_name, py_renamed ? py : my_py_name, sizeof py);
+        c->py_name[sizeof c->py_name - 1] = '\0';
     }
     c->name_due = due;
 }
@@ -218,6 +224,7 @@ static uint64_t encode(tf_event *e, const struct captured *c, pid_t tid)
         memcpy(my_os_name, c->os_name, sizeof my_os_name);
         my_os_name[sizeof my_os_name - 1] = '\0';
         memcpy(my_py_name, c->py_name, sizeof my_py_name);
+        my_py_version = c->py_version;
     }
     e->seq = last_seq + 1;
     __atomic_store_n(&last_seq, e->seq, __ATOMIC_RELAXED);
@@ -264,7 +271,7 @@ static uint64_t record_event(tf_event *e, unsigned flags, uint32_t *text_id, con
         pending = tf_writer_pending(writer);
     }
     lock_release();
-    if (seq && !nested && !c.native.id)
+    if (seq && !nested && c.native.n && !c.native.id)
         native_stack_remember(c.generation, e->native_stack);
     in_rec_event--;
     if (seq && flags & REC_OPEN && open_count < MAX_OPEN_OPS)

@@ -70,14 +70,16 @@ void rec_set_py_provider(const rec_py_provider *p);
 /*
  * Thread names.  The OS name (prctl / pthread_setname_np) is the recorder's
  * own business; the Python side names threads through a namer: called
- * outside the lock on the thread recording an event, it writes that
- * thread's Python name (threading.Thread.name) into buf and returns 1, or
- * returns 0 when it cannot or need not look now.  A THREAD record with both
- * names goes before the thread's first event in a log and whenever one of
- * them changed.
+ * outside the lock on the thread recording an event, with the version of
+ * the Python name (threading.Thread.name) the recorder last wrote for this
+ * thread, it returns the version of the name it knows now (0: none yet) and,
+ * only when that differs from `seen`, writes the name into buf.  So an event
+ * whose thread was not renamed pays a compare, not a copy.  A THREAD record
+ * with both names goes before the thread's first event in a log and
+ * whenever one of them changed.
  */
 #define REC_THREAD_NAME_MAX 64
-typedef int (*rec_thread_namer)(char *buf, size_t cap);
+typedef uint32_t (*rec_thread_namer)(uint32_t seen, char *buf, size_t cap);
 void rec_set_thread_namer(rec_thread_namer fn);
 /* Some thread's OS name changed (thread_names.c). */
 void rec_threads_renamed(void);

@@ -1,10 +1,82 @@
 """TRACE_PY_ALLOCS=N records one object allocation in N as py_alloc with the
-Python stack; off by default.  Native stacks only with TRACE_PY_ALLOC_NATIVE=1."""
+Python stack; off by default.  Native stacks only with TRACE_PY_ALLOC_NATIVE=1.
+Each thread remembers its recent stacks (python_stack.c): stacks that change
+at the same depth, the same function called from alternating lines, and
+stacks deeper than the memo keeps must still come out right."""
+import collections
+
 import pytrace as pt
 
 args = pt.parse_args()
 fails = pt.Failures()
 PROGRAM = "def make():\n    return [[i] for i in range(5000)]\nx = make()\n"
+
+
+# Every allocation below is one object of a __slots__ class: no free list
+# and no dict, so each call is exactly one py_alloc in the function making it
+# (collections are off: a collection's callbacks allocate their arguments
+# under whatever line triggered it).
+SAME_DEPTH = """\
+import gc
+gc.disable()
+class S:
+    __slots__ = ("x",)
+def leaf_a():
+    return S()  # LINE:a
+def leaf_b():
+    return S()  # LINE:b
+def leaf_c():
+    return S()  # LINE:c
+def mid(k):
+    if k & 1:
+        return leaf_a()  # LINE:mid_a
+    return leaf_b()  # LINE:mid_b
+def other(k):
+    if k % 3 == 0:
+        return leaf_c()  # LINE:p
+    return leaf_c()  # LINE:q
+def deep(n):
+    if n:
+        return deep(n - 1)  # LINE:deep
+    return S()  # LINE:bottom
+keep = []
+for k in range(3000):
+    keep.append((mid(k), other(k), deep(70 + (k & 1))))
+"""
+
+
+def marker_line(marker):
+    for number, text in enumerate(SAME_DEPTH.splitlines(), 1):
+        if text.endswith("# LINE:" + marker):
+            return number
+    raise AssertionError(marker)
+
+
+def check_same_depth(python, tag):
+    run = pt.run_traced([python, "-c", SAME_DEPTH], args.preload, args.pylog, env={"TRACE_PY_ALLOCS": "1"})
+    fails.check(run.proc.returncode == 0, "%s: same-depth program failed: %s" % (tag, run.proc.stderr[-500:]))
+    line = marker_line
+    seen = collections.Counter()
+    deep_depths = collections.Counter()
+    for e in run.of("py_alloc"):
+        py = e["py"]
+        if not py or py[0][0] != "<string>":
+            continue
+        if py[0][2] in ("leaf_a", "leaf_b", "leaf_c"):
+            seen[(py[0][2], py[0][1], py[1][2], py[1][1])] += 1
+        elif py[0][2] == "deep" and py[0][1] == line("bottom"):
+            frames = [f for f in py if f[2] == "deep"]
+            ok = all(f[1] == line("deep") for f in frames[1:])
+            deep_depths[(len(frames), ok)] += 1
+    expect = {("leaf_a", line("a"), "mid", line("mid_a")): 1500,
+              ("leaf_b", line("b"), "mid", line("mid_b")): 1500,
+              ("leaf_c", line("c"), "other", line("p")): 1000,
+              ("leaf_c", line("c"), "other", line("q")): 2000}
+    fails.check(dict(seen) == expect, "%s: leaf allocations by (function, line, caller, line): %s, expected %s"
+                % (tag, dict(seen), expect))
+    fails.check(dict(deep_depths) == {(71, True): 1500, (72, True): 1500},
+                "%s: allocations at the bottom of deep(70/71) by (deep frames, callers right): %s"
+                % (tag, dict(deep_depths)))
 
 
 def from_make(run):
@@ -31,6 +103,7 @@ def check(python, version):
     fails.check(len(made) >= 5000 and all(e["native_depth"] for e in made),
                 "%s: TRACE_PY_ALLOC_NATIVE=1: %d of %d py_alloc events in make() have a native stack"
                 % (tag, len([e for e in made if e["native_depth"]]), len(made)))
+    check_same_depth(python, tag)
 
 
 pt.for_each_interpreter(args.python, check, fails)
