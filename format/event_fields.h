@@ -74,6 +74,11 @@ static const tf_event_layout tf_host_layout = { 4, {
     TF_F(host.domain, TF_ENC_U32), TF_P(host.ptr, TF_PTR_HOST), TF_F(host.size, TF_ENC_U64),
     TF_F(host.api, TF_ENC_U32) } };
 
+/* 1.3.  No TF_ENC_PTR here: a 1.2 reader skips this kind, and a delta base
+ * it did not see move would misread every later host pointer. */
+static const tf_event_layout tf_py_free_layout = { 2, {
+    TF_F(host.ptr, TF_ENC_U64), TF_F(host.domain, TF_ENC_U32) } };
+
 static const tf_event_layout tf_double_init_layout = { 2, {
     TF_P(double_init.obj, TF_PTR_HOST), TF_F(double_init.type_name, TF_ENC_U32) } };
 
@@ -100,7 +105,8 @@ static const tf_event_layout tf_end_layout = { 5, {
     X(TF_EV_PY_ALLOC, tf_host_layout)                                          \
     X(TF_EV_PY_DOUBLE_INIT, tf_double_init_layout)                             \
     X(TF_EV_MARK, tf_mark_layout) X(TF_EV_END, tf_end_layout)                 \
-    X(TF_EV_RELEASE_FAILED, tf_release_failed_layout)
+    X(TF_EV_RELEASE_FAILED, tf_release_failed_layout)                         \
+    X(TF_EV_PY_FREE, tf_py_free_layout)
 
 /* The layout of an event kind, or NULL for a kind this version does not know. */
 static inline const tf_event_layout *tf_event_layout_of(uint32_t kind)

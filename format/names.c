@@ -85,6 +85,7 @@ static const char *const kind_names[TF_KIND_MAX] = {
     [TF_EV_END] = "end",
     [TF_EV_RELEASE_FAILED] = "release_failed",
     [TF_EV_PY_ALLOC] = "py_alloc",
+    [TF_EV_PY_FREE] = "py_free",
 };
 
 const char *tf_kind_name(uint32_t kind)

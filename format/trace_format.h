@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define TF_VERSION_MAJOR 1
-#define TF_VERSION_MINOR 2
+#define TF_VERSION_MINOR 3
 
 /* Record kinds.  Definitions (< 32) give ids meaning; events (>= 32) carry a
  * sequence number.  A reader skips kinds it does not know (records are
@@ -57,6 +57,7 @@ enum tf_kind {
     TF_EV_END = 45,
     TF_EV_PY_ALLOC = 46,      /* opt-in: one GC-object allocation */
     TF_EV_RELEASE_FAILED = 47, /* 1.1: the release recorded at seq `release` failed */
+    TF_EV_PY_FREE = 48,       /* 1.3, opt-in: an object freed inside a collection */
     TF_KIND_MAX = 64
 };
 
@@ -140,7 +141,7 @@ typedef struct tf_event {
                                         last collection of generation 0, 1, 2 */
             uint64_t interp;         /* the interpreter's id (0: the main one; 1.1) */
         } gc;
-        struct {            /* host_alloc, host_free, py_alloc */
+        struct {            /* host_alloc, host_free, py_alloc, py_free */
             uint32_t domain; /* enum tf_host_domain */
             uint64_t ptr;
             uint64_t size;   /* host_free: 0 if unknown */

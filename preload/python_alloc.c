@@ -17,6 +17,13 @@
  *    stack; the native stack too only with TRACE_PY_ALLOC_NATIVE=1 (a native
  *    walk per object was more than half of what this mode added on the
  *    bench's JSON workload).
+ *  - with every allocation recorded (TRACE_PY_ALLOCS=1), the OBJ-domain frees
+ *    that happen while a collection runs on the thread (python_gc.c): one
+ *    py_free each, before the block is given back, nested under the
+ *    collection's gc_start.  With the allocation of each in the log, the
+ *    report says which allocation sites the collector freed.  Frees outside
+ *    collections are not recorded (a flag test each).  With a sample (N > 1)
+ *    a free could not be matched to its allocation: none are recorded.
  * The per-generation allocation counters come from the interpreter itself
  * (python_gc.c), at no cost per allocation.
  */
@@ -37,6 +44,7 @@ static domain_wrapper wrappers[3];
 static uint32_t sample_every;                  /* OBJ domain: GIL held, no atomics */
 static uint32_t sample_countdown;
 static unsigned sample_stacks;                 /* REC_PY_STACK, and REC_NATIVE_STACK if asked */
+static int record_gc_frees;                    /* every allocation is recorded */
 
 static void sample_object_allocation(void *p, size_t size)
 {
@@ -124,9 +132,21 @@ static void *wrapped_realloc(void *ctx, void *ptr, size_t size)
     return p;
 }
 
+/* A free inside a collection: recorded before the block can be reused. */
+static void note_object_free(const domain_wrapper *w, void *ptr)
+{
+    if (!record_gc_frees || w->domain != PY_DOMAIN_OBJ || !ptr || !python_gc_frees_collected(ptr))
+        return;
+    tf_event e = { .kind = TF_EV_PY_FREE };
+    e.u.host.domain = TF_HOST_OBJ;
+    e.u.host.ptr = (uint64_t)(uintptr_t)ptr;
+    rec_event(&e, 0);
+}
+
 static void wrapped_free(void *ctx, void *ptr)
 {
     domain_wrapper *w = ctx;
+    note_object_free(w, ptr);
     release(ptr);
     w->prev.free(w->prev.ctx, ptr);
 }
@@ -164,6 +184,7 @@ void python_alloc_install(void)
     sample_every = c->py_alloc_sample;
     sample_countdown = sample_every;
     sample_stacks = REC_PY_STACK | (c->py_alloc_native ? REC_NATIVE_STACK : 0);
+    record_gc_frees = sample_every == 1;
     int all_domains = c->host_buffers && python_malloc_bypasses_raw();
     if (c->host_buffers)
         wrap_domain(PY_DOMAIN_RAW);

@@ -19,6 +19,13 @@
  * PyDict_Next and its keys compared in place).  gc_start carries the
  * interpreter's id.
  *
+ * A thread-local depth says when a collection runs on this thread, for
+ * python_alloc.c's py_free events.  Not every free in that window is the
+ * collection's: the objects the interpreter built to call the callbacks
+ * (the info dict, its key strings and keys table, the arguments tuple and
+ * the phase string) are freed as our "start" returns.  on_start notes their
+ * blocks, and the first free of each is passed over.
+ *
  * gc_start also carries, per generation, the GC-tracked allocations since
  * that generation was last collected.  We read the interpreter's own young
  * count (generations[0].count: GC objects allocated minus those freed since
@@ -46,6 +53,52 @@ typedef struct gc_slot {
 } gc_slot;
 
 static gc_slot slots[MAX_INTERPRETERS];
+/* Collections running on this thread: one, or more when a callback of an
+ * interpreter's collection ends up collecting another one's. */
+#define TLS static __thread __attribute__((tls_model("initial-exec")))
+TLS int collecting;
+#define PREAMBLE_MAX 8
+TLS const void *preamble[PREAMBLE_MAX];   /* blocks of the callback's arguments */
+
+/* The OBJ-domain block of a GC object (the GC header before it; tuples and
+ * dicts have nothing else before it on 3.8-3.13), or of another object. */
+#define GC_HEAD_SIZE 16
+static const void *gc_block(const void *obj)
+{
+    return (const char *)obj - GC_HEAD_SIZE;
+}
+
+/* PyDictObject's ma_keys (public ABI, the same offset on 3.8-3.13): the
+ * keys table, an OBJ-domain block of its own. */
+#define DICT_MA_KEYS 32
+
+static void note_preamble(py_object *args, py_object *phase, py_object *info)
+{
+    int n = 0;
+    preamble[n++] = gc_block(args);
+    preamble[n++] = phase;
+    preamble[n++] = gc_block(info);
+    preamble[n++] = *(void *const *)((const char *)info + DICT_MA_KEYS);
+    ssize_t pos = 0;
+    py_object *key, *value;
+    while (n < PREAMBLE_MAX && py.PyDict_Next(info, &pos, &key, &value))
+        preamble[n++] = key;
+    while (n < PREAMBLE_MAX)
+        preamble[n++] = NULL;
+}
+
+int python_gc_frees_collected(const void *block)
+{
+    if (!collecting)
+        return 0;
+    for (int i = 0; i < PREAMBLE_MAX; i++) {
+        if (preamble[i] == block) {
+            preamble[i] = NULL;   /* the address may hold a collected object later */
+            return 0;
+        }
+    }
+    return 1;
+}
 static const py_layout *layout;
 static const char *runtime;            /* &_PyRuntime, for 3.8 */
 
@@ -96,7 +149,7 @@ static void allocation_counts(gc_slot *s, int generation, uint64_t allocs[3])
         s->since_collected[g] = 0;
 }
 
-static void on_start(gc_slot *s, py_object *info)
+static void on_start(gc_slot *s, py_object *args, py_object *phase, py_object *info)
 {
     tf_event e = { .kind = TF_EV_GC_START };
     e.u.gc.generation = (int32_t)info_field(info, "generation");
@@ -104,6 +157,8 @@ static void on_start(gc_slot *s, py_object *info)
     allocation_counts(s, e.u.gc.generation, e.u.gc.allocs);
     s->start_ns = monotonic_ns();
     s->open_seq = rec_event(&e, REC_STACKS | REC_OPEN);
+    note_preamble(args, phase, info);
+    collecting++;
 }
 
 static void on_stop(gc_slot *s, py_object *info)
@@ -116,6 +171,8 @@ static void on_stop(gc_slot *s, py_object *info)
     e.u.gc.collected = collected > 0 ? (uint64_t)collected : 0;
     e.u.gc.uncollectable = uncollectable > 0 ? (uint64_t)uncollectable : 0;
     e.u.gc.duration_ns = s->start_ns ? monotonic_ns() - s->start_ns : 0;
+    if (collecting > 0)
+        collecting--;
     if (s->open_seq)
         rec_close(s->open_seq);
     s->open_seq = 0;
@@ -130,7 +187,7 @@ static py_object *gc_callback(py_object *self, py_object *args)
     py_object *info = py.PyTuple_GetItem(args, 1);
     if (phase && info && i >= 0 && i < MAX_INTERPRETERS && atomic_load(&slots[i].interp)) {
         if (py.PyUnicode_CompareWithASCIIString(phase, "start") == 0)
-            on_start(&slots[i], info);
+            on_start(&slots[i], args, phase, info);
         else if (py.PyUnicode_CompareWithASCIIString(phase, "stop") == 0)
             on_stop(&slots[i], info);
     }

@@ -30,6 +30,11 @@ int python_gc_install(void);
 int python_gc_attach_current(void);
 void python_gc_on_audit_event(const char *event);
 void python_gc_forget_all(void);
+/* Is this free of an OBJ-domain block (python_alloc.c) the collection's?
+ * Nonzero while a collection runs on this thread (between our callback's
+ * "start" and "stop"), except for the collection's own preamble: the
+ * arguments our callback was called with, freed as it returns. */
+int python_gc_frees_collected(const void *block);
 
 /* python_alloc.c: wrap the allocator domains (after initialisation). */
 void python_alloc_install(void);

@@ -316,6 +316,10 @@ static void kind_fields(importer *im, const jp_node *o, tf_event *e)
         e->u.host.size = jp_u64(d, o, "size", 0);
         e->u.host.api = host_api_number(jp_str(d, o, "api", NULL));
         break;
+    case TF_EV_PY_FREE:
+        e->u.host.ptr = jp_u64(d, o, "ptr", 0);
+        e->u.host.domain = (uint32_t)jp_u64(d, o, "domain", 0);
+        break;
     case TF_EV_PY_DOUBLE_INIT:
         e->u.double_init.obj = jp_u64(d, o, "obj", 0);
         e->u.double_init.type_name = string_id(im, jp_str(d, o, "type_name", NULL));

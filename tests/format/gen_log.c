@@ -85,6 +85,8 @@ static uint64_t write_events(tf_writer *w, int fd, tf_chunk *chunk, const ids *d
     tf_write_event(w, &e);
     EV(TF_EV_POOL_FREE); e.tid = 1002; e.parent = gc; e.u.pool.ptr = 0x7f0000000000;
     tf_write_event(w, &e);
+    EV(TF_EV_PY_FREE); e.tid = 1002; e.parent = gc; e.u.host.ptr = 0x5500002000; e.u.host.domain = TF_HOST_OBJ;
+    tf_write_event(w, &e);
     EV(TF_EV_GC_STOP); e.tid = 1002; e.u.gc.generation = 2; e.u.gc.collected = 12;
     e.u.gc.duration_ns = 3000;
     tf_write_event(w, &e);

@@ -29,6 +29,7 @@ KIND_FIELDS = {
     "mark": ["text"],
     "end": ["events", "strings", "native_stacks", "py_stacks", "frames"],
     "release_failed": ["release", "result"],
+    "py_free": ["ptr", "domain"],
 }
 
 failures = 0

@@ -36,6 +36,7 @@ EVENTS = {
                  ("py_stacks", "u"), ("frames", "u")]),
     46: ("py_alloc", HOST),
     47: ("release_failed", [("release", "seqrel"), ("result", "s")]),
+    48: ("py_free", [("ptr", "u"), ("domain", "u")]),
 }
 APIS = ["unknown", "cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync",
         "cudaMallocManaged", "cudaMallocHost", "cudaHostAlloc", "cudaFreeHost",

@@ -98,7 +98,7 @@ static const uint32_t tf_test_kinds[] = {
     TF_EV_CUDA_ALLOC, TF_EV_CUDA_FREE, TF_EV_POOL_ALLOC, TF_EV_POOL_FREE,
     TF_EV_POOL_OP_BEGIN, TF_EV_POOL_OP_END, TF_EV_POOL_SEGMENT, TF_EV_GC_START,
     TF_EV_GC_STOP, TF_EV_HOST_ALLOC, TF_EV_HOST_FREE, TF_EV_PY_DOUBLE_INIT,
-    TF_EV_MARK, TF_EV_PY_ALLOC,
+    TF_EV_MARK, TF_EV_PY_ALLOC, TF_EV_PY_FREE,
 };
 #define TF_TEST_NKINDS (sizeof tf_test_kinds / sizeof *tf_test_kinds)
 
@@ -143,6 +143,9 @@ static inline void tf_test_random_event(uint64_t *s, uint64_t seq, tf_event *e)
         break;
     case TF_EV_HOST_ALLOC: case TF_EV_HOST_FREE: case TF_EV_PY_ALLOC:
         e->u.host.domain = V32; e->u.host.ptr = V64; e->u.host.size = V64;
+        break;
+    case TF_EV_PY_FREE:
+        e->u.host.domain = V32; e->u.host.ptr = V64;
         break;
     case TF_EV_PY_DOUBLE_INIT:
         e->u.double_init.obj = V64; e->u.double_init.type_name = V32;

@@ -76,6 +76,9 @@ static void put_event(tf_reader *r, const tf_event *e)
                tf_host_api_name(e->u.host.api));
         break;
 
+    case TF_EV_PY_FREE:
+        printf(",\"domain\":%u,\"ptr\":%llu", e->u.host.domain, (unsigned long long)e->u.host.ptr);
+        break;
     case TF_EV_PY_DOUBLE_INIT:
         printf(",\"obj\":%llu,\"type\":", (unsigned long long)e->u.double_init.obj);
         put_json_string(string_of(r, e->u.double_init.type_name));

@@ -62,6 +62,10 @@ void dump_kind_fields(dump_ctx *d, const tf_event *e, const dump_sink *k)
         api = tf_host_api_name(e->u.host.api);
         k->s(d, "api", api, strlen(api));
         break;
+    case TF_EV_PY_FREE:
+        k->u(d, "ptr", e->u.host.ptr, 1);
+        k->u(d, "domain", e->u.host.domain, 0);
+        break;
     case TF_EV_PY_DOUBLE_INIT:
         k->u(d, "obj", e->u.double_init.obj, 1);
         string_id(d, k, "type_name", e->u.double_init.type_name);

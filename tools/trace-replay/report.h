@@ -45,6 +45,10 @@ typedef struct rpt_site {
     uint64_t host_bytes, host_count;   /* large host buffers */
     uint64_t gc_dev_bytes, gc_dev_count;   /* freed only inside a collection */
     uint64_t gc_host_bytes, gc_host_count;
+    /* Python objects (py_alloc, TRACE_PY_ALLOCS=1) allocated here, and
+     * those of them a collection freed (py_free). */
+    uint64_t obj_bytes, obj_count;
+    uint64_t gc_obj_bytes, gc_obj_count;
 } rpt_site;
 
 /* Device allocations by whole stack, for the flame graph. */
@@ -118,6 +122,10 @@ typedef struct rpt {
     rpt_collection *collections;
     uint32_t ncollections;
     uint64_t gc_dev_bytes, gc_host_bytes;  /* totals of the sites' gc_ figures */
+    /* Objects freed inside collections (py_free): those whose allocation
+     * the log holds (the sites' gc_obj_ figures summed), and those it does
+     * not (allocated before recording started, or in a segment deleted). */
+    uint64_t gc_obj_count, gc_obj_bytes, gc_obj_unknown;
 
     rpt_double_init *dinits;
     uint32_t ndinits;
@@ -179,7 +187,8 @@ double rpt_seconds(const rpt *r, uint64_t t_ns);
 
 /* Sites ordered for a table: indices of the sites with nonzero figure, by
  * that figure, largest first.  which: 'd' device bytes, 'h' host bytes,
- * 'g' memory freed only inside collections (device + host).  Caller frees. */
+ * 'g' memory freed only inside collections (device + host), 'o' Python
+ * objects freed by collections (by count, then bytes).  Caller frees. */
 uint32_t *rpt_sites_by(const rpt *r, int which, uint32_t *n);
 uint64_t rpt_site_figure(const rpt_site *s, int which, uint64_t *count);
 

@@ -34,6 +34,7 @@ typedef struct pass {
     live direct_dev;           /* device allocations outside any pool */
     live pool_blocks;
     live host;
+    live py_objects;           /* py_alloc blocks not yet freed in a collection */
     rp_ptrmap site_index;      /* key hash -> site index */
     rp_ptrmap dinit_index;     /* key hash -> double-init group */
     rp_ptrmap native_site;     /* native stack id -> index of its site frame */
@@ -328,6 +329,34 @@ static void free_event(rpt *r, live *l, uint64_t ptr, int in_gc, int device)
         charge_gc_free(r, site, size, device);
 }
 
+/* An object allocation (py_alloc): its site, for when a collection frees
+ * it.  A block freed outside collections is not in the log; the next
+ * allocation at its address replaces it here (every allocation is there
+ * when frees are). */
+static void object_allocated(rpt *r, pass *ps, const tf_event *e)
+{
+    uint32_t site = site_of(r, ps, e);
+    r->sites[site].obj_bytes += e->u.host.size;
+    r->sites[site].obj_count++;
+    live_add(&ps->py_objects, e->u.host.ptr, e->u.host.size, site);
+}
+
+static void object_freed(rpt *r, pass *ps, const tf_event *e, int in_gc)
+{
+    uint32_t site;
+    uint64_t size;
+    if (!in_gc)
+        return;
+    if (!live_del(&ps->py_objects, e->u.host.ptr, &site, &size)) {
+        r->gc_obj_unknown++;
+        return;
+    }
+    r->sites[site].gc_obj_count++;
+    r->sites[site].gc_obj_bytes += size;
+    r->gc_obj_count++;
+    r->gc_obj_bytes += size;
+}
+
 static void collection(rpt *r, pass *ps, const tf_event *e)
 {
     if (e->kind == TF_EV_GC_START) {
@@ -433,6 +462,13 @@ static void account(rpt *r, pass *ps, const tf_event *e, const rp_frame *up)
     case TF_EV_PY_DOUBLE_INIT:
         double_init(r, ps, e);
         return;
+    case TF_EV_PY_ALLOC:
+        if (e->u.host.ptr)
+            object_allocated(r, ps, e);
+        return;
+    case TF_EV_PY_FREE:
+        object_freed(r, ps, e, in_gc);
+        return;
     default:
         return;
     }
@@ -480,8 +516,13 @@ static int event(void *ctx, const tf_event *e, const rp_where *w)
      * within TRACE_MAX_BYTES): from here the checks go on with partial
      * history, as the driver's do (a free of a block from before is not a
      * finding). */
-    if (e->flags & TF_EVENT_AFTER_GAP)
+    if (e->flags & TF_EVENT_AFTER_GAP) {
         rp_checks_forget(ps->checks);
+        /* Allocations are missing: an address's last py_alloc before the
+         * gap may not be the object a later py_free releases. */
+        live_free(&ps->py_objects);
+        live_init(&ps->py_objects);
+    }
     rp_finding v;
     if (rp_checks_event(ps->checks, e, w->owner_pool, &v)) {
         if (r->nviolations < RPT_MAX_VIOLATIONS)
@@ -553,6 +594,7 @@ int rpt_open(rpt *r, const char *path, const rpt_options *o, char *err, size_t e
     live_init(&ps->direct_dev);
     live_init(&ps->pool_blocks);
     live_init(&ps->host);
+    live_init(&ps->py_objects);
     rp_ptrmap_init(&ps->site_index);
     rp_ptrmap_init(&ps->dinit_index);
     rp_ptrmap_init(&ps->native_site);
@@ -615,6 +657,7 @@ void rpt_free(rpt *r)
         live_free(&ps->direct_dev);
         live_free(&ps->pool_blocks);
         live_free(&ps->host);
+        live_free(&ps->py_objects);
         rp_ptrmap_free(&ps->site_index);
         rp_ptrmap_free(&ps->dinit_index);
         rp_ptrmap_free(&ps->native_site);

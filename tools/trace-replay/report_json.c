@@ -184,6 +184,10 @@ static void site(rn_json *w, const rpt *r, rn_stacks *st, uint32_t i)
     rn_json_u64(w, "gc_device_count", s->gc_dev_count);
     rn_json_u64(w, "gc_host_bytes", s->gc_host_bytes);
     rn_json_u64(w, "gc_host_count", s->gc_host_count);
+    rn_json_u64(w, "object_bytes", s->obj_bytes);
+    rn_json_u64(w, "object_count", s->obj_count);
+    rn_json_u64(w, "gc_object_bytes", s->gc_obj_bytes);
+    rn_json_u64(w, "gc_object_count", s->gc_obj_count);
     rn_json_stacks(w, st, s->native_stack, s->py_stack);
     rn_json_end_obj(w);
 }
@@ -193,6 +197,7 @@ static void sites(rn_json *w, const rpt *r, rn_stacks *st)
 {
     static const struct { int which; const char *key; } tables[] = {
         {'d', "top_device_sites"}, {'h', "top_host_sites"}, {'g', "gc_sites"},
+        {'o', "gc_object_sites"},
     };
     char *listed = rp_xcalloc(r->nsites + 1, 1);
     rn_json_arr(w, "sites");
@@ -323,6 +328,18 @@ static void gc(rn_json *w, const rpt *r)
     rn_json_end_arr(w);
     rn_json_u64(w, "freed_in_collections_device_bytes", r->gc_dev_bytes);
     rn_json_u64(w, "freed_in_collections_host_bytes", r->gc_host_bytes);
+    /* Objects collections freed (py_free), by site: sites' gc_object_ and
+     * gc_object_sites; null when the log has no object allocations. */
+    if (r->kinds[TF_EV_PY_ALLOC] || r->kinds[TF_EV_PY_FREE]) {
+        rn_json_obj(w, "objects_collected");
+        rn_json_bool(w, "recorded", r->kinds[TF_EV_PY_FREE] != 0);
+        rn_json_u64(w, "count", r->gc_obj_count);
+        rn_json_u64(w, "bytes", r->gc_obj_bytes);
+        rn_json_u64(w, "allocated_before_log", r->gc_obj_unknown);
+        rn_json_end_obj(w);
+    } else {
+        rn_json_null(w, "objects_collected");
+    }
     /* A chart has no use for more than a few thousand marks: a long run's
      * collections are sampled evenly, the longest pauses are in the totals. */
     uint32_t step = r->ncollections / COLLECTIONS_LISTED + 1;

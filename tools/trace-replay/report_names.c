@@ -252,14 +252,19 @@ uint64_t rpt_site_figure(const rpt_site *s, int which, uint64_t *count)
         *count = s->host_count;
         return s->host_bytes;
     }
+    if (which == 'o') {
+        *count = s->gc_obj_count;
+        return s->gc_obj_bytes;
+    }
     *count = s->gc_dev_count + s->gc_host_count;
     return s->gc_dev_bytes + s->gc_host_bytes;
 }
 
+/* What a table is ordered by: bytes, but objects by their count. */
 static uint64_t figure(const rpt_site *s, int which)
 {
-    uint64_t count;
-    return rpt_site_figure(s, which, &count);
+    uint64_t count, bytes = rpt_site_figure(s, which, &count);
+    return which == 'o' ? count : bytes;
 }
 
 static int by_figure(const void *a, const void *b, void *arg)
@@ -269,6 +274,12 @@ static int by_figure(const void *a, const void *b, void *arg)
     uint64_t fb = figure(&c->r->sites[*(const uint32_t *)b], c->which);
     if (fa != fb)
         return fa < fb ? 1 : -1;
+    if (c->which == 'o') {   /* then by bytes */
+        uint64_t count, ba = rpt_site_figure(&c->r->sites[*(const uint32_t *)a], 'o', &count);
+        uint64_t bb = rpt_site_figure(&c->r->sites[*(const uint32_t *)b], 'o', &count);
+        if (ba != bb)
+            return ba < bb ? 1 : -1;
+    }
     /* Ties in order of first appearance: the same log gives the same table. */
     return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }

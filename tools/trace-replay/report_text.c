@@ -324,6 +324,25 @@ static void print_double_inits(const rpt *r, rn_stacks *st, FILE *out)
     }
 }
 
+/* With every object allocation recorded (TRACE_PY_ALLOCS=1): which sites
+ * allocated what the collector freed. */
+static void print_gc_objects(const rpt *r, rn_stacks *st, FILE *out)
+{
+    if (!r->kinds[TF_EV_PY_ALLOC] && !r->kinds[TF_EV_PY_FREE])
+        return;
+    char b[32];
+    rn_bytes(r->gc_obj_bytes, b, sizeof b);
+    fprintf(out, "\n  Objects collected by the GC, by allocation site: %" PRIu64 " objects, %s\n", r->gc_obj_count, b);
+    if (!r->kinds[TF_EV_PY_FREE]) {
+        fprintf(out, "  none recorded (frees inside collections are recorded with TRACE_PY_ALLOCS=1)\n");
+        return;
+    }
+    fprintf(out, "  What collections freed: objects in reference cycles and what only they kept alive.\n");
+    if (r->gc_obj_unknown)
+        fprintf(out, "  %" PRIu64 " more were allocated before the log's allocations (no site).\n", r->gc_obj_unknown);
+    print_sites(r, st, out, 'o', "  Sites (objects freed by collections, most first)");
+}
+
 static void print_gc(const rpt *r, rn_stacks *st, FILE *out)
 {
     fprintf(out, "\nGarbage collection\n");
@@ -347,6 +366,7 @@ static void print_gc(const rpt *r, rn_stacks *st, FILE *out)
                 rpt_has_device(r) ? "MemoryError, out of device memory" : "MemoryError");
         print_sites(r, st, out, 'g', "  Sites (bytes freed by collections)");
     }
+    print_gc_objects(r, st, out);
 }
 
 static void print_not_watched(const rpt *r, FILE *out)
