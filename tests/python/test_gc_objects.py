@@ -73,7 +73,7 @@ def check(python, version):
         script = os.path.join(tmp, "cycles.py")
         with open(script, "w") as f:
             f.write(PROGRAM)
-        run, log = pt.run_traced_keep([python, script], args.preload, args.pylog, env={"TRACE_PY_ALLOCS": "1"})
+        run, log = pt.run_traced_keep([python, "-S", script], args.preload, args.pylog, env={"TRACE_PY_ALLOCS": "1"})
         try:
             if not fails.check(run.proc.returncode == 0, "%s: program failed: %s" % (tag, run.proc.stderr[-500:])):
                 return
@@ -122,7 +122,7 @@ def check(python, version):
             fails.check("Objects collected by the GC, by allocation site" in html and "gc_object_sites" in html,
                         "%s: HTML report lacks the section" % tag)
             # Without every allocation recorded, no frees are.
-            tenth = pt.run_traced([python, script], args.preload, args.pylog, env={"TRACE_PY_ALLOCS": "10"})
+            tenth = pt.run_traced([python, "-S", script], args.preload, args.pylog, env={"TRACE_PY_ALLOCS": "10"})
             fails.check(tenth.proc.returncode == 0 and tenth.of("py_alloc") and not tenth.of("py_free"),
                         "%s: TRACE_PY_ALLOCS=10: %d py_alloc, %d py_free" % (tag, len(tenth.of("py_alloc")),
                                                                               len(tenth.of("py_free"))))
