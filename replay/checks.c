@@ -29,12 +29,18 @@ typedef struct space {
     uint64_t live_bytes;
     rp_ptrmap stale;        /* start -> seq of its free, once covered by another block */
     rp_ptrmap_slot *pending;    /* puts to stale not made yet, in order */
-    size_t npending;
+    rp_ptrmap_slot *scratch;    /* as many, for their sort */
+    size_t npending, cappending;
     int partial;            /* history lost (rp_checks_forget): an unknown free may be an old block's */
+    int odd;                /* a block that wraps the address space went in (a forged log): ranges
+                               may overlap since, and claims take the way they always took */
 } space;
 
 /* Puts to `stale` wait to be made many at once (rp_ptrmap_put_many): they
- * are frequent, and read only to name a bad free. */
+ * are frequent, and read only to name a bad free.  The map outgrows the
+ * caches, and a put is then a miss: a batch an eighth of the map's size
+ * sorted by slot writes it in one sweep, about one line in two, which the
+ * processor streams, where 4096 puts at a time each waited for a line. */
 #define STALE_BATCH 4096
 
 /* A block's val: its seq, and two marks of ours above the seq's bits (a
@@ -110,6 +116,7 @@ static void space_free(space *s)
     rp_rangeset_free(&s->mem);
     rp_ptrmap_free(&s->stale);
     free(s->pending);
+    free(s->scratch);
 }
 
 rp_checks *rp_checks_new(void)
@@ -242,17 +249,26 @@ void rp_checks_add_warning(rp_checks *c, const rp_finding *w)
 
 static void stale_fold(space *s)
 {
-    rp_ptrmap_slot scratch[STALE_BATCH];
-    rp_ptrmap_put_many(&s->stale, s->pending, s->npending, scratch);
+    if (!s->npending)
+        return;
+    rp_ptrmap_put_many(&s->stale, s->pending, s->npending, s->scratch);
     s->npending = 0;
+    if (s->cappending < s->stale.cap / 8) {
+        s->cappending = s->stale.cap / 8;
+        s->pending = rp_xrealloc(s->pending, s->cappending * sizeof *s->pending);
+        s->scratch = rp_xrealloc(s->scratch, s->cappending * sizeof *s->scratch);
+    }
 }
 
 static void stale_put(space *s, uint64_t start, uint64_t seq)
 {
-    if (!s->pending)
-        s->pending = rp_xmalloc(STALE_BATCH * sizeof *s->pending);
+    if (!s->pending) {
+        s->cappending = STALE_BATCH;
+        s->pending = rp_xmalloc(s->cappending * sizeof *s->pending);
+        s->scratch = rp_xmalloc(s->cappending * sizeof *s->scratch);
+    }
     s->pending[s->npending++] = (rp_ptrmap_slot){start, seq};
-    if (s->npending == STALE_BATCH)
+    if (s->npending == s->cappending)
         stale_fold(s);
 }
 
@@ -283,14 +299,34 @@ static int note_live(rp_range *r, void *arg)
     return 0;
 }
 
+static int in_use(const rp_range *r, void *arg)
+{
+    (void)arg;
+    return !is_freed(r);
+}
+
+typedef struct covering { space *s; uint64_t ptr; } covering;
+
+/* A block in the way of one handed out at ptr leaves the set. */
+static void covered(const rp_range *r, void *arg)
+{
+    covering *c = arg;
+    if (!is_freed(r))
+        count_live(c->s, r, -1);
+    else if (r->start != c->ptr)
+        stale_put(c->s, r->start, seq_of(r));
+}
+
 /* Hand out [ptr, end): freed blocks it covers leave the set (their starts,
  * when not ptr, go to `stale`); live ones it overlaps are dropped when drop
  * is set, else nothing changes and the first of them is copied to *clash
- * (return 0).  1 once the block is in.  r: rp_rangeset_before(end - 1),
- * which the caller has looked up. */
-static int claim_at(space *s, rp_range *r, uint64_t ptr, uint64_t end, uint64_t val, uint64_t aux, int drop,
-                    rp_range *clash)
+ * (return 0).  1 once the block is in.  r: rp_rangeset_before_pos(end - 1,
+ * ptr, pos), which the caller has looked up. */
+static int claim_at(space *s, rp_range *r, const rp_rangeset_pos *pos, uint64_t ptr, uint64_t end, uint64_t val,
+                    uint64_t aux, int drop, rp_range *clash)
 {
+    if (end <= ptr)
+        s->odd = 1;
     if (r && r->start == ptr && is_freed(r)) {
         /* The last one starting before end starts at ptr: it is the only one
          * in the way.  A pool handing an address out again: in place. */
@@ -300,6 +336,17 @@ static int claim_at(space *s, rp_range *r, uint64_t ptr, uint64_t end, uint64_t 
         count_live(s, r, 1);
         return 1;
     }
+    if (!s->odd) {
+        /* The search made for r found where the block goes. */
+        covering c = {s, ptr};
+        if (!rp_rangeset_put(&s->mem, pos, ptr, end, val, aux, drop ? NULL : in_use, covered, &c, clash))
+            return 0;
+        count_live(s, &(rp_range){ptr, end, 0, 0}, 1);
+        return 1;
+    }
+    /* A size that wraps the address space (a forged log), now or before:
+     * what the checks always did, a search per step, so that even on ranges
+     * that overlap the same blocks are found and dropped. */
     if (r && r->end > ptr) {
         if (!drop) {
             live_hit h = {NULL, NULL};
@@ -324,15 +371,17 @@ static int claim_at(space *s, rp_range *r, uint64_t ptr, uint64_t end, uint64_t 
 
 static int claim(space *s, uint64_t ptr, uint64_t end, uint64_t val, uint64_t aux, int drop, rp_range *clash)
 {
-    return claim_at(s, rp_rangeset_before(&s->mem, end - 1), ptr, end, val, aux, drop, clash);
+    rp_rangeset_pos pos;
+    rp_range *r = rp_rangeset_before_pos(&s->mem, end - 1, ptr, &pos);
+    return claim_at(s, r, &pos, ptr, end, val, aux, drop, clash);
 }
 
-/* at: rp_rangeset_before(&s->mem, end - 1); marks: IN_SEG or 0. */
-static int space_alloc(space *s, rp_range *at, const tf_event *e, uint64_t ptr, uint64_t end, uint64_t marks,
-                       rp_finding *v)
+/* at: rp_rangeset_before_pos(&s->mem, end - 1, ptr, pos); marks: IN_SEG or 0. */
+static int space_alloc(space *s, rp_range *at, const rp_rangeset_pos *pos, const tf_event *e, uint64_t ptr,
+                       uint64_t end, uint64_t marks, rp_finding *v)
 {
     rp_range r;
-    if (!claim_at(s, at, ptr, end, (e->seq & SEQ_MASK) | marks, pack_stacks(e), 0, &r))
+    if (!claim_at(s, at, pos, ptr, end, (e->seq & SEQ_MASK) | marks, pack_stacks(e), 0, &r))
         return report(v, "overlap", site_of(e), site_of_range(&r),
                       "%s: [0x%llx, 0x%llx) handed out while [0x%llx, 0x%llx) is still live", s->name, ULL(ptr),
                       ULL(end), ULL(r.start), ULL(r.end));
@@ -517,7 +566,9 @@ static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_f
             return 0;  /* a zero-byte request */
         space *s = &c->sp[sp];
         uint64_t end = e->u.cuda.ptr + (e->u.cuda.size ? e->u.cuda.size : 1);
-        if (space_alloc(s, rp_rangeset_before(&s->mem, end - 1), e, e->u.cuda.ptr, end, 0, v))
+        rp_rangeset_pos pos;
+        rp_range *at = rp_rangeset_before_pos(&s->mem, end - 1, e->u.cuda.ptr, &pos);
+        if (space_alloc(s, at, &pos, e, e->u.cuda.ptr, end, 0, v))
             return 1;
         if (sp == TF_SPACE_DEVICE && owner_pool) {
             segment_grow(c, owner_pool, e, e->u.cuda.ptr, e->u.cuda.size);
@@ -546,7 +597,8 @@ static int pool_alloc(rp_checks *c, const tf_event *e, rp_finding *v)
     if (!ptr)
         return 0;  /* a zero-byte request: nothing handed out */
     uint64_t end = ptr + (size ? size : 1), marks = 0;
-    rp_range *at = rp_rangeset_before(&p->blocks.mem, end - 1);
+    rp_rangeset_pos pos;
+    rp_range *at = rp_rangeset_before_pos(&p->blocks.mem, end - 1, ptr, &pos);
     if (at && at->start == ptr && end <= at->end && (at->val & (FREED | IN_SEG)) == (FREED | IN_SEG)) {
         marks = IN_SEG;   /* again inside a freed block, and so inside its segment */
     } else if (p->seen_segments && !p->partial) {
@@ -567,7 +619,7 @@ static int pool_alloc(rp_checks *c, const tf_event *e, rp_finding *v)
         }
         marks = IN_SEG;
     }
-    if (space_alloc(&p->blocks, at, e, ptr, end, marks, v)) {
+    if (space_alloc(&p->blocks, at, &pos, e, ptr, end, marks, v)) {
         snprintf(v->message + strlen(v->message), sizeof v->message - strlen(v->message), " (pool %u)",
                  e->u.pool.pool);
         return 1;

@@ -82,20 +82,31 @@ void rp_ptrmap_put_many(rp_ptrmap *m, const rp_ptrmap_slot *kv, size_t n, rp_ptr
         return;
     rp_ptrmap_reserve(m, m->len + n);
     /* A stable counting sort by the top bits of the home slot: the puts then
-     * sweep the table once, in order, and a key's later put still wins. */
-    enum { BUCKETS = 256 };
-    size_t count[BUCKETS + 1] = {0}, mask = m->cap - 1;
+     * sweep the table once, in order, and a key's later put still wins.
+     * A large batch gets buckets of a few lines, so that the sweep goes
+     * forward line by line; a small one is not worth clearing many. */
+    enum { MAX_BUCKETS = 4096 };
+    size_t buckets = n > 4 * MAX_BUCKETS ? MAX_BUCKETS : 256;
+    size_t count[MAX_BUCKETS + 1], mask = m->cap - 1;
+    memset(count, 0, (buckets + 1) * sizeof *count);
     int shift = 0;
-    while ((mask >> shift) >= BUCKETS)
+    while ((mask >> shift) >= buckets)
         shift++;
     for (size_t i = 0; i < n; i++)
         count[(slot_of(kv[i].key, mask) >> shift) + 1]++;
-    for (int b = 0; b < BUCKETS; b++)
+    for (size_t b = 0; b < buckets; b++)
         count[b + 1] += count[b];
     for (size_t i = 0; i < n; i++)
         scratch[count[slot_of(kv[i].key, mask) >> shift]++] = kv[i];
-    for (size_t i = 0; i < n; i++)
+    /* Each put is a miss in a map larger than the caches: ask for the slot
+     * of a put some way ahead, so that many misses are under way at once
+     * rather than one after another. */
+    enum { AHEAD = 16 };
+    for (size_t i = 0; i < n; i++) {
+        if (i + AHEAD < n)
+            __builtin_prefetch(&m->slots[slot_of(scratch[i + AHEAD].key, mask)], 1);
         rp_ptrmap_put(m, scratch[i].key, scratch[i].val);
+    }
 }
 
 int rp_ptrmap_swap(rp_ptrmap *m, uint64_t key, uint64_t val, uint64_t *old)

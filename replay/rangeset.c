@@ -21,6 +21,7 @@ void rp_rangeset_free(rp_rangeset *s)
     free(s->order);
     free(s->lo);
     free(s->spare);
+    free(s->hint);
     rp_rangeset_init(s);
 }
 
@@ -45,6 +46,77 @@ void rp_rangeset_copy(rp_rangeset *dst, const rp_rangeset *src)
     dst->nspare = dst->capspare = src->nspare;
     dst->len = src->len;
     dst->bytes = src->bytes;
+    /* The same slots: the positions hold for the copy too. */
+    size_t nhint = src->hint ? (size_t)1 << src->hintbits : 0;
+    if (nhint) {
+        dst->hint = dup_into(dst->hint, src->hint, nhint * sizeof *src->hint);
+    } else {
+        free(dst->hint);
+        dst->hint = NULL;
+    }
+    dst->hintbits = src->hintbits;
+}
+
+/* Sets this small are searched as fast: no table. */
+#define HINT_FROM 64
+
+static size_t hint_index(const rp_rangeset *s, uint64_t start)
+{
+    /* Fibonacci hashing: the top bits of the product depend on every bit of
+     * an aligned address. */
+    return (size_t)((start * 0x9e3779b97f4a7c15ULL) >> (64 - s->hintbits));
+}
+
+/* Remember that start is at slot p.  The table has one entry or more per
+ * range (two when made): larger, it would hold more, but the look-ups of a
+ * replay are scattered over it and each would rather wait for a line in
+ * a table the caches keep.  A larger one starts empty. */
+static void hint_put(rp_rangeset *s, uint64_t start, uint32_t p)
+{
+    if (s->len < HINT_FROM && !s->hint)
+        return;
+    if (!s->hint || ((size_t)1 << s->hintbits) < s->len) {
+        unsigned bits = 8;
+        while (((size_t)1 << bits) < s->len * 2)
+            bits++;
+        free(s->hint);
+        s->hint = rp_xmalloc(((size_t)1 << bits) * sizeof *s->hint);
+        memset(s->hint, 0xff, ((size_t)1 << bits) * sizeof *s->hint);   /* RP_NIL */
+        s->hintbits = bits;
+    }
+    s->hint[hint_index(s, start)] = p;
+}
+
+static uint32_t upper(const rp_rangeset *s, uint32_t k, uint64_t key);
+
+/* Where start was last seen, if a range still starts there: chunk *k,
+ * entry *i.  Entries move within their chunk when others come and go
+ * there: a start no longer at its entry but still between the chunk's
+ * first and last is looked for in that chunk alone. */
+static int hint_get(rp_rangeset *s, uint64_t start, uint32_t *k, uint32_t *i)
+{
+    if (!s->hint)
+        return 0;
+    uint32_t *h = &s->hint[hint_index(s, start)], p = *h;
+    if (p == RP_NIL || p / CHUNK >= s->nchunks)
+        return 0;
+    uint32_t c = s->count[p / CHUNK];
+    const uint64_t *key = &s->key[p / CHUNK * CHUNK];
+    /* Entries past a chunk's count keep old starts: the count decides. */
+    if (p % CHUNK < c && key[p % CHUNK] == start) {
+        *k = p / CHUNK;
+        *i = p % CHUNK;
+        return 1;
+    }
+    if (!c || start < key[0] || start > key[c - 1])
+        return 0;
+    uint32_t n = upper(s, p / CHUNK, start);
+    if (key[n - 1] != start)
+        return 0;
+    *h = p / CHUNK * CHUNK + n - 1;
+    *k = p / CHUNK;
+    *i = n - 1;
+    return 1;
 }
 
 /* The last index entry whose chunk starts at or below key (0 when every
@@ -89,7 +161,41 @@ static const rp_range *at_or_before(const rp_rangeset *s, uint64_t key)
 
 rp_range *rp_rangeset_before(rp_rangeset *s, uint64_t key)
 {
-    return (rp_range *)at_or_before(s, key);
+    rp_rangeset_pos pos;
+    return rp_rangeset_before_pos(s, key, key, &pos);
+}
+
+rp_range *rp_rangeset_before_pos(rp_rangeset *s, uint64_t key, uint64_t near, rp_rangeset_pos *pos)
+{
+    if (!s->nord) {
+        *pos = (rp_rangeset_pos){RP_NIL, 0};
+        return NULL;
+    }
+    uint32_t k, i;
+    if (near <= key && hint_get(s, near, &k, &i)) {
+        /* A range starts at near: the one wanted is it or one after it in
+         * its chunk, if a start above key follows in the chunk.  (Starts
+         * alone decide, as in the search: the answer is the same even
+         * where a caller has let ranges overlap.) */
+        const uint64_t *start = &s->key[(size_t)k * CHUNK];
+        uint32_t c = s->count[k];
+        while (i + 1 < c && start[i + 1] <= key)
+            i++;
+        if (i + 1 < c) {
+            *pos = (rp_rangeset_pos){k, i + 1};
+            return &s->slot[(size_t)k * CHUNK + i];
+        }
+    }
+    /* chunk_at gives entry 0 when every chunk starts above key: upper then
+     * counts nothing, and the new range goes first. */
+    k = s->order[chunk_at(s, key)];
+    uint32_t n = upper(s, k, key);
+    *pos = (rp_rangeset_pos){k, n};
+    if (!n)
+        return NULL;
+    if (s->key[(size_t)k * CHUNK + n - 1] == near)
+        hint_put(s, near, k * CHUNK + n - 1);
+    return &s->slot[(size_t)k * CHUNK + n - 1];
 }
 
 void rp_rangeset_set_end(rp_rangeset *s, rp_range *r, uint64_t end)
@@ -183,6 +289,7 @@ static void put_at(rp_rangeset *s, uint32_t at, uint32_t i, const rp_range *x)
     s->lo[at] = r[0].start;
     s->len++;
     s->bytes += x->end - x->start;
+    hint_put(s, x->start, k * CHUNK + i);
 }
 
 /* Where a range starting at start goes: index entry *at, entry *i of its
@@ -212,6 +319,7 @@ static void first_range(rp_rangeset *s, const rp_range *x)
     index_insert(s, 0, k);
     s->len++;
     s->bytes += x->end - x->start;
+    hint_put(s, x->start, k * CHUNK);
 }
 
 void rp_rangeset_insert(rp_rangeset *s, uint64_t start, uint64_t end, uint64_t val, uint64_t aux)
@@ -250,6 +358,134 @@ int rp_rangeset_insert_new(rp_rangeset *s, uint64_t start, uint64_t end, uint64_
     return 1;
 }
 
+/* The index entry of chunk k (in use): the one whose first start is its. */
+static uint32_t entry_of(const rp_rangeset *s, uint32_t k)
+{
+    return chunk_at(s, s->key[(size_t)k * CHUNK]);
+}
+
+/* A chunk at index entry at, a quarter full, joins its next neighbour when
+ * both fit one. */
+static void maybe_merge(rp_rangeset *s, uint32_t at)
+{
+    uint32_t k = s->order[at];
+    if (s->count[k] >= CHUNK / 4 || at + 1 >= s->nord)
+        return;
+    uint32_t n = s->order[at + 1];
+    if (s->count[k] + s->count[n] > CHUNK)
+        return;
+    rp_range *r = &s->slot[(size_t)k * CHUNK];
+    uint64_t *key = &s->key[(size_t)k * CHUNK];
+    memcpy(r + s->count[k], &s->slot[(size_t)n * CHUNK], s->count[n] * sizeof *r);
+    memcpy(key + s->count[k], &s->key[(size_t)n * CHUNK], s->count[n] * sizeof *key);
+    s->count[k] = (uint16_t)(s->count[k] + s->count[n]);
+    s->count[n] = 0;
+    index_remove(s, at + 1);
+}
+
+typedef struct put_walk {
+    int (*stop)(const rp_range *r, void *arg);
+    void (*gone)(const rp_range *r, void *arg);
+    void *arg;
+    const rp_range *hit;
+} put_walk;
+
+static int put_stop(rp_range *r, void *arg)
+{
+    put_walk *w = arg;
+    if (!w->stop(r, w->arg))
+        return 0;
+    w->hit = r;
+    return 1;
+}
+
+static int put_gone(rp_range *r, void *arg)
+{
+    put_walk *w = arg;
+    w->gone(r, w->arg);
+    return 0;
+}
+
+/* rp_rangeset_put when the ranges in the way reach over a chunk's start:
+ * the general way, a search per range. */
+static int put_across(rp_rangeset *s, const rp_range *x, put_walk *w, rp_range *clash)
+{
+    if (w->stop && rp_rangeset_walk_range(s, x->start, x->end, put_stop, w)) {
+        *clash = *w->hit;
+        return 0;
+    }
+    if (w->gone)
+        rp_rangeset_walk_range(s, x->start, x->end, put_gone, w);
+    const rp_range *r;
+    while ((r = at_or_before(s, x->end - 1)) && r->end > x->start)
+        rp_rangeset_erase(s, r->start, NULL);
+    rp_rangeset_insert(s, x->start, x->end, x->val, x->aux);
+    return 1;
+}
+
+int rp_rangeset_put(rp_rangeset *s, const rp_rangeset_pos *pos, uint64_t start, uint64_t end, uint64_t val,
+                    uint64_t aux, int (*stop)(const rp_range *r, void *arg),
+                    void (*gone)(const rp_range *r, void *arg), void *arg, rp_range *clash)
+{
+    rp_range x = {start, end, val, aux};
+    if (pos->k == RP_NIL) {
+        first_range(s, &x);
+        return 1;
+    }
+    uint32_t k = pos->k, n = pos->n, j = n, at = RP_NIL;
+    rp_range *r = &s->slot[(size_t)k * CHUNK];
+    /* Disjoint ranges sorted by start end in order too: those in the way are
+     * the last ones up to the key, a run ending at n. */
+    while (j && r[j - 1].end > start)
+        j--;
+    if (j == 0 && n) {
+        /* The run may go on at the end of the chunk before. */
+        at = entry_of(s, k);
+        if (at) {
+            uint32_t p = s->order[at - 1];
+            if (s->slot[(size_t)p * CHUNK + s->count[p] - 1].end > start) {
+                put_walk w = {stop, gone, arg, NULL};
+                return put_across(s, &x, &w, clash);
+            }
+        }
+    }
+    if (stop)
+        for (uint32_t i = j; i < n; i++)
+            if (stop(&r[i], arg)) {
+                *clash = r[i];
+                return 0;
+            }
+    for (uint32_t i = j; i < n; i++) {
+        if (gone)
+            gone(&r[i], arg);
+        s->bytes -= r[i].end - r[i].start;
+    }
+    if (j == n) {
+        if (at == RP_NIL)
+            at = entry_of(s, k);
+        put_at(s, at, n, &x);
+        return 1;
+    }
+    /* x takes the place of the first in the way; the rest of them go. */
+    uint32_t m = n - j;
+    uint64_t *key = &s->key[(size_t)k * CHUNK];
+    r[j] = x;
+    key[j] = start;
+    memmove(r + j + 1, r + n, (s->count[k] - n) * sizeof *r);
+    memmove(key + j + 1, key + n, (s->count[k] - n) * sizeof *key);
+    s->count[k] = (uint16_t)(s->count[k] - (m - 1));
+    s->len -= m - 1;
+    s->bytes += end - start;
+    hint_put(s, start, k * CHUNK + j);
+    if (j == 0 || m > 1) {
+        if (at == RP_NIL)
+            at = entry_of(s, k);
+        s->lo[at] = r[0].start;
+        maybe_merge(s, at);
+    }
+    return 1;
+}
+
 int rp_rangeset_erase(rp_rangeset *s, uint64_t start, rp_range *out)
 {
     if (!s->nord || s->lo[0] > start)
@@ -271,17 +507,7 @@ int rp_rangeset_erase(rp_rangeset *s, uint64_t start, rp_range *out)
         return 1;
     }
     s->lo[at] = r[0].start;
-    /* A chunk a quarter full joins its next neighbour when both fit one. */
-    if (s->count[k] < CHUNK / 4 && at + 1 < s->nord) {
-        uint32_t n = s->order[at + 1];
-        if (s->count[k] + s->count[n] <= CHUNK) {
-            memcpy(r + s->count[k], &s->slot[(size_t)n * CHUNK], s->count[n] * sizeof *r);
-            memcpy(key + s->count[k], &s->key[(size_t)n * CHUNK], s->count[n] * sizeof *key);
-            s->count[k] = (uint16_t)(s->count[k] + s->count[n]);
-            s->count[n] = 0;
-            index_remove(s, at + 1);
-        }
-    }
+    maybe_merge(s, at);
     return 1;
 }
 

@@ -10,7 +10,16 @@
  * Each chunk's starts are also kept apart, 32 in four cache lines, so the
  * search within a chunk reads those and only then the one range it found.
  * Disjoint ranges sorted by start are sorted by end too, so an overlap test
- * is one predecessor search.  The shape depends only on the contents.
+ * is one predecessor search.  The contents, and so every answer, depend
+ * only on the calls made, never on where addresses hash.
+ *
+ * A look-up near a range's start (a free of a block, the same address
+ * handed out again) first tries where that start was last seen: a small
+ * table by its hash holds a position in the chunks, good until entries
+ * move, checked before it is believed (the start must still be there), and
+ * otherwise replaced by what the search finds.  Pools free and reuse the
+ * same addresses, so most look-ups take that path and read three cache
+ * lines where a search reads a dozen, one after the other.
  */
 #ifndef RP_RANGESET_H
 #define RP_RANGESET_H
@@ -39,6 +48,8 @@ typedef struct rp_rangeset {
     uint32_t nspare, capspare;
     size_t len;
     uint64_t bytes;            /* sum of lengths */
+    uint32_t *hint;            /* by hash of a start: its slot (chunk * CHUNK + entry), or RP_NIL */
+    unsigned hintbits;         /* the table has 1 << hintbits entries (none yet: 0) */
 } rp_rangeset;
 
 void rp_rangeset_init(rp_rangeset *s);
@@ -56,6 +67,29 @@ rp_range *rp_rangeset_before(rp_rangeset *s, uint64_t key);
 /* Move the end of r (from rp_rangeset_before): the caller knows no range
  * starts in [r->start, end) but r. */
 void rp_rangeset_set_end(rp_rangeset *s, rp_range *r, uint64_t end);
+/* Where a look-up ended, for rp_rangeset_put: valid until the set changes. */
+typedef struct rp_rangeset_pos {
+    uint32_t k;                /* the chunk searched (RP_NIL: the set was empty) */
+    uint32_t n;                /* its ranges starting at or below the key */
+} rp_rangeset_pos;
+
+/* rp_rangeset_before(s, key) that also says where it looked.  near: where
+ * the range wanted likely starts (a block's own address when key is its
+ * last byte): a range seen lately starting there is tried first. */
+rp_range *rp_rangeset_before_pos(rp_rangeset *s, uint64_t key, uint64_t near, rp_rangeset_pos *pos);
+/* Put [start, end) (start < end) in place of the ranges intersecting it,
+ * with no search of its own: pos is what rp_rangeset_before_pos(s, end - 1,
+ * ...) said, the set unchanged since.  First, when stop is given, the ranges in
+ * the way are shown to it in address order; at the first for which it
+ * returns nonzero nothing changes, that range is copied to *clash and 0 is
+ * returned.  Otherwise each is shown to gone (when given), in address
+ * order, and leaves; then [start, end) is in and 1 is returned.  Nearly
+ * always the ranges in the way, if any, sit in the chunk the search ended
+ * in, and the new range takes the place of the first of them there: one
+ * move within the chunk, where an erase and an insert cost a search each. */
+int rp_rangeset_put(rp_rangeset *s, const rp_rangeset_pos *pos, uint64_t start, uint64_t end, uint64_t val,
+                    uint64_t aux, int (*stop)(const rp_range *r, void *arg),
+                    void (*gone)(const rp_range *r, void *arg), void *arg, rp_range *clash);
 /* Insert [start, end) (the caller has checked for overlap). */
 void rp_rangeset_insert(rp_rangeset *s, uint64_t start, uint64_t end, uint64_t val, uint64_t aux);
 /* Insert [start, end) unless it overlaps a range already there: then
