@@ -30,6 +30,19 @@ typedef struct rp_pool_figures {
 rp_checks *rp_checks_new(void);
 void rp_checks_free(rp_checks *c);
 
+/* The kinds of event the checks look at: memory handed out and given
+ * back, segments, failed releases.  The rest (operation and collection
+ * bounds, most of a log) need no call: rp_checks_event ignores them. */
+#define RP_CHECKS_KINDS                                                                                        \
+    (1ULL << TF_EV_CUDA_ALLOC | 1ULL << TF_EV_CUDA_FREE | 1ULL << TF_EV_POOL_ALLOC | 1ULL << TF_EV_POOL_FREE |   \
+     1ULL << TF_EV_POOL_SEGMENT | 1ULL << TF_EV_HOST_ALLOC | 1ULL << TF_EV_HOST_FREE |                         \
+     1ULL << TF_EV_RELEASE_FAILED)
+
+static inline int rp_checks_wants(const tf_event *e)
+{
+    return e->kind < 64 && (RP_CHECKS_KINDS >> e->kind & 1);
+}
+
 /* Feed one event.  owner_pool: the pool of the operation this event is a
  * direct child of (a cudaMalloc inside a pool operation is that pool's
  * segment), 0 if none.  Returns 1 and fills *v on a violation. */

@@ -101,13 +101,15 @@ static int hint_get(rp_rangeset *s, uint64_t start, uint32_t *k, uint32_t *i)
     if (p == RP_NIL || p / CHUNK >= s->nchunks)
         return 0;
     uint32_t c = s->count[p / CHUNK];
-    const uint64_t *key = &s->key[p / CHUNK * CHUNK];
-    /* Entries past a chunk's count keep old starts: the count decides. */
-    if (p % CHUNK < c && key[p % CHUNK] == start) {
+    /* Entries past a chunk's count keep old starts: the count decides.  The
+     * range's own start, not the copy kept for searches: the caller reads
+     * that line next anyway. */
+    if (p % CHUNK < c && s->slot[p].start == start) {
         *k = p / CHUNK;
         *i = p % CHUNK;
         return 1;
     }
+    const uint64_t *key = &s->key[p / CHUNK * CHUNK];
     if (!c || start < key[0] || start > key[c - 1])
         return 0;
     uint32_t n = upper(s, p / CHUNK, start);
@@ -177,9 +179,9 @@ rp_range *rp_rangeset_before_pos(rp_rangeset *s, uint64_t key, uint64_t near, rp
          * its chunk, if a start above key follows in the chunk.  (Starts
          * alone decide, as in the search: the answer is the same even
          * where a caller has let ranges overlap.) */
-        const uint64_t *start = &s->key[(size_t)k * CHUNK];
+        const rp_range *r = &s->slot[(size_t)k * CHUNK];
         uint32_t c = s->count[k];
-        while (i + 1 < c && start[i + 1] <= key)
+        while (i + 1 < c && r[i + 1].start <= key)
             i++;
         if (i + 1 < c) {
             *pos = (rp_rangeset_pos){k, i + 1};

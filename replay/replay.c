@@ -294,10 +294,8 @@ static int pool_selected(const rp_options *o, uint32_t id, const char *name)
 }
 
 /* Found through a map: a log can name any number of pools. */
-static pool *pool_of(rp_replay *r, uint32_t id)
+static pool *pool_lookup(rp_replay *r, uint32_t id)
 {
-    if (r->npools && r->pools[r->last_pool].id == id)
-        return &r->pools[r->last_pool];
     uint64_t *at = rp_ptrmap_get(&r->pool_index, id);
     if (at) {
         r->last_pool = (size_t)*at;
@@ -329,6 +327,15 @@ static pool *pool_of(rp_replay *r, uint32_t id)
         }
     }
     return p;
+}
+
+/* Events of one pool come in runs: the pool of the last one, without a
+ * call. */
+static inline pool *pool_of(rp_replay *r, uint32_t id)
+{
+    if (r->npools && r->pools[r->last_pool].id == id)
+        return &r->pools[r->last_pool];
+    return pool_lookup(r, id);
 }
 
 static pool *modelled(rp_replay *r, uint32_t id)
@@ -1586,7 +1593,7 @@ static int driver_event(void *ctx, const tf_event *e, const rp_where *w)
         rp_replay_history_lost(r, e->seq);
     r->res.events++;
     rp_finding v;
-    if (rp_checks_event(r->checks, e, w->owner_pool, &v)) {
+    if (rp_checks_wants(e) && rp_checks_event(r->checks, e, w->owner_pool, &v)) {
         if (!r->res.violated) {
             r->res.violation = v;
             r->res.violated = 1;
