@@ -172,8 +172,30 @@ void modules_rescan(void)
     list_free(&snap);
 }
 
+/* Under the recorder's lock, in the child: the parent's table into the new log. */
+static void restate(tf_writer *w, void *arg)
+{
+    (void)arg;
+    for (size_t i = 0; i < recorded.count; i++) {
+        struct module *m = &recorded.items[i];
+        m->id = tf_write_module_load(w, m->path, m->base, m->build_id, m->build_id_len,
+                                     m->segments, m->nsegments);
+    }
+}
+
+/*
+ * The child's log starts empty, so it needs the module table again.  It is
+ * the parent's, not a rescan: dl_iterate_phdr takes the loader's write lock,
+ * which glibc does not reset in the child, and one of the app's own threads
+ * may have held it at the fork (a C++ throw, a JIT registering code); the
+ * fork gate waits only for our walkers.  A rescan here would hang a child
+ * that never touches the loader.  The table is consistent (rec_fork_prepare
+ * held the recorder's lock across the fork); what it can miss is an object a
+ * dlopen had loaded but not yet rescanned when another thread forked: the
+ * child's frames there stay unresolved until its next dlopen/dlclose.  A rare
+ * gap in symbols is the price of never hanging a child.
+ */
 void modules_fork_child(void)
 {
-    list_free(&recorded);
-    modules_rescan();
+    rec_define(restate, NULL);
 }

@@ -9,7 +9,8 @@
  * for those that went away: at start and after each dlopen/dlclose. */
 void modules_rescan(void);
 
-/* In a forked child: the table described the parent's log. */
+/* In a forked child: the parent's table, restated in the child's new log
+ * (no loader call: see modules.c). */
 void modules_fork_child(void);
 
 #endif

@@ -7,11 +7,20 @@
  * forks 10 ms into it; the child records a mark and a CUDA pair and exits.
  * Prints "child exited N".  Before the fork gate (preload/fork_gate.h) the
  * child waited forever on the loader's lock the walker held at the fork.
+ *
+ * "fork_walk_app app": the walker is the app's own thread (a dl_iterate_phdr
+ * of its own, as a C++ throw or a JIT makes), which the gate cannot wait
+ * for.  The child then makes no call that takes the loader's lock and exits:
+ * bare, it exits at once; traced, the tracer's fork handlers must not take
+ * that lock either (before preload/modules.c kept the parent's table, the
+ * child hung in the handler's module rescan).
  */
 #include <cuda_runtime_api.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,16 +42,32 @@ static void *walker(void *arg)
     return NULL;
 }
 
-int main(void)
+static int nothing(struct dl_phdr_info *info, size_t size, void *arg)
 {
+    (void)info, (void)size, (void)arg;
+    return 0;
+}
+
+static void *app_walker(void *arg)
+{
+    (void)arg;
+    dl_iterate_phdr(nothing, NULL);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int app = argc > 1 && !strcmp(argv[1], "app");
     trace_mark("parent-before");
     pthread_t thread;
-    pthread_create(&thread, NULL, walker, NULL);
+    pthread_create(&thread, NULL, app ? app_walker : walker, NULL);
     struct timespec nap = { 0, 10000000 };
     nanosleep(&nap, NULL);
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
+        if (app)
+            _exit(0);
         trace_mark("fork-child");
         cuda_pair();
         exit(0);
