@@ -285,8 +285,8 @@ def check_orphan(failures, setup):
     if os.path.exists(lone):
         os.unlink(lone)
     env["TRACE_OUTPUT"] = lone
-    done = subprocess.run([setup.python, script, setup.module_dir, "--lone"], capture_output=True, text=True,
-                          env=env, timeout=120)
+    done = e2e.run_bounded([setup.python, script, setup.module_dir, "--lone"], 120, capture_output=True,
+                           text=True, env=env)
     if not failures.check(done.returncode == 0 and "fired: 1 audit: None" in done.stdout,
                           "traced orphan.py --lone: the collection ran inside the free and nothing was lost: %s %s"
                           % (done.stdout, done.stderr[-300:])):
