@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "rangeset.h" /* RP_NIL */
+#include "state.h"
 #include "xalloc.h"
 
 void rp_blocks_init(rp_blocks *s)
@@ -239,4 +240,36 @@ int rp_blocks_release(rp_blocks *s, uint64_t base, rp_model_counts *c, rp_unlist
     c->segments--;
     rp_blocks_delete(s, id);
     return RP_OK;
+}
+
+/* ------------------------------------------------------------ checkpoints */
+
+void rp_blocks_save(const rp_blocks *s, rp_state_w *w)
+{
+    rp_state_array(w, s->b, s->n, sizeof *s->b);
+    rp_state_ptrmap(w, &s->by_ptr);
+}
+
+void rp_blocks_unhook(rp_blocks *s)
+{
+    s->b = NULL;
+    s->n = s->cap = 0;
+    rp_ptrmap_init(&s->by_ptr);
+}
+
+void rp_blocks_load(rp_blocks *s, rp_state_r *r)
+{
+    s->b = rp_state_get_array(r, &s->n, sizeof *s->b);
+    s->cap = s->n;
+    rp_state_get_ptrmap(r, &s->by_ptr);
+}
+
+void rp_ordset_save(const rp_ordset *s, rp_state_w *w) { rp_state_array(w, s->k, s->n, sizeof *s->k); }
+
+void rp_ordset_unhook(rp_ordset *s) { *s = (rp_ordset){0}; }
+
+void rp_ordset_load(rp_ordset *s, rp_state_r *r)
+{
+    s->k = rp_state_get_array(r, &s->n, sizeof *s->k);
+    s->cap = s->n;
 }

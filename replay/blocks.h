@@ -65,6 +65,19 @@ int rp_ordset_erase(rp_ordset *s, rp_key k);
 /* 1 when keys are strictly increasing (the audit). */
 int rp_ordset_sorted(const rp_ordset *s);
 
+/* Checkpoints (state.h).  A model saves its struct as it is and then its
+ * containers with these; loading, it reads the struct back, unhooks every
+ * container in it (the pointers read are another process's) so that a
+ * short read leaves something destroy can take, and loads each. */
+struct rp_state_w;
+struct rp_state_r;
+void rp_blocks_save(const rp_blocks *s, struct rp_state_w *w);
+void rp_blocks_unhook(rp_blocks *s);
+void rp_blocks_load(rp_blocks *s, struct rp_state_r *r);
+void rp_ordset_save(const rp_ordset *s, struct rp_state_w *w);
+void rp_ordset_unhook(rp_ordset *s);
+void rp_ordset_load(rp_ordset *s, struct rp_state_r *r);
+
 /* Cheap check of one block: linked and adjacent to its neighbours, and, if
  * free, not next to another free block and listed in a free set. */
 int rp_blocks_check(const rp_blocks *s, uint32_t id, const rp_host *h);

@@ -8,6 +8,7 @@
 
 #include "ptrmap.h"
 #include "rangeset.h"
+#include "state.h"
 #include "xalloc.h"
 
 /* One address space: what is live, and what was freed (for double frees).
@@ -773,3 +774,95 @@ rp_pool_figures rp_checks_pool(const rp_checks *c, uint32_t pool)
 }
 
 uint64_t rp_checks_device_live(const rp_checks *c) { return c->sp[TF_SPACE_DEVICE].live_bytes; }
+
+/* ------------------------------------------------------------ checkpoints */
+
+/* A space as it is (its name is constant data: not saved, set again). */
+static void space_save(const space *s, rp_state_w *w)
+{
+    rp_state_put(w, s, sizeof *s);
+    rp_state_rangeset(w, &s->mem);
+    rp_state_ptrmap(w, &s->stale);
+    rp_state_array(w, s->pending, s->npending, sizeof *s->pending);
+}
+
+/* Into a space fresh from space_init. */
+static void space_load(space *s, const char *name, rp_state_r *r)
+{
+    space_free(s);
+    rp_state_get(r, s, sizeof *s);
+    s->name = name;
+    rp_rangeset_init(&s->mem);
+    rp_ptrmap_init(&s->stale);
+    s->pending = NULL;
+    s->npending = 0;
+    rp_state_get_rangeset(r, &s->mem);
+    rp_state_get_ptrmap(r, &s->stale);
+    size_t n;
+    rp_ptrmap_slot *pending = rp_state_get_array(r, &n, sizeof *pending);
+    if (n <= STALE_BATCH && pending) {
+        /* Batches are STALE_BATCH long (stale_put fills one to the end). */
+        s->pending = rp_xmalloc(STALE_BATCH * sizeof *s->pending);
+        memcpy(s->pending, pending, n * sizeof *pending);
+        s->npending = n;
+    } else if (n) {
+        r->bad = 1;
+    }
+    free(pending);
+}
+
+void rp_checks_save(const rp_checks *c, rp_state_w *w)
+{
+    rp_state_put(w, c, sizeof *c);
+    for (int i = 0; i < SP_COUNT; i++)
+        space_save(&c->sp[i], w);
+    rp_state_u64(w, c->npools);
+    for (size_t i = 0; i < c->npools; i++) {
+        const pool_state *p = &c->pools[i];
+        rp_state_put(w, p, sizeof *p);
+        space_save(&p->blocks, w);
+        rp_state_rangeset(w, &p->segs);
+    }
+    rp_state_ptrmap(w, &c->pool_index);
+    rp_state_ptrmap(w, &c->seg_owner);
+}
+
+int rp_checks_load(rp_checks *c, rp_state_r *r)
+{
+    /* Emptied to what rp_checks_new makes, then filled. */
+    rp_checks saved;
+    rp_state_get(r, &saved, sizeof saved);
+    if (r->bad)
+        return -1;
+    memcpy(c->undo, saved.undo, sizeof c->undo);
+    c->undo_next = saved.undo_next;
+    memcpy(c->warn, saved.warn, sizeof c->warn);
+    c->nwarn = saved.nwarn;
+    c->total_warn = saved.total_warn;
+    c->partial = saved.partial;
+    for (int i = 0; i < SP_COUNT; i++)
+        space_load(&c->sp[i], space_names[i], r);
+    uint64_t npools = rp_state_get_u64(r);
+    if (r->bad || npools > (uint64_t)(r->end - r->p) / sizeof(pool_state))
+        return -1;
+    for (uint64_t i = 0; i < npools; i++) {
+        pool_state saved_pool;
+        if (rp_state_get(r, &saved_pool, sizeof saved_pool) < 0)
+            return -1;
+        pool_state *p = pool_of(c, saved_pool.id);
+        space blocks = p->blocks;   /* fresh from pool_of, its buffers kept */
+        rp_rangeset segs = p->segs;
+        *p = saved_pool;
+        p->blocks = blocks;
+        p->segs = segs;
+        space_load(&p->blocks, "pool blocks", r);
+        rp_state_get_rangeset(r, &p->segs);
+    }
+    rp_state_get_ptrmap(r, &c->pool_index);
+    rp_state_get_ptrmap(r, &c->seg_owner);
+    if (c->npools != npools || saved.last_pool >= (npools ? npools : 1))   /* not what save wrote */
+        r->bad = 1;
+    else
+        c->last_pool = saved.last_pool;
+    return r->bad ? -1 : 0;
+}

@@ -57,6 +57,14 @@ int rp_checks_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_fin
  * from here on.  Warnings and peaks are kept. */
 void rp_checks_forget(rp_checks *c);
 
+/* Checkpoints (state.h): everything the checks know, and back into
+ * checks fresh from rp_checks_new.  load: 0, or -1 when the bytes do not
+ * read (the checks are then only fit for rp_checks_free). */
+struct rp_state_w;
+struct rp_state_r;
+void rp_checks_save(const rp_checks *c, struct rp_state_w *w);
+int rp_checks_load(rp_checks *c, struct rp_state_r *r);
+
 /* A warning found elsewhere (a model), listed with the checks' own. */
 void rp_checks_add_warning(rp_checks *c, const rp_finding *w);
 

@@ -19,6 +19,9 @@
 
 #include <stdint.h>
 
+struct rp_state_w;
+struct rp_state_r;
+
 typedef struct rp_host {
     void *ctx;
     /* The real code could run a collection here (one of the model's
@@ -139,6 +142,12 @@ typedef struct rp_model_ops {
     /* For people: the versions and options the model follows, and what it
      * does with a log it cannot follow (docs/models.md repeats it). */
     const char *doc;
+    /* A checkpoint of the model's whole state (state.h: this build's own
+     * bytes), and back into a model fresh from create() and configure():
+     * 0, or -1 when the bytes do not read (the model is then only fit for
+     * destroy).  A restored model behaves exactly as the saved one. */
+    void (*save)(const void *m, struct rp_state_w *w);
+    int (*load)(void *m, struct rp_state_r *r);
 } rp_model_ops;
 
 extern const rp_model_ops rp_model_cupy, rp_model_cupy5, rp_model_cupy_next,

@@ -42,6 +42,7 @@
 #include "trace_format.h" /* TF_POOL_OP_* */
 #include "ptrmap.h"
 #include "rangeset.h" /* RP_NIL */
+#include "state.h"
 #include "xalloc.h"
 
 #define UNIT 512u
@@ -766,6 +767,93 @@ static void copy(void *dp, const void *sp)
     d->ntouched = s->ntouched;
 }
 
+/* The struct as it is, then what its pointers hold (state.h).  The keep
+ * lists of a compaction in progress go too, though a checkpoint is taken
+ * between operations, when there is none. */
+static void save(const void *p, rp_state_w *w)
+{
+    const cupy *m = p;
+    rp_state_put(w, m, sizeof *m);
+    rp_state_put(w, m->a, m->na * sizeof *m->a);
+    for (size_t i = 0; i < m->na; i++) {
+        const arena *a = &m->a[i];
+        rp_state_put(w, a->index, a->len * sizeof *a->index);
+        rp_state_put(w, a->flag, a->len * sizeof *a->flag);
+        rp_state_put(w, a->slot, a->len * sizeof *a->slot);
+    }
+    rp_state_put(w, m->c, m->nc * sizeof *m->c);
+    rp_state_put(w, m->s, m->ns * sizeof *m->s);
+    rp_state_ptrmap(w, &m->by_ptr);
+    rp_state_put(w, m->kl, m->nkl * sizeof *m->kl);
+    rp_state_put(w, m->klc, m->nklc * sizeof *m->klc);
+}
+
+/* n items of size into a new buffer; cap := n. */
+static void *load_items(rp_state_r *r, size_t n, size_t size, size_t *cap)
+{
+    *cap = 0;
+    if (r->bad || !n)
+        return NULL;
+    if (n > (size_t)(r->end - r->p) / size) {
+        r->bad = 1;
+        return NULL;
+    }
+    void *b = rp_xmalloc(n * size);
+    rp_state_get(r, b, n * size);
+    *cap = n;
+    return b;
+}
+
+static int load(void *p, rp_state_r *r)
+{
+    cupy *m = p;
+    rp_ptrmap_free(&m->by_ptr);
+    rp_state_get(r, m, sizeof *m);
+    /* Every pointer is garbage until loaded: clear them first, so that a
+     * short read leaves a model destroy can take. */
+    m->a = NULL;
+    m->c = NULL;
+    m->s = NULL;
+    m->kl = NULL;
+    m->klc = NULL;
+    m->capa = m->capc = m->caps = m->capkl = m->capklc = 0;
+    rp_ptrmap_init(&m->by_ptr);
+    size_t na = m->na, nc = m->nc, ns = m->ns, nkl = m->nkl, nklc = m->nklc;
+    m->na = m->nc = m->ns = m->nkl = m->nklc = 0;
+    if (r->bad)
+        return -1;
+    m->a = load_items(r, na, sizeof *m->a, &m->capa);
+    for (size_t i = 0; i < m->capa; i++) {
+        m->a[i].index = NULL;
+        m->a[i].flag = NULL;
+        m->a[i].slot = NULL;
+        m->a[i].cap = 0;
+    }
+    for (size_t i = 0; i < m->capa; i++) {
+        arena *a = &m->a[i];
+        size_t len = a->len, cap;
+        a->len = 0;
+        a->index = load_items(r, len, sizeof *a->index, &cap);
+        a->flag = load_items(r, len, sizeof *a->flag, &cap);
+        a->slot = load_items(r, len, sizeof *a->slot, &cap);
+        if (!r->bad)
+            a->len = a->cap = len;
+    }
+    m->c = load_items(r, nc, sizeof *m->c, &m->capc);
+    m->s = load_items(r, ns, sizeof *m->s, &m->caps);
+    rp_state_get_ptrmap(r, &m->by_ptr);
+    m->kl = load_items(r, nkl, sizeof *m->kl, &m->capkl);
+    m->klc = load_items(r, nklc, sizeof *m->klc, &m->capklc);
+    if (r->bad)
+        return -1;
+    m->na = na;
+    m->nc = nc;
+    m->ns = ns;
+    m->nkl = nkl;
+    m->nklc = nklc;
+    return 0;
+}
+
 /* CuPy's version (the tracer's INFO "cupy_version"): major, minor. */
 static int version_of(const rp_settings *s, int *major, int *minor)
 {
@@ -1103,7 +1191,7 @@ static const rp_place places_guarded[] = {
 const rp_model_ops rp_model_cupy = {
     .name = "cupy",
     .summary = "CuPy 5.4 to 14.0: bins of 512 bytes, sorted bin index, GC off under the lock",
-    .create = create_cupy, .destroy = destroy, .copy = copy, .alloc = cupy_alloc, .free = cupy_free,
+    .create = create_cupy, .destroy = destroy, .copy = copy, .save = save, .load = load, .alloc = cupy_alloc, .free = cupy_free,
     .release = cupy_release, .check = cupy_check, .stats = cupy_stats,
     .points = NULL, .point_names = points_guarded, .places = places_guarded, .configure = configure_cupy,
     .doc = "CuPy 5.4 to 14.0 (cupy/cuda/memory.pyx): per-stream arenas of 512-byte bins, lower_bound and "
@@ -1117,7 +1205,7 @@ const rp_model_ops rp_model_cupy = {
 const rp_model_ops rp_model_cupy5 = {
     .name = "cupy5",
     .summary = "CuPy 5.2/5.3: as cupy, but a collection can re-enter wherever the lock's code creates objects",
-    .create = create_cupy5, .destroy = destroy, .copy = copy, .alloc = cupy_alloc, .free = cupy_free,
+    .create = create_cupy5, .destroy = destroy, .copy = copy, .save = save, .load = load, .alloc = cupy_alloc, .free = cupy_free,
     .release = cupy_release, .check = cupy_check, .stats = cupy_stats,
     .points = cupy5_points, .point_names = points, .places = places, .configure = configure_cupy5,
     .doc = "CuPy 5.2 and 5.3: the cupy model's algorithm with no GC guard, so a collection can re-enter where "

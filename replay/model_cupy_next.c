@@ -26,6 +26,7 @@
 
 #include "blocks.h"
 #include "rangeset.h" /* RP_NIL */
+#include "state.h"
 #include "xalloc.h"
 
 #define UNIT 512ULL
@@ -160,6 +161,45 @@ static void copy(void *dp, const void *sp)
     d->limit = s->limit;
     d->count = s->count;
     d->touched = s->touched;
+}
+
+static void save(const void *p, rp_state_w *w)
+{
+    const cnext *m = p;
+    rp_state_put(w, m, sizeof *m);
+    rp_blocks_save(&m->bl, w);
+    rp_state_put(w, m->a, m->na * sizeof *m->a);
+    for (size_t i = 0; i < m->na; i++) {
+        rp_ordset_save(&m->a[i].set, w);
+        rp_state_array(w, m->a[i].pending, m->a[i].npending, sizeof *m->a[i].pending);
+    }
+}
+
+static int load(void *p, rp_state_r *r)
+{
+    cnext *m = p;   /* fresh from create: owns no buffer yet */
+    rp_state_get(r, m, sizeof *m);
+    rp_blocks_unhook(&m->bl);
+    size_t na = m->na;
+    m->a = NULL;
+    m->na = m->capa = 0;
+    rp_blocks_load(&m->bl, r);
+    if (r->bad || na > (size_t)(r->end - r->p) / sizeof *m->a)
+        return -1;
+    m->a = rp_xmalloc((na ? na : 1) * sizeof *m->a);
+    rp_state_get(r, m->a, na * sizeof *m->a);
+    for (size_t i = 0; i < na; i++) {
+        rp_ordset_unhook(&m->a[i].set);
+        m->a[i].pending = NULL;
+        m->a[i].npending = m->a[i].cappending = 0;
+    }
+    m->na = m->capa = na;
+    for (size_t i = 0; i < na; i++) {
+        rp_ordset_load(&m->a[i].set, r);
+        m->a[i].pending = rp_state_get_array(r, &m->a[i].npending, sizeof *m->a[i].pending);
+        m->a[i].cappending = m->a[i].npending;
+    }
+    return r->bad ? -1 : 0;
 }
 
 static void reenter(cnext *m, int point, int locked, const rp_host *h)
@@ -381,7 +421,7 @@ static void next_stats(const void *p, rp_model_stats *st, int detail)
 const rp_model_ops rp_model_cupy_next = {
     .name = "cupy-next",
     .summary = "CuPy 14.1+: best fit over (size, chunk) per stream; frees under the held lock staged per arena",
-    .create = create, .destroy = destroy, .copy = copy, .alloc = next_alloc, .free = next_free,
+    .create = create, .destroy = destroy, .copy = copy, .save = save, .load = load, .alloc = next_alloc, .free = next_free,
     .release = next_release, .check = next_check, .stats = next_stats,
     .points = NULL, .point_names = points, .places = places, .configure = configure,
     .doc = "CuPy 14.1 and later (cupy/cuda/memory.pyx, _Arena): per-stream ordered sets of free chunks, best fit, "

@@ -31,6 +31,7 @@
 
 #include "blocks.h"
 #include "rangeset.h" /* RP_NIL */
+#include "state.h"
 #include "xalloc.h"
 
 #define MIN_ALLOC 256ULL
@@ -127,6 +128,33 @@ static void copy(void *dp, const void *sp)
     d->fraction = s->fraction;
     d->count = s->count;
     d->touched = s->touched;
+}
+
+static void save(const void *p, rp_state_w *w)
+{
+    const bfc *m = p;
+    rp_state_put(w, m, sizeof *m);
+    rp_blocks_save(&m->bl, w);
+    for (int i = 0; i < NBINS; i++)
+        rp_ordset_save(&m->bin[i], w);
+    rp_state_array(w, m->r, m->nr, sizeof *m->r);
+}
+
+static int load(void *p, rp_state_r *r)
+{
+    bfc *m = p;   /* fresh from create: owns no buffer yet */
+    rp_state_get(r, m, sizeof *m);
+    rp_blocks_unhook(&m->bl);
+    for (int i = 0; i < NBINS; i++)
+        rp_ordset_unhook(&m->bin[i]);
+    m->r = NULL;
+    m->nr = m->capr = 0;
+    rp_blocks_load(&m->bl, r);
+    for (int i = 0; i < NBINS; i++)
+        rp_ordset_load(&m->bin[i], r);
+    m->r = rp_state_get_array(r, &m->nr, sizeof *m->r);
+    m->capr = m->nr;
+    return r->bad ? -1 : 0;
 }
 
 static void configure(void *p, const rp_settings *s, const rp_host *h)
@@ -390,7 +418,7 @@ static void bfc_stats(const void *p, rp_model_stats *st, int detail)
 const rp_model_ops rp_model_tf_bfc = {
     .name = "tf-bfc",
     .summary = "TensorFlow/XLA BFC: 256-byte rounding, 21 power-of-two bins, regions, memory limit, garbage collection",
-    .create = create, .destroy = destroy, .copy = copy, .alloc = bfc_alloc, .free = bfc_free,
+    .create = create, .destroy = destroy, .copy = copy, .save = save, .load = load, .alloc = bfc_alloc, .free = bfc_free,
     .release = bfc_release, .check = bfc_check, .stats = bfc_stats,
     .points = NULL, .point_names = NULL, .places = NULL, .configure = configure,
     .doc = "TensorFlow's and XLA's BFC allocator (bfc_allocator.cc, TensorFlow 2.x, XLA/JAX): 256-byte rounding, "

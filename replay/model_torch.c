@@ -33,6 +33,7 @@
 
 #include "blocks.h"
 #include "rangeset.h" /* RP_NIL */
+#include "state.h"
 #include "xalloc.h"
 
 #define MIN_BLOCK 512ULL
@@ -166,6 +167,34 @@ static void copy(void *dp, const void *sp)
     d->reservation = s->reservation;
     d->count = s->count;
     d->touched = s->touched;
+}
+
+static void save(const void *p, rp_state_w *w)
+{
+    const torch *m = p;
+    rp_state_put(w, m, sizeof *m);
+    rp_blocks_save(&m->bl, w);
+    for (int c = SMALL; c <= LARGE; c++) {
+        rp_ordset_save(&m->pool[c], w);
+        rp_ordset_save(&m->unmapped[c], w);
+    }
+}
+
+static int load(void *p, rp_state_r *r)
+{
+    torch *m = p;   /* fresh from create: owns no buffer yet */
+    rp_state_get(r, m, sizeof *m);
+    rp_blocks_unhook(&m->bl);
+    for (int c = SMALL; c <= LARGE; c++) {
+        rp_ordset_unhook(&m->pool[c]);
+        rp_ordset_unhook(&m->unmapped[c]);
+    }
+    rp_blocks_load(&m->bl, r);
+    for (int c = SMALL; c <= LARGE; c++) {
+        rp_ordset_load(&m->pool[c], r);
+        rp_ordset_load(&m->unmapped[c], r);
+    }
+    return r->bad ? -1 : 0;
 }
 
 /* ------------------------------------------------------------- options */
@@ -620,7 +649,7 @@ static void torch_stats(const void *p, rp_model_stats *st, int detail)
 const rp_model_ops rp_model_torch = {
     .name = "torch",
     .summary = "PyTorch caching allocator: small/large pools, best fit by (stream, size, address), its options",
-    .create = create, .destroy = destroy, .copy = copy, .alloc = torch_alloc, .free = torch_free,
+    .create = create, .destroy = destroy, .copy = copy, .save = save, .load = load, .alloc = torch_alloc, .free = torch_free,
     .release = torch_release, .check = torch_check, .stats = torch_stats,
     .points = NULL, .point_names = NULL, .places = NULL, .configure = configure,
     .doc = "PyTorch's CUDA caching allocator (2.x, c10/cuda/CUDACachingAllocator.cpp): 512-byte rounding, small "

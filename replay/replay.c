@@ -24,6 +24,7 @@
 #include "placement.h"
 #include "ptrmap.h"
 #include "rangeset.h"
+#include "state.h"
 #include "xalloc.h"
 
 /* Synthetic segment addresses, for growth the log does not show: far from
@@ -1825,4 +1826,224 @@ int rp_replay_trial(rp_replay *r, int point, const rp_trial_host *th, const char
         return -1;
     *where = tr.where;
     return tr.broke;
+}
+
+/* ------------------------------------------------------------ checkpoints */
+
+int rp_replay_quiet(const rp_replay *r)
+{
+    if (r->stopped || r->pending)
+        return 0;
+    for (size_t i = 0; i < r->nth; i++)
+        if (r->th[i].capture)
+            return 0;
+    return 1;
+}
+
+/* What the options decide about the state: a state is loaded by a replay
+ * with the same (a state made with another model is another replay). */
+static void options_text(const rp_options *o, char *out, size_t cap)
+{
+    snprintf(out, cap, "model=%s auto=%d pool=%s paranoid=%d keep_going=%d series=%d", o->model ? o->model->name : "-",
+             o->model_auto, o->pool ? o->pool : "-", o->paranoid, o->keep_going, o->series);
+}
+
+/* The plain values of the driver: every field that is neither a pointer
+ * nor the state of an operation in progress (none, at a quiet point). */
+typedef struct saved_driver {
+    uint64_t events_stopped_at, synth_next, model_peak_reserved, model_peak_allocated, last_segments;
+    uint64_t unplaced, first_unplaced, explored, nre;
+    uint64_t last_pool, models_off;
+} saved_driver;
+
+static void result_save(const rp_result *res, rp_state_w *w)
+{
+    rp_state_put(w, res, sizeof *res);
+    for (uint32_t i = 0; i < RP_MAX_NESTED; i++)
+        rp_state_point(w, res->reentries[i].point);
+    rp_state_array(w, res->series, res->nseries, sizeof *res->series);
+}
+
+static void result_load(rp_replay *r, rp_state_r *st)
+{
+    rp_state_get(st, &r->res, sizeof r->res);
+    for (uint32_t i = 0; i < RP_MAX_NESTED; i++)
+        r->res.reentries[i].point = rp_state_get_point(st);
+    size_t n;
+    r->res.series = rp_state_get_array(st, &n, sizeof *r->res.series);
+    r->res.nseries = n;
+    r->capseries = n;
+}
+
+void rp_replay_save(const rp_replay *r, rp_state_w *w)
+{
+    char opts[256];
+    options_text(&r->o, opts, sizeof opts);
+    rp_state_str(w, opts);
+    saved_driver d = {
+        .events_stopped_at = r->stopped_at, .synth_next = r->synth_next,
+        .model_peak_reserved = r->model_peak_reserved, .model_peak_allocated = r->model_peak_allocated,
+        .last_segments = r->last_segments, .unplaced = r->unplaced, .first_unplaced = r->first_unplaced,
+        .explored = r->explored, .nre = r->nre, .last_pool = r->last_pool, .models_off = (uint64_t)r->models_off,
+    };
+    rp_state_put(w, &d, sizeof d);
+    result_save(&r->res, w);
+    for (uint32_t i = 0; i < RP_MAX_NESTED; i++) {
+        rp_state_put(w, &r->re[i], sizeof r->re[i]);
+        rp_state_point(w, r->re[i].point);
+    }
+    rp_checks_save(r->checks, w);
+    /* The driver's threads hold nothing between operations: their order. */
+    rp_state_ptrmap(w, &r->th_index);
+    rp_state_u64(w, r->nth);
+    rp_state_u64(w, r->npools);
+    for (size_t i = 0; i < r->npools; i++) {
+        const pool *p = &r->pools[i];
+        rp_state_u64(w, p->id);
+        rp_state_u64(w, (uint64_t)p->selected);
+        rp_state_u64(w, (uint64_t)p->broken);
+        rp_state_str(w, p->ops ? p->ops->name : NULL);
+        if (p->ops)
+            p->ops->save(p->m, w);
+        rp_state_ptrmap(w, &p->xlat);
+        rp_state_ptrmap(w, &p->segx);
+        rp_state_rangeset(w, &p->msegs);
+        rp_state_array(w, p->loose, p->nloose, sizeof *p->loose);
+        rp_state_u64(w, p->loose_first);
+    }
+    rp_state_ptrmap(w, &r->pool_index);
+    /* A shadow (an alternative history being followed) goes on after a
+     * restore as it would have. */
+    rp_state_u64(w, r->sh.p ? (uint64_t)(r->sh.p - r->pools) + 1 : 0);
+    if (r->sh.p) {
+        r->sh.p->ops->save(r->sh.m, w);
+        rp_state_u64(w, r->sh.gc);
+        rp_state_u64(w, r->sh.op);
+        rp_state_point(w, r->sh.where);
+        rp_state_u64(w, r->sh.later);
+    }
+    rp_state_u64(w, r->walk != NULL);
+    if (r->walk)
+        rp_walk_save(r->walk, w);
+}
+
+/* The model a state names, as the run chose it (the options were checked
+ * to be the same). */
+static const rp_model_ops *model_named(const char *name)
+{
+    for (size_t i = 0; name[0] && rp_models[i]; i++)
+        if (!strcmp(rp_models[i]->name, name))
+            return rp_models[i];
+    return NULL;
+}
+
+int rp_replay_load(rp_replay *r, rp_state_r *st, char *err, size_t errlen)
+{
+    char opts[256], want[256], name[64];
+    if (r->res.events || r->npools || r->nth) {
+        snprintf(err, errlen, "the replay has already begun");
+        return -1;
+    }
+    rp_state_get_str(st, opts, sizeof opts);
+    options_text(&r->o, want, sizeof want);
+    if (st->bad || strcmp(opts, want)) {
+        snprintf(err, errlen, "saved by a check with other options (%s; this one: %s)", st->bad ? "?" : opts, want);
+        return -1;
+    }
+    saved_driver d;
+    rp_state_get(st, &d, sizeof d);
+    r->stopped_at = d.events_stopped_at;
+    r->synth_next = d.synth_next;
+    r->model_peak_reserved = d.model_peak_reserved;
+    r->model_peak_allocated = d.model_peak_allocated;
+    r->last_segments = d.last_segments;
+    r->unplaced = d.unplaced;
+    r->first_unplaced = d.first_unplaced;
+    r->explored = d.explored;
+    r->nre = (uint32_t)(d.nre <= RP_MAX_NESTED ? d.nre : 0);
+    r->models_off = (int)d.models_off;
+    result_load(r, st);
+    for (uint32_t i = 0; i < RP_MAX_NESTED; i++) {
+        rp_state_get(st, &r->re[i], sizeof r->re[i]);
+        r->re[i].point = rp_state_get_point(st);
+    }
+    if (st->bad || rp_checks_load(r->checks, st) < 0)
+        goto bad;
+    rp_state_get_ptrmap(st, &r->th_index);
+    uint64_t nth = rp_state_get_u64(st);
+    if (st->bad || nth != r->th_index.len)
+        goto bad;
+    rp_grow(&r->th, &r->capth, (size_t)nth, sizeof *r->th);
+    memset(r->th, 0, (size_t)nth * sizeof *r->th);
+    r->nth = (size_t)nth;
+    uint64_t npools = rp_state_get_u64(st);
+    if (st->bad || npools > (uint64_t)(st->end - st->p) / 8)
+        goto bad;
+    rp_grow(&r->pools, &r->cappools, (size_t)npools, sizeof *r->pools);
+    for (size_t i = 0; i < npools; i++) {
+        pool *p = &r->pools[i];
+        memset(p, 0, sizeof *p);
+        rp_ptrmap_init(&p->xlat);
+        rp_ptrmap_init(&p->segx);
+        rp_rangeset_init(&p->msegs);
+        r->npools = i + 1;
+        p->id = (uint32_t)rp_state_get_u64(st);
+        p->selected = (int)rp_state_get_u64(st);
+        p->broken = (int)rp_state_get_u64(st);
+        rp_state_get_str(st, name, sizeof name);
+        if (st->bad)
+            goto bad;
+        if (name[0]) {
+            p->ops = model_named(name);
+            if (!p->ops) {
+                snprintf(err, errlen, "the state names a model this build does not have (%s)", name);
+                return -1;
+            }
+            p->m = p->ops->create();
+            r->nmodelled++;
+            if (p->ops->load(p->m, st) < 0)
+                goto bad;
+        }
+        rp_state_get_ptrmap(st, &p->xlat);
+        rp_state_get_ptrmap(st, &p->segx);
+        rp_state_get_rangeset(st, &p->msegs);
+        size_t n;
+        p->loose = rp_state_get_array(st, &n, sizeof *p->loose);
+        p->nloose = p->caploose = n;
+        p->loose_first = (size_t)rp_state_get_u64(st);
+        if (st->bad || p->loose_first > p->nloose)
+            goto bad;
+    }
+    rp_state_get_ptrmap(st, &r->pool_index);
+    if (st->bad || r->pool_index.len != r->npools || (r->npools && d.last_pool >= r->npools))
+        goto bad;
+    r->last_pool = (size_t)d.last_pool;
+    uint64_t shadow = rp_state_get_u64(st);
+    if (shadow) {
+        if (st->bad || shadow > r->npools || !r->pools[shadow - 1].ops)
+            goto bad;
+        pool *p = &r->pools[shadow - 1];
+        r->sh.m = p->ops->create();
+        r->sh.p = p;
+        if (p->ops->load(r->sh.m, st) < 0)
+            goto bad;
+        r->sh.gc = rp_state_get_u64(st);
+        r->sh.op = rp_state_get_u64(st);
+        r->sh.where = rp_state_get_point(st);
+        if (!r->sh.where)
+            r->sh.where = "a point inside the bookkeeping";
+        r->sh.later = rp_state_get_u64(st);
+    }
+    if (rp_state_get_u64(st)) {
+        r->walk = rp_walk_new();
+        rp_replay_attach(r, r->walk);
+        if (rp_walk_load(r->walk, st) < 0)
+            goto bad;
+    }
+    if (st->bad || st->p != st->end)
+        goto bad;
+    return 0;
+bad:
+    snprintf(err, errlen, "the replay state does not read");
+    return -1;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ptrmap.h"
+#include "state.h"
 #include "xalloc.h"
 
 #define MAX_SUBSCRIBERS 8
@@ -164,4 +165,37 @@ const rp_frame *rp_where_gc(const rp_where *w)
         if (w->frames[i].kind == TF_EV_GC_START)
             return &w->frames[i];
     return NULL;
+}
+
+/* ------------------------------------------------------------ checkpoints */
+
+/* Threads in order of first appearance (rp_walk_end closes in that
+ * order), each with its open frames (plain values). */
+void rp_walk_save(const rp_walk *w, rp_state_w *st)
+{
+    rp_state_u64(st, w->nth);
+    for (size_t i = 0; i < w->nth; i++)
+        rp_state_array(st, w->th[i].f, w->th[i].n, sizeof *w->th[i].f);
+    rp_state_ptrmap(st, &w->th_index);   /* tid -> position: the threads' ids */
+}
+
+int rp_walk_load(rp_walk *w, rp_state_r *st)
+{
+    uint64_t nth = rp_state_get_u64(st);
+    if (st->bad || w->nth || nth > (uint64_t)(st->end - st->p) / 8)
+        return -1;
+    rp_grow(&w->th, &w->capth, (size_t)nth, sizeof *w->th);
+    for (size_t i = 0; i < nth; i++) {
+        thread *t = &w->th[i];
+        size_t n;
+        t->f = rp_state_get_array(st, &n, sizeof *t->f);
+        t->n = (uint32_t)n;
+        t->cap = n;
+        w->nth = i + 1;
+        if (n > RP_WALK_MAX_DEPTH)
+            st->bad = 1;
+    }
+    rp_state_get_ptrmap(st, &w->th_index);
+    w->last_th = SIZE_MAX;
+    return st->bad ? -1 : 0;
 }

@@ -97,6 +97,14 @@ int rp_walk_event(rp_walk *w, const tf_event *e);
  * order of first appearance. */
 void rp_walk_end(rp_walk *w);
 
+/* Checkpoints (state.h): the threads and their open frames, and back
+ * into a walker that has not been fed yet (its subscribers are its
+ * caller's).  load: 0, or -1 when the bytes do not read. */
+struct rp_state_w;
+struct rp_state_r;
+void rp_walk_save(const rp_walk *w, struct rp_state_w *st);
+int rp_walk_load(rp_walk *w, struct rp_state_r *st);
+
 /* The innermost collection frame in w, or NULL. */
 const rp_frame *rp_where_gc(const rp_where *w);
 

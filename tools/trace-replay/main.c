@@ -22,6 +22,7 @@
 #include "output.h"
 #include "replay.h"
 #include "source.h"
+#include "state.h"
 #include "text.h"
 #include "verdict.h"
 
@@ -37,6 +38,7 @@ typedef struct cli {
     int ndebug;
     const char *model_options[MAX_MODEL_OPTIONS];   /* KEY=VALUE */
     int nmodel_options;
+    uint64_t restart_at;   /* --restart-at N: through a saved state after event N (0: no) */
 } cli;
 
 static void usage(FILE *f)
@@ -76,6 +78,9 @@ static void usage(FILE *f)
             "                   a core of the damage); or report every violation as it comes (--json: one\n"
             "                   line each, then the document)\n"
             "  --pid PID        the process that will write LOG (ends the wait if it ends without one)\n"
+            "  --restart-at N   check, stats: at the first point at or after event N where no operation is\n"
+            "                   open, save the replay's state, start a new replay from it and go on (the\n"
+            "                   output is the same as without: a test of checkpoints, docs/follow.md)\n"
             "  --version        the version of trace-replay and of the log format it reads\n"
             "exit status (each command ends on one line: verdict: ...):\n"
             "  0  clean: no invariant broke, and the model followed the log\n"
@@ -115,6 +120,7 @@ static int parse_args(cli *c, int argc, char **argv)
         {"run", required_argument, NULL, 'r'},
         {"follow", no_argument, NULL, 'W'},      {"on-violation", required_argument, NULL, 'X'},
         {"pid", required_argument, NULL, 'I'},
+        {"restart-at", required_argument, NULL, 'R'},
         {NULL, 0, NULL, 0},
     };
     int ch;
@@ -168,6 +174,7 @@ static int parse_args(cli *c, int argc, char **argv)
             }
             break;
         case 'I': c->pid = atoi(optarg); break;
+        case 'R': c->restart_at = strtoull(optarg, NULL, 10); break;
         case 'h': usage(stdout); exit(0);
         case 'V': version(); exit(0);
         default: return -1;
@@ -209,13 +216,43 @@ static int same_file(const char *a, const char *b)
     return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-static rp_replay *run_replay(const rp_options *o, rp_source *src)
+/* --restart-at: the replay r goes on as a new one loaded from its state,
+ * as a check that starts from a checkpoint does (NULL: it did not load). */
+static rp_replay *restarted(rp_replay *r, const rp_options *o, uint64_t seq)
+{
+    rp_state_w payload = {0}, sealed = {0};
+    rp_replay_save(r, &payload);
+    rp_state_seal(&payload, &sealed);
+    rp_state_w_free(&payload);
+    rp_replay_free(r);
+    rp_state_r st;
+    char err[512];
+    rp_replay *n = rp_replay_new(o);
+    if (rp_state_open(sealed.buf, sealed.len, &st, err, sizeof err) < 0 || rp_replay_load(n, &st, err, sizeof err) < 0) {
+        fprintf(stderr, "trace-replay: --restart-at: %s\n", err);
+        rp_replay_free(n);
+        n = NULL;
+    } else {
+        fprintf(stderr, "trace-replay: restarted from the state after event %llu (%zu bytes)\n",
+                (unsigned long long)seq, sealed.len);
+    }
+    rp_state_w_free(&sealed);
+    return n;
+}
+
+static rp_replay *run_replay(const rp_options *o, rp_source *src, uint64_t restart_at)
 {
     rp_replay *r = rp_replay_new(o);
     tf_event e;
-    while (src->next(src, &e))
+    while (src->next(src, &e)) {
         if (rp_replay_event(r, &e))
             break;
+        if (restart_at && e.seq >= restart_at && rp_replay_quiet(r)) {
+            restart_at = 0;
+            if (!(r = restarted(r, o, e.seq)))
+                return NULL;
+        }
+    }
     rp_replay_finish(r, rp_source_clean_end(src));
     return r;
 }
@@ -331,8 +368,8 @@ int main(int argc, char **argv)
         rc = print(&c, &src, stacks, r, &x);
         rp_replay_free(r);
     } else {
-        rp_replay *r = run_replay(&c.o, &src);
-        rc = print(&c, &src, stacks, r, NULL);
+        rp_replay *r = run_replay(&c.o, &src, c.restart_at);
+        rc = r ? print(&c, &src, stacks, r, NULL) : RP_EXIT_USAGE;
         rp_replay_free(r);
     }
     rp_model_inputs_free(&mi);
