@@ -245,6 +245,25 @@ static int absorb_info(tf_defs *d, tf_cursor *c)
     return TF_REC_OK;
 }
 
+static int absorb_checkpoint(tf_defs *d, tf_cursor *c)
+{
+    uint64_t seq = tf_get_uv(c), n;
+    const char *producer = get_str(d, c, NULL);
+    const uint8_t *state = tf_get_bytes(c, &n);
+    if (c->bad || !producer)
+        return c->bad ? TF_REC_BAD : TF_REC_NOMEM;
+    void *copy = tf_arena_alloc(&d->arena, n ? (size_t)n : 1);
+    if (!copy)
+        return TF_REC_NOMEM;
+    memcpy(copy, state, (size_t)n);
+    d->checkpoint.present = 1;
+    d->checkpoint.seq = seq;
+    d->checkpoint.producer = producer;
+    d->checkpoint.state = copy;
+    d->checkpoint.len = (size_t)n;
+    return TF_REC_OK;
+}
+
 int tf_defs_absorb(tf_defs *d, uint32_t kind, tf_cursor *c)
 {
     switch (kind) {
@@ -257,6 +276,7 @@ int tf_defs_absorb(tf_defs *d, uint32_t kind, tf_cursor *c)
     case TF_REC_THREAD: return absorb_named(d, &d->threads, &d->thread_ids, c);
     case TF_REC_POOL: return absorb_named(d, &d->pools, &d->pool_ids, c);
     case TF_REC_INFO: return absorb_info(d, c);
+    case TF_REC_CHECKPOINT: return absorb_checkpoint(d, c);
     default: return TF_REC_OK;  /* a newer minor version's definition: skipped */
     }
 }
@@ -422,6 +442,17 @@ int tf_reader_info(const tf_reader *r, uint32_t i, const char **key, const char 
     const tf_info *e = list_at(&r->defs.infos, i, sizeof *e);
     *key = e->key;
     *value = e->value;
+    return 1;
+}
+
+int tf_reader_checkpoint(const tf_reader *r, uint64_t *seq, const char **producer, const void **state, size_t *len)
+{
+    if (!r->defs.checkpoint.present)
+        return 0;
+    *seq = r->defs.checkpoint.seq;
+    *producer = r->defs.checkpoint.producer;
+    *state = r->defs.checkpoint.state;
+    *len = r->defs.checkpoint.len;
     return 1;
 }
 

@@ -367,3 +367,8 @@ void tf_reader_final(tf_reader *r)
     r->in->final = 1;
     read_to_end(r);
 }
+
+const char *tf_reader_log_path(const tf_reader *r)
+{
+    return r->in && r->in->log_path[0] ? r->in->log_path : NULL;
+}

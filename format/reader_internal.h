@@ -37,6 +37,13 @@ typedef struct tf_defs {
     tf_list pools;      tf_idmap pool_ids;      /* tf_named */
     tf_list infos;                              /* tf_info */
     tf_list unloads;                            /* uint32_t module id, file order */
+    struct {                                    /* the last CHECKPOINT record */
+        int present;
+        uint64_t seq;
+        const char *producer;
+        const void *state;
+        size_t len;
+    } checkpoint;
 } tf_defs;
 
 /* Outcome of decoding one record. */

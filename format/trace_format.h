@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define TF_VERSION_MAJOR 1
-#define TF_VERSION_MINOR 3
+#define TF_VERSION_MINOR 4
 
 /* Record kinds.  Definitions (< 32) give ids meaning; events (>= 32) carry a
  * sequence number.  A reader skips kinds it does not know (records are
@@ -40,6 +40,7 @@ enum tf_kind {
     TF_REC_THREAD = 9,        /* tid, name */
     TF_REC_POOL = 10,         /* pool id, name */
     TF_REC_INFO = 11,         /* key, value: facts learnt after start */
+    TF_REC_CHECKPOINT = 12,   /* 1.4: seq, producer, state: a replay's state after event seq */
 
     TF_EV_CUDA_ALLOC = 32,
     TF_EV_CUDA_FREE = 33,
@@ -243,6 +244,10 @@ void tf_write_thread(tf_writer *w, uint32_t tid, const char *name);
 void tf_write_thread_names(tf_writer *w, uint32_t tid, const char *name, const char *py_name);
 void tf_write_pool(tf_writer *w, uint32_t pool, const char *name);
 void tf_write_info(tf_writer *w, const char *key, const char *value);
+/* A CHECKPOINT record (FORMAT.md section 14): the state of the program
+ * `producer` names after event seq, opaque bytes.  Not restated in later
+ * segments.  Dropped when out of memory, as any record. */
+void tf_write_checkpoint(tf_writer *w, uint64_t seq, const char *producer, const void *state, size_t len);
 
 /* Events: e->seq must be the previous event's seq + 1. */
 void tf_write_event(tf_writer *w, const tf_event *e);
@@ -370,6 +375,9 @@ const tf_read_status *tf_reader_status(const tf_reader *r);
 const char *tf_reader_damage(const tf_reader *r);
 
 const tf_header *tf_reader_header(const tf_reader *r);
+/* The path of the log's first segment (the log's own path; FORMAT.md
+ * section 13) for a reader of files, NULL for one of memory. */
+const char *tf_reader_log_path(const tf_reader *r);
 const char *tf_reader_string(const tf_reader *r, uint32_t id, size_t *len);
 int tf_reader_native_stack(const tf_reader *r, uint32_t id, const uint64_t **ips, uint32_t *n);
 int tf_reader_py_stack(const tf_reader *r, uint32_t id, const tf_py_frame **frames, uint32_t *n);
@@ -392,6 +400,10 @@ uint32_t tf_reader_unload_at(const tf_reader *r, uint32_t i);
 /* INFO records read so far, in order: key/value of the i-th, 0-based. */
 uint32_t tf_reader_info_count(const tf_reader *r);
 int tf_reader_info(const tf_reader *r, uint32_t i, const char **key, const char **value);
+/* The last CHECKPOINT record read so far (1.4): 1 with its fields (the
+ * state's bytes live as long as the reader), 0 when none was. */
+int tf_reader_checkpoint(const tf_reader *r, uint64_t *seq, const char **producer, const void **state,
+                         size_t *len);
 /* Lists of threads and pools, for reports. */
 uint32_t tf_reader_thread_count(const tf_reader *r);
 int tf_reader_thread_at(const tf_reader *r, uint32_t i, uint32_t *tid, const char **name);

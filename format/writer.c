@@ -435,6 +435,17 @@ void tf_write_info(tf_writer *w, const char *key, const char *value)
     write_named(w, TF_REC_INFO, 0, key, value);
 }
 
+void tf_write_checkpoint(tf_writer *w, uint64_t seq, const char *producer, const void *state, size_t len)
+{
+    uint8_t *payload = record_begin(w, TF_REC_CHECKPOINT, 3 * TF_VARINT_MAX + str_len(producer) + len);
+    if (!payload)
+        return;
+    uint8_t *p = put_str(tf_put_uv(payload, seq), producer);
+    /* Not state_end: a checkpoint is not part of the process's state that
+     * later segments restate. */
+    record_end(w, payload, put_bytes(p, state, len));
+}
+
 /* The END event's counts, where the caller left them zero: events written
  * before END, distinct strings / native stacks / Python stacks defined, and
  * frames in the log once the chunk holding END is sealed. */

@@ -1841,11 +1841,14 @@ int rp_replay_quiet(const rp_replay *r)
 }
 
 /* What the options decide about the state: a state is loaded by a replay
- * with the same (a state made with another model is another replay). */
+ * with the same (a state made with another model is another replay).
+ * keep_going is not among them: it only decides whether to stop at the
+ * first violation (rp_replay_load stops a replay that does not keep going
+ * at one the state holds, as it would have stopped there). */
 static void options_text(const rp_options *o, char *out, size_t cap)
 {
-    snprintf(out, cap, "model=%s auto=%d pool=%s paranoid=%d keep_going=%d series=%d", o->model ? o->model->name : "-",
-             o->model_auto, o->pool ? o->pool : "-", o->paranoid, o->keep_going, o->series);
+    snprintf(out, cap, "model=%s auto=%d pool=%s paranoid=%d series=%d", o->model ? o->model->name : "-",
+             o->model_auto, o->pool ? o->pool : "-", o->paranoid, o->series);
 }
 
 /* The plain values of the driver: every field that is neither a pointer
@@ -2042,6 +2045,8 @@ int rp_replay_load(rp_replay *r, rp_state_r *st, char *err, size_t errlen)
     }
     if (st->bad || st->p != st->end)
         goto bad;
+    if (r->res.violated && !r->o.keep_going)
+        r->stopped = 1;
     return 0;
 bad:
     snprintf(err, errlen, "the replay state does not read");

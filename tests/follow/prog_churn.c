@@ -4,6 +4,7 @@
  * live at a time, with a mark every iteration.
  *
  *     prog_churn ITERATIONS [--double-free-at K]... [--sleep-us N] [--wait-file PATH]
+ *                [--free-again K J] [--wait-checkpoints STEM]
  *
  * ITERATIONS 0: until killed.  --double-free-at K (repeatable): at
  * iteration K it frees again the block it freed just before (a double free
@@ -11,9 +12,18 @@
  * free", and goes on.  --wait-file PATH: after the i-th double free it
  * waits until PATH-i exists (i from 1: a test lets it go on once the
  * follower has reported that violation).  --sleep-us N: a pause after each iteration.
+ * --free-again K J: at iteration K it frees again the block it allocated at
+ * iteration J (freed 16 iterations later; the doubles never hand an address
+ * out twice): a double free whose first free may be in a segment deleted
+ * since.  --wait-checkpoints STEM: the log is STEM.tlog kept within a
+ * budget, and a follower writes checkpoints beside its segments; every 500
+ * iterations, once segment k >= 2 exists, it waits (at most 120 s) for the
+ * checkpoint of segment k - 1 (STEM.seg<k-1>.tlog.ckpt), so the follower
+ * never falls so far behind that a segment is deleted before it read it.
  * It prints "done N" at the end.
  */
 #include <cuda_runtime_api.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,17 +34,45 @@
 #define LIVE 16
 #define MAX_POINTS 8
 
+/* --wait-checkpoints: the newest segment k on disk, and when k >= 2, the
+ * checkpoint of segment k - 1. */
+static int wait_checkpoint(const char *stem)
+{
+    /* Segments only come newer; the oldest go: look a few past the newest
+     * seen (fewer than that are made between two calls). */
+    static long newest = 0;
+    char path[4096];
+    for (long k = newest + 1; k <= newest + 16; k++) {
+        snprintf(path, sizeof path, "%s.seg%ld.tlog", stem, k);
+        if (access(path, F_OK) == 0)
+            newest = k;
+    }
+    if (newest < 2)
+        return 0;
+    snprintf(path, sizeof path, "%s.seg%ld.tlog.ckpt", stem, newest - 1);
+    for (int i = 0; i < 120000 && access(path, F_OK) != 0; i++)
+        usleep(1000);
+    return access(path, F_OK) == 0 ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr, "usage: prog_churn ITERATIONS [--double-free-at K]... [--sleep-us N] [--wait-file PATH]\n");
         return 2;
     }
-    long iterations = atol(argv[1]), points[MAX_POINTS], sleep_us = 0;
+    long iterations = atol(argv[1]), points[MAX_POINTS], sleep_us = 0, again_at = 0, again_of = 0;
     int npoints = 0;
-    const char *wait_file = NULL;
+    const char *wait_file = NULL, *stem = NULL;
+    void *kept = NULL;
     for (int i = 2; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--double-free-at") && npoints < MAX_POINTS)
+        if (!strcmp(argv[i], "--free-again") && i + 2 < argc) {
+            again_at = atol(argv[i + 1]);
+            again_of = atol(argv[i + 2]);
+            i++;
+        } else if (!strcmp(argv[i], "--wait-checkpoints"))
+            stem = argv[i + 1];
+        else if (!strcmp(argv[i], "--double-free-at") && npoints < MAX_POINTS)
             points[npoints++] = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--sleep-us"))
             sleep_us = atol(argv[i + 1]);
@@ -51,6 +89,16 @@ int main(int argc, char **argv)
             last_freed = live[slot];
         }
         cudaMalloc(&live[slot], (size_t)(512 + (it * 7919) % 65536));
+        if (it == again_of)
+            kept = live[slot];
+        if (it == again_at && kept) {
+            trace_mark("free again");
+            cudaFree(kept);
+        }
+        if (stem && it % 500 == 0 && wait_checkpoint(stem) < 0) {
+            fprintf(stderr, "prog_churn: no checkpoint came in 120 s\n");
+            return 1;
+        }
         for (int p = 0; p < npoints; p++)
             if (it == points[p] && last_freed) {
                 trace_mark("double free");

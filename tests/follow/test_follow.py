@@ -399,7 +399,74 @@ def test_rotation_follower():
     check(doc["events"] == end[0]["seq"], "the follower read %d events of %d" % (doc["events"], end[0]["seq"]))
 
 
-TESTS = {"running": test_running, "continue": test_continue, "stop": test_stop, "stop_job": test_stop_job,
+def test_checkpoint():
+    """A follower that sees the whole stream of a log kept within a budget
+    writes a checkpoint of the replay's state beside each segment and
+    deletes those of deleted segments; a later check of what is left starts
+    from the oldest usable one and finds a double free whose first free was
+    in a deleted segment, says the log was cut and which checkpoint it went
+    on from.  Without the checkpoints (what is lost with no follower) the
+    partial history cannot see it; a damaged or foreign checkpoint is
+    refused with the reason, never half used."""
+    stem = work("ckpt")
+    log = stem + ".tlog"
+    errs = open(work("ckpt.err"), "w+")
+    follower = subprocess.Popen(replay_cmd("check", "--follow", log, "--json"), stdout=subprocess.PIPE, stderr=errs,
+                                text=True)
+    # The double free at the very end: the follower stops there, and the
+    # program waits for no checkpoint after it.
+    p = subprocess.run(churn(40000, "--free-again", 40000, 200, "--wait-checkpoints", stem),
+                       env=traced_env(log, TRACE_MAX_BYTES="256K"), capture_output=True, text=True, timeout=LONG)
+    check(p.returncode == 0, "prog_churn: %s" % p.stderr)
+    out, err = rest_of(follower, errs)
+    doc = json.loads(out.splitlines()[-1])
+    fr = doc["follow"]
+    print("follower: %d checkpoints, the last %d bytes written in %.1f ms, %d deleted" %
+          (fr["checkpoints"], fr["checkpoint_bytes"], fr["checkpoint_write_ns"] / 1e6, fr["checkpoints_deleted"]))
+    check(follower.returncode == 1 and doc["violation"]["invariant"] == "double_free", "follower: %s %s" % (out, err))
+    check(doc["history_lost_at"] is None and fr["checkpoint_error"] is None, "follower: %s" % doc)
+    files = segments(log)
+    ckpts = sorted(glob.glob(stem + ".seg*.tlog.ckpt"))
+    check(len(files) >= 3 and os.path.basename(files[1]) != "ckpt.seg1.tlog", "no segment deleted: %s" % files)
+    check(fr["checkpoints"] >= len(files) - 1 and fr["checkpoints_deleted"] >= 1, "checkpoints: %s" % fr)
+    # One beside each later segment still there, none of a deleted one.
+    check(ckpts == sorted(f + ".ckpt" for f in files[1:]), "checkpoints %s for segments %s" % (ckpts, files))
+    print("on disk: %d bytes of segments, %d bytes of checkpoints (budget 262144)" %
+          (sum(os.path.getsize(f) for f in files), sum(os.path.getsize(f) for f in ckpts)))
+    # check from the oldest checkpoint on what remains.
+    c = subprocess.run(replay_cmd("check", log), capture_output=True, text=True)
+    check(c.returncode == 1 and "VIOLATION double_free" in c.stdout, "check: %s %s" % (c.stdout, c.stderr))
+    check("were deleted with segments 1 to" in c.stdout, "check does not say the log was cut:\n" + c.stdout)
+    check("went on from checkpoint %s" % ckpts[0] in c.stdout, "check does not say its checkpoint:\n" + c.stdout)
+    j = subprocess.run(replay_cmd("check", log, "--json"), capture_output=True, text=True)
+    jd = json.loads(j.stdout)
+    check(jd["checkpoint"] == ckpts[0] and jd["violation"]["invariant"] == "double_free", "check --json: %s" % jd)
+    check("were deleted" in (jd["damage"] or "") and jd["history_lost_at"] is None, "check --json: %s" % jd)
+    # Given a later segment, the same.
+    c2 = subprocess.run(replay_cmd("check", files[-1]), capture_output=True, text=True)
+    check(c2.stdout == c.stdout, "check of the last segment differs:\n%s" % c2.stdout)
+    # The report (no model) says the log was cut too.
+    rj = subprocess.run(replay_cmd("report", "--json", log), capture_output=True, text=True)
+    check("were deleted with segments 1 to" in (json.loads(rj.stdout)["log"]["damage"] or ""), rj.stdout[:600])
+    # Without the checkpoints: partial history after the gap, and the free
+    # of a block freed in a deleted segment is no finding.
+    for f in ckpts:
+        os.rename(f, f + ".away")
+    n = subprocess.run(replay_cmd("check", log), capture_output=True, text=True)
+    check(n.returncode == 0 and "events are missing before event" in n.stdout, "without: %s" % n.stdout)
+    # A damaged checkpoint: refused (checksum), then the next one is tried.
+    data = bytearray(open(ckpts[0] + ".away", "rb").read())
+    open(ckpts[0], "wb").write(data[:len(data) // 2])
+    os.rename(ckpts[1] + ".away", ckpts[1])
+    d = subprocess.run(replay_cmd("check", log), capture_output=True, text=True)
+    check("checkpoint %s not used" % ckpts[0] in d.stdout, "damaged checkpoint not said: %s" % d.stdout)
+    check(d.returncode == 1 and "went on from checkpoint %s" % ckpts[1] in d.stdout, "next: %s" % d.stdout)
+    # Another model: the state is another replay's, refused with the reason.
+    o = subprocess.run(replay_cmd("check", log, "--model", "torch"), capture_output=True, text=True)
+    check("saved by a check with other options" in o.stdout and o.returncode == 0, "other options: %s" % o.stdout)
+
+
+TESTS = {"checkpoint": test_checkpoint, "running": test_running, "continue": test_continue, "stop": test_stop, "stop_job": test_stop_job,
          "abort": test_abort,
          "gone": test_gone, "rotation": test_rotation, "rotation_follower": test_rotation_follower}
 

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "checkpoint.h"
 #include "follow.h"
 #include "model_inputs.h"
 #include "output.h"
@@ -38,6 +39,8 @@ typedef struct run {
     int first_due;
     rp_result *later;
     size_t nlater, caplater;
+    uint32_t ckpt_segment;      /* the last segment a checkpoint was written for */
+    char ckpt_error[600];
 } run;
 
 int rp_on_violation_parse(const char *word)
@@ -151,6 +154,32 @@ static void print_due(run *r, const rp_replay *rep)
     r->nlater = 0;
 }
 
+/* A log kept within a budget: the first point of each later segment where
+ * no operation is being gathered gets a checkpoint (checkpoint.h), as long
+ * as this replay has seen every event (after a gap it has not: its models
+ * are off, its state is of no use to anyone).  Checkpoints of segments the
+ * recorder deleted go then. */
+static void checkpoint_due(run *r, const rp_replay *rep, const tf_event *e)
+{
+    const tf_read_status *st = tf_reader_status(r->src.reader);
+    const tf_header *h = tf_reader_header(r->src.reader);
+    const char *log_path = tf_reader_log_path(r->src.reader);
+    if (!h->max_bytes || !log_path || !st->segment || st->segment <= r->ckpt_segment || r->ckpt_error[0] ||
+        rp_replay_result(rep)->history_lost_seq || !rp_replay_quiet(rep))
+        return;
+    r->ckpt_segment = st->segment;
+    size_t bytes;
+    uint64_t t0 = monotonic_ns();
+    if (rp_checkpoint_write(log_path, h, st->segment, e->seq, rep, &bytes, r->ckpt_error, sizeof r->ckpt_error) < 0) {
+        r->fr.checkpoint_error = r->ckpt_error;   /* said once; no more tries */
+        return;
+    }
+    r->fr.checkpoint_write_ns = monotonic_ns() - t0;
+    r->fr.checkpoints++;
+    r->fr.checkpoint_bytes = bytes;
+    r->fr.checkpoints_deleted += rp_checkpoint_prune(log_path, st->segment);
+}
+
 static const char *ended(const run *r, char *buf, size_t cap)
 {
     const tf_read_status *st = tf_reader_status(r->src.reader);
@@ -203,6 +232,12 @@ int rp_check_follow_run(rp_check_follow *c)
         print_due(&r, rep);
         if (done)
             break;
+        checkpoint_due(&r, rep, &e);
+    }
+    if (r.ckpt_segment) {
+        const char *log_path = tf_reader_log_path(r.src.reader);
+        if (log_path)
+            r.fr.checkpoints_deleted += rp_checkpoint_prune(log_path, r.ckpt_segment);
     }
     rp_replay_finish(rep, rp_follow_ending(&r.src) == RP_FOLLOW_END);
     print_due(&r, rep);

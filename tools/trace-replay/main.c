@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "check_follow.h"
+#include "checkpoint.h"
 #include "commands.h"
 #include "explore.h"
 #include "minimize.h"
@@ -240,11 +241,93 @@ static rp_replay *restarted(rp_replay *r, const rp_options *o, uint64_t seq)
     return n;
 }
 
-static rp_replay *run_replay(const rp_options *o, rp_source *src, uint64_t restart_at)
+/* Where a check of a cut log went on from a checkpoint, for the output. */
+typedef struct started {
+    char text[8192];            /* the sentence the output says ("" when none) */
+    char path[4096];
+    uint64_t seq;
+} started;
+
+/* Events are missing before e (segments deleted to keep the log within its
+ * budget): the newest state of the replay that a follower saw them with,
+ * if there is one (checkpoint.h).  Returns the replay to go on with (r, or
+ * one loaded from the checkpoint: then *skip_to is the checkpoint's event). */
+static rp_replay *after_gap(rp_replay *r, const rp_options *o, rp_source *src, const tf_event *e, uint64_t *skip_to,
+                            started *from)
+{
+    const char *log_path = tf_reader_log_path(src->reader);
+    const tf_header *h = tf_reader_header(src->reader);
+    if (!log_path || !h->max_bytes)
+        return r;
+    rp_checkpoint c;
+    char why[1200], err[512];
+    if (!rp_checkpoint_find(log_path, h, tf_reader_status(src->reader)->segment, e->seq, &c, why, sizeof why)) {
+        if (why[0])
+            snprintf(from->text, sizeof from->text, "%s; the checks go on with partial history", why);
+        return r;
+    }
+    rp_replay *n = rp_checkpoint_start(&c, o, err, sizeof err);
+    if (!n) {
+        snprintf(from->text, sizeof from->text, "checkpoint %s not used: %s; the checks go on with partial history",
+                 c.path, err);
+        rp_checkpoint_free(&c);
+        return r;
+    }
+    snprintf(from->text, sizeof from->text,
+             "%s%sthe log was cut; the check went on from checkpoint %s: the replay's state after event %llu, saved "
+             "by check --follow, which read every event before it (the pool models included): the events after it "
+             "are checked as by a check of the whole log",
+             why, why[0] ? "; " : "", c.path, (unsigned long long)c.seq);
+    snprintf(from->path, sizeof from->path, "%s", c.path);
+    from->seq = c.seq;
+    *skip_to = c.seq;
+    rp_checkpoint_free(&c);
+    rp_replay_free(r);
+    return n;
+}
+
+/* The log itself starts from a state (minimize's reproducer of a check that
+ * went on from a checkpoint). */
+static rp_replay *in_log_state(rp_replay *r, const rp_options *o, rp_source *src, started *from, int *bad)
+{
+    rp_checkpoint c;
+    char err[512];
+    if (!rp_checkpoint_in_log(src->reader, &c))
+        return r;
+    rp_replay *n = rp_checkpoint_start(&c, o, err, sizeof err);
+    rp_checkpoint_free(&c);
+    if (!n) {
+        fprintf(stderr, "trace-replay: the log starts from a replay state that does not load: %s\n", err);
+        *bad = 1;
+        return r;
+    }
+    snprintf(from->text, sizeof from->text,
+             "the log starts from a replay state (its CHECKPOINT record, after event %llu): a reproducer minimize "
+             "wrote from a check that went on from a checkpoint", (unsigned long long)c.seq);
+    from->seq = c.seq;
+    rp_replay_free(r);
+    return n;
+}
+
+static rp_replay *run_replay(const rp_options *o, rp_source *src, uint64_t restart_at, started *from)
 {
     rp_replay *r = rp_replay_new(o);
     tf_event e;
+    uint64_t skip_to = 0;
+    int first = 1, bad = 0;
     while (src->next(src, &e)) {
+        if (first && src->reader) {
+            r = in_log_state(r, o, src, from, &bad);
+            if (bad)
+                break;
+        }
+        first = 0;
+        if ((e.flags & TF_EVENT_AFTER_GAP) && src->reader)
+            r = after_gap(r, o, src, &e, &skip_to, from);
+        if (e.seq <= skip_to)
+            continue;   /* in the state already */
+        if (skip_to)
+            e.flags &= ~TF_EVENT_AFTER_GAP;   /* nothing is missing from the state */
         if (rp_replay_event(r, &e))
             break;
         if (restart_at && e.seq >= restart_at && rp_replay_quiet(r)) {
@@ -277,7 +360,8 @@ static int pool_missing(const cli *c, const rp_replay *r, const rp_source *src)
     return 1;
 }
 
-static int print(const cli *c, rp_source *src, rn_stacks *st, const rp_replay *r, const rp_explore_result *x)
+static int print(const cli *c, rp_source *src, rn_stacks *st, const rp_replay *r, const rp_explore_result *x,
+                 const struct started *from)
 {
     rp_progress_done(&src->progress);   /* a replay that stopped early left it shown */
     if (pool_missing(c, r, src))
@@ -286,7 +370,10 @@ static int print(const cli *c, rp_source *src, rn_stacks *st, const rp_replay *r
     rp_output out = {.out = stdout, .json = c->json, .command = c->command, .model = c->model_name,
                      .reader = src->reader, .stacks = st, .clean_end = rp_source_clean_end(src),
                      .damage = tf_reader_damage(src->reader), .stats = !strcmp(c->command, "stats"), .explore = x,
-                     .full_stacks = c->full_stacks, .run = src->run, .next_run = rp_source_next_run(src)};
+                     .full_stacks = c->full_stacks, .run = src->run, .next_run = rp_source_next_run(src),
+                     .checkpoint = from && from->text[0] ? from->text : NULL,
+                     .checkpoint_path = from && from->path[0] ? from->path : NULL,
+                     .checkpoint_seq = from ? from->seq : 0};
     rp_output_print(&out, r);
     rp_verdict v;
     rp_output_verdict(&out, r, &v);
@@ -365,11 +452,12 @@ int main(int argc, char **argv)
             rp_source_close(&src);
             return RP_EXIT_USAGE;
         }
-        rc = print(&c, &src, stacks, r, &x);
+        rc = print(&c, &src, stacks, r, &x, NULL);
         rp_replay_free(r);
     } else {
-        rp_replay *r = run_replay(&c.o, &src, c.restart_at);
-        rc = r ? print(&c, &src, stacks, r, NULL) : RP_EXIT_USAGE;
+        started from = {0};
+        rp_replay *r = run_replay(&c.o, &src, c.restart_at, &from);
+        rc = r ? print(&c, &src, stacks, r, NULL, &from) : RP_EXIT_USAGE;
         rp_replay_free(r);
     }
     rp_model_inputs_free(&mi);

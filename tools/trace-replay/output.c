@@ -226,6 +226,11 @@ static void json_follow(rn_json *j, const rp_follow_report *fr)
         rn_json_u64(j, "event_ns", fr->event_ns);
         rn_json_u64(j, "found_ns", fr->found_ns);
     }
+    rn_json_u64(j, "checkpoints", fr->checkpoints);
+    rn_json_u64(j, "checkpoint_bytes", fr->checkpoint_bytes);
+    rn_json_u64(j, "checkpoint_write_ns", fr->checkpoint_write_ns);
+    rn_json_u64(j, "checkpoints_deleted", fr->checkpoints_deleted);
+    rn_json_str(j, "checkpoint_error", fr->checkpoint_error);
     rn_json_end_obj(j);
 }
 
@@ -270,6 +275,12 @@ static void print_json(const rp_output *rep, const rp_replay *r)
         rn_json_u64(&j, "history_lost_at", res->history_lost_seq);
     else
         rn_json_null(&j, "history_lost_at");
+    rn_json_str(&j, "checkpoint", rep->checkpoint_path);
+    if (rep->checkpoint_path)
+        rn_json_u64(&j, "checkpoint_seq", rep->checkpoint_seq);
+    else
+        rn_json_null(&j, "checkpoint_seq");
+    rn_json_str(&j, "checkpoint_note", rep->checkpoint);
     json_pools(rep, &j, r);
     json_violation(rep, &j, res);
     const rp_finding *w;
@@ -390,6 +401,8 @@ static void print_text(const rp_output *rep, const rp_replay *r)
     if (rep->next_run)
         fprintf(f, "note: another log follows in this file at byte %" PRIu64 " (logs joined with cat); this is log "
                    "%d of it, --run %d replays the next\n", rep->next_run, rep->run, rep->run + 1);
+    if (rep->checkpoint)
+        fprintf(f, "note: %s\n", rep->checkpoint);
     if (res->history_lost_seq)
         fprintf(f, "note: events are missing before event %" PRIu64 ": from there the checks go on with partial "
                    "history (a free of a block from before is not a finding) and the pool models are off\n",
@@ -436,6 +449,13 @@ static void print_text(const rp_output *rep, const rp_replay *r)
                     (double)(fr->found_ns - fr->event_ns) / 1e6);
         if (fr->action)
             fprintf(f, "%s\n", fr->action);
+        if (fr->checkpoints)
+            fprintf(f, "follow: %" PRIu64 " checkpoint(s) of the replay's state written beside the segments (the last "
+                       "%" PRIu64 " bytes, in %.1f ms); %" PRIu64 " deleted with their segments\n",
+                    fr->checkpoints, fr->checkpoint_bytes, (double)fr->checkpoint_write_ns / 1e6,
+                    fr->checkpoints_deleted);
+        if (fr->checkpoint_error)
+            fprintf(f, "follow: a checkpoint could not be written: %s\n", fr->checkpoint_error);
     }
     fprintf(f, "fidelity: %" PRIu64 " matched, %" PRIu64 " diverged", res->matched, res->diverged);
     if (res->diverged)

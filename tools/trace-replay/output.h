@@ -24,6 +24,11 @@ typedef struct rp_follow_report {
     /* The first violation: CLOCK_MONOTONIC when the event it was found at
      * was recorded, and when the follower found it (both 0: none). */
     uint64_t event_ns, found_ns;
+    /* A log kept within a budget: checkpoints written beside its segments
+     * (checkpoint.h), the size and write time of the last, the checkpoints
+     * of deleted segments deleted, and why one could not be written (NULL). */
+    uint64_t checkpoints, checkpoint_bytes, checkpoint_write_ns, checkpoints_deleted;
+    const char *checkpoint_error;
 } rp_follow_report;
 
 typedef struct rp_output {
@@ -42,6 +47,11 @@ typedef struct rp_output {
     uint64_t next_run;          /* another log of the file starts here (0: none) */
     const rp_follow_report *follow;   /* add the follow section */
     int violations_shown;       /* text: printed as they came, not again */
+    /* A cut log: the checkpoint the check went on from, or why none was
+     * used (NULL: the log was not cut, or had no checkpoint beside it). */
+    const char *checkpoint;
+    const char *checkpoint_path; /* the file it went on from (NULL: none) */
+    uint64_t checkpoint_seq;    /* its state is after this event */
 } rp_output;
 
 void rp_output_print(const rp_output *rep, const rp_replay *r);

@@ -70,7 +70,10 @@ static int list_dir(const char *dir, names *out)
     names found = {0};
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (e->d_name[0] == '.')
+        size_t nlen = strlen(e->d_name);
+        /* Dot files, and the checkpoints check --follow keeps beside a
+         * log's segments (replay/checkpoint.h): they are not logs. */
+        if (e->d_name[0] == '.' || (nlen > 5 && !strcmp(e->d_name + nlen - 5, ".ckpt")))
             continue;
         size_t len = strlen(dir) + strlen(e->d_name) + 2;
         char *p = rp_xmalloc(len);
