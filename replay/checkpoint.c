@@ -69,11 +69,8 @@ uint32_t rp_checkpoint_prune(const char *log_path, uint32_t below)
 {
     uint32_t n = 0;
     for (uint32_t k = below; k-- > 1;) {
-        char seg[4096], ckpt[4096];
-        struct stat st;
-        if (tf_segment_path(seg, sizeof seg, log_path, k) < 0 || rp_checkpoint_path(ckpt, sizeof ckpt, log_path, k) < 0)
-            continue;
-        if (stat(seg, &st) < 0 && errno == ENOENT && unlink(ckpt) == 0)
+        char ckpt[4096];
+        if (rp_checkpoint_path(ckpt, sizeof ckpt, log_path, k) == 0 && unlink(ckpt) == 0)
             n++;
     }
     return n;

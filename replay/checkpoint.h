@@ -3,17 +3,18 @@
  * check of what is left after segments were deleted goes on with the pool
  * models instead of partial history (FORMAT.md section 14, docs/follow.md).
  *
- * check --follow, having read every event so far, writes one checkpoint
- * per later segment it reads: at the first point inside segment k where no
- * operation is being gathered (rp_replay_quiet), the replay's state after
- * event S goes to `SEGMENT_K_PATH.ckpt` (trace-1234.seg7.tlog.ckpt), a file
- * in the log's own format: a HEADER naming the log (its pid, start time and
- * budget, segment k) and one CHECKPOINT record.  It deletes the checkpoints
- * of segments the recorder has deleted.  A check that meets a gap (events
- * deleted with their segments) takes the checkpoint of the first segment
- * after the gap that has one that loads: it checks on with partial history
- * up to event S, then goes on from the state as a replay that read every
- * event would.  A log minimize wrote from such a state carries the
+ * check --follow, having read every event so far, writes a checkpoint
+ * every few later segments it reads: at the first point inside segment k
+ * where no operation is being gathered (rp_replay_quiet), the replay's
+ * state after event S goes to `SEGMENT_K_PATH.ckpt`
+ * (trace-1234.seg7.tlog.ckpt), a file in the log's own format: a HEADER
+ * naming the log (its pid, start time and budget, segment k) and one
+ * CHECKPOINT record.  Then it deletes the older ones: the state after S
+ * holds the verdict on every event up to S, so the newest is all a later
+ * check needs.  A check that meets a gap (events deleted with their
+ * segments) takes the checkpoint of the first segment after the gap that
+ * has one that loads, skips the events up to S and goes on from the state
+ * as a replay that read every event would.  A log minimize wrote from such a state carries the
  * CHECKPOINT record itself, before its first event.
  *
  * Failure policy: writing a checkpoint can fail (disk full, directory
@@ -33,6 +34,11 @@
 /* The CHECKPOINT record's producer: who wrote the state and how to read it. */
 #define RP_CHECKPOINT_PRODUCER "trace-replay replay-state"
 
+/* A follower writes a checkpoint every this many segments: the recorder
+ * never deletes the segment before the one it writes, so the newest
+ * checkpoint's segment is on disk while the follower keeps up. */
+#define RP_CHECKPOINT_EVERY 2
+
 /* Segment k's checkpoint file for the log whose first segment is log_path. */
 int rp_checkpoint_path(char *out, size_t cap, const char *log_path, uint32_t segment);
 
@@ -43,8 +49,8 @@ int rp_checkpoint_path(char *out, size_t cap, const char *log_path, uint32_t seg
 int rp_checkpoint_write(const char *log_path, const tf_header *h, uint32_t segment, uint64_t seq,
                         const rp_replay *rep, size_t *bytes, char *err, size_t errlen);
 
-/* Delete the checkpoints of segments 1 to below `below` whose segment file
- * is gone (the recorder deleted it).  Returns how many it deleted. */
+/* Delete the checkpoints of segments 1 to below `below` (older than the
+ * newest, or of deleted segments).  Returns how many it deleted. */
 uint32_t rp_checkpoint_prune(const char *log_path, uint32_t below);
 
 /* A checkpoint found for a gap. */

@@ -866,3 +866,28 @@ int rp_checks_load(rp_checks *c, rp_state_r *r)
         c->last_pool = saved.last_pool;
     return r->bad ? -1 : 0;
 }
+
+static int drop_aux(rp_range *r, void *arg)
+{
+    (void)arg;
+    r->aux = 0;
+    return 0;
+}
+
+static void drop_site(rp_site *s) { s->native_stack = s->py_stack = 0; }
+
+void rp_checks_drop_stacks(rp_checks *c)
+{
+    for (int i = 0; i < SP_COUNT; i++)
+        rp_rangeset_walk_range(&c->sp[i].mem, 0, UINT64_MAX, drop_aux, NULL);
+    for (size_t i = 0; i < c->npools; i++) {
+        rp_rangeset_walk_range(&c->pools[i].blocks.mem, 0, UINT64_MAX, drop_aux, NULL);
+        rp_rangeset_walk_range(&c->pools[i].segs, 0, UINT64_MAX, drop_aux, NULL);
+    }
+    for (int i = 0; i < UNDO_SLOTS; i++)
+        c->undo[i].block.aux = c->undo[i].seg.aux = 0;
+    for (uint32_t i = 0; i < c->nwarn; i++) {
+        drop_site(&c->warn[i].at);
+        drop_site(&c->warn[i].other);
+    }
+}

@@ -17,7 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "ptrmap.h"
+#include "state.h"
 #include "walk.h"
 #include "xalloc.h"
 
@@ -33,6 +35,10 @@
 typedef struct search {
     const rp_options *o;
     rp_source *src;            /* read again for every replay */
+    /* A search from a replay's state (a cut log's checkpoint, or a log
+     * that carries one): every replay starts from it, and the events are
+     * those after its event (the others are in it). */
+    const rp_checkpoint *start;
     size_t n;                  /* events up to the violation: nothing after it matters */
     const char *invariant;
     uint32_t nunits;
@@ -128,6 +134,27 @@ static int reread(search *s)
     return s->src->rewind(s->src);
 }
 
+/* The next event the search is about: after the start state's, if any. */
+static int next_event(search *s, tf_event *e)
+{
+    while (s->src->next(s->src, e))
+        if (!s->start || e->seq > s->start->seq) {
+            if (s->start)
+                e->flags &= ~TF_EVENT_AFTER_GAP;   /* nothing is missing from the state */
+            return 1;
+        }
+    return 0;
+}
+
+/* A replay for a candidate: from the start state when there is one (it
+ * loaded once: it loads every time). */
+static rp_replay *new_replay(const search *s, const rp_options *o)
+{
+    char err[256];
+    rp_replay *r = s->start ? rp_checkpoint_start(s->start, o, err, sizeof err) : NULL;
+    return r ? r : rp_replay_new(o);
+}
+
 /* Is event i (of unit u) in the candidate? */
 static int kept(const search *s, size_t i, uint32_t u)
 {
@@ -150,7 +177,7 @@ static void each_event(search *s, void (*fn)(void *ctx, size_t i, const tf_event
     if (reread(s) < 0)
         return;
     units_start(&u);
-    for (size_t i = 0; i < s->n && s->src->next(s->src, &e); i++) {
+    for (size_t i = 0; i < s->n && next_event(s, &e); i++) {
         rp_walk_event(u.w, &e);
         fn(ctx, i, &e, u.current, s->group ? kept(s, i, u.current) : 1);
     }
@@ -221,7 +248,7 @@ static int still_breaks(search *s)
     rp_options o = *s->o;
     o.keep_going = 0;
     o.series = 0;
-    trial t = {s, rp_replay_new(&o), 0, 0};
+    trial t = {s, new_replay(s, &o), 0, 0};
     each_event(s, feed, &t);
     rp_replay_finish(t.r, 0);
     const rp_result *res = rp_replay_result(t.r);
@@ -479,6 +506,12 @@ static void mark(void *ctx, size_t i, const tf_event *e, uint32_t unit, int in)
     m->keep[i] = (unsigned char)in;
 }
 
+/* A replay that starts from a state holding a violation stops at once. */
+static int r_stopped_at_start(const rp_replay *r)
+{
+    return rp_replay_result(r)->violated;
+}
+
 size_t rp_minimize_events(const rp_options *o, const tf_event *ev, size_t n, const char *invariant,
                           unsigned char *keep)
 {
@@ -615,10 +648,13 @@ static void write_kept(void *ctx, size_t i, const tf_event *ev, uint32_t unit, i
     uint64_t *p;
     rp_ptrmap_put(&wr->seqs, e.seq, ++wr->seq);
     e.seq = wr->seq;
-    e.parent = (p = rp_ptrmap_get(&wr->seqs, e.parent)) ? *p : 0;
-    if (e.kind == TF_EV_POOL_OP_END)
+    /* Events the start state holds keep their numbers (a frame open in it). */
+    uint64_t held = wr->s->start ? wr->s->start->seq : 0;
+    if (e.parent > held)
+        e.parent = (p = rp_ptrmap_get(&wr->seqs, e.parent)) ? *p : 0;
+    if (e.kind == TF_EV_POOL_OP_END && e.u.pool_op.begin > held)
         e.u.pool_op.begin = (p = rp_ptrmap_get(&wr->seqs, e.u.pool_op.begin)) ? *p : 0;
-    if (e.kind == TF_EV_RELEASE_FAILED)
+    if (e.kind == TF_EV_RELEASE_FAILED && e.u.release_failed.release > held)
         e.u.release_failed.release = (p = rp_ptrmap_get(&wr->seqs, e.u.release_failed.release)) ? *p : 0;
     if (e.kind == TF_EV_MARK)
         e.u.mark.text = re_string(&wr->x, e.u.mark.text);
@@ -629,6 +665,29 @@ static void write_kept(void *ctx, size_t i, const tf_event *ev, uint32_t unit, i
     tf_write_event(wr->x.w, &e);
     if (tf_writer_pending(wr->x.w) > (1u << 20))
         wr->rc = flush(wr->x.w, &wr->chunk, wr->fd);
+}
+
+/* The start state, as a CHECKPOINT record before the first event: the
+ * state's stack ids are the cut log's, which the small log numbers afresh,
+ * so they go (a stack from before the state shows as none, never as
+ * another). */
+static int write_start(search *s, tf_writer *w, char *err, size_t errlen)
+{
+    rp_options o = *s->o;
+    o.keep_going = 0;
+    o.series = 0;
+    rp_replay *r = rp_checkpoint_start(s->start, &o, err, errlen);
+    if (!r)
+        return -1;
+    rp_replay_drop_stacks(r);
+    rp_state_w payload = {0}, sealed = {0};
+    rp_replay_save(r, &payload);
+    rp_state_seal(&payload, &sealed);
+    tf_write_checkpoint(w, s->start->seq, RP_CHECKPOINT_PRODUCER, sealed.buf, sealed.len);
+    rp_state_w_free(&payload);
+    rp_state_w_free(&sealed);
+    rp_replay_free(r);
+    return 0;
 }
 
 /* The small log: what the search keeps, read from the log once more (its
@@ -648,16 +707,28 @@ static int write_log(search *s, const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "the log no longer reads");
         return -1;
     }
-    for (size_t i = 0; i < s->n && s->src->next(s->src, &e); i++)
+    for (size_t i = 0; i < s->n && next_event(s, &e); i++)
         ;
     const tf_reader *r = s->src->reader;
-    wr.x = (rewriter){r, tf_writer_new(tf_reader_header(r)), {0}, {0}, {0}, {0}};
+    /* One file, never cut: the reproducer is not a segment of anything. */
+    tf_header h = *tf_reader_header(r);
+    h.max_bytes = 0;
+    h.segment = 0;
+    h.first_seq = 0;
+    wr.x = (rewriter){r, tf_writer_new(&h), {0}, {0}, {0}, {0}};
     write_definitions(&wr.x);
     rp_ptrmap_init(&wr.seqs);
+    if (s->start && write_start(s, wr.x.w, err, errlen) < 0) {
+        tf_writer_free(wr.x.w);
+        rp_ptrmap_free(&wr.seqs);
+        close(wr.fd);
+        return -1;
+    }
+    wr.seq = s->start ? s->start->seq : 0;   /* events go on after the state's */
     each_event(s, write_kept, &wr);
     tf_event end = {.kind = TF_EV_END, .seq = wr.seq + 1, .tid = wr.last.tid, .t_ns = wr.last.t_ns};
     tf_write_event(wr.x.w, &end);
-    s->kept = (size_t)wr.seq;
+    s->kept = (size_t)(wr.seq - (s->start ? s->start->seq : 0));
     int rc = wr.rc ? wr.rc : flush(wr.x.w, &wr.chunk, wr.fd);
     tf_chunk_free(&wr.chunk);
     tf_writer_free(wr.x.w);
@@ -673,15 +744,31 @@ static int write_log(search *s, const char *path, char *err, size_t errlen)
     return rc ? -1 : 0;
 }
 
-int rp_minimize(const rp_options *o, rp_source *src, const char *out, rp_minimized *m, char *err, size_t errlen)
+int rp_minimize(const rp_options *o, rp_source *src, const rp_checkpoint *start, const char *out, rp_minimized *m,
+                char *err, size_t errlen)
 {
     tf_event e;
     rp_options first = *o;
     first.keep_going = 0;
     first.series = 0;
     /* The violation, and where the log can be cut: nothing after it matters. */
-    rp_replay *r = rp_replay_new(&first);
-    while (src->next(src, &e))
+    search probe = {.src = src, .start = start};
+    rp_replay *r = start ? rp_checkpoint_start(start, &first, err, errlen) : rp_replay_new(&first);
+    if (!r)
+        return 2;
+    uint64_t before = rp_replay_result(r)->events;   /* held by the state */
+    if (r_stopped_at_start(r)) {
+        snprintf(err, errlen, "the state the log is cut to already holds the violation (event %llu): nothing after "
+                 "it to minimize", (unsigned long long)rp_replay_result(r)->violation.at.seq);
+        rp_replay_free(r);
+        return 2;
+    }
+    if (start && reread(&probe) < 0) {
+        rp_replay_free(r);
+        snprintf(err, errlen, "the log no longer reads");
+        return 2;
+    }
+    while (next_event(&probe, &e))
         if (rp_replay_event(r, &e))
             break;
     rp_replay_finish(r, 0);
@@ -691,7 +778,8 @@ int rp_minimize(const rp_options *o, rp_source *src, const char *out, rp_minimiz
     if (res->violated) {
         rp_progress pg;
         rp_progress_start(&pg, "trace-replay minimize");
-        search s = {.o = o, .src = src, .n = (size_t)res->events, .invariant = res->violation.invariant, .pg = &pg};
+        search s = {.o = o, .src = src, .start = start, .n = (size_t)(res->events - before),
+                    .invariant = res->violation.invariant, .pg = &pg};
         search_run(&s);
         rc = write_log(&s, out, err, errlen) < 0 ? 2 : 1;
         rp_progress_done(&pg);

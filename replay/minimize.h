@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "checkpoint.h"
 #include "replay.h"
 #include "source.h"
 
@@ -30,8 +31,13 @@ typedef struct rp_minimized {
 /* 1: out written, and it still breaks the invariant; 0: the log breaks
  * nothing, nothing written (err says so); 2: error (err).  The source is
  * read again for every replay (it must rewind): memory stays what a replay
- * needs plus a few bytes per unit and a bit per event. */
-int rp_minimize(const rp_options *o, rp_source *src, const char *out, rp_minimized *m, char *err, size_t errlen);
+ * needs plus a few bytes per unit and a bit per event.  start (NULL: none):
+ * a replay's state after an event of the log (a cut log's checkpoint, or
+ * the log's own CHECKPOINT record): every replay starts from it, the events
+ * after it are minimized, and the small log carries the state (stack ids
+ * left out) in its CHECKPOINT record before its first event. */
+int rp_minimize(const rp_options *o, rp_source *src, const rp_checkpoint *start, const char *out, rp_minimized *m,
+                char *err, size_t errlen);
 
 /* The search alone, over events in memory: marks keep[i] for the events of
  * a small log breaking `invariant`.  Returns how many replays it ran. */

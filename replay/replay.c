@@ -2052,3 +2052,18 @@ bad:
     snprintf(err, errlen, "the replay state does not read");
     return -1;
 }
+
+static void drop_site(rp_site *s) { s->native_stack = s->py_stack = 0; }
+
+void rp_replay_drop_stacks(rp_replay *r)
+{
+    rp_checks_drop_stacks(r->checks);
+    if (r->walk)
+        rp_walk_drop_stacks(r->walk);
+    drop_site(&r->res.violation.at);
+    drop_site(&r->res.violation.other);
+    for (uint32_t i = 0; i < RP_MAX_NESTED; i++) {
+        r->res.reentries[i].gc_native_stack = r->res.reentries[i].gc_py_stack = 0;
+        r->re[i].gc_native_stack = r->re[i].gc_py_stack = 0;
+    }
+}

@@ -199,3 +199,10 @@ int rp_walk_load(rp_walk *w, rp_state_r *st)
     w->last_th = SIZE_MAX;
     return st->bad ? -1 : 0;
 }
+
+void rp_walk_drop_stacks(rp_walk *w)
+{
+    for (size_t i = 0; i < w->nth; i++)
+        for (uint32_t k = 0; k < w->th[i].n; k++)
+            w->th[i].f[k].native_stack = w->th[i].f[k].py_stack = 0;
+}

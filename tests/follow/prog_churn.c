@@ -16,10 +16,12 @@
  * iteration J (freed 16 iterations later; the doubles never hand an address
  * out twice): a double free whose first free may be in a segment deleted
  * since.  --wait-checkpoints STEM: the log is STEM.tlog kept within a
- * budget, and a follower writes checkpoints beside its segments; every 500
- * iterations, once segment k >= 2 exists, it waits (at most 120 s) for the
- * checkpoint of segment k - 1 (STEM.seg<k-1>.tlog.ckpt), so the follower
- * never falls so far behind that a segment is deleted before it read it.
+ * budget, and a follower writes checkpoints beside its segments (one every
+ * two segments); every 500 iterations, once segment k >= 2 exists, it waits
+ * (at most 120 s) for a checkpoint of segment k - 2 to k (not of k alone:
+ * the follower cannot write one in a segment that has no event yet)
+ * (STEM.seg<j>.tlog.ckpt), so the follower never falls so far behind that a
+ * segment is deleted before it read it.
  * It prints "done N" at the end.
  */
 #include <cuda_runtime_api.h>
@@ -49,10 +51,15 @@ static int wait_checkpoint(const char *stem)
     }
     if (newest < 2)
         return 0;
-    snprintf(path, sizeof path, "%s.seg%ld.tlog.ckpt", stem, newest - 1);
-    for (int i = 0; i < 120000 && access(path, F_OK) != 0; i++)
+    for (int i = 0; i < 120000; i++) {
+        for (long k = newest - 2; k <= newest; k++) {
+            snprintf(path, sizeof path, "%s.seg%ld.tlog.ckpt", stem, k);
+            if (access(path, F_OK) == 0)
+                return 0;
+        }
         usleep(1000);
-    return access(path, F_OK) == 0 ? 0 : -1;
+    }
+    return -1;
 }
 
 int main(int argc, char **argv)

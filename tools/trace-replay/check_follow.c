@@ -11,6 +11,7 @@
 #include "check_follow.h"
 
 #include <inttypes.h>
+#include <unistd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,8 @@ typedef struct run {
     rp_result *later;
     size_t nlater, caplater;
     uint32_t ckpt_segment;      /* the last segment a checkpoint was written for */
+    uint32_t ckpt_looked;       /* the segment last looked at */
+    int ckpt_wanted;            /* a checkpoint is due at its first quiet point */
     char ckpt_error[600];
 } run;
 
@@ -154,19 +157,43 @@ static void print_due(run *r, const rp_replay *rep)
     r->nlater = 0;
 }
 
-/* A log kept within a budget: the first point of each later segment where
- * no operation is being gathered gets a checkpoint (checkpoint.h), as long
- * as this replay has seen every event (after a gap it has not: its models
- * are off, its state is of no use to anyone).  Checkpoints of segments the
- * recorder deleted go then. */
-static void checkpoint_due(run *r, const rp_replay *rep, const tf_event *e)
+/* Is segment k of the log still on disk? */
+static int segment_kept(const char *log_path, uint32_t k)
+{
+    char path[4096];
+    return tf_segment_path(path, sizeof path, log_path, k) == 0 && access(path, F_OK) == 0;
+}
+
+/* A log kept within a budget: a checkpoint (checkpoint.h) at the first
+ * point of a later segment where no operation is being gathered, every
+ * RP_CHECKPOINT_EVERY segments, or at once when the segment of the last
+ * one was deleted; then the older ones go (the newest holds the verdict of
+ * every event before it).  The recorder keeps about eight segments, so the
+ * newest checkpoint's segment is always on disk.  Only while this replay
+ * has seen every event (after a gap its models are off: its state is of no
+ * use to anyone). */
+static void checkpoint_due(run *r, const rp_replay *rep, const tf_event *e, int at_end)
 {
     const tf_read_status *st = tf_reader_status(r->src.reader);
     const tf_header *h = tf_reader_header(r->src.reader);
     const char *log_path = tf_reader_log_path(r->src.reader);
-    if (!h->max_bytes || !log_path || !st->segment || st->segment <= r->ckpt_segment || r->ckpt_error[0] ||
-        rp_replay_result(rep)->history_lost_seq || !rp_replay_quiet(rep))
+    if (!h->max_bytes || !log_path || !st->segment || r->ckpt_error[0] || rp_replay_result(rep)->history_lost_seq)
         return;
+    if (at_end) {
+        /* The log is over: one more only if the newest one's segment went
+         * (a check of what is left would find none to use). */
+        if (!rp_replay_quiet(rep) || (r->ckpt_segment && segment_kept(log_path, r->ckpt_segment)))
+            return;
+    } else if (st->segment <= r->ckpt_segment) {
+        return;
+    } else if (st->segment != r->ckpt_looked) {   /* a new segment: is one due? */
+        r->ckpt_looked = st->segment;
+        r->ckpt_wanted = !r->ckpt_segment || st->segment >= r->ckpt_segment + RP_CHECKPOINT_EVERY ||
+                         !segment_kept(log_path, r->ckpt_segment);
+    }
+    if (!at_end && (!r->ckpt_wanted || !rp_replay_quiet(rep)))
+        return;
+    r->ckpt_wanted = 0;
     r->ckpt_segment = st->segment;
     size_t bytes;
     uint64_t t0 = monotonic_ns();
@@ -225,15 +252,17 @@ int rp_check_follow_run(rp_check_follow *c)
     r.fr.on_violation = on_violation_word(c->on_violation);
 
     rp_replay *rep = rp_replay_new(&o);
-    tf_event e;
+    tf_event e = {0};
     while (r.src.next(&r.src, &e)) {
         r.event_ns = e.t_ns;
         int done = rp_replay_event(rep, &e);
         print_due(&r, rep);
         if (done)
             break;
-        checkpoint_due(&r, rep, &e);
+        checkpoint_due(&r, rep, &e, 0);
     }
+    if (!r.acted && !rp_replay_result(rep)->violated && rp_replay_result(rep)->events)
+        checkpoint_due(&r, rep, &e, 1);
     if (r.ckpt_segment) {
         const char *log_path = tf_reader_log_path(r.src.reader);
         if (log_path)

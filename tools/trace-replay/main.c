@@ -246,6 +246,7 @@ typedef struct started {
     char text[8192];            /* the sentence the output says ("" when none) */
     char path[4096];
     uint64_t seq;
+    rp_checkpoint ckpt;         /* the state itself (state NULL: none) */
 } started;
 
 /* Events are missing before e (segments deleted to keep the log within its
@@ -281,7 +282,8 @@ static rp_replay *after_gap(rp_replay *r, const rp_options *o, rp_source *src, c
     snprintf(from->path, sizeof from->path, "%s", c.path);
     from->seq = c.seq;
     *skip_to = c.seq;
-    rp_checkpoint_free(&c);
+    rp_checkpoint_free(&from->ckpt);
+    from->ckpt = c;
     rp_replay_free(r);
     return n;
 }
@@ -295,12 +297,14 @@ static rp_replay *in_log_state(rp_replay *r, const rp_options *o, rp_source *src
     if (!rp_checkpoint_in_log(src->reader, &c))
         return r;
     rp_replay *n = rp_checkpoint_start(&c, o, err, sizeof err);
-    rp_checkpoint_free(&c);
     if (!n) {
+        rp_checkpoint_free(&c);
         fprintf(stderr, "trace-replay: the log starts from a replay state that does not load: %s\n", err);
         *bad = 1;
         return r;
     }
+    rp_checkpoint_free(&from->ckpt);
+    from->ckpt = c;
     snprintf(from->text, sizeof from->text,
              "the log starts from a replay state (its CHECKPOINT record, after event %llu): a reproducer minimize "
              "wrote from a check that went on from a checkpoint", (unsigned long long)c.seq);
@@ -429,7 +433,22 @@ int main(int argc, char **argv)
     int rc;
     if (!strcmp(c.command, "minimize")) {
         rp_minimized m;
-        rc = rp_minimize(&c.o, &src, c.out_path, &m, err, sizeof err);
+        /* A cut log goes on from its checkpoint, a reproducer from its own
+         * state: a first replay finds out which, as check would. */
+        started from = {0};
+        rp_options first = c.o;
+        first.keep_going = 0;
+        first.series = 0;
+        rp_replay_free(run_replay(&first, &src, 0, &from));
+        if (from.text[0])
+            fprintf(stderr, "minimize: %s\n", from.text);
+        if (src.rewind(&src) < 0) {
+            snprintf(err, sizeof err, "%s: the log no longer reads", c.log);
+            rc = -1;
+        } else {
+            rc = rp_minimize(&c.o, &src, from.ckpt.state ? &from.ckpt : NULL, c.out_path, &m, err, sizeof err);
+        }
+        rp_checkpoint_free(&from.ckpt);
         if (rc == 1) {
             char shown[512];
             fprintf(stderr, "minimize: %s kept in %zu of %zu events (%zu replays), written to %s\n", m.invariant,
@@ -459,6 +478,7 @@ int main(int argc, char **argv)
         rp_replay *r = run_replay(&c.o, &src, c.restart_at, &from);
         rc = r ? print(&c, &src, stacks, r, NULL, &from) : RP_EXIT_USAGE;
         rp_replay_free(r);
+        rp_checkpoint_free(&from.ckpt);
     }
     rp_model_inputs_free(&mi);
     rn_stacks_free(stacks);
