@@ -23,6 +23,15 @@ waited and went on to the AssertionError once let go:
 3. let go, a run stopped where it waited goes on to the AssertionError (or
    the cap), as the damage had it.
 
+Then the second run of issue 16.5: the same workload under --max-bytes 64K
+(segments deleted while it runs; the follower keeps checkpoints of the
+replay's state beside them), until a seed is stopped at the damage.  The
+process is ended there (SIGTERM), and on what is left of its log:
+4. check --model cupy5 finds the follower's violation (same seq, same
+   invariant), going on from the follower's checkpoint when segments before
+   the violation were deleted;
+5. minimize writes a reproducer that still breaks that invariant.
+
     test_follow_seed000.py --build-dir DIR --preload LIBTRACE --replay TRACE_REPLAY --trace-run SCRIPT
 """
 import argparse
@@ -135,7 +144,73 @@ def main():
     failures.check(assertions_after > 0, "no run stopped at the damage went on to the AssertionError")
     print("%d run(s) stopped at the damage; %d of them went on to the AssertionError once let go: stopped "
           "before it fired" % (stopped, assertions_after))
+    second_run(args, python, module_dir, out_dir, env, failures)
     failures.finish()
+
+
+def second_run(args, python, module_dir, out_dir, env, failures):
+    """Issue 16.5's second run: a budget of 64K, the violation and a
+    minimized reproducer from what is left."""
+    for seed in SEEDS[:20]:
+        go = os.path.join(out_dir, "small-go-%d" % seed)
+        out_path, err_path = (os.path.join(out_dir, "small%d.%s" % (seed, x)) for x in ("out", "err"))
+        with open(out_path, "w") as out, open(err_path, "w") as err:
+            run = subprocess.run([args.trace_run, "--check", "cupy5", "--on-violation=stop", "--max-bytes", "64K",
+                                  "--output", os.path.join(out_dir, "small%d-%%p.tlog" % seed), "--", python,
+                                  os.path.join(HERE, "follow_workload.py"), "--module-dir", module_dir,
+                                  "--seed", str(seed), "--iterations", str(CAP), "--go", go],
+                                 env=env, stdout=out, stderr=err, timeout=LONG)
+        said = open(err_path).read()
+        found = re.search(r"VIOLATION (\w+) at seq (\d+)", said)
+        if run.returncode != 147:
+            print("64K, seed %d: not stopped (exit %d)" % (seed, run.returncode), flush=True)
+            continue
+        log = [p for p in glob.glob(os.path.join(out_dir, "small%d-*.tlog" % seed)) if ".seg" not in p][0]
+        pid = int(re.search(r"-(\d+)\.tlog$", log).group(1))
+        # Ended where it was stopped: the log keeps the damage (letting it
+        # run on could rotate it away; that is what check --follow is for).
+        os.kill(pid, signal.SIGTERM)
+        os.kill(pid, signal.SIGCONT)
+        failures.check(wait_gone(pid), "64K, seed %d: process %d did not end on SIGTERM" % (seed, pid))
+        failures.check(found is not None, "64K, seed %d: the follower's violation: %s" % (seed, said[-2000:]))
+        if not found:
+            return
+        stem, ext = os.path.splitext(log)
+        files = [log] + glob.glob(stem + ".seg*" + ext)
+        ckpts = glob.glob(stem + ".seg*" + ext + ".ckpt")
+        on_disk = sum(os.path.getsize(f) for f in files)
+        check = subprocess.run([args.replay, "check", "--model", "cupy5", "--json", log], capture_output=True,
+                               text=True, timeout=LONG)
+        doc = json.loads(check.stdout) if check.stdout.strip() else {}
+        violation = doc.get("violation") or {}
+        print("64K, seed %d: stopped at %s; %d files, %d bytes on disk (+ %d of checkpoints); deleted: %s; "
+              "check: %s from checkpoint %s" % (seed, found.group(0), len(files), on_disk,
+                                                sum(os.path.getsize(f) for f in ckpts), doc.get("damage"),
+                                                doc.get("verdict", {}).get("text"), doc.get("checkpoint")),
+              flush=True)
+        failures.check("were deleted with segments" in (doc.get("damage") or ""),
+                       "64K, seed %d: nothing was deleted: %s" % (seed, doc.get("damage")))
+        failures.check(check.returncode == 1 and violation.get("seq") == int(found.group(2)) and
+                       violation.get("invariant") == found.group(1),
+                       "64K, seed %d: check on what is left finds %s at %s; the follower found %s\n%s"
+                       % (seed, violation.get("invariant"), violation.get("seq"), found.group(0), check.stdout[-3000:]))
+        if doc.get("history_lost_at") is None:
+            failures.check(doc.get("checkpoint") is not None, "64K, seed %d: the models ran over a gap without a "
+                           "checkpoint: %s" % (seed, doc))
+        small = os.path.join(out_dir, "small%d-reproducer.tlog" % seed)
+        m = subprocess.run([args.replay, "minimize", "--model", "cupy5", log, "-o", small], capture_output=True,
+                           text=True, timeout=LONG)
+        again = subprocess.run([args.replay, "check", "--model", "cupy5", "--json", small], capture_output=True,
+                               text=True, timeout=LONG)
+        adoc = json.loads(again.stdout) if again.stdout.strip() else {}
+        print("64K, seed %d: minimize: %s; the reproducer: %s" % (seed, m.stderr.strip().splitlines()[-1:],
+                                                                  adoc.get("verdict", {}).get("text")), flush=True)
+        failures.check(m.returncode == 1 and again.returncode == 1 and
+                       (adoc.get("violation") or {}).get("invariant") == found.group(1),
+                       "64K, seed %d: no minimized reproducer: %s %s / %s" % (seed, m.stdout, m.stderr,
+                                                                             again.stdout[-2000:]))
+        return
+    failures.check(False, "64K: no run of 20 seeds was stopped at the damage")
 
 
 if __name__ == "__main__":
