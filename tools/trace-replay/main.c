@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "check_follow.h"
 #include "checkpoint.h"
@@ -219,23 +220,33 @@ static int same_file(const char *a, const char *b)
 
 /* --restart-at: the replay r goes on as a new one loaded from its state,
  * as a check that starts from a checkpoint does (NULL: it did not load). */
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static rp_replay *restarted(rp_replay *r, const rp_options *o, uint64_t seq)
 {
     rp_state_w payload = {0}, sealed = {0};
+    double t0 = now_ms();
     rp_replay_save(r, &payload);
     rp_state_seal(&payload, &sealed);
+    double t1 = now_ms();
     rp_state_w_free(&payload);
     rp_replay_free(r);
     rp_state_r st;
     char err[512];
+    double t2 = now_ms();
     rp_replay *n = rp_replay_new(o);
     if (rp_state_open(sealed.buf, sealed.len, &st, err, sizeof err) < 0 || rp_replay_load(n, &st, err, sizeof err) < 0) {
         fprintf(stderr, "trace-replay: --restart-at: %s\n", err);
         rp_replay_free(n);
         n = NULL;
     } else {
-        fprintf(stderr, "trace-replay: restarted from the state after event %llu (%zu bytes)\n",
-                (unsigned long long)seq, sealed.len);
+        fprintf(stderr, "trace-replay: restarted from the state after event %llu (%zu bytes; saved in %.2f ms, "
+                "loaded in %.2f ms)\n", (unsigned long long)seq, sealed.len, t1 - t0, now_ms() - t2);
     }
     rp_state_w_free(&sealed);
     return n;
