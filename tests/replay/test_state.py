@@ -18,6 +18,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_cli  # noqa: E402  (mklog: the scenario logs as test_cli writes them)
+
 failures = []
 MODELS = ["cupy", "cupy5", "cupy-next", "tf-bfc", "torch"]
 
@@ -31,25 +34,6 @@ def check(cond, what):
 def replay(args):
     p = subprocess.run([A.replay] + args, capture_output=True, text=True)
     return p.returncode, p.stdout, p.stderr
-
-
-def symbol_ip(name):
-    out = subprocess.run(["nm", A.libpool], capture_output=True, text=True, check=True).stdout
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[2] == name:
-            return 0x400000 + int(parts[0], 16)
-    raise SystemExit("%s has no %s" % (A.libpool, name))
-
-
-def mklog(name, tmp):
-    out = os.path.join(tmp, name.replace(".txt", ".log"))
-    text = open(os.path.join(A.scenarios, name)).read()
-    scenario = os.path.join(tmp, name)
-    with open(scenario, "w") as f:
-        f.write(text.replace("0x401800", hex(symbol_ip("append_to_free_list"))))
-    subprocess.run([A.mklog, scenario, out], check=True)
-    return out
 
 
 def events_of(log):
@@ -81,6 +65,8 @@ def main():
     for k in ("replay", "mklog", "libpool", "gen", "scenarios"):
         ap.add_argument("--" + k, required=True)
     A = ap.parse_args()
+    test_cli.A = A
+    mklog = test_cli.mklog
     seed = int(os.environ.get("STATE_SEED", random.randrange(1 << 30)))
     print("STATE_SEED=%d" % seed)
     rnd = random.Random(seed)
