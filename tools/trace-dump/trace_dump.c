@@ -119,6 +119,14 @@ static void text_info(dump_ctx *d)
     char a[256], b[1024];
     for (uint32_t i = 0; tf_reader_info(d->r, i, &key, &value); i++)
         fprintf(d->out, "info: %s=%s\n", rn_text(a, sizeof a, key), rn_text(b, sizeof b, value));
+    /* FORMAT.md section 14: opaque to everyone but its producer. */
+    uint64_t seq;
+    const char *producer;
+    const void *state;
+    size_t len;
+    if (tf_reader_checkpoint(d->r, &seq, &producer, &state, &len))
+        fprintf(d->out, "checkpoint: the state of %s after event %llu (%zu bytes)\n", rn_text(a, sizeof a, producer),
+                (unsigned long long)seq, len);
 }
 
 /* ------------------------------------------------------------ summary */
