@@ -139,8 +139,8 @@ static int next_event(search *s, tf_event *e)
 {
     while (s->src->next(s->src, e))
         if (!s->start || e->seq > s->start->seq) {
-            if (s->start)
-                e->flags &= ~TF_EVENT_AFTER_GAP;   /* nothing is missing from the state */
+            if (s->start && e->seq == s->start->seq + 1)
+                e->flags &= ~TF_EVENT_AFTER_GAP;   /* what is missing before it the state holds */
             return 1;
         }
     return 0;

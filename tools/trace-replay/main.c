@@ -341,8 +341,8 @@ static rp_replay *run_replay(const rp_options *o, rp_source *src, uint64_t resta
             r = after_gap(r, o, src, &e, &skip_to, from);
         if (e.seq <= skip_to)
             continue;   /* in the state already */
-        if (skip_to)
-            e.flags &= ~TF_EVENT_AFTER_GAP;   /* nothing is missing from the state */
+        if (skip_to && e.seq == skip_to + 1)
+            e.flags &= ~TF_EVENT_AFTER_GAP;   /* what is missing before it the state holds (a later gap stays one) */
         if (rp_replay_event(r, &e))
             break;
         if (restart_at && e.seq >= restart_at && rp_replay_quiet(r)) {
