@@ -300,8 +300,9 @@ static rp_replay *after_gap(rp_replay *r, const rp_options *o, rp_source *src, c
 }
 
 /* The log itself starts from a state (minimize's reproducer of a check that
- * went on from a checkpoint). */
-static rp_replay *in_log_state(rp_replay *r, const rp_options *o, rp_source *src, started *from, int *bad)
+ * went on from a checkpoint).  One that does not load (another build) is
+ * like the start of a cut log: partial history from the first event. */
+static rp_replay *in_log_state(rp_replay *r, const rp_options *o, rp_source *src, const tf_event *e, started *from)
 {
     rp_checkpoint c;
     char err[512];
@@ -310,8 +311,9 @@ static rp_replay *in_log_state(rp_replay *r, const rp_options *o, rp_source *src
     rp_replay *n = rp_checkpoint_start(&c, o, err, sizeof err);
     if (!n) {
         rp_checkpoint_free(&c);
-        fprintf(stderr, "trace-replay: the log starts from a replay state that does not load: %s\n", err);
-        *bad = 1;
+        snprintf(from->text, sizeof from->text, "the log starts from a replay state (after event %llu) that this "
+                 "trace-replay cannot load: %s; the checks go on with partial history", (unsigned long long)c.seq, err);
+        rp_replay_history_lost(r, e->seq);
         return r;
     }
     rp_checkpoint_free(&from->ckpt);
@@ -329,13 +331,10 @@ static rp_replay *run_replay(const rp_options *o, rp_source *src, uint64_t resta
     rp_replay *r = rp_replay_new(o);
     tf_event e;
     uint64_t skip_to = 0;
-    int first = 1, bad = 0;
+    int first = 1;
     while (src->next(src, &e)) {
-        if (first && src->reader) {
-            r = in_log_state(r, o, src, from, &bad);
-            if (bad)
-                break;
-        }
+        if (first && src->reader)
+            r = in_log_state(r, o, src, &e, from);
         first = 0;
         if ((e.flags & TF_EVENT_AFTER_GAP) && src->reader)
             r = after_gap(r, o, src, &e, &skip_to, from);
