@@ -99,7 +99,8 @@ static int take_record(const tf_reader *r, rp_checkpoint *c, char *why, size_t w
     }
     c->seq = seq;
     c->state = rp_xmalloc(len ? len : 1);
-    memcpy(c->state, state, len);
+    if (len)
+        memcpy(c->state, state, len);
     c->len = len;
     return 1;
 }

@@ -43,6 +43,8 @@ void rp_state_str(rp_state_w *w, const char *s)
 
 int rp_state_get(rp_state_r *r, void *p, size_t n)
 {
+    if (!n)   /* p may be NULL then (an empty array) */
+        return r->bad ? -1 : 0;
     if (r->bad || (size_t)(r->end - r->p) < n) {
         r->bad = 1;
         memset(p, 0, n);
