@@ -42,8 +42,13 @@ def events_of(log):
     return int(m.group(1)) if m else 0
 
 
+WHOLE = {}
+
+
 def compare(args, k, stats):
-    full = replay(args)
+    if tuple(args) not in WHOLE:
+        WHOLE[tuple(args)] = replay(args)
+    full = WHOLE[tuple(args)]
     rc, out, err = replay(args + ["--restart-at", str(k)])
     what = "%s --restart-at %d" % (" ".join(os.path.basename(a) for a in args), k)
     restarted = "restarted from the state" in err
@@ -84,8 +89,11 @@ def main():
             check(n > 0, "%s: has events" % name)
             models = MODELS if name.startswith("cupy") else ["cupy5", "torch"]
             for model in models:
-                for extra in ([debug, []] if name.startswith("cupy5") else [debug]):
-                    for k in range(1, n + 1):
+                # After every event for the models the scenario is about
+                # (CuPy's: nesting, shadows, ambiguities); a few for others.
+                every = model in ("cupy", "cupy5")
+                for extra in ([debug, []] if name.startswith("cupy5") and every else [debug]):
+                    for k in (range(1, n + 1) if every else sorted(rnd.sample(range(1, n + 1), min(n, 4)))):
                         full = compare(["check", log, "--model", model] + extra, k, stats)
                         verdicts.add(full[1].strip().splitlines()[-1].split(" ")[1] if full[1].strip() else "")
                 compare(["check", log, "--model", model, "--json"] + debug, rnd.randint(1, n), stats)
@@ -101,7 +109,7 @@ def main():
                 compare(["stats", log, "--model", model], rnd.randint(1, 20000), stats)
     print("%d restarted replays of %d compared with whole ones; verdicts met: %s" %
           (stats["restarts"], stats["runs"], ", ".join(sorted(v for v in verdicts if v))))
-    check(stats["restarts"] > 1000, "most runs restarted from a state")
+    check(stats["restarts"] > 500 and stats["restarts"] > stats["runs"] * 0.9, "most runs restarted from a state")
     check({"VIOLATION", "clean"} <= verdicts, "violations and clean runs among them")
     if failures:
         print("%d failure(s)" % len(failures))
