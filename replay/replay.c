@@ -1976,8 +1976,10 @@ int rp_replay_load(rp_replay *r, rp_state_r *st, char *err, size_t errlen)
     uint64_t nth = rp_state_get_u64(st);
     if (st->bad || nth != r->th_index.len)
         goto bad;
-    rp_grow(&r->th, &r->capth, (size_t)nth, sizeof *r->th);
-    memset(r->th, 0, (size_t)nth * sizeof *r->th);
+    if (nth) {
+        rp_grow(&r->th, &r->capth, (size_t)nth, sizeof *r->th);
+        memset(r->th, 0, (size_t)nth * sizeof *r->th);
+    }
     r->nth = (size_t)nth;
     uint64_t npools = rp_state_get_u64(st);
     if (st->bad || npools > (uint64_t)(st->end - st->p) / 8)
