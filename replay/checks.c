@@ -794,17 +794,21 @@ static void space_load(space *s, const char *name, rp_state_r *r)
     s->name = name;
     rp_rangeset_init(&s->mem);
     rp_ptrmap_init(&s->stale);
-    s->pending = NULL;
-    s->npending = 0;
+    size_t cap = s->cappending;
+    s->pending = s->scratch = NULL;
+    s->npending = s->cappending = 0;
     rp_state_get_rangeset(r, &s->mem);
     rp_state_get_ptrmap(r, &s->stale);
     size_t n;
     rp_ptrmap_slot *pending = rp_state_get_array(r, &n, sizeof *pending);
-    if (n <= STALE_BATCH && pending) {
-        /* Batches are STALE_BATCH long (stale_put fills one to the end). */
-        s->pending = rp_xmalloc(STALE_BATCH * sizeof *s->pending);
-        memcpy(s->pending, pending, n * sizeof *pending);
+    if (cap && n <= cap && cap <= (1u << 30)) {
+        /* A batch is cappending long (stale_put fills one to the end). */
+        s->pending = rp_xmalloc(cap * sizeof *s->pending);
+        s->scratch = rp_xmalloc(cap * sizeof *s->scratch);
+        if (n)
+            memcpy(s->pending, pending, n * sizeof *pending);
         s->npending = n;
+        s->cappending = cap;
     } else if (n) {
         r->bad = 1;
     }

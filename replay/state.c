@@ -126,6 +126,8 @@ void rp_state_rangeset(rp_state_w *w, const rp_rangeset *s)
     rp_state_put(w, s->order, (size_t)s->nord * sizeof *s->order);
     rp_state_put(w, s->lo, (size_t)s->nord * sizeof *s->lo);
     rp_state_put(w, s->spare, (size_t)s->nspare * sizeof *s->spare);
+    /* The positions table: the same slots, so it holds for the copy. */
+    rp_state_put(w, s->hint, s->hint ? ((size_t)1 << s->hintbits) * sizeof *s->hint : 0);
 }
 
 /* n bytes of the buffer into a new allocation (NULL for none). */
@@ -149,6 +151,7 @@ void rp_state_get_rangeset(rp_state_r *r, rp_rangeset *s)
     if (rp_state_get(r, &saved, sizeof saved) < 0 || saved.nord > saved.nchunks ||
         saved.nspare > saved.nchunks) {
         r->bad = 1;
+        rp_rangeset_init(s);
         return;
     }
     size_t slots = (size_t)saved.nchunks * RP_RANGESET_CHUNK;
@@ -163,6 +166,11 @@ void rp_state_get_rangeset(rp_state_r *r, rp_rangeset *s)
     s->order = take(r, (size_t)saved.nord * sizeof *s->order);
     s->lo = take(r, (size_t)saved.nord * sizeof *s->lo);
     s->spare = take(r, (size_t)saved.nspare * sizeof *s->spare);
+    if (saved.hint && saved.hintbits >= 32)
+        r->bad = 1;
+    s->hint = saved.hint && !r->bad ? take(r, ((size_t)1 << saved.hintbits) * sizeof *s->hint) : NULL;
+    if (!s->hint)
+        s->hintbits = 0;
     if (r->bad)
         rp_rangeset_free(s);
 }
