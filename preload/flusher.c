@@ -33,11 +33,16 @@
 
 /* A bounded flush waits at most this long for another thread's write. */
 #define SIGNAL_WAIT_NS 1000000000L
+/* How long a stop waits for another thread's start of the flusher. */
+#define START_WAIT_NS 2000000000L
 
 static pthread_t thread;
-/* STARTING: pthread_create in progress, `thread` not yet valid. */
-enum { NOT_STARTED, STARTING, RUNNING, NO_THREAD };
+/* STARTING: pthread_create in progress, `thread` not yet valid.
+ * HELD: a fork is in progress; no thread may start until it is over. */
+enum { NOT_STARTED, STARTING, RUNNING, NO_THREAD, HELD };
 static _Atomic int started;
+/* This thread is the one between STARTING and RUNNING. */
+static __thread __attribute__((tls_model("initial-exec"))) int starting_here;
 static _Atomic int stopping;
 static _Atomic int kick_word;  /* futex: 1 when there is work */
 static _Atomic pid_t token_owner;
@@ -177,9 +182,13 @@ static void *flusher_main(void *arg)
 void flusher_ensure_started(void)
 {
     int expected = NOT_STARTED;
-    if (atomic_load_explicit(&started, memory_order_relaxed) != NOT_STARTED ||
-        !atomic_compare_exchange_strong(&started, &expected, STARTING))
+    if (atomic_load_explicit(&started, memory_order_relaxed) != NOT_STARTED)
         return;
+    starting_here = 1;
+    if (!atomic_compare_exchange_strong(&started, &expected, STARTING)) {
+        starting_here = 0;
+        return;
+    }
     /* The app's signals are the app's business: block them all in our
      * thread so no handler of the app ever runs on it. */
     sigset_t all, old;
@@ -190,11 +199,13 @@ void flusher_ensure_started(void)
     if (rc != 0) {
         /* Still correct, only later: exit and fatal signals flush. */
         atomic_store(&started, NO_THREAD);
+        starting_here = 0;
         trace_warn("cannot start the flusher thread; the log is written at exit");
         return;
     }
     pthread_setname_np(thread, "trace-flush");
     atomic_store(&started, RUNNING);
+    starting_here = 0;
 }
 
 void flusher_kick(void)
@@ -206,10 +217,16 @@ void flusher_kick(void)
 
 void flusher_stop(void)
 {
-    /* Bounded: the starter may be this very thread, interrupted by a signal
-     * whose handler forks. */
-    for (int i = 0; i < 10000 && atomic_load(&started) == STARTING; i++)
-        sched_yield();
+    /* A start on another thread ends as soon as the machine lets that
+     * thread run, which under load can be many milliseconds (a count of
+     * sched_yield calls was too short: the thread then started across a
+     * fork); bounded only for a thread that never runs again (a debugger).
+     * A start on this very thread, interrupted by a signal handler that
+     * exits or forks, cannot end: no wait. */
+    const struct timespec nap = { 0, 50000 };
+    for (long waited = 0; !starting_here && atomic_load(&started) == STARTING &&
+                          waited < START_WAIT_NS; waited += nap.tv_nsec)
+        nanosleep(&nap, NULL);
     if (atomic_load(&started) != RUNNING)
         return;
     atomic_store(&stopping, 1);
@@ -219,6 +236,32 @@ void flusher_stop(void)
     /* Ready for a new thread: the next event starts one (after fork). */
     atomic_store(&stopping, 0);
     atomic_store(&started, NOT_STARTED);
+}
+
+/* Why the hold: a thread started by another thread's event between
+ * fork_prepare and the fork would be one more thread across the fork (the
+ * one CPython 3.12+ warns about), and its creation holds locks of the
+ * thread library's own (GCC's libasan keeps a thread registry lock it does
+ * not reset in the child) that the child's first pthread_create then waits
+ * for for ever.  Bounded like flusher_stop: a starter interrupted on this
+ * very thread leaves STARTING, and the hold is then not taken. */
+void flusher_hold(void)
+{
+    for (int tries = 0; tries < 100; tries++) {
+        flusher_stop();
+        int expected = NOT_STARTED;
+        if (atomic_compare_exchange_strong(&started, &expected, HELD) ||
+            expected == HELD || expected == NO_THREAD || starting_here)
+            return;
+        /* Another thread began a start between the stop and here (STARTING
+         * or already RUNNING): stop that one too. */
+    }
+}
+
+void flusher_release(void)
+{
+    int expected = HELD;
+    atomic_compare_exchange_strong(&started, &expected, NOT_STARTED);
 }
 
 void flusher_fork_child(void)

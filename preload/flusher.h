@@ -40,6 +40,11 @@ void flush_exec_failed(void);
  * fork the caller then flushes on its own thread. */
 void flusher_stop(void);
 
+/* fork_prepare: stop the thread and start none until flusher_release
+ * (fork_parent) or flusher_fork_child (the child). */
+void flusher_hold(void);
+void flusher_release(void);
+
 /* In a forked child: the thread did not come along. */
 void flusher_fork_child(void);
 

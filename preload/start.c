@@ -96,12 +96,13 @@ static void fork_prepare(void)
     /* CPython 3.12+ warns in os.fork() when the process has more than one
      * OS thread, so the flusher must not live across fork.  It stops here,
      * what is pending is written now (a parent idle after fork would keep it
-     * in memory), and the next event starts the thread again.  Both happen
+     * in memory), and the first event after the fork starts the thread
+     * again (none can start one before: flusher_hold).  Both happen
      * before rec_fork_prepare takes the recorder's lock, which sealing needs.
      * A process with no events yet writes nothing: a shell that forks and
      * execs the real program under the same pid must not take its log name. */
     fork_gate_close();
-    flusher_stop();
+    flusher_hold();
     if (rec_event_count() > 0)
         flush_now(0);
     rec_fork_prepare();
@@ -110,6 +111,7 @@ static void fork_prepare(void)
 static void fork_parent(void)
 {
     rec_fork_parent();
+    flusher_release();
     fork_gate_open();
 }
 
