@@ -193,11 +193,17 @@ static void collect(void *ctx, size_t i, const tf_event *e, uint32_t unit, int i
         s->ncache++;     /* too many: give up for now */
         return;
     }
+    size_t had = s->capcache;
     rp_grow(&s->cache, &s->capcache, s->ncache + 1, sizeof *s->cache);
-    size_t cap = s->capcache;
+    if (s->capcache != had) {
+        /* The two arrays beside the events grow with them, and only then:
+         * a realloc to the same size is free in glibc but a fresh block and
+         * a copy under ASan, which made this loop quadratic (e2e_seed000's
+         * minimize ran past its bounds there). */
+        s->cache_index = rp_xrealloc(s->cache_index, s->capcache * sizeof *s->cache_index);
+        s->cache_unit = rp_xrealloc(s->cache_unit, s->capcache * sizeof *s->cache_unit);
+    }
     s->cache[s->ncache] = *e;
-    s->cache_index = rp_xrealloc(s->cache_index, cap * sizeof *s->cache_index);
-    s->cache_unit = rp_xrealloc(s->cache_unit, cap * sizeof *s->cache_unit);
     s->cache_index[s->ncache] = i;
     s->cache_unit[s->ncache++] = unit;
 }
