@@ -1830,14 +1830,77 @@ int rp_replay_trial(rp_replay *r, int point, const rp_trial_host *th, const char
 
 /* ------------------------------------------------------------ checkpoints */
 
-int rp_replay_quiet(const rp_replay *r)
+/* Every point between two events can be saved, operations being gathered
+ * included (a follower's checkpoint must not wait for a quiet point: an
+ * operation can stay open across a whole segment, and the segment of the
+ * last checkpoint can be deleted in the meantime).  Not a replay that
+ * stopped (nothing after it runs) or one a probe hook is inside. */
+int rp_replay_saveable(const rp_replay *r)
 {
     if (r->stopped || r->pending)
         return 0;
     for (size_t i = 0; i < r->nth; i++)
-        if (r->th[i].capture)
-            return 0;
+        for (size_t k = 0; r->th[i].capture && k < r->th[i].g.nnodes; k++)
+            if (r->th[i].g.nodes[k].placed)
+                return 0;   /* only an operation being applied places its collections */
     return 1;
+}
+
+size_t rp_replay_gathering(const rp_replay *r)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->nth; i++)
+        n += r->th[i].capture != 0;
+    return n;
+}
+
+/* A thread's operation being gathered: its events, the tree of operations
+ * nested in it (nothing placed yet) and the frames still open. */
+static void thread_save(const thread *t, rp_state_w *w)
+{
+    rp_state_u64(w, t->capture);
+    if (!t->capture)
+        return;
+    rp_state_array(w, t->g.buf, t->g.nbuf, sizeof *t->g.buf);
+    rp_state_u64(w, t->g.nnodes);
+    for (size_t k = 0; k < t->g.nnodes; k++) {
+        const node *n = &t->g.nodes[k];
+        const uint32_t v[6] = {n->begin, n->end, n->child, n->sibling, n->last_child, n->gc};
+        rp_state_put(w, v, sizeof v);
+    }
+    rp_state_array(w, t->open, t->nopen, sizeof *t->open);
+}
+
+static int thread_load(thread *t, rp_state_r *st)
+{
+    t->capture = rp_state_get_u64(st);
+    if (!t->capture)
+        return st->bad ? -1 : 0;
+    size_t n;
+    t->g.buf = rp_state_get_array(st, &n, sizeof *t->g.buf);
+    t->g.nbuf = t->g.capbuf = n;
+    uint64_t nnodes = rp_state_get_u64(st);
+    if (st->bad || !n || !nnodes || nnodes > (uint64_t)(st->end - st->p) / 24)
+        return -1;
+    rp_grow(&t->g.nodes, &t->g.capnodes, (size_t)nnodes, sizeof *t->g.nodes);
+    t->g.nnodes = (size_t)nnodes;
+    for (size_t k = 0; k < t->g.nnodes; k++) {
+        uint32_t v[6];
+        rp_state_get(st, v, sizeof v);
+        int links_ok = 1;
+        for (int j = 2; j < 5; j++)
+            links_ok &= v[j] == RP_NIL || v[j] < nnodes;
+        if (v[0] >= n || v[1] > n || !links_ok || (v[5] != RP_NIL && v[5] >= n))
+            return -1;
+        t->g.nodes[k] = (node){.begin = v[0], .end = v[1], .child = v[2], .sibling = v[3], .last_child = v[4],
+                               .gc = v[5]};
+    }
+    t->open = rp_state_get_array(st, &n, sizeof *t->open);
+    t->nopen = t->capopen = n;
+    for (size_t k = 0; k < n; k++)
+        if (t->open[k] >= t->g.nnodes)
+            return -1;
+    return st->bad ? -1 : 0;
 }
 
 /* What the options decide about the state: a state is loaded by a replay
@@ -1896,9 +1959,11 @@ void rp_replay_save(const rp_replay *r, rp_state_w *w)
         rp_state_point(w, r->re[i].point);
     }
     rp_checks_save(r->checks, w);
-    /* The driver's threads hold nothing between operations: their order. */
+    /* The driver's threads: their order, and what each is gathering. */
     rp_state_ptrmap(w, &r->th_index);
     rp_state_u64(w, r->nth);
+    for (size_t i = 0; i < r->nth; i++)
+        thread_save(&r->th[i], w);
     rp_state_u64(w, r->npools);
     for (size_t i = 0; i < r->npools; i++) {
         const pool *p = &r->pools[i];
@@ -1981,6 +2046,9 @@ int rp_replay_load(rp_replay *r, rp_state_r *st, char *err, size_t errlen)
         memset(r->th, 0, (size_t)nth * sizeof *r->th);
     }
     r->nth = (size_t)nth;
+    for (size_t i = 0; i < r->nth; i++)
+        if (thread_load(&r->th[i], st) < 0)
+            goto bad;
     uint64_t npools = rp_state_get_u64(st);
     if (st->bad || npools > (uint64_t)(st->end - st->p) / 8)
         goto bad;

@@ -156,15 +156,17 @@ void rp_replay_history_lost(rp_replay *r, uint64_t first_seq);
 /* ------------------------------------------------------------ checkpoints
  *
  * The replay's whole state after the events fed so far (state.h), saved
- * where no operation is being gathered (rp_replay_quiet: every operation
- * seen has run through its model; open collections are kept), and loaded
+ * between any two events (rp_replay_saveable: not after it stopped; the
+ * operations being gathered and the open collections are kept), and loaded
  * into a replay fresh from rp_replay_new with the same options, which then
  * goes on with the next event exactly as the saved one would have: the
  * same findings, notes, figures and verdict.  The state holds the
  * driver's own walker (rp_replay_event), not an attached one. */
 struct rp_state_w;
 struct rp_state_r;
-int rp_replay_quiet(const rp_replay *r);
+int rp_replay_saveable(const rp_replay *r);
+/* Operations being gathered (open on some thread, not yet run through a model). */
+size_t rp_replay_gathering(const rp_replay *r);
 void rp_replay_save(const rp_replay *r, struct rp_state_w *w);
 /* 0, or -1 with why in err (other options, a model this build lacks, bytes
  * that do not read): the replay is then only fit for rp_replay_free. */

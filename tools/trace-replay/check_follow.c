@@ -182,7 +182,7 @@ static void checkpoint_due(run *r, const rp_replay *rep, const tf_event *e, int 
     if (at_end) {
         /* The log is over: one more only if the newest one's segment went
          * (a check of what is left would find none to use). */
-        if (!rp_replay_quiet(rep) || (r->ckpt_segment && segment_kept(log_path, r->ckpt_segment)))
+        if (!rp_replay_saveable(rep) || (r->ckpt_segment && segment_kept(log_path, r->ckpt_segment)))
             return;
     } else if (st->segment <= r->ckpt_segment) {
         return;
@@ -191,7 +191,7 @@ static void checkpoint_due(run *r, const rp_replay *rep, const tf_event *e, int 
         r->ckpt_wanted = !r->ckpt_segment || st->segment >= r->ckpt_segment + RP_CHECKPOINT_EVERY ||
                          !segment_kept(log_path, r->ckpt_segment);
     }
-    if (!at_end && (!r->ckpt_wanted || !rp_replay_quiet(rep)))
+    if (!at_end && (!r->ckpt_wanted || !rp_replay_saveable(rep)))
         return;
     r->ckpt_wanted = 0;
     r->ckpt_segment = st->segment;

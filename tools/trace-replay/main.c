@@ -80,9 +80,10 @@ static void usage(FILE *f)
             "                   a core of the damage); or report every violation as it comes (--json: one\n"
             "                   line each, then the document)\n"
             "  --pid PID        the process that will write LOG (ends the wait if it ends without one)\n"
-            "  --restart-at N   check, stats: at the first point at or after event N where no operation is\n"
-            "                   open, save the replay's state, start a new replay from it and go on (the\n"
-            "                   output is the same as without: a test of checkpoints, docs/follow.md)\n"
+            "  --restart-at N   check, stats: after event N (operations open or not; after the event it\n"
+            "                   stopped at, if it did), save the replay's state, start a new replay from it\n"
+            "                   and go on (the output is the same as without: a test of checkpoints,\n"
+            "                   docs/follow.md)\n"
             "  --version        the version of trace-replay and of the log format it reads\n"
             "exit status (each command ends on one line: verdict: ...):\n"
             "  0  clean: no invariant broke, and the model followed the log\n"
@@ -245,8 +246,9 @@ static rp_replay *restarted(rp_replay *r, const rp_options *o, uint64_t seq)
         rp_replay_free(n);
         n = NULL;
     } else {
-        fprintf(stderr, "trace-replay: restarted from the state after event %llu (%zu bytes; saved in %.2f ms, "
-                "loaded in %.2f ms)\n", (unsigned long long)seq, sealed.len, t1 - t0, now_ms() - t2);
+        fprintf(stderr, "trace-replay: restarted from the state after event %llu, %zu operation(s) being gathered "
+                "(%zu bytes; saved in %.2f ms, loaded in %.2f ms)\n", (unsigned long long)seq,
+                rp_replay_gathering(n), sealed.len, t1 - t0, now_ms() - t2);
     }
     rp_state_w_free(&sealed);
     return n;
@@ -344,7 +346,7 @@ static rp_replay *run_replay(const rp_options *o, rp_source *src, uint64_t resta
             e.flags &= ~TF_EVENT_AFTER_GAP;   /* what is missing before it the state holds (a later gap stays one) */
         if (rp_replay_event(r, &e))
             break;
-        if (restart_at && e.seq >= restart_at && rp_replay_quiet(r)) {
+        if (restart_at && e.seq >= restart_at && rp_replay_saveable(r)) {
             restart_at = 0;
             if (!(r = restarted(r, o, e.seq)))
                 return NULL;
