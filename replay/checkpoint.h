@@ -4,9 +4,9 @@
  * models instead of partial history (FORMAT.md section 14, docs/follow.md).
  *
  * check --follow, having read every event so far, writes a checkpoint
- * every few later segments it reads: at the first point inside segment k
- * where no operation is being gathered (rp_replay_quiet), the replay's
- * state after event S goes to `SEGMENT_K_PATH.ckpt`
+ * for every later segment it reads: before the first event of segment k,
+ * the replay's state after the event before it, S (operations being
+ * gathered included: rp_replay_saveable), goes to `SEGMENT_K_PATH.ckpt`
  * (trace-1234.seg7.tlog.ckpt), a file in the log's own format: a HEADER
  * naming the log (its pid, start time and budget, segment k) and one
  * CHECKPOINT record.  Then it deletes the older ones: the state after S
@@ -33,11 +33,6 @@
 
 /* The CHECKPOINT record's producer: who wrote the state and how to read it. */
 #define RP_CHECKPOINT_PRODUCER "trace-replay replay-state"
-
-/* A follower writes a checkpoint every this many segments: the recorder
- * never deletes the segment before the one it writes, so the newest
- * checkpoint's segment is on disk while the follower keeps up. */
-#define RP_CHECKPOINT_EVERY 2
 
 /* Segment k's checkpoint file for the log whose first segment is log_path. */
 int rp_checkpoint_path(char *out, size_t cap, const char *log_path, uint32_t segment);

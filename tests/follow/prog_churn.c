@@ -4,7 +4,7 @@
  * live at a time, with a mark every iteration.
  *
  *     prog_churn ITERATIONS [--double-free-at K]... [--sleep-us N] [--wait-file PATH]
- *                [--free-again K J] [--wait-checkpoints STEM]
+ *                [--free-again K J] [--wait-checkpoints STEM] [--open-op-from K]
  *
  * ITERATIONS 0: until killed.  --double-free-at K (repeatable): at
  * iteration K it frees again the block it freed just before (a double free
@@ -16,12 +16,16 @@
  * iteration J (freed 16 iterations later; the doubles never hand an address
  * out twice): a double free whose first free may be in a segment deleted
  * since.  --wait-checkpoints STEM: the log is STEM.tlog kept within a
- * budget, and a follower writes checkpoints beside its segments (one every
- * two segments); every 500 iterations, once segment k >= 2 exists, it waits
+ * budget, and a follower writes checkpoints beside its segments (one for
+ * each, deleting the older ones); every 500 iterations, once segment k >= 2 exists, it waits
  * (at most 120 s) for a checkpoint of segment k - 2 to k (not of k alone:
  * the follower cannot write one in a segment that has no event yet)
  * (STEM.seg<j>.tlog.ckpt), so the follower never falls so far behind that a
  * segment is deleted before it read it.
+ * --open-op-from K: at iteration K a pool operation begins (pool "churn")
+ * that ends only after the last iteration: every later call is nested in
+ * it, so a follower with a pool model is gathering it across every later
+ * segment (its checkpoints must not wait for the operation to end).
  * It prints "done N" at the end.
  */
 #include <cuda_runtime_api.h>
@@ -68,7 +72,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: prog_churn ITERATIONS [--double-free-at K]... [--sleep-us N] [--wait-file PATH]\n");
         return 2;
     }
-    long iterations = atol(argv[1]), points[MAX_POINTS], sleep_us = 0, again_at = 0, again_of = 0;
+    long iterations = atol(argv[1]), points[MAX_POINTS], sleep_us = 0, again_at = 0, again_of = 0, op_from = 0;
     int npoints = 0;
     const char *wait_file = NULL, *stem = NULL;
     void *kept = NULL;
@@ -85,11 +89,19 @@ int main(int argc, char **argv)
             sleep_us = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--wait-file"))
             wait_file = argv[i + 1];
+        else if (!strcmp(argv[i], "--open-op-from"))
+            op_from = atol(argv[i + 1]);
     }
+    int pool = 0;
+    uint64_t op = 0;
     void *live[LIVE] = {0}, *last_freed = NULL;
     int freed_twice = 0;
     char go[4096];
     for (long it = 1; !iterations || it <= iterations; it++) {
+        if (it == op_from) {
+            pool = trace_pool_register("churn");
+            op = trace_pool_op_begin(pool, TRACE_POOL_OP_ALLOC, 4096);
+        }
         int slot = (int)(it % LIVE);
         if (live[slot]) {
             cudaFree(live[slot]);
@@ -118,6 +130,8 @@ int main(int argc, char **argv)
         if (sleep_us)
             usleep((useconds_t)sleep_us);
     }
+    if (op)
+        trace_pool_op_end(pool, op);
     for (int i = 0; i < LIVE; i++)
         if (live[i])
             cudaFree(live[i]);

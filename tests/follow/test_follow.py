@@ -402,8 +402,8 @@ def test_rotation_follower():
 
 def test_checkpoint():
     """A follower that sees the whole stream of a log kept within a budget
-    writes checkpoints of the replay's state beside the segments (every few
-    segments, deleting the older ones: one on disk); a later check of what
+    writes checkpoints of the replay's state beside the segments (before
+    each one's first event, deleting the older ones: one on disk); a later check of what
     is left starts from it and finds a double free whose first free was in
     a deleted segment, says the log was cut and which checkpoint it went on
     from.  Without the checkpoint (what is lost with no follower) the
@@ -479,7 +479,50 @@ def test_checkpoint():
     check("saved by a check with other options" in o.stdout and o.returncode == 0, "other options: %s" % o.stdout)
 
 
-TESTS = {"checkpoint": test_checkpoint, "running": test_running, "continue": test_continue, "stop": test_stop, "stop_job": test_stop_job,
+def test_checkpoint_open_op():
+    """A pool operation open across every later segment (the follower's
+    model gathers it the whole time: no point where no operation is open
+    ever comes) and a double free inside it, whose first free was in a
+    segment deleted since.  The follower's checkpoints are taken before
+    each segment's first event with the operation open, so the newest is
+    always beside a segment still on disk; a check of what is left goes on
+    from it and finds the double free at the follower's event.  (Checkpoints
+    taken at quiet points only: none after the operation began, and the
+    program, which waits for a recent checkpoint every 500 iterations,
+    gives up after 120 s.)"""
+    stem = work("ckop")
+    log = stem + ".tlog"
+    errs = open(work("ckop.err"), "w+")
+    follower = subprocess.Popen(replay_cmd("check", "--follow", log, "--json", "--model", "cupy5"),
+                                stdout=subprocess.PIPE, stderr=errs, text=True)
+    p = subprocess.run(churn(40000, "--free-again", 40000, 200, "--open-op-from", 300, "--wait-checkpoints", stem),
+                       env=traced_env(log, TRACE_MAX_BYTES="256K"), capture_output=True, text=True, timeout=LONG)
+    check(p.returncode == 0, "prog_churn: %s" % p.stderr)
+    out, err = rest_of(follower, errs)
+    doc = json.loads(out.splitlines()[-1])
+    fr = doc["follow"]
+    print("follower: %d checkpoints, the last %d bytes written in %.1f ms, %d deleted" %
+          (fr["checkpoints"], fr["checkpoint_bytes"], fr["checkpoint_write_ns"] / 1e6, fr["checkpoints_deleted"]))
+    found = doc.get("violation") or {}
+    check(follower.returncode == 1 and found.get("invariant") == "double_free", "follower: %s %s" % (out, err))
+    check(doc["history_lost_at"] is None and fr["checkpoint_error"] is None, "follower: %s" % doc)
+    files = segments(log)
+    ckpts = sorted(glob.glob(stem + ".seg*.tlog.ckpt"))
+    check(len(files) >= 3 and os.path.basename(files[1]) != "ckop.seg1.tlog", "no segment deleted: %s" % files)
+    check(fr["checkpoints"] >= 3 and fr["checkpoints_deleted"] == fr["checkpoints"] - 1, "checkpoints: %s" % fr)
+    check(len(ckpts) == 1 and ckpts[0][:-len(".ckpt")] in files[1:], "checkpoints %s for segments %s" %
+          (ckpts, files))
+    j = subprocess.run(replay_cmd("check", log, "--json", "--model", "cupy5"), capture_output=True, text=True)
+    jd = json.loads(j.stdout) if j.stdout.strip() else {}
+    got = jd.get("violation") or {}
+    print("check of what is left: %s at %s, from checkpoint %s (state after event %s); the follower's: %s" %
+          (got.get("invariant"), got.get("seq"), jd.get("checkpoint"), jd.get("checkpoint_seq"), found.get("seq")))
+    check(j.returncode == 1 and got.get("invariant") == "double_free" and got.get("seq") == found.get("seq"),
+          "check: %s %s" % (j.stdout[-3000:], j.stderr))
+    check(jd.get("checkpoint") == ckpts[0] and "were deleted" in (jd.get("damage") or ""), "check --json: %s" % jd)
+
+
+TESTS = {"checkpoint": test_checkpoint, "checkpoint_open_op": test_checkpoint_open_op, "running": test_running, "continue": test_continue, "stop": test_stop, "stop_job": test_stop_job,
          "abort": test_abort,
          "gone": test_gone, "rotation": test_rotation, "rotation_follower": test_rotation_follower}
 

@@ -40,9 +40,8 @@ typedef struct run {
     int first_due;
     rp_result *later;
     size_t nlater, caplater;
+    uint64_t last_seq;          /* the last event replayed, 0 before the first */
     uint32_t ckpt_segment;      /* the last segment a checkpoint was written for */
-    uint32_t ckpt_looked;       /* the segment last looked at */
-    int ckpt_wanted;            /* a checkpoint is due at its first quiet point */
     char ckpt_error[600];
 } run;
 
@@ -164,40 +163,39 @@ static int segment_kept(const char *log_path, uint32_t k)
     return tf_segment_path(path, sizeof path, log_path, k) == 0 && access(path, F_OK) == 0;
 }
 
-/* A log kept within a budget: a checkpoint (checkpoint.h) at the first
- * point of a later segment where no operation is being gathered, every
- * RP_CHECKPOINT_EVERY segments, or at once when the segment of the last
- * one was deleted; then the older ones go (the newest holds the verdict of
- * every event before it).  The recorder keeps about eight segments, so the
- * newest checkpoint's segment is always on disk.  Only while this replay
- * has seen every event (after a gap its models are off: its state is of no
- * use to anyone). */
-static void checkpoint_due(run *r, const rp_replay *rep, const tf_event *e, int at_end)
+/* A log kept within a budget: before the first event of every later
+ * segment, the replay's state after the event before it goes beside that
+ * segment (checkpoint.h), and the older ones go (the newest holds the
+ * verdict of every event before it).  Every segment, and before its first
+ * event: the recorder keeps no more than the segment it writes and the one
+ * before (at a small budget), so the checkpoint a later check needs is the
+ * one of the oldest segment left, whose state is after the last event
+ * deleted; a checkpoint at a later point of the segment (the first quiet
+ * one, as once) misses that when an operation stays open across the
+ * boundary and the writer deletes the segment before.  Only while this
+ * replay has seen every event (after a gap its models are off: its state is
+ * of no use to anyone), and not once it stopped at a violation.  At the end
+ * of the log (next NULL), one more only if the newest one's segment went. */
+static void checkpoint_due(run *r, const rp_replay *rep, const tf_event *next)
 {
     const tf_read_status *st = tf_reader_status(r->src.reader);
     const tf_header *h = tf_reader_header(r->src.reader);
     const char *log_path = tf_reader_log_path(r->src.reader);
-    if (!h->max_bytes || !log_path || !st->segment || r->ckpt_error[0] || rp_replay_result(rep)->history_lost_seq)
+    if (!h->max_bytes || !log_path || !st->segment || !r->last_seq || r->ckpt_error[0] ||
+        rp_replay_result(rep)->history_lost_seq || !rp_replay_saveable(rep))
         return;
-    if (at_end) {
-        /* The log is over: one more only if the newest one's segment went
-         * (a check of what is left would find none to use). */
-        if (!rp_replay_saveable(rep) || (r->ckpt_segment && segment_kept(log_path, r->ckpt_segment)))
+    if (!next) {
+        if (r->ckpt_segment && segment_kept(log_path, r->ckpt_segment))
             return;
-    } else if (st->segment <= r->ckpt_segment) {
-        return;
-    } else if (st->segment != r->ckpt_looked) {   /* a new segment: is one due? */
-        r->ckpt_looked = st->segment;
-        r->ckpt_wanted = !r->ckpt_segment || st->segment >= r->ckpt_segment + RP_CHECKPOINT_EVERY ||
-                         !segment_kept(log_path, r->ckpt_segment);
+    } else if (st->segment <= r->ckpt_segment || next->seq != r->last_seq + 1 ||
+               next->seq != st->segment_first_seq || (next->flags & TF_EVENT_AFTER_GAP)) {
+        return;   /* not the first event of a segment not yet checkpointed, right after the last one replayed */
     }
-    if (!at_end && (!r->ckpt_wanted || !rp_replay_saveable(rep)))
-        return;
-    r->ckpt_wanted = 0;
     r->ckpt_segment = st->segment;
     size_t bytes;
     uint64_t t0 = monotonic_ns();
-    if (rp_checkpoint_write(log_path, h, st->segment, e->seq, rep, &bytes, r->ckpt_error, sizeof r->ckpt_error) < 0) {
+    if (rp_checkpoint_write(log_path, h, st->segment, r->last_seq, rep, &bytes, r->ckpt_error,
+                            sizeof r->ckpt_error) < 0) {
         r->fr.checkpoint_error = r->ckpt_error;   /* said once; no more tries */
         return;
     }
@@ -255,14 +253,15 @@ int rp_check_follow_run(rp_check_follow *c)
     tf_event e = {0};
     while (r.src.next(&r.src, &e)) {
         r.event_ns = e.t_ns;
+        checkpoint_due(&r, rep, &e);
         int done = rp_replay_event(rep, &e);
+        r.last_seq = e.seq;
         print_due(&r, rep);
         if (done)
             break;
-        checkpoint_due(&r, rep, &e, 0);
     }
-    if (!r.acted && !rp_replay_result(rep)->violated && rp_replay_result(rep)->events)
-        checkpoint_due(&r, rep, &e, 1);
+    if (!r.acted && !rp_replay_result(rep)->violated)
+        checkpoint_due(&r, rep, NULL);
     if (r.ckpt_segment) {
         const char *log_path = tf_reader_log_path(r.src.reader);
         if (log_path)
