@@ -871,27 +871,33 @@ int rp_checks_load(rp_checks *c, rp_state_r *r)
     return r->bad ? -1 : 0;
 }
 
-static int drop_aux(rp_range *r, void *arg)
+/* aux: a range's stack ids, native << 32 | python. */
+static uint64_t map_aux(uint64_t aux, const rp_stack_map *m)
 {
-    (void)arg;
-    r->aux = 0;
+    return (uint64_t)rp_map_native(m, (uint32_t)(aux >> 32)) << 32 | rp_map_py(m, (uint32_t)aux);
+}
+
+static int map_range(rp_range *r, void *arg)
+{
+    r->aux = map_aux(r->aux, arg);
     return 0;
 }
 
-static void drop_site(rp_site *s) { s->native_stack = s->py_stack = 0; }
-
-void rp_checks_drop_stacks(rp_checks *c)
+void rp_checks_map_stacks(rp_checks *c, const rp_stack_map *m)
 {
+    rp_stack_map *arg = (rp_stack_map *)m;
     for (int i = 0; i < SP_COUNT; i++)
-        rp_rangeset_walk_range(&c->sp[i].mem, 0, UINT64_MAX, drop_aux, NULL);
+        rp_rangeset_walk_range(&c->sp[i].mem, 0, UINT64_MAX, map_range, arg);
     for (size_t i = 0; i < c->npools; i++) {
-        rp_rangeset_walk_range(&c->pools[i].blocks.mem, 0, UINT64_MAX, drop_aux, NULL);
-        rp_rangeset_walk_range(&c->pools[i].segs, 0, UINT64_MAX, drop_aux, NULL);
+        rp_rangeset_walk_range(&c->pools[i].blocks.mem, 0, UINT64_MAX, map_range, arg);
+        rp_rangeset_walk_range(&c->pools[i].segs, 0, UINT64_MAX, map_range, arg);
     }
-    for (int i = 0; i < UNDO_SLOTS; i++)
-        c->undo[i].block.aux = c->undo[i].seg.aux = 0;
+    for (int i = 0; i < UNDO_SLOTS; i++) {
+        c->undo[i].block.aux = map_aux(c->undo[i].block.aux, m);
+        c->undo[i].seg.aux = map_aux(c->undo[i].seg.aux, m);
+    }
     for (uint32_t i = 0; i < c->nwarn; i++) {
-        drop_site(&c->warn[i].at);
-        drop_site(&c->warn[i].other);
+        rp_site_map(&c->warn[i].at, m);
+        rp_site_map(&c->warn[i].other, m);
     }
 }

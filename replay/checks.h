@@ -64,9 +64,10 @@ struct rp_state_w;
 struct rp_state_r;
 void rp_checks_save(const rp_checks *c, struct rp_state_w *w);
 int rp_checks_load(rp_checks *c, struct rp_state_r *r);
-/* Forget every stack id (for a state that goes into another log, whose
- * stacks are numbered afresh): findings then show no stack, never a wrong one. */
-void rp_checks_drop_stacks(rp_checks *c);
+/* Every stack id through m (a state that goes into another log, whose
+ * stacks are numbered afresh; NULL: forgotten, findings then show no
+ * stack, never a wrong one). */
+void rp_checks_map_stacks(rp_checks *c, const rp_stack_map *m);
 
 /* A warning found elsewhere (a model), listed with the checks' own. */
 void rp_checks_add_warning(rp_checks *c, const rp_finding *w);

@@ -673,11 +673,14 @@ static void write_kept(void *ctx, size_t i, const tf_event *ev, uint32_t unit, i
         wr->rc = flush(wr->x.w, &wr->chunk, wr->fd);
 }
 
+static uint32_t start_native(void *x, uint32_t id) { return re_native(x, id); }
+static uint32_t start_py(void *x, uint32_t id) { return re_py(x, id); }
+
 /* The start state, as a CHECKPOINT record before the first event: the
- * state's stack ids are the cut log's, which the small log numbers afresh,
- * so they go (a stack from before the state shows as none, never as
- * another). */
-static int write_start(search *s, tf_writer *w, char *err, size_t errlen)
+ * state's stack ids are the cut log's, which the small log numbers afresh:
+ * each stack it names is written into the small log too (the events of an
+ * operation open at the state place its collections by them). */
+static int write_start(search *s, rewriter *x, char *err, size_t errlen)
 {
     rp_options o = *s->o;
     o.keep_going = 0;
@@ -685,7 +688,8 @@ static int write_start(search *s, tf_writer *w, char *err, size_t errlen)
     rp_replay *r = rp_checkpoint_start(s->start, &o, err, errlen);
     if (!r)
         return -1;
-    rp_replay_drop_stacks(r);
+    tf_writer *w = x->w;
+    rp_replay_map_stacks(r, &(rp_stack_map){.native = start_native, .py = start_py, .ctx = x});
     rp_state_w payload = {0}, sealed = {0};
     rp_replay_save(r, &payload);
     rp_state_seal(&payload, &sealed);
@@ -724,7 +728,7 @@ static int write_log(search *s, const char *path, char *err, size_t errlen)
     wr.x = (rewriter){r, tf_writer_new(&h), {0}, {0}, {0}, {0}};
     write_definitions(&wr.x);
     rp_ptrmap_init(&wr.seqs);
-    if (s->start && write_start(s, wr.x.w, err, errlen) < 0) {
+    if (s->start && write_start(s, &wr.x, err, errlen) < 0) {
         tf_writer_free(wr.x.w);
         rp_ptrmap_free(&wr.seqs);
         close(wr.fd);

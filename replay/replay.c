@@ -2123,17 +2123,24 @@ bad:
     return -1;
 }
 
-static void drop_site(rp_site *s) { s->native_stack = s->py_stack = 0; }
-
-void rp_replay_drop_stacks(rp_replay *r)
+void rp_replay_map_stacks(rp_replay *r, const rp_stack_map *m)
 {
-    rp_checks_drop_stacks(r->checks);
+    rp_checks_map_stacks(r->checks, m);
     if (r->walk)
-        rp_walk_drop_stacks(r->walk);
-    drop_site(&r->res.violation.at);
-    drop_site(&r->res.violation.other);
+        rp_walk_map_stacks(r->walk, m);
+    rp_site_map(&r->res.violation.at, m);
+    rp_site_map(&r->res.violation.other, m);
     for (uint32_t i = 0; i < RP_MAX_NESTED; i++) {
-        r->res.reentries[i].gc_native_stack = r->res.reentries[i].gc_py_stack = 0;
-        r->re[i].gc_native_stack = r->re[i].gc_py_stack = 0;
+        rp_reentry *a = &r->res.reentries[i], *b = &r->re[i];
+        a->gc_native_stack = rp_map_native(m, a->gc_native_stack);
+        a->gc_py_stack = rp_map_py(m, a->gc_py_stack);
+        b->gc_native_stack = rp_map_native(m, b->gc_native_stack);
+        b->gc_py_stack = rp_map_py(m, b->gc_py_stack);
     }
+    for (size_t i = 0; i < r->nth; i++)
+        for (size_t k = 0; r->th[i].capture && k < r->th[i].g.nbuf; k++) {
+            tf_event *e = &r->th[i].g.buf[k];
+            e->native_stack = rp_map_native(m, e->native_stack);
+            e->py_stack = rp_map_py(m, e->py_stack);
+        }
 }

@@ -171,9 +171,11 @@ void rp_replay_save(const rp_replay *r, struct rp_state_w *w);
 /* 0, or -1 with why in err (other options, a model this build lacks, bytes
  * that do not read): the replay is then only fit for rp_replay_free. */
 int rp_replay_load(rp_replay *r, struct rp_state_r *st, char *err, size_t errlen);
-/* Forget every stack id the state holds, for a state written into another
- * log (minimize's), whose stacks are numbered afresh. */
-void rp_replay_drop_stacks(rp_replay *r);
+/* Every stack id the state holds through m, for a state written into
+ * another log (minimize's), whose stacks are numbered afresh (NULL:
+ * forgotten).  The events of operations being gathered keep theirs through
+ * m too: the placement of their collections depends on them. */
+void rp_replay_map_stacks(rp_replay *r, const rp_stack_map *m);
 
 const rp_result *rp_replay_result(const rp_replay *r);
 /* Warnings from the model-free checks. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "finding.h"
 #include "ptrmap.h"
 #include "state.h"
 #include "xalloc.h"
@@ -200,9 +201,12 @@ int rp_walk_load(rp_walk *w, rp_state_r *st)
     return st->bad ? -1 : 0;
 }
 
-void rp_walk_drop_stacks(rp_walk *w)
+void rp_walk_map_stacks(rp_walk *w, const rp_stack_map *m)
 {
     for (size_t i = 0; i < w->nth; i++)
-        for (uint32_t k = 0; k < w->th[i].n; k++)
-            w->th[i].f[k].native_stack = w->th[i].f[k].py_stack = 0;
+        for (uint32_t k = 0; k < w->th[i].n; k++) {
+            rp_frame *f = &w->th[i].f[k];
+            f->native_stack = rp_map_native(m, f->native_stack);
+            f->py_stack = rp_map_py(m, f->py_stack);
+        }
 }

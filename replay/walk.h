@@ -104,8 +104,10 @@ struct rp_state_w;
 struct rp_state_r;
 void rp_walk_save(const rp_walk *w, struct rp_state_w *st);
 int rp_walk_load(rp_walk *w, struct rp_state_r *st);
-/* Forget the frames' stack ids (a state that goes into another log). */
-void rp_walk_drop_stacks(rp_walk *w);
+/* The frames' stack ids through m (a state that goes into another log;
+ * NULL: forgotten). */
+struct rp_stack_map;
+void rp_walk_map_stacks(rp_walk *w, const struct rp_stack_map *m);
 
 /* The innermost collection frame in w, or NULL. */
 const rp_frame *rp_where_gc(const rp_where *w);
