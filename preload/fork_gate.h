@@ -14,8 +14,10 @@
 #ifndef TRACE_FORK_GATE_H
 #define TRACE_FORK_GATE_H
 
-/* Around a call into the loader or libunwind (any thread, also in a signal
- * handler).  enter waits while another thread prepares a fork. */
+/* Around a call into the loader or libunwind, or while a descriptor of
+ * ours is open for a moment (native_stack.c: no child inherits it); any
+ * thread, also in a signal handler.  enter waits while another thread
+ * prepares a fork. */
 void fork_gate_enter(void);
 void fork_gate_leave(void);
 

@@ -21,7 +21,7 @@
  * built without them, and a chain through a function that uses the register
  * for something else gives a plausible, wrong stack.
  *
- * A memo is only trusted on the thread's own stack (pthread's bounds): a
+ * A memo is only trusted on the thread's own stack (know_stack_bounds): a
  * program that switches stacks (coroutines) walks every time there.
  */
 #define UNW_LOCAL_ONLY
@@ -32,6 +32,8 @@
 #include "recorder.h"
 #include "unwind_pipe.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <string.h>
@@ -111,8 +113,9 @@ static int find_own_text(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 /* The main thread's stack, from its pthread attributes, read once at start
- * (for the main thread glibc reads /proc/self/maps: not something to do in
- * a hook).  Other threads read theirs at their first capture. */
+ * in the constructor (for the main thread glibc reads /proc/self/maps with
+ * stdio, under the thread's lock: not something to do in a hook).  Other
+ * threads find theirs at their first capture (know_stack_bounds). */
 static void find_main_stack(void)
 {
     pthread_attr_t attr;
@@ -152,6 +155,129 @@ int native_stack_is_ours(uintptr_t ip)
     return ip >= own_lo && ip < own_hi;
 }
 
+/* A pass over /proc/self/maps, fed a character at a time (lines of any
+ * length, split anywhere between reads), looking for the readable mappings
+ * that follow each other without a gap from the one holding `from` up past
+ * `to`.  The kernel lists mappings by address: the pass ends at the first
+ * line that tells. */
+enum { MAPS_START, MAPS_END, MAPS_PERMS, MAPS_SKIP };
+
+typedef struct maps_scan {
+    uintptr_t from, to;
+    uintptr_t start, end;   /* the line being read */
+    int state, digits;
+    uintptr_t lo, hi;       /* the run found so far; hi == 0: none yet */
+    int done, found;
+} maps_scan;
+
+static void maps_line(maps_scan *s, int readable)
+{
+    if (!s->hi) {
+        if (s->start > s->from) {            /* past it: not listed */
+            s->done = 1;
+            return;
+        }
+        if (s->from >= s->end)
+            return;
+        if (!readable) {
+            s->done = 1;
+            return;
+        }
+        s->lo = s->start;
+        s->hi = s->end;
+    } else if (s->start == s->hi && readable) {   /* the same stack, split */
+        s->hi = s->end;
+    } else {
+        s->done = 1;
+        return;
+    }
+    if (s->hi > s->to)
+        s->done = s->found = 1;
+}
+
+static void maps_char(maps_scan *s, char c)
+{
+    if (c == '\n') {
+        s->state = MAPS_START;
+        s->start = s->end = 0;
+        s->digits = 0;
+        return;
+    }
+    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    switch (s->state) {
+    case MAPS_START:
+    case MAPS_END: {
+        uintptr_t *field = s->state == MAPS_START ? &s->start : &s->end;
+        if (v >= 0 && s->digits < (int)(2 * sizeof(uintptr_t))) {
+            *field = *field << 4 | (uintptr_t)v;
+            s->digits++;
+        } else if (s->digits && c == (s->state == MAPS_START ? '-' : ' ')) {
+            s->state++;
+            s->digits = 0;
+        } else {
+            s->state = MAPS_SKIP;
+        }
+        break;
+    }
+    case MAPS_PERMS:
+        maps_line(s, c == 'r');
+        s->state = MAPS_SKIP;
+        break;
+    default:
+        break;
+    }
+}
+
+/* [*lo, to) lies in readable memory, mapped as one piece with `from` (a
+ * split mapping's pieces joined).  0: not so, or the file cannot be read.
+ * Open, read and close here, in one call, with O_CLOEXEC and with the fork
+ * gate passed, so the descriptor is never there for a fork's child, an exec
+ * or the program's next open to find. */
+static __attribute__((noinline)) int maps_run(uintptr_t from, uintptr_t to, uintptr_t *lo)
+{
+    char buf[512];
+    maps_scan s = { .from = from, .to = to, .state = MAPS_START };
+    int saved_errno = errno;
+    fork_gate_enter();
+    /* syscall(), whose arguments are read as longs: not open() and read(),
+     * which other preloaded libraries may wrap (with locks of their own). */
+    long fd = syscall(SYS_openat, (long)AT_FDCWD, "/proc/self/maps", (long)(O_RDONLY | O_CLOEXEC));
+    if (fd >= 0) {
+        while (!s.done) {
+            long n = syscall(SYS_read, fd, buf, sizeof buf);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            for (long i = 0; i < n && !s.done; i++)
+                maps_char(&s, buf[i]);
+        }
+        syscall(SYS_close, fd);
+    }
+    fork_gate_leave();
+    errno = saved_errno;
+    if (s.found)
+        *lo = s.lo;
+    return s.found;
+}
+
+/* The first capture on a thread may well be in a signal handler, which may
+ * have interrupted anything, so the bounds are found with system calls
+ * alone.  Not with pthread_getattr_np: it takes the thread's own lock and
+ * calls realloc under it (glibc), so a handler that interrupted that very
+ * call (ASan's thread start makes it, so do JVMs and other runtimes that
+ * size their stacks) waited for itself forever; and for the main thread it
+ * reads /proc/self/maps with stdio.  Instead: the thread's descriptor
+ * (pthread_self) sits at the top of its stack block, above every frame
+ * (glibc puts it there, for stacks it maps and for stacks the program
+ * gives), so the stack is the run of readable memory from the mapping
+ * holding this frame up to it.  Up to the descriptor and no further: the
+ * kernel may show a neighbouring mapping with the same protections as one
+ * with the stack, and the memos read up to stack_hi (still_there) for as
+ * long as the thread lives.  A frame that is not below its thread's
+ * descriptor in one run of memory (a signal stack, a coroutine's, a thread
+ * not made by pthread_create) is not on the thread's stack: unknown, no
+ * memos, as when /proc cannot be read.  One pass, once per thread. */
 static int know_stack_bounds(void)
 {
     if (stack_hi)
@@ -164,21 +290,14 @@ static int know_stack_bounds(void)
         stack_hi = main_stack_hi;
         return 1;
     }
-    /* Another thread: glibc answers from the thread descriptor. */
-    pthread_attr_t attr;
-    void *addr;
-    size_t size;
     stack_unknown = 1;
-    if (syscall(SYS_gettid) == getpid() || pthread_getattr_np(pthread_self(), &attr) != 0)
+    uintptr_t top = (uintptr_t)pthread_self(), lo;
+    if (syscall(SYS_gettid) == getpid() || here >= top || !maps_run(here, top, &lo))
         return 0;
-    if (pthread_attr_getstack(&attr, &addr, &size) == 0 && here >= (uintptr_t)addr &&
-        here < (uintptr_t)addr + size) {
-        stack_lo = (uintptr_t)addr;
-        stack_hi = (uintptr_t)addr + size;
-        stack_unknown = 0;
-    }
-    pthread_attr_destroy(&attr);
-    return !stack_unknown;
+    stack_lo = lo;
+    stack_hi = top;
+    stack_unknown = 0;
+    return 1;
 }
 
 /* Where the application's code was entered: the first return address
