@@ -17,11 +17,14 @@
  * out twice): a double free whose first free may be in a segment deleted
  * since.  --wait-checkpoints STEM: the log is STEM.tlog kept within a
  * budget, and a follower writes checkpoints beside its segments (one for
- * each, deleting the older ones); every 500 iterations, once segment k >= 2 exists, it waits
- * (at most 120 s) for a checkpoint of segment k - 2 to k (not of k alone:
- * the follower cannot write one in a segment that has no event yet)
- * (STEM.seg<j>.tlog.ckpt), so the follower never falls so far behind that a
- * segment is deleted before it read it.
+ * each, before its first event, deleting the older ones); every 500
+ * iterations, once segment k >= 2 exists, it waits (at most 120 s) for a
+ * checkpoint of segment k - 1 or k (STEM.seg<j>.tlog.ckpt): the follower
+ * has opened segment k - 1, and the recorder, which at a small budget keeps
+ * no more than the segment it writes and the one before, deletes no
+ * segment the follower has not opened before the next wait (500 iterations
+ * are less than a segment), so the follower never falls so far behind that
+ * a segment is deleted before it read it.
  * --open-op-from K: at iteration K a pool operation begins (pool "churn")
  * that ends only after the last iteration: every later call is nested in
  * it, so a follower with a pool model is gathering it across every later
@@ -41,7 +44,7 @@
 #define MAX_POINTS 8
 
 /* --wait-checkpoints: the newest segment k on disk, and when k >= 2, the
- * checkpoint of segment k - 1. */
+ * checkpoint of segment k - 1 or k. */
 static int wait_checkpoint(const char *stem)
 {
     /* Segments only come newer; the oldest go: look a few past the newest
@@ -56,7 +59,7 @@ static int wait_checkpoint(const char *stem)
     if (newest < 2)
         return 0;
     for (int i = 0; i < 120000; i++) {
-        for (long k = newest - 2; k <= newest; k++) {
+        for (long k = newest - 1; k <= newest; k++) {
             snprintf(path, sizeof path, "%s.seg%ld.tlog.ckpt", stem, k);
             if (access(path, F_OK) == 0)
                 return 0;
