@@ -520,6 +520,15 @@ def test_checkpoint_open_op():
     check(j.returncode == 1 and got.get("invariant") == "double_free" and got.get("seq") == found.get("seq"),
           "check: %s %s" % (j.stdout[-3000:], j.stderr))
     check(jd.get("checkpoint") == ckpts[0] and "were deleted" in (jd.get("damage") or ""), "check --json: %s" % jd)
+    # Without it: no finding, and the verdict says from where the pool
+    # model asked for was off (not only that events were deleted).
+    os.rename(ckpts[0], ckpts[0] + ".away")
+    n = subprocess.run(replay_cmd("check", log, "--model", "cupy5"), capture_output=True, text=True)
+    said = n.stdout.strip().splitlines()[-1] if n.stdout.strip() else ""
+    print("without the checkpoint:", said)
+    check(n.returncode in (0, 3) and not said.startswith("verdict: VIOLATION") and
+          re.search(r"the pool models were off from event \d+ on", said), "without: %s" % n.stdout[-2000:])
+    os.rename(ckpts[0] + ".away", ckpts[0])
 
 
 TESTS = {"checkpoint": test_checkpoint, "checkpoint_open_op": test_checkpoint_open_op, "running": test_running, "continue": test_continue, "stop": test_stop, "stop_job": test_stop_job,

@@ -517,6 +517,11 @@ void rp_output_verdict(const rp_output *rep, const rp_replay *r, rp_verdict *v)
         .diverged_before = res->violated ? res->diverged_before_violation : res->diverged,
         .ambiguous = res->ambiguous,
     };
+    /* Models asked for (by name, or auto with a pool it chose one for)
+     * and then off after a gap with no checkpoint. */
+    if (res->history_lost_seq && rep->model && strcmp(rep->model, "none") &&
+        (res->ops || rp_replay_pools_selected(r)))
+        f.models_off_from = res->history_lost_seq;
     if (res->violated) {
         f.violation = &res->violation;
         if (res->by_model)

@@ -32,10 +32,18 @@ static void fidelity_clause(char *buf, size_t len, const rp_verdict_facts *f, in
 
 void rp_verdict_make(rp_verdict *v, const rp_verdict_facts *f)
 {
-    char tail[256] = "", fid[384];
+    char tail[512] = "", fid[384];
     uint64_t answers = f->matched + f->diverged;
     if (f->damage)
         snprintf(tail, sizeof tail, "; as far as the log reads: %s", f->damage);
+    /* No violation says nothing of the pools after their models went off:
+     * say from where. */
+    if (f->models_off_from) {
+        size_t used = strlen(tail);
+        snprintf(tail + used, sizeof tail - used, "; the pool models were off from event %" PRIu64 " on (events "
+                 "were missing before it and no checkpoint held the state): after it only the model-free checks ran",
+                 f->models_off_from);
+    }
     fidelity_clause(fid, sizeof fid, f, 1);
     /* A violation stands whatever the rest of the log holds (check stops
      * reading there, the report reads on): the damage is no part of it. */

@@ -48,6 +48,8 @@ typedef struct rp_verdict_facts {
     uint64_t diverged_before;      /* divergences before the violation's event (all of them when clean) */
     uint64_t ambiguous;            /* collections no stack places whose outcomes differ (warnings "ambiguity") */
     const char *damage;            /* the reader's damage line, or NULL */
+    uint64_t models_off_from;      /* events were missing before this one, no checkpoint: the pool models
+                                      that were asked for were off from here (0: they never were) */
 } rp_verdict_facts;
 
 typedef struct rp_verdict {
