@@ -31,9 +31,12 @@ static trace_config config = {
     .quiet = 0,
     .exit_line = -1,
     .flush_ms = 100,
+    .time_unit_ns = 1000,
 };
 static char output_template[sizeof config.output] = DEFAULT_OUTPUT;
-static char description[sizeof config.output + 256];
+/* The output path, then the other settings: about 210 bytes at their longest
+ * values today.  describe() says so if a new setting outgrows the margin. */
+static char description[sizeof config.output + 512];
 
 static char hostname[256];
 static pid_t current_pid;
@@ -195,14 +198,18 @@ static void read_flag(const char *name, int *flag)
 
 static void describe(void)
 {
-    snprintf(description, sizeof description,
-             "output=%s;stack_depth=%d;python=%d;host_buffers=%d;host_threshold=%llu;"
-             "py_allocs=%u;py_alloc_native=%d;quiet=%d;exit_line=%s;max_bytes=%llu;flush_ms=%u",
-             config.output, config.stack_depth, config.python, config.host_buffers,
-             (unsigned long long)config.host_threshold, config.py_alloc_sample,
-             config.py_alloc_native, config.quiet,
-             config.exit_line < 0 ? "auto" : config.exit_line ? "1" : "0",
-             (unsigned long long)config.max_bytes, config.flush_ms);
+    int n = snprintf(description, sizeof description,
+                     "output=%s;stack_depth=%d;python=%d;host_buffers=%d;host_threshold=%llu;"
+                     "py_allocs=%u;py_alloc_native=%d;quiet=%d;exit_line=%s;max_bytes=%llu;"
+                     "flush_ms=%u;time_unit_ns=%u",
+                     config.output, config.stack_depth, config.python, config.host_buffers,
+                     (unsigned long long)config.host_threshold, config.py_alloc_sample,
+                     config.py_alloc_native, config.quiet,
+                     config.exit_line < 0 ? "auto" : config.exit_line ? "1" : "0",
+                     (unsigned long long)config.max_bytes, config.flush_ms, config.time_unit_ns);
+    if (n < 0 || (size_t)n >= sizeof description)
+        trace_warn("the settings do not fit the log header's %zu bytes; stored cut short",
+                   sizeof description);
 }
 
 void trace_config_load(void)
@@ -236,6 +243,9 @@ void trace_config_load(void)
     v = config.flush_ms;
     read_int("TRACE_FLUSH_MS", 1, 10000, &v);
     config.flush_ms = (uint32_t)v;
+    v = config.time_unit_ns;
+    read_int("TRACE_TIME_UNIT_NS", 1, 1000000000, &v);
+    config.time_unit_ns = (uint32_t)v;
     const char *line = getenv("TRACE_EXIT_LINE");
     if (line && *line) {
         if (!strcmp(line, "auto"))

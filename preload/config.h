@@ -22,6 +22,8 @@ typedef struct trace_config {
     int exit_line;             /* TRACE_EXIT_LINE: 1 always, 0 never, -1 (auto) when stderr is a terminal */
     uint64_t max_bytes;        /* TRACE_MAX_BYTES: keep the log within this many bytes (segments); 0 = no limit */
     uint32_t flush_ms;         /* TRACE_FLUSH_MS: the flusher writes at least this often, default 100 */
+    uint32_t time_unit_ns;     /* TRACE_TIME_UNIT_NS: events' times are rounded down to a multiple of
+                                * this, default 1000 (1 = exact) */
     char rank[32];             /* from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID; "" if none */
     const char *rank_from;     /* which of them, or NULL */
 } trace_config;

@@ -24,6 +24,10 @@
  * defaults above). */
 void rec_set_frame_bytes(size_t seal, size_t flush_now);
 
+/* CLOCK_MONOTONIC in ns, rounded down to the log's time unit
+ * (TRACE_TIME_UNIT_NS): events' times and the header's start. */
+uint64_t rec_clock_ns(void);
+
 /* Start recording into a new writer whose first record is h.  0 or -1. */
 int rec_start(const tf_header *h);
 

@@ -72,7 +72,7 @@ static tf_header make_header(void)
         .pid = (uint32_t)getpid(),
         .ppid = (uint32_t)getppid(),
         .wall_start_ns = clock_ns(CLOCK_REALTIME),
-        .mono_start_ns = clock_ns(CLOCK_MONOTONIC),
+        .mono_start_ns = rec_clock_ns(),
         .hostname = hostname,
         .cmdline = cmdline,
         .exe = exe,

@@ -528,6 +528,34 @@ def test_settings():
     rc, out, err = run([prog("prog_exit")], env_for(TRACE_OUTPUT=pattern))
     found = glob.glob(os.path.join(ARGS.work, "r-%s-*-0-%%.tlog" % host))
     check(len(found) == 1, "%%r without a rank: %s" % os.listdir(ARGS.work))
+    for f in found:
+        os.unlink(f)
+    # Events' times in the log's unit (TRACE_TIME_UNIT_NS): the header says
+    # which, every time is a multiple of it, none precedes the start, and no
+    # thread's time goes back.  4 threads, so that threads interleave.
+    for value, unit in ((None, 1000), ("4096", 4096), ("1", 1), ("0", 1000)):
+        extra = {} if value is None else {"TRACE_TIME_UNIT_NS": value}
+        rc, out, err = run([prog("prog_threads"), "4", "500"], env_for(**extra))
+        check(rc == 0, "TRACE_TIME_UNIT_NS=%s: exit %d: %s" % (value, rc, err))
+        check((value == "0") == ("ignoring TRACE_TIME_UNIT_NS" in err),
+              "TRACE_TIME_UNIT_NS=%s: %r" % (value, err))
+        records = decode(only_log())
+        header = of_type(records, "header")[0]
+        check(("time_unit_ns=%d" % unit) in header["settings"].split(";"),
+              "time unit %d in the header's settings: %s" % (unit, header["settings"]))
+        evs = events(records)
+        check(len(evs) >= 4000, "%d events" % len(evs))
+        off = [e["t"] for e in evs if e["t"] % unit]
+        check(not off, "times not multiples of %d: %s" % (unit, off[:5]))
+        check(header["mono_start"] % unit == 0 and
+              all(e["t"] >= header["mono_start"] for e in evs),
+              "the start %d, in the unit, precedes every event" % header["mono_start"])
+        last = {}
+        for e in evs:
+            check(e["t"] >= last.get(e["tid"], 0), "thread %d's time went back at seq %d" %
+                  (e["tid"], e["seq"]))
+            last[e["tid"]] = e["t"]
+        os.unlink(only_log())
 
 
 # ------------------------------------------- issue 11: every ending, whole
