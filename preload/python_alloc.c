@@ -96,6 +96,12 @@ static uint64_t release(void *ptr)
 static void *wrapped_malloc(void *ctx, size_t size)
 {
     domain_wrapper *w = ctx;
+    /* The RAW domain (and MEM under PYTHONMALLOC=malloc) sees every block
+     * pymalloc passes on, millions in a text-heavy program: a small one is
+     * forwarded and nothing else (about 12 instructions instead of 50).
+     * Only the OBJ domain samples small blocks. */
+    if (__builtin_expect((size < host_threshold || host_guard) && w->domain != PY_DOMAIN_OBJ, 1))
+        return w->prev.malloc(w->prev.ctx, size);
     int entered = enter_large(size);
     void *p = w->prev.malloc(w->prev.ctx, size);
     leave_large(entered);
@@ -146,7 +152,8 @@ static void note_object_free(const domain_wrapper *w, void *ptr)
 static void wrapped_free(void *ctx, void *ptr)
 {
     domain_wrapper *w = ctx;
-    note_object_free(w, ptr);
+    if (w->domain == PY_DOMAIN_OBJ)
+        note_object_free(w, ptr);
     release(ptr);
     w->prev.free(w->prev.ctx, ptr);
 }
