@@ -329,13 +329,19 @@ static void get_common(tf_reader *r, tf_cursor *c, uint32_t present, tf_event *e
     e->py_stack = present & 32 ? get_u32(c) : 0;
 }
 
-/* Inlined once per kind with a constant layout (see TF_EVENT_KINDS). */
+/* Inlined once per kind with a constant layout (see TF_EVENT_KINDS).  The
+ * loop is written out, as in the writer: only unrolled does each field's
+ * encoding become a constant. */
 ALWAYS_INLINE void get_kind_fields(tf_reader *r, tf_cursor *c, tf_event *e, uint32_t present,
                                    const tf_event_layout *layout)
 {
-    for (unsigned i = 0; i < layout->nfields; i++)
-        if (present >> (TF_COMMON_FIELDS + i) & 1)
-            get_field(r, c, e, &layout->fields[i]);
+#define GET_FIELD(i)                                                                            \
+    if (i < layout->nfields && (present >> (TF_COMMON_FIELDS + i) & 1))                        \
+        get_field(r, c, e, &layout->fields[i]);
+    GET_FIELD(0) GET_FIELD(1) GET_FIELD(2) GET_FIELD(3)
+    GET_FIELD(4) GET_FIELD(5) GET_FIELD(6) GET_FIELD(7)
+#undef GET_FIELD
+    _Static_assert(TF_KIND_FIELDS_MAX == 8, "one GET_FIELD per possible field");
 }
 
 /* Fills the kind's own fields; 0 for a kind this version does not know. */
