@@ -58,9 +58,11 @@ struct tf_writer {
     uint32_t epoch;          /* interned content forgotten this many times */
 };
 
-static int reserve(tf_writer *w, size_t need)
+static inline int reserve(tf_writer *w, size_t need)
 {
     tf_chunk *c = &w->chunk;
+    if (c->cap - c->len >= need)  /* nearly always: no call on the hot path */
+        return 0;
     return tf_pages_reserve(&c->data, &c->cap, c->len, need, FIRST_CHUNK_CAP);
 }
 
