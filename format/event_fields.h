@@ -41,8 +41,9 @@ typedef struct tf_event_layout {
 } tf_event_layout;
 
 /* The tables live here, not in a .c file, so that the writer and the reader,
- * which dispatch on the kind with TF_EVENT_KINDS, see them as constants: the
- * compiler then unrolls each kind's field loop and drops the encoding switch.
+ * which dispatch on the kind with TF_EVENT_KINDS, see them as constants: with
+ * each kind's fields written out (put_kind_fields, get_kind_fields), every
+ * field's encoding is a constant and the encoding switch goes away.
  * The order of fields within a kind is part of the format: append only. */
 #define TF_F(member, enc) { offsetof(tf_event, u.member), enc, 0 }
 #define TF_P(member, cls) { offsetof(tf_event, u.member), TF_ENC_PTR, cls }
