@@ -8,9 +8,11 @@
  * is off limits, and with a caller-kept context nothing here allocates.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <zstd.h>
 
+#include "columns.h"
 #include "trace_format.h"
 
 #define OUT_BUF 16384
@@ -64,6 +66,62 @@ size_t tf_chunk_compress(const tf_chunk *c, void *cctx, int level, void *out, si
         return 0;
     size_t n = ZSTD_compress2(cctx, out, cap, c->data, c->len);
     return ZSTD_isError(n) ? 0 : n;
+}
+
+/* The encoded block, piece by piece, into one frame: the block is never
+ * copied into one buffer. */
+static size_t compress_block(const tf_colenc *enc, ZSTD_CCtx *cctx, int level, void *out, size_t cap)
+{
+    const void *data[TF_COLUMNS + 1];
+    size_t len[TF_COLUMNS + 1];
+    int n = tf_colenc_pieces(enc, data, len);
+    ZSTD_CCtx_reset(cctx, ZSTD_reset_session_only);
+    if (ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1)) ||
+        ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(cctx, tf_colenc_size(enc))))
+        return 0;
+    ZSTD_outBuffer o = { out, cap, 0 };
+    for (int i = 0; i < n; i++) {
+        ZSTD_inBuffer in = { data[i], len[i], 0 };
+        ZSTD_EndDirective end = i == n - 1 ? ZSTD_e_end : ZSTD_e_continue;
+        for (;;) {
+            size_t left = ZSTD_compressStream2(cctx, &o, &in, end);
+            if (ZSTD_isError(left) || (o.pos == o.size && (left || in.pos < in.size)))
+                return 0;
+            if (end == ZSTD_e_end ? left == 0 : in.pos == in.size)
+                break;
+        }
+    }
+    return o.pos;
+}
+
+size_t tf_chunk_compress_columns(const tf_chunk *c, tf_colenc *enc, uint64_t tunit, void *cctx,
+                                 int level, void *out, size_t cap)
+{
+    if (enc && c->len && tf_columns_encode(enc, c->data, c->len, tunit) == 0) {
+        size_t n = compress_block(enc, cctx, level, out, cap);
+        if (n)
+            return n;
+    }
+    return tf_chunk_compress(c, cctx, level, out, cap);
+}
+
+int tf_chunk_write_columns(int fd, const tf_chunk *c, tf_colenc *enc, uint64_t tunit, void *cctx,
+                           int level)
+{
+    if (!enc || c->len == 0)
+        return tf_chunk_write(fd, c, cctx, level);
+    ZSTD_CCtx *own = cctx ? NULL : ZSTD_createCCtx();
+    size_t cap = tf_chunk_bound(c);
+    uint8_t *out = malloc(cap);
+    int rc = -ENOMEM;
+    if ((cctx || own) && out) {
+        size_t n = tf_chunk_compress_columns(c, enc, tunit, cctx ? cctx : own, level, out, cap);
+        rc = n ? tf_write_all(fd, out, n) : -EIO;
+    }
+    free(out);
+    ZSTD_freeCCtx(own);
+    return rc;
 }
 
 int tf_chunk_write(int fd, const tf_chunk *c, void *cctx, int level)

@@ -176,6 +176,40 @@ static int decompress_frame(tf_reader *r, const char **why)
     }
 }
 
+/* A column block (FORMAT.md section 15) in r->buf becomes the records it
+ * stands for.  A block the file cuts short gives no records: its columns
+ * are only whole together. */
+static int expand_block(tf_reader *r, int outcome, const char **why)
+{
+    tf_cursor c = { r->buf, r->buf + r->buf_len, 0 };
+    if (tf_get_uv(&c) != TF_REC_COLUMNS || c.bad)
+        return outcome;
+    if (outcome == FRAME_CUT) {
+        r->buf_len = 0;
+        return outcome;
+    }
+    uint64_t len = tf_get_uv(&c);
+    if (c.bad || len != (uint64_t)(c.end - c.p)) {
+        *why = "column block header";
+        return FRAME_BAD;
+    }
+    if (!r->colstate && !(r->colstate = calloc(1, sizeof *r->colstate))) {
+        *why = "out of memory";
+        return FRAME_BAD;
+    }
+    r->cols_len = 0;
+    if (tf_columns_decode(r->colstate, c.p, len, &r->cols, &r->cols_len, &r->cols_cap, why) < 0)
+        return FRAME_BAD;
+    uint8_t *buf = r->buf;
+    size_t cap = r->buf_cap;
+    r->buf = r->cols;
+    r->buf_cap = r->cols_cap;
+    r->buf_len = r->cols_len;
+    r->cols = buf;
+    r->cols_cap = cap;
+    return outcome;
+}
+
 /* Loads the next frame into r->buf.  Skippable frames are stepped over;
  * bytes that are not a frame, and frames that fail, are reported as corrupt
  * frames and the search resumes at the next frame magic. */
@@ -214,6 +248,8 @@ static int load_frame(tf_reader *r)
         }
         const char *why = "not a zstd frame";
         int outcome = magic_at(r, at) ? decompress_frame(r, &why) : FRAME_BAD;
+        if (outcome == FRAME_WHOLE || outcome == FRAME_CUT)
+            outcome = expand_block(r, outcome, &why);
         if (outcome == FRAME_WAIT) {
             r->frames_seen--;
             r->off = at;
@@ -515,8 +551,10 @@ int tf_reader_decode_header(tf_reader *r, tf_header *h, tf_cursor *c, char *err,
     c->p += 8;
     h->version_major = get_u32(c);
     h->version_minor = get_u32(c);
-    if (!c->bad && h->version_major != TF_VERSION_MAJOR) {
-        snprintf(err, errlen, "log format version %u.%u; this reader understands %u.x",
+    /* 2.0 added column blocks (section 15) and nothing else: a 1.x log
+     * reads the same. */
+    if (!c->bad && (h->version_major < 1 || h->version_major > TF_VERSION_MAJOR)) {
+        snprintf(err, errlen, "log format version %u.%u; this reader understands 1.x and %u.x",
                  h->version_major, h->version_minor, TF_VERSION_MAJOR);
         return -1;
     }
@@ -681,6 +719,8 @@ void tf_reader_close(tf_reader *r)
     tf_input_free(r->in);
     ZSTD_freeDCtx(r->dctx);
     free(r->buf);
+    free(r->cols);
+    free(r->colstate);
     tf_defs_free(&r->defs);
     free(r);
 }

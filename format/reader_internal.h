@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "arena.h"
+#include "columns.h"
 #include "event_fields.h"
 #include "idmap.h"
 #include "trace_format.h"
@@ -103,6 +104,9 @@ struct tf_reader {
 
     uint8_t *buf;               /* the current frame, decompressed */
     size_t buf_len, buf_cap, buf_pos;
+    uint8_t *cols;              /* a column block's records, or the buffer swapped out */
+    size_t cols_len, cols_cap;
+    tf_colstate *colstate;      /* the block decoder's state (allocated on the first block) */
     int frame_partial;          /* the file ends inside the current frame */
     int frame_has_bases;        /* its FRAME record has been read */
     int restating;              /* it is a segment's restatement, read after a gap */

@@ -22,8 +22,8 @@
 extern "C" {
 #endif
 
-#define TF_VERSION_MAJOR 1
-#define TF_VERSION_MINOR 4
+#define TF_VERSION_MAJOR 2
+#define TF_VERSION_MINOR 0
 
 /* Record kinds.  Definitions (< 32) give ids meaning; events (>= 32) carry a
  * sequence number.  A reader skips kinds it does not know (records are
@@ -41,6 +41,7 @@ enum tf_kind {
     TF_REC_POOL = 10,         /* pool id, name */
     TF_REC_INFO = 11,         /* key, value: facts learnt after start */
     TF_REC_CHECKPOINT = 12,   /* 1.4: seq, producer, state: a replay's state after event seq */
+    TF_REC_COLUMNS = 13,      /* 2.0: the whole frame as a column block (columns.h) */
 
     TF_EV_CUDA_ALLOC = 32,
     TF_EV_CUDA_FREE = 33,
@@ -297,6 +298,16 @@ size_t tf_chunk_bound(const tf_chunk *c);
 /* write(2) until all n bytes are written (EINTR retried).  0 or -errno. */
 int tf_write_all(int fd, const void *data, size_t n);
 size_t tf_chunk_compress(const tf_chunk *c, void *cctx, int level, void *out, size_t cap);
+
+/* The same, as a column block (FORMAT.md section 15) when enc (columns.h)
+ * is given and the chunk makes one, times in units of tunit ns; as records
+ * otherwise.  tf_chunk_bound(c) still suffices. */
+struct tf_colenc;
+size_t tf_chunk_compress_columns(const tf_chunk *c, struct tf_colenc *enc, uint64_t tunit,
+                                 void *cctx, int level, void *out, size_t cap);
+/* tf_chunk_write's column form (tools that write logs). */
+int tf_chunk_write_columns(int fd, const tf_chunk *c, struct tf_colenc *enc, uint64_t tunit,
+                           void *cctx, int level);
 
 /* ---------------------------------------------------------------- segments */
 

@@ -2,10 +2,13 @@
  * gen_log - writes a small log with every kind of record, for the trace-dump
  * tests and the fuzzer's corpus.
  *
- *   gen_log OUT [MARKS [RANDOM]]
+ *   gen_log OUT [MARKS [RANDOM [POOL]]]
  *
  * MARKS mark events follow the fixed ones, then RANDOM arbitrary events
- * (every field of their kind set to an arbitrary value) over several frames.
+ * (every field of their kind set to an arbitrary value) over several frames,
+ * then POOL requests of a CuPy-like pool (pool_stream.h).  With POOL > 0
+ * every frame is written as a column block where it makes one (FORMAT.md
+ * section 15): the pool's frames do, arbitrary events' mostly do not.
  * Native stacks point into this program (recorded as a module with its real
  * build-id), so trace-dump can symbolise them.  Prints one JSON line of what
  * a reader should find: event count, and the function, file and line of the
@@ -13,8 +16,21 @@
  */
 #include <fcntl.h>
 
+#include "columns.h"
+#include "pool_stream.h"
 #include "self_module.h"
 #include "tf_test.h"
+
+static tf_colenc *enc;   /* with POOL: frames as column blocks */
+
+static void flush(tf_writer *w, int fd, tf_chunk *chunk)
+{
+    tf_writer_seal(w, chunk);
+    if (tf_chunk_write_columns(fd, chunk, enc, 1000, NULL, 1) != 0) {
+        fprintf(stderr, "tf_chunk_write failed\n");
+        exit(1);
+    }
+}
 
 static uint64_t stack_ips[4];
 static int call_line;
@@ -59,7 +75,7 @@ static ids define_all(tf_writer *w, const self_module *me)
 
 /* One event of each kind, some nested, spread over three frames. */
 static uint64_t write_events(tf_writer *w, int fd, tf_chunk *chunk, const ids *d, long marks,
-                             long random)
+                             long random, long pool)
 {
     uint64_t seq = 0, t = 1000000;
     tf_event e;
@@ -79,7 +95,7 @@ static uint64_t write_events(tf_writer *w, int fd, tf_chunk *chunk, const ids *d
     tf_write_event(w, &e);
     EV(TF_EV_POOL_OP_END); e.u.pool_op = (typeof(e.u.pool_op)){ 0, TF_POOL_OP_ALLOC, op, 0 };
     tf_write_event(w, &e);
-    tf_test_flush(w, fd, chunk);
+    flush(w, fd, chunk);
     EV(TF_EV_GC_START); e.tid = 1002; e.u.gc.generation = 2; e.u.gc.allocs[0] = 701;
     uint64_t gc = e.seq;
     tf_write_event(w, &e);
@@ -104,7 +120,7 @@ static uint64_t write_events(tf_writer *w, int fd, tf_chunk *chunk, const ids *d
     uint64_t refused = e.seq;
     EV(TF_EV_RELEASE_FAILED); e.u.release_failed.release = refused; e.u.release_failed.result = 1;
     tf_write_event(w, &e);
-    tf_test_flush(w, fd, chunk);
+    flush(w, fd, chunk);
     for (long i = 0; i < marks; i++) {
         EV(TF_EV_MARK); e.u.mark.text = d->mark;
         tf_write_event(w, &e);
@@ -114,7 +130,20 @@ static uint64_t write_events(tf_writer *w, int fd, tf_chunk *chunk, const ids *d
         tf_test_random_event(&rng, ++seq, &e);
         tf_write_event(w, &e);
         if (i % 500 == 499)
-            tf_test_flush(w, fd, chunk);
+            flush(w, fd, chunk);
+    }
+    if (pool > 0) {
+        flush(w, fd, chunk);
+        pool_stream ps;
+        ps_init(&ps, w, 1, seq);
+        ps.t = t;
+        for (long i = 0; i < pool; i++) {
+            ps_step(&ps, w);
+            if (i % 1000 == 999)
+                flush(w, fd, chunk);
+        }
+        seq = ps.seq;
+        t = ps.t;
     }
     tf_write_module_unload(w, d->fake_module);  /* before END: trace-dump --json shows it */
     EV(TF_EV_END);
@@ -126,10 +155,15 @@ static uint64_t write_events(tf_writer *w, int fd, tf_chunk *chunk, const ids *d
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: gen_log OUT [MARKS [RANDOM]]\n");
+        fprintf(stderr, "usage: gen_log OUT [MARKS [RANDOM [POOL]]]\n");
         return 2;
     }
     long marks = argc > 2 ? atol(argv[2]) : 0, random = argc > 3 ? atol(argv[3]) : 0;
+    long pool = argc > 4 ? atol(argv[4]) : 0;
+    if (pool > 0 && !(enc = tf_colenc_new())) {
+        fprintf(stderr, "gen_log: out of memory\n");
+        return 2;
+    }
     int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
         perror(argv[1]);
@@ -146,10 +180,11 @@ int main(int argc, char **argv)
     tf_writer *w = tf_writer_new(&h);
     tf_chunk chunk = { 0 };
     ids d = define_all(w, &me);
-    uint64_t events = write_events(w, fd, &chunk, &d, marks, random);
-    tf_test_flush(w, fd, &chunk);
+    uint64_t events = write_events(w, fd, &chunk, &d, marks, random, pool);
+    flush(w, fd, &chunk);
     tf_writer_free(w);
     tf_chunk_free(&chunk);
+    tf_colenc_free(enc);
     close(fd);
     printf("{\"events\":%llu,\"module\":\"%s\",\"function0\":\"return_address\","
            "\"function1\":\"allocation_site\",\"line1\":%d,\"file\":\"gen_log.c\"}\n",

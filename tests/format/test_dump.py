@@ -66,7 +66,7 @@ def check_json(dump, log, expect):
     unload = {"kind": "module_unload", "id": fake[0]["id"] if fake else -1}
     check(unload in defs and lines.index(unload) == len(lines) - 2, f"unload line before END: {lines[-3:]}")
     check(header["kind"] == "header" and header["pid"] == 4242, "header line")
-    check(header["cmdline"] == "python app.py" and header["version_major"] == 1, "header fields")
+    check(header["cmdline"] == "python app.py" and header["version_major"] == 2, "header fields")
     check(len(events) == expect["events"], f"{len(events)} events, want {expect['events']}")
     check([e["seq"] for e in events] == list(range(1, len(events) + 1)), "seq 1..N")
     for e in events:
@@ -173,7 +173,7 @@ def main():
         check_json(dump, log, expect)
         check_summary(dump, log, expect)
         rc, out, err = run(dump, "--debug-dir", tmp, log)
-        check(rc == 0 and re.match(r"trace log 1\.\d+: pid 4242", out) is not None, "text mode")
+        check(rc == 0 and re.match(r"trace log 2\.\d+: pid 4242", out) is not None, "text mode")
         check(" pool_alloc pool=0 ptr=0x7f0000000000 requested=4000" in out, "text fields")
         check("at app.py:15 train_step" in out, "text python frame")
         check_damaged(dump, log, tmp)

@@ -366,7 +366,7 @@ def small_things(tmp):
     for tool in ([A.replay], [A.dump] if A.dump else []):
         if tool:
             p = subprocess.run(tool + ["--version"], capture_output=True, text=True)
-            check(p.returncode == 0 and "log format 1." in p.stdout, "%s --version: %r" % (tool[0], p.stdout))
+            check(p.returncode == 0 and "log format 2." in p.stdout, "%s --version: %r" % (tool[0], p.stdout))
     story = mklog("cupy5_reentry.txt", tmp)
     p = run(["check", story, "--model", "bogus"])
     check(p.returncode == 2 and len(p.stderr.splitlines()) == 1 and b"known: cupy, cupy5" in p.stderr,
@@ -387,7 +387,7 @@ def small_things(tmp):
         f.write(open(mklog("cupy5_clean.txt", tmp), "rb").read() + before)
     if A.dump:
         p = subprocess.run([A.dump, joined], capture_output=True, text=True)
-        check(p.returncode == 0 and "corrupt" not in p.stdout + p.stderr and p.stdout.count("trace log 1.") == 2
+        check(p.returncode == 0 and "corrupt" not in p.stdout + p.stderr and p.stdout.count("trace log 2.") == 2
               and "--- log 2 of this file" in p.stdout, "trace-dump: two logs, no damage: %r" % p.stderr)
         lines = subprocess.run([A.dump, "--json", joined], capture_output=True, text=True).stdout.splitlines()
         check(sum('"kind":"header"' in line for line in lines) == 2, "trace-dump --json: a header per log")

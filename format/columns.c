@@ -1,0 +1,934 @@
+/*
+ * columns.c - column blocks (columns.h, FORMAT.md section 15).
+ *
+ * code_event() is the whole format of an event in a block: it runs once per
+ * event in either direction.  Encoding, the event is given and each token is
+ * computed from it and appended to its column; decoding, each token is read
+ * from its column and the event is rebuilt from it.  Every value goes
+ * through the same line in both directions (sym()), so what the encoder
+ * predicts is by construction what the decoder predicts.
+ *
+ * The records a block stands for are 1.x records (FORMAT.md sections 3-7).
+ * The encoder reads them, and the decoder writes them, with the small
+ * table-driven record codec at the end of this file: the reader's and the
+ * writer's own are unrolled per kind for speed, and tied to their structs.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "columns.h"
+#include "event_fields.h"
+#include "pages.h"
+#include "trace_format.h"
+#include "varint.h"
+
+#define NKINDS 17           /* event kinds 32..48 */
+
+const char *tf_column_name(unsigned col)
+{
+    static const char *const names[] = {
+#define TF_COLUMN_NAME(id, name) name,
+        TF_COLUMN_LIST(TF_COLUMN_NAME)
+#undef TF_COLUMN_NAME
+    };
+    return col < TF_COLUMNS ? names[col] : "?";
+}
+
+/* ------------------------------------------------------------ token i/o */
+
+typedef struct col_io {
+    int dec;                        /* decoding */
+    int bad;                        /* a token failed (decoding) or a column could not grow */
+    const char *why;
+    uint32_t pres;                  /* the event's presence map */
+    tf_colenc *enc;                 /* encoding: the columns written */
+    tf_cursor in[TF_COLUMNS];       /* decoding: the columns read */
+    /* the allocation being coded took this much room from the freed set */
+    int took;
+    uint64_t whole;
+} col_io;
+
+static void put(col_io *io, unsigned col, uint64_t v)
+{
+    tf_colenc *e = io->enc;
+    if (e->col[col].cap - e->col[col].len < TF_VARINT_MAX &&
+        tf_pages_reserve(&e->col[col].data, &e->col[col].cap, e->col[col].len, TF_VARINT_MAX,
+                         16384) < 0) {
+        io->bad = 1;
+        return;
+    }
+    e->col[col].len = (size_t)(tf_put_uv(e->col[col].data + e->col[col].len, v) - e->col[col].data);
+}
+
+static uint64_t get(col_io *io, unsigned col)
+{
+    uint64_t v = tf_get_uv(&io->in[col]);
+    if (io->in[col].bad && !io->bad) {
+        io->bad = 1;
+        io->why = "a column ends early";
+    }
+    return v;
+}
+
+/* One token, either way: written from *v, or read into it. */
+static void sym(col_io *io, unsigned col, uint64_t *v)
+{
+    if (io->dec)
+        *v = get(io, col);
+    else
+        put(io, col, *v);
+}
+
+static void fail(col_io *io, const char *why)
+{
+    if (!io->bad) {
+        io->bad = 1;
+        io->why = why;
+    }
+}
+
+/* Whether the field of presence bit `bit` is written: encoding, when the
+ * value differs from the prediction (the bit is set); decoding, the bit. */
+static int here(col_io *io, unsigned bit, uint64_t v, uint64_t pred)
+{
+    if (io->dec)
+        return io->pres >> bit & 1;
+    if (v == pred)
+        return 0;
+    io->pres |= 1u << bit;
+    return 1;
+}
+
+/* A value as its signed difference from the prediction. */
+static uint64_t residual(col_io *io, unsigned col, uint64_t v, uint64_t pred)
+{
+    uint64_t z = tf_zigzag((int64_t)(v - pred));
+    sym(io, col, &z);
+    return pred + (uint64_t)tf_unzigzag(z);
+}
+
+/* ------------------------------------------------------------ threads */
+
+static tf_col_thread *thread_find(tf_colstate *st, uint32_t tid, uint32_t *rank)
+{
+    for (uint32_t i = 0; i < st->nthreads; i++)
+        if (st->thread[st->order[i]].tid == tid) {
+            if (rank)
+                *rank = i + 1;
+            return &st->thread[st->order[i]];
+        }
+    return NULL;
+}
+
+/* The thread's entry, made the most recent (made, evicting the least
+ * recent, when it has none). */
+static tf_col_thread *thread_touch(tf_colstate *st, uint32_t tid)
+{
+    uint32_t rank = 0;
+    tf_col_thread *th = thread_find(st, tid, &rank);
+    uint8_t slot;
+    if (th) {
+        slot = st->order[rank - 1];
+        memmove(st->order + 1, st->order, rank - 1);
+    } else {
+        if (st->nthreads < TF_COL_THREADS) {
+            slot = (uint8_t)st->nthreads++;
+        } else {
+            slot = st->order[TF_COL_THREADS - 1];
+        }
+        memmove(st->order + 1, st->order, st->nthreads - 1);
+        th = &st->thread[slot];
+        memset(th, 0, sizeof *th);
+        th->tid = tid;
+    }
+    st->order[0] = slot;
+    return th;
+}
+
+static void mtf_push(tf_col_thread *th, int k, uint32_t id)
+{
+    uint32_t n = th->nstack[k], i = 0;
+    while (i < n && th->stack[k][i] != id)
+        i++;
+    if (i == n) {               /* not held: in front, the last one out if full */
+        if (n < TF_COL_MTF)
+            th->nstack[k] = (uint8_t)++n;
+        i = n - 1;
+    }
+    memmove(th->stack[k] + 1, th->stack[k], i * sizeof th->stack[k][0]);
+    th->stack[k][0] = id;
+}
+
+static const tf_col_op *open_op(const tf_col_thread *th, uint64_t seq)
+{
+    if (!th || !seq)
+        return NULL;
+    for (uint32_t i = th->nops; i-- > 0;)
+        if (th->ops[i].seq == seq)
+            return &th->ops[i];
+    return NULL;
+}
+
+/* The operation an event is nested in: the thread's innermost open one (an
+ * op_end closes that one, and is nested in the one outside it). */
+static uint64_t parent_prediction(const tf_col_thread *th, uint32_t kind)
+{
+    if (!th)
+        return 0;
+    uint32_t depth = kind == TF_EV_POOL_OP_END ? 2 : 1;
+    return th->nops >= depth ? th->ops[th->nops - depth].seq : 0;
+}
+
+/* ------------------------------------------------------------ fields */
+
+/* How a block writes a kind field: a coder and its column. */
+enum coder {
+    PLAIN,       /* its 1.x encoding's value (pointers: delta from the class's last) */
+    ALLOC_PTR,   /* rank among the space's freed blocks, or a delta */
+    FREE_PTR,    /* rank among the space's live blocks, or a delta */
+    OP_ARG,      /* a free operation's pointer as FREE_PTR, else a size */
+    REQUESTED,   /* against the enclosing allocation operation's size */
+    GRANTED,     /* against requested rounded up to the grants' granularity */
+    FREE_SIZE,   /* against the freed block's size */
+    OP_BEGIN,    /* against the thread's innermost open operation */
+    OP_KIND,     /* an op_end's op: against the thread's innermost open operation's */
+    POOL_ID      /* against the last event of the kind's */
+};
+
+typedef struct fcode { uint8_t coder, col; } fcode;
+
+#define S_(c) { PLAIN, TF_COL_SMALL }
+static const fcode cuda_alloc_codes[] = { S_(), S_(), S_(), S_(), { ALLOC_PTR, TF_COL_DEV_RANK },
+                                          { PLAIN, TF_COL_SIZE }, { PLAIN, TF_COL_STREAM } };
+static const fcode cuda_free_codes[] = { S_(), S_(), S_(), S_(), { FREE_PTR, TF_COL_DEV_RANK },
+                                         { FREE_SIZE, TF_COL_SIZE }, { PLAIN, TF_COL_STREAM } };
+static const fcode pool_alloc_codes[] = { { POOL_ID, TF_COL_SMALL }, { ALLOC_PTR, TF_COL_DEV_RANK },
+                                          { REQUESTED, TF_COL_SIZE }, { GRANTED, TF_COL_SIZE },
+                                          { PLAIN, TF_COL_STREAM } };
+static const fcode pool_free_codes[] = { { POOL_ID, TF_COL_SMALL }, { FREE_PTR, TF_COL_DEV_RANK },
+                                         { PLAIN, TF_COL_SIZE }, { FREE_SIZE, TF_COL_SIZE },
+                                         { PLAIN, TF_COL_STREAM } };
+static const fcode op_begin_codes[] = { { POOL_ID, TF_COL_SMALL }, S_(), { PLAIN, TF_COL_SEQREL },
+                                        { OP_ARG, TF_COL_SIZE } };
+static const fcode op_end_codes[] = { { POOL_ID, TF_COL_SMALL }, { OP_KIND, TF_COL_SMALL },
+                                      { OP_BEGIN, TF_COL_SEQREL },
+                                      { PLAIN, TF_COL_SIZE } };
+static const fcode segment_codes[] = { { POOL_ID, TF_COL_SMALL }, S_(), { PLAIN, TF_COL_DEV_LIT },
+                                       { PLAIN, TF_COL_SIZE } };
+static const fcode gc_codes[] = { { PLAIN, TF_COL_GC }, { PLAIN, TF_COL_GC }, { PLAIN, TF_COL_GC },
+                                  { PLAIN, TF_COL_GC }, { PLAIN, TF_COL_GC }, { PLAIN, TF_COL_GC },
+                                  { PLAIN, TF_COL_GC }, { PLAIN, TF_COL_GC } };
+static const fcode host_alloc_codes[] = { S_(), { ALLOC_PTR, TF_COL_HOST_RANK }, { PLAIN, TF_COL_SIZE },
+                                          S_() };
+static const fcode host_free_codes[] = { S_(), { FREE_PTR, TF_COL_HOST_RANK }, { FREE_SIZE, TF_COL_SIZE },
+                                         S_() };
+static const fcode py_free_codes[] = { { FREE_PTR, TF_COL_HOST_RANK }, S_() };
+static const fcode double_init_codes[] = { { PLAIN, TF_COL_HOST_LIT }, S_() };
+static const fcode small_codes[] = { S_(), S_() };
+static const fcode release_failed_codes[] = { { PLAIN, TF_COL_SEQREL }, S_() };
+static const fcode end_codes[] = { { PLAIN, TF_COL_END }, { PLAIN, TF_COL_END }, { PLAIN, TF_COL_END },
+                                   { PLAIN, TF_COL_END }, { PLAIN, TF_COL_END } };
+#undef S_
+
+static const fcode *codes_of(uint32_t kind)
+{
+    switch (kind) {
+    case TF_EV_CUDA_ALLOC: return cuda_alloc_codes;
+    case TF_EV_CUDA_FREE: return cuda_free_codes;
+    case TF_EV_POOL_ALLOC: return pool_alloc_codes;
+    case TF_EV_POOL_FREE: return pool_free_codes;
+    case TF_EV_POOL_OP_BEGIN: return op_begin_codes;
+    case TF_EV_POOL_OP_END: return op_end_codes;
+    case TF_EV_POOL_SEGMENT: return segment_codes;
+    case TF_EV_GC_START: case TF_EV_GC_STOP: return gc_codes;
+    case TF_EV_HOST_ALLOC: case TF_EV_PY_ALLOC: return host_alloc_codes;
+    case TF_EV_HOST_FREE: return host_free_codes;
+    case TF_EV_PY_FREE: return py_free_codes;
+    case TF_EV_PY_DOUBLE_INIT: return double_init_codes;
+    case TF_EV_MARK: return small_codes;
+    case TF_EV_RELEASE_FAILED: return release_failed_codes;
+    case TF_EV_END: return end_codes;
+    default: return NULL;
+    }
+}
+
+/* The memory space of an allocation or free kind; -1 for other kinds. */
+static int space_of(uint32_t kind)
+{
+    switch (kind) {
+    case TF_EV_CUDA_ALLOC: case TF_EV_CUDA_FREE: return TF_SPACE_CUDA;
+    case TF_EV_POOL_ALLOC: case TF_EV_POOL_FREE: return TF_SPACE_POOL;
+    case TF_EV_HOST_ALLOC: case TF_EV_HOST_FREE: case TF_EV_PY_ALLOC: case TF_EV_PY_FREE:
+        return TF_SPACE_HOST;
+    default: return -1;
+    }
+}
+
+/* The pointer (and size: what a free of it would say) of an allocation or
+ * free event. */
+static uint64_t ptr_of(const tf_event *e)
+{
+    switch (e->kind) {
+    case TF_EV_CUDA_ALLOC: case TF_EV_CUDA_FREE: return e->u.cuda.ptr;
+    case TF_EV_POOL_ALLOC: case TF_EV_POOL_FREE: return e->u.pool.ptr;
+    default: return e->u.host.ptr;
+    }
+}
+
+static uint64_t size_of(const tf_event *e)
+{
+    switch (e->kind) {
+    case TF_EV_CUDA_ALLOC: case TF_EV_CUDA_FREE: return e->u.cuda.size;
+    case TF_EV_POOL_ALLOC: case TF_EV_POOL_FREE: return e->u.pool.granted;
+    case TF_EV_PY_FREE: return 0;
+    default: return e->u.host.size;
+    }
+}
+
+/* A pointer as its rank in set, or (rank 0) a delta from its class's last
+ * pointer. */
+static uint64_t ranked(col_io *io, tf_colstate *st, const tf_rankset *set, unsigned col,
+                       unsigned cls, uint64_t v)
+{
+    uint64_t r = io->dec ? 0 : tf_rankset_rank(set, v);
+    sym(io, col, &r);
+    if (!r)
+        return residual(io, col + 1, v, st->ptr[cls]);   /* the .lit column follows .rank */
+    if (io->dec && !(v = r <= UINT32_MAX ? tf_rankset_at(set, (uint32_t)r) : 0))
+        fail(io, "a rank past the set");
+    return v;
+}
+
+static void code_field(col_io *io, tf_colstate *st, tf_event *e, const tf_col_thread *th,
+                       const tf_field *f, fcode fc, unsigned bit)
+{
+    uint8_t *at = (uint8_t *)e + f->offset;
+    int wide = f->enc != TF_ENC_U32 && f->enc != TF_ENC_S32;
+    uint64_t v = 0, pred = 0;
+    uint32_t v32;
+    if (wide) {
+        memcpy(&v, at, 8);
+    } else {
+        memcpy(&v32, at, 4);
+        v = f->enc == TF_ENC_S32 ? (uint64_t)(int64_t)(int32_t)v32 : v32;
+    }
+    int sp = space_of(e->kind);
+    /* py_free's pointer is a plain number in 1.x (event_fields.h), a host
+     * pointer here. */
+    unsigned cls = sp == TF_SPACE_HOST ? TF_PTR_HOST : f->ptr_class;
+    const tf_col_op *op;
+    uint64_t block = 0;
+    int held = 0;
+
+    switch (fc.coder) {
+    case PLAIN:
+        if (!here(io, bit, v, 0)) {
+            v = 0;
+            break;
+        }
+        if (f->enc == TF_ENC_PTR) {
+            v = residual(io, fc.col, v, st->ptr[cls]);
+            st->ptr[cls] = v;
+        } else if (f->enc == TF_ENC_SEQREL) {
+            uint64_t d = e->seq - v;
+            sym(io, fc.col, &d);
+            v = e->seq - d;
+        } else if (f->enc == TF_ENC_S32) {
+            uint64_t z = tf_zigzag((int64_t)v);
+            sym(io, fc.col, &z);
+            v = (uint64_t)tf_unzigzag(z);
+        } else {
+            sym(io, fc.col, &v);
+        }
+        break;
+    case ALLOC_PTR:
+        v = here(io, bit, v, 0) ? ranked(io, st, &st->freed[sp], fc.col, cls, v) : 0;
+        if (v)
+            st->ptr[cls] = v;
+        io->took = v && tf_rankset_remove(&st->freed[sp], v, &io->whole);
+        break;
+    case OP_ARG:
+        if (e->u.pool_op.op != TF_POOL_OP_FREE) {
+            if (here(io, bit, v, 0))
+                sym(io, fc.col, &v);
+            else
+                v = 0;
+            break;
+        }
+        sp = TF_SPACE_POOL;
+        cls = TF_PTR_DEVICE;
+        fc.col = TF_COL_DEV_RANK;
+        /* a pointer of the pool's, as a free names it */
+        __attribute__((fallthrough));
+    case FREE_PTR:
+        if (e->kind == TF_EV_POOL_FREE && (op = open_op(th, e->parent)) && op->op == TF_POOL_OP_FREE)
+            pred = op->arg;
+        v = here(io, bit, v, pred) ? ranked(io, st, &st->live[sp], fc.col, cls, v) : pred;
+        if (v)
+            st->ptr[cls] = v;
+        break;
+    case REQUESTED:
+        if ((op = open_op(th, e->parent)) && op->op == TF_POOL_OP_ALLOC)
+            pred = op->arg;
+        v = here(io, bit, v, pred) ? residual(io, fc.col, v, pred) : pred;
+        break;
+    case GRANTED:
+        pred = e->u.pool.requested;
+        if (st->align)
+            pred = (pred + st->align - 1) / st->align * st->align;
+        v = here(io, bit, v, pred) ? residual(io, fc.col, v, pred) : pred;
+        if (v && (!st->align || (v & -v) < st->align))
+            st->align = v & -v;
+        break;
+    case FREE_SIZE:
+        held = tf_rankset_get(&st->live[sp], ptr_of(e), &block);
+        pred = held && st->size_ok[e->kind - 32] ? block : 0;
+        v = here(io, bit, v, pred) ? residual(io, fc.col, v, pred) : pred;
+        st->size_ok[e->kind - 32] = held && block == v;
+        break;
+    case OP_BEGIN:
+        pred = th && th->nops ? th->ops[th->nops - 1].seq : 0;
+        if (here(io, bit, v, pred)) {
+            uint64_t d = e->seq - v;
+            sym(io, fc.col, &d);
+            v = e->seq - d;
+        } else {
+            v = pred;
+        }
+        break;
+    case OP_KIND:
+        pred = th && th->nops ? th->ops[th->nops - 1].op : 0;
+        if (here(io, bit, v, pred))
+            sym(io, fc.col, &v);
+        else
+            v = pred;
+        break;
+    case POOL_ID:
+        pred = st->lastpool[e->kind - TF_EV_POOL_ALLOC];
+        if (here(io, bit, v, pred))
+            sym(io, fc.col, &v);
+        else
+            v = pred;
+        st->lastpool[e->kind - TF_EV_POOL_ALLOC] = (uint32_t)v;
+        break;
+    }
+    if (!io->dec)
+        return;
+    if (wide) {
+        memcpy(at, &v, 8);
+        return;
+    }
+    if (f->enc == TF_ENC_S32 ? (int64_t)v != (int32_t)v : v > UINT32_MAX)
+        fail(io, "a 32-bit field out of range");
+    v32 = (uint32_t)v;
+    memcpy(at, &v32, 4);
+}
+
+/* The common fields (FORMAT.md section 7's bits 0 to 5). */
+static void code_common(col_io *io, tf_colstate *st, tf_event *e, const tf_col_thread **thp)
+{
+    uint64_t seq = st->seq + 1;
+    if (here(io, 0, e->seq, seq)) {
+        uint64_t gap = e->seq - seq;
+        sym(io, TF_COL_SEQ, &gap);
+        e->seq = seq + gap;
+    } else {
+        e->seq = seq;
+    }
+
+    if (here(io, 1, e->tid, st->tid)) {
+        uint32_t rank32 = 0;
+        if (!io->dec)
+            thread_find(st, e->tid, &rank32);
+        uint64_t rank = rank32, tid = e->tid;
+        sym(io, TF_COL_TID_RANK, &rank);
+        if (!rank)
+            sym(io, TF_COL_TID_LIT, &tid);
+        else if (io->dec)
+            tid = rank <= st->nthreads ? st->thread[st->order[rank - 1]].tid : (fail(io, "a thread rank past the threads"), 0);
+        if (tid > UINT32_MAX)
+            fail(io, "a thread id out of range");
+        e->tid = (uint32_t)tid;
+    } else {
+        e->tid = st->tid;
+    }
+
+    if (here(io, 2, e->t_ns, st->t_ns)) {
+        int64_t d = (int64_t)(e->t_ns - st->t_ns);
+        if (!io->dec && d % (int64_t)st->tunit) {
+            fail(io, "a time off the unit");
+            return;
+        }
+        uint64_t z = tf_zigzag(d / (int64_t)st->tunit);
+        sym(io, TF_COL_TIME, &z);
+        e->t_ns = st->t_ns + (uint64_t)tf_unzigzag(z) * st->tunit;
+    } else {
+        e->t_ns = st->t_ns;
+    }
+
+    const tf_col_thread *th = thread_find(st, e->tid, NULL);
+    *thp = th;
+    uint64_t pp = parent_prediction(th, e->kind);
+    if (here(io, 3, e->parent, pp)) {
+        uint64_t d = e->seq - e->parent;
+        sym(io, TF_COL_PARENT, &d);
+        e->parent = e->seq - d;
+    } else {
+        e->parent = pp;
+    }
+
+    for (int k = 0; k < 2; k++) {
+        uint32_t *id = k ? &e->py_stack : &e->native_stack;
+        unsigned col = k ? TF_COL_PSTACK_RANK : TF_COL_NSTACK_RANK;
+        uint32_t pred = th && th->nstack[k] ? th->stack[k][0] : 0;
+        if (!here(io, 4 + (unsigned)k, *id, pred)) {
+            *id = pred;
+            continue;
+        }
+        uint64_t rank = 0;
+        if (!io->dec && th)
+            for (uint32_t i = 0; i < th->nstack[k]; i++)
+                if (th->stack[k][i] == *id)
+                    rank = i + 1;
+        sym(io, col, &rank);
+        if (rank) {
+            if (io->dec) {
+                if (!th || rank > th->nstack[k])
+                    fail(io, "a stack rank past the thread's stacks");
+                else
+                    *id = th->stack[k][rank - 1];
+            }
+            continue;
+        }
+        uint64_t v = residual(io, col + 1, *id, st->lastdef[k]);
+        if (v > UINT32_MAX)
+            fail(io, "a stack id out of range");
+        *id = (uint32_t)v;
+    }
+}
+
+/* What an event changes in the state, once all its fields are known. */
+static void update(tf_colstate *st, const tf_event *e, const col_io *io)
+{
+    st->seq = e->seq;
+    st->t_ns = e->t_ns;
+    st->tid = e->tid;
+    int sp = space_of(e->kind);
+    uint64_t p = sp >= 0 ? ptr_of(e) : 0, size = sp >= 0 ? size_of(e) : 0;
+    switch (e->kind) {
+    case TF_EV_CUDA_ALLOC: case TF_EV_POOL_ALLOC: case TF_EV_HOST_ALLOC: case TF_EV_PY_ALLOC:
+        if (!p)
+            break;
+        tf_rankset_add(&st->live[sp], p, size);
+        /* The allocation took the start of a free room: the rest is where
+         * the next one may go. */
+        if (io->took && io->whole > size && size && p + size > p)
+            tf_rankset_add(&st->freed[sp], p + size, io->whole - size);
+        break;
+    case TF_EV_CUDA_FREE: case TF_EV_POOL_FREE: case TF_EV_HOST_FREE: case TF_EV_PY_FREE:
+        if (!p)
+            break;
+        size = 0;
+        tf_rankset_remove(&st->live[sp], p, &size);
+        tf_rankset_add(&st->freed[sp], p, size);
+        break;
+    case TF_EV_POOL_SEGMENT:
+        if (e->u.segment.grow && e->u.segment.ptr && e->u.segment.size)
+            tf_rankset_add(&st->freed[TF_SPACE_POOL], e->u.segment.ptr, e->u.segment.size);
+        break;
+    default:
+        break;
+    }
+    tf_col_thread *th = thread_touch(st, e->tid);
+    mtf_push(th, 0, e->native_stack);
+    mtf_push(th, 1, e->py_stack);
+    if (e->kind == TF_EV_POOL_OP_BEGIN && th->nops < TF_COL_OPS) {
+        th->ops[th->nops++] = (tf_col_op){ .seq = e->seq, .arg = e->u.pool_op.arg, .op = e->u.pool_op.op };
+    } else if (e->kind == TF_EV_POOL_OP_END) {
+        for (uint32_t i = th->nops; i-- > 0;)
+            if (th->ops[i].seq == e->u.pool_op.begin) {
+                memmove(th->ops + i, th->ops + i + 1, (th->nops - i - 1) * sizeof th->ops[0]);
+                th->nops--;
+                break;
+            }
+    }
+}
+
+/* One event, either way (see the top of the file).  Decoding, e holds its
+ * kind and zeros. */
+static void code_event(col_io *io, tf_colstate *st, tf_event *e)
+{
+    const tf_event_layout *layout = tf_event_layout_of(e->kind);
+    const fcode *codes = codes_of(e->kind);
+    uint32_t *last = &st->lastpres[e->kind - 32];
+    uint64_t pres = 0;
+    if (io->dec) {
+        pres = get(io, TF_COL_PRESENCE) ^ *last;
+        if (pres >> (TF_COMMON_FIELDS + layout->nfields))
+            fail(io, "a presence map with bits past the kind's fields");
+    }
+    io->pres = (uint32_t)pres;
+    io->took = 0;
+    const tf_col_thread *th = NULL;
+    code_common(io, st, e, &th);
+    for (unsigned i = 0; i < layout->nfields && !io->bad; i++)
+        code_field(io, st, e, th, &layout->fields[i], codes[i], TF_COMMON_FIELDS + i);
+    if (!io->dec)
+        put(io, TF_COL_PRESENCE, io->pres ^ *last);
+    *last = io->pres;
+    if (!io->bad)
+        update(st, e, io);
+}
+
+static void state_reset(tf_colstate *st, uint64_t tunit)
+{
+    for (int s = 0; s < TF_SPACES; s++) {
+        tf_rankset_clear(&st->live[s]);
+        tf_rankset_clear(&st->freed[s]);
+    }
+    st->nthreads = 0;
+    st->seq = st->t_ns = 0;
+    st->tid = 0;
+    memset(st->ptr, 0, sizeof st->ptr);
+    memset(st->lastdef, 0, sizeof st->lastdef);
+    st->align = 0;
+    memset(st->lastpool, 0, sizeof st->lastpool);
+    memset(st->size_ok, 1, sizeof st->size_ok);
+    memset(st->lastpres, 0, sizeof st->lastpres);
+    st->tunit = tunit ? tunit : 1;
+}
+
+/* A definition record's effect on the state. */
+static int definition(tf_colstate *st, uint32_t kind, tf_cursor c, int first)
+{
+    if (kind == TF_REC_FRAME) {
+        if (!first)
+            return -1;
+        tf_get_uv(&c);
+        st->seq = tf_get_uv(&c);
+        st->t_ns = tf_get_uv(&c);
+        return c.bad ? -1 : 0;
+    }
+    if (first || kind == TF_REC_HEADER)
+        return -1;     /* a block is one frame, opened by FRAME */
+    if (kind == TF_REC_NATIVE_STACK || kind == TF_REC_PY_STACK) {
+        uint64_t id = tf_get_uv(&c);
+        if (!c.bad && id <= UINT32_MAX)
+            st->lastdef[kind == TF_REC_PY_STACK] = (uint32_t)id;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ 1.x records */
+
+typedef struct rec_bases { uint64_t seq, t_ns, ptr[TF_PTR_CLASSES]; uint32_t tid; } rec_bases;
+
+/* An event record's payload (FORMAT.md section 7) into e; -1 if bad. */
+static int rec_get_event(rec_bases *b, tf_cursor *c, tf_event *e)
+{
+    const tf_event_layout *layout = tf_event_layout_of(e->kind);
+    if (!layout || c->end - c->p < 2)
+        return -1;
+    uint32_t present = (uint32_t)c->p[0] | (uint32_t)c->p[1] << 8;
+    c->p += 2;
+    if (present >> (TF_COMMON_FIELDS + layout->nfields))
+        return -1;
+    e->seq = b->seq + 1 + (present & 1 ? tf_get_uv(c) : 0);
+    uint64_t tid = present & 2 ? tf_get_uv(c) : b->tid;
+    e->t_ns = b->t_ns + (present & 4 ? (uint64_t)tf_unzigzag(tf_get_uv(c)) : 0);
+    e->parent = present & 8 ? e->seq - tf_get_uv(c) : 0;
+    uint64_t ns = present & 16 ? tf_get_uv(c) : 0, ps = present & 32 ? tf_get_uv(c) : 0;
+    if (tid > UINT32_MAX || ns > UINT32_MAX || ps > UINT32_MAX)
+        return -1;
+    e->tid = (uint32_t)tid;
+    e->native_stack = (uint32_t)ns;
+    e->py_stack = (uint32_t)ps;
+    for (unsigned i = 0; i < layout->nfields; i++) {
+        if (!(present >> (TF_COMMON_FIELDS + i) & 1))
+            continue;
+        const tf_field *f = &layout->fields[i];
+        uint8_t *at = (uint8_t *)e + f->offset;
+        uint64_t v = tf_get_uv(c);
+        if (f->enc == TF_ENC_U32 || f->enc == TF_ENC_S32) {
+            int64_t s = tf_unzigzag(v);
+            if (f->enc == TF_ENC_U32 ? v > UINT32_MAX : s != (int32_t)s)
+                return -1;
+            uint32_t v32 = f->enc == TF_ENC_U32 ? (uint32_t)v : (uint32_t)(int32_t)s;
+            memcpy(at, &v32, 4);
+            continue;
+        }
+        if (f->enc == TF_ENC_PTR)
+            v = b->ptr[f->ptr_class] += (uint64_t)tf_unzigzag(v);
+        else if (f->enc == TF_ENC_SEQREL)
+            v = e->seq - v;
+        memcpy(at, &v, 8);
+    }
+    if (c->bad || c->p != c->end)
+        return -1;
+    b->seq = e->seq;
+    b->t_ns = e->t_ns;
+    b->tid = e->tid;
+    return 0;
+}
+
+/* e as an event record (kind, length, payload) at p; returns the end. */
+static uint8_t *rec_put_event(rec_bases *b, uint8_t *p, const tf_event *e)
+{
+    const tf_event_layout *layout = tf_event_layout_of(e->kind);
+    uint8_t body[TF_EVENT_PAYLOAD_MAX], *q = body + 2;
+    uint32_t present = 0;
+    if (e->seq != b->seq + 1) { present |= 1; q = tf_put_uv(q, e->seq - b->seq - 1); }
+    if (e->tid != b->tid) { present |= 2; q = tf_put_uv(q, e->tid); }
+    if (e->t_ns != b->t_ns) { present |= 4; q = tf_put_uv(q, tf_zigzag((int64_t)(e->t_ns - b->t_ns))); }
+    if (e->parent) { present |= 8; q = tf_put_uv(q, e->seq - e->parent); }
+    if (e->native_stack) { present |= 16; q = tf_put_uv(q, e->native_stack); }
+    if (e->py_stack) { present |= 32; q = tf_put_uv(q, e->py_stack); }
+    for (unsigned i = 0; i < layout->nfields; i++) {
+        const tf_field *f = &layout->fields[i];
+        const uint8_t *at = (const uint8_t *)e + f->offset;
+        uint64_t v;
+        uint32_t v32;
+        if (f->enc == TF_ENC_U32 || f->enc == TF_ENC_S32) {
+            memcpy(&v32, at, 4);
+            if (!v32)
+                continue;
+            v = f->enc == TF_ENC_U32 ? v32 : tf_zigzag((int32_t)v32);
+        } else {
+            memcpy(&v, at, 8);
+            if (!v)
+                continue;
+            if (f->enc == TF_ENC_PTR) {
+                uint64_t d = tf_zigzag((int64_t)(v - b->ptr[f->ptr_class]));
+                b->ptr[f->ptr_class] = v;
+                v = d;
+            } else if (f->enc == TF_ENC_SEQREL) {
+                v = e->seq - v;
+            }
+        }
+        present |= 1u << (TF_COMMON_FIELDS + i);
+        q = tf_put_uv(q, v);
+    }
+    body[0] = (uint8_t)present;
+    body[1] = (uint8_t)(present >> 8);
+    p = tf_put_uv(p, e->kind);
+    p = tf_put_uv(p, (uint64_t)(q - body));
+    memcpy(p, body, (size_t)(q - body));
+    b->seq = e->seq;
+    b->t_ns = e->t_ns;
+    b->tid = e->tid;
+    return p + (q - body);
+}
+
+/* ------------------------------------------------------------ encoder */
+
+tf_colenc *tf_colenc_new(void)
+{
+    tf_colenc *enc = tf_pages_resize(NULL, 0, sizeof *enc);
+    return enc;
+}
+
+void tf_colenc_free(tf_colenc *enc)
+{
+    if (!enc)
+        return;
+    for (int i = 0; i < TF_COLUMNS; i++)
+        tf_pages_free(enc->col[i].data, enc->col[i].cap);
+    tf_pages_free(enc, sizeof *enc);
+}
+
+static int encode_once(tf_colenc *enc, const uint8_t *records, size_t len, uint64_t tunit,
+                       uint64_t *nrec, int *off_unit)
+{
+    tf_colstate *st = &enc->st;
+    state_reset(st, tunit);
+    for (int i = 0; i < TF_COLUMNS; i++)
+        enc->col[i].len = 0;
+    col_io io = { .enc = enc };
+    rec_bases b = { 0 };
+    tf_cursor c = { records, records + len, 0 };
+    *nrec = 0;
+    *off_unit = 0;
+    while (c.p < c.end) {
+        uint64_t kind = tf_get_uv(&c);
+        uint64_t n;
+        const uint8_t *payload = tf_get_bytes(&c, &n);
+        if (c.bad || kind > UINT32_MAX)
+            return -1;
+        tf_cursor pc = { payload, payload + n, 0 };
+        put(&io, TF_COL_KIND, kind);
+        if (kind < 32) {
+            if (definition(st, (uint32_t)kind, pc, *nrec == 0) < 0)
+                return -1;
+            if (kind == TF_REC_FRAME) {
+                b.seq = st->seq;
+                b.t_ns = st->t_ns;
+            }
+            put(&io, TF_COL_DEFS, n);
+            if (tf_pages_reserve(&enc->col[TF_COL_DEFS].data, &enc->col[TF_COL_DEFS].cap,
+                                 enc->col[TF_COL_DEFS].len, n, 16384) < 0)
+                return -1;
+            memcpy(enc->col[TF_COL_DEFS].data + enc->col[TF_COL_DEFS].len, payload, n);
+            enc->col[TF_COL_DEFS].len += n;
+        } else {
+            if (*nrec == 0)
+                return -1;
+            tf_event e = { .kind = (uint32_t)kind };
+            if (rec_get_event(&b, &pc, &e) < 0)
+                return -1;
+            code_event(&io, st, &e);
+            if (io.bad) {
+                *off_unit = io.why && !strcmp(io.why, "a time off the unit");
+                return -1;
+            }
+        }
+        ++*nrec;
+    }
+    return io.bad ? -1 : 0;
+}
+
+int tf_columns_encode(tf_colenc *enc, const uint8_t *records, size_t len, uint64_t tunit)
+{
+    uint64_t nrec;
+    int off_unit;
+    if (encode_once(enc, records, len, tunit, &nrec, &off_unit) < 0) {
+        /* A time between two events is not a whole number of units (a log
+         * written in a finer unit than it says): the block counts in ns. */
+        if (!off_unit || tunit <= 1 || encode_once(enc, records, len, 1, &nrec, &off_unit) < 0)
+            return -1;
+        tunit = 1;
+    }
+    uint8_t hdr[(3 + TF_COLUMNS) * TF_VARINT_MAX], *h = hdr;
+    h = tf_put_uv(h, tunit);
+    h = tf_put_uv(h, nrec);
+    h = tf_put_uv(h, TF_COLUMNS);
+    size_t body = 0;
+    for (int i = 0; i < TF_COLUMNS; i++) {
+        h = tf_put_uv(h, enc->col[i].len);
+        body += enc->col[i].len;
+    }
+    size_t payload = (size_t)(h - hdr) + body;
+    uint8_t *p = tf_put_uv(enc->head, TF_REC_COLUMNS);
+    p = tf_put_uv(p, payload);
+    memcpy(p, hdr, (size_t)(h - hdr));
+    enc->head_len = (size_t)(p - enc->head) + (size_t)(h - hdr);
+    /* Not smaller than the records: they compress as well, and a 1.x-style
+     * frame survives being cut short better (FORMAT.md section 10). */
+    return enc->head_len + body < len ? 0 : 1;
+}
+
+int tf_colenc_pieces(const tf_colenc *enc, const void **data, size_t *len)
+{
+    int n = 0;
+    data[n] = enc->head;
+    len[n++] = enc->head_len;
+    for (int i = 0; i < TF_COLUMNS; i++)
+        if (enc->col[i].len) {
+            data[n] = enc->col[i].data;
+            len[n++] = enc->col[i].len;
+        }
+    return n;
+}
+
+size_t tf_colenc_size(const tf_colenc *enc)
+{
+    size_t n = enc->head_len;
+    for (int i = 0; i < TF_COLUMNS; i++)
+        n += enc->col[i].len;
+    return n;
+}
+
+/* ------------------------------------------------------------ decoder */
+
+static int grow_out(uint8_t **out, size_t *cap, size_t used, size_t need)
+{
+    if (*cap - used >= need)
+        return 0;
+    size_t n = *cap ? *cap : 65536;
+    while (n - used < need)
+        n *= 2;
+    if (n > (size_t)1 << 28)
+        return -1;   /* far past what any writer's frame holds */
+    uint8_t *p = realloc(*out, n);
+    if (!p)
+        return -1;
+    *out = p;
+    *cap = n;
+    return 0;
+}
+
+int tf_columns_decode(tf_colstate *st, const uint8_t *block, size_t len, uint8_t **out,
+                      size_t *out_len, size_t *out_cap, const char **why)
+{
+    tf_cursor c = { block, block + len, 0 };
+    uint64_t tunit = tf_get_uv(&c), nrec = tf_get_uv(&c), ncols = tf_get_uv(&c);
+    if (c.bad || tunit == 0 || ncols != TF_COLUMNS) {
+        *why = "column block header";
+        return -1;
+    }
+    col_io io = { .dec = 1 };
+    uint64_t lens[TF_COLUMNS], total = 0;
+    for (int i = 0; i < TF_COLUMNS; i++) {
+        lens[i] = tf_get_uv(&c);
+        total += lens[i];
+        if (lens[i] > len)
+            c.bad = 1;
+    }
+    if (c.bad || total != (uint64_t)(c.end - c.p)) {
+        *why = "column block header";
+        return -1;
+    }
+    for (int i = 0; i < TF_COLUMNS; i++) {
+        io.in[i] = (tf_cursor){ c.p, c.p + lens[i], 0 };
+        c.p += lens[i];
+    }
+    state_reset(st, tunit);
+    rec_bases b = { 0 };
+    *why = "column block";
+    for (uint64_t i = 0; i < nrec; i++) {
+        uint64_t kind = get(&io, TF_COL_KIND);
+        if (io.bad || kind > UINT32_MAX)
+            return -1;
+        if (kind < 32) {
+            uint64_t n = get(&io, TF_COL_DEFS);
+            tf_cursor *d = &io.in[TF_COL_DEFS];
+            if (io.bad || n > (uint64_t)(d->end - d->p))
+                return -1;
+            tf_cursor pc = { d->p, d->p + n, 0 };
+            if (definition(st, (uint32_t)kind, pc, i == 0) < 0)
+                return -1;
+            if (kind == TF_REC_FRAME) {
+                b.seq = st->seq;
+                b.t_ns = st->t_ns;
+            }
+            if (grow_out(out, out_cap, *out_len, 2 * TF_VARINT_MAX + n) < 0) {
+                *why = "out of memory";
+                return -1;
+            }
+            uint8_t *p = tf_put_uv(*out + *out_len, kind);
+            p = tf_put_uv(p, n);
+            memcpy(p, d->p, n);
+            *out_len = (size_t)(p + n - *out);
+            d->p += n;
+            continue;
+        }
+        if (i == 0 || !tf_event_layout_of((uint32_t)kind))
+            return -1;
+        tf_event e = { .kind = (uint32_t)kind };
+        code_event(&io, st, &e);
+        if (io.bad) {
+            *why = io.why ? io.why : "column block";
+            return -1;
+        }
+        if (grow_out(out, out_cap, *out_len, 2 * TF_VARINT_MAX + TF_EVENT_PAYLOAD_MAX) < 0) {
+            *why = "out of memory";
+            return -1;
+        }
+        *out_len = (size_t)(rec_put_event(&b, *out + *out_len, &e) - *out);
+    }
+    for (int i = 0; i < TF_COLUMNS; i++)
+        if (io.in[i].p != io.in[i].end) {
+            *why = "column block: a column longer than its records";
+            return -1;
+        }
+    return 0;
+}

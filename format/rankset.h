@@ -1,0 +1,51 @@
+/*
+ * rankset.h - a set of addresses ordered by when each was last added, where
+ * an address is named by its rank (1: the newest).
+ *
+ * A column block (FORMAT.md section 15) writes a pointer as its rank in such
+ * a set: the blocks live in a space, or freed and not yet reused, in the
+ * frame so far.  The encoder and every decoder keep the same sets, so the
+ * set's rules are the format's: it holds the last TF_RANK_WINDOW additions
+ * at most (an addition pushes out whatever was added TF_RANK_WINDOW additions
+ * before, if it is still there), and adding an address it holds moves it to
+ * the front.  The bound is what keeps the recorder's memory for this fixed
+ * (a set is about 80 KiB, whatever the frame holds), and costs nothing to a
+ * pool stream, whose frees name recent blocks.
+ *
+ * Slots are a ring indexed by the addition's number modulo the window; a
+ * bitmap says which slots are in use, so a rank is the count of used slots
+ * from the address's to the newest, and the address of a rank is found by
+ * counting back from the newest: both a few popcounts for the recent
+ * addresses a pool stream names.  An open-addressing hash (linear probing,
+ * deletion by backward shift) finds an address's slot.  No allocation: the
+ * caller owns the memory (the recorder maps it, see columns.h).
+ */
+#ifndef TF_RANKSET_H
+#define TF_RANKSET_H
+
+#include <stdint.h>
+
+#define TF_RANK_WINDOW 4096u  /* a power of two: part of the format */
+
+typedef struct tf_rankset {
+    uint64_t added;                        /* additions so far */
+    uint32_t count;                        /* addresses held */
+    uint64_t key[TF_RANK_WINDOW];          /* by slot */
+    uint64_t val[TF_RANK_WINDOW];          /* what the caller keeps with it (a size) */
+    uint64_t used[TF_RANK_WINDOW / 64];    /* slots in use */
+    uint16_t hash[2 * TF_RANK_WINDOW];     /* slot + 1, 0 empty */
+} tf_rankset;
+
+void tf_rankset_clear(tf_rankset *s);
+/* Adds addr (moving it to the front if held) with val. */
+void tf_rankset_add(tf_rankset *s, uint64_t addr, uint64_t val);
+/* Removes addr; 1 and its val in *val when it was held, else 0. */
+int tf_rankset_remove(tf_rankset *s, uint64_t addr, uint64_t *val);
+/* addr's rank (1 the newest), 0 when not held. */
+uint32_t tf_rankset_rank(const tf_rankset *s, uint64_t addr);
+/* The address of rank r; 0 when r is 0 or above the count. */
+uint64_t tf_rankset_at(const tf_rankset *s, uint32_t r);
+/* 1 and addr's val in *val when held. */
+int tf_rankset_get(const tf_rankset *s, uint64_t addr, uint64_t *val);
+
+#endif
