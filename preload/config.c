@@ -32,6 +32,7 @@ static trace_config config = {
     .exit_line = -1,
     .flush_ms = 100,
     .time_unit_ns = 1000,
+    .columns = 1,
 };
 static char output_template[sizeof config.output] = DEFAULT_OUTPUT;
 /* The output path, then the other settings: about 210 bytes at their longest
@@ -201,12 +202,13 @@ static void describe(void)
     int n = snprintf(description, sizeof description,
                      "output=%s;stack_depth=%d;python=%d;host_buffers=%d;host_threshold=%llu;"
                      "py_allocs=%u;py_alloc_native=%d;quiet=%d;exit_line=%s;max_bytes=%llu;"
-                     "flush_ms=%u;time_unit_ns=%u",
+                     "flush_ms=%u;time_unit_ns=%u;columns=%d",
                      config.output, config.stack_depth, config.python, config.host_buffers,
                      (unsigned long long)config.host_threshold, config.py_alloc_sample,
                      config.py_alloc_native, config.quiet,
                      config.exit_line < 0 ? "auto" : config.exit_line ? "1" : "0",
-                     (unsigned long long)config.max_bytes, config.flush_ms, config.time_unit_ns);
+                     (unsigned long long)config.max_bytes, config.flush_ms, config.time_unit_ns,
+                     config.columns);
     if (n < 0 || (size_t)n >= sizeof description)
         trace_warn("the settings do not fit the log header's %zu bytes; stored cut short",
                    sizeof description);
@@ -246,6 +248,7 @@ void trace_config_load(void)
     v = config.time_unit_ns;
     read_int("TRACE_TIME_UNIT_NS", 1, 1000000000, &v);
     config.time_unit_ns = (uint32_t)v;
+    read_flag("TRACE_COLUMNS", &config.columns);
     const char *line = getenv("TRACE_EXIT_LINE");
     if (line && *line) {
         if (!strcmp(line, "auto"))

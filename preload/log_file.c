@@ -3,6 +3,7 @@
  * log_file.h for why no descriptor is kept).
  */
 #include "log_file.h"
+#include "columns.h"
 #include "config.h"
 #include "recorder_core.h"
 #include "warn.h"
@@ -39,6 +40,21 @@ static int failed;
 static uint8_t *frame;      /* the compressed frame: mapped pages (a signal
                                handler may write the log) */
 static size_t frame_cap;
+/* The column-block encoder (TRACE_COLUMNS), mapped at the first frame: its
+ * memory is fixed (columns.h) apart from its columns, which grow to about a
+ * frame's records. */
+static tf_colenc *colenc;
+static int colenc_failed;
+
+/* A chunk compressed into frame: as a column block when it makes one. */
+static size_t compress(const tf_chunk *c, void *cctx)
+{
+    const trace_config *cfg = trace_config_get();
+    if (cfg->columns && !colenc && !colenc_failed && !(colenc = tf_colenc_new()))
+        colenc_failed = 1;   /* no memory for it: frames stay records */
+    return tf_chunk_compress_columns(c, cfg->columns ? colenc : NULL, cfg->time_unit_ns, cctx,
+                                     LOG_COMPRESSION_LEVEL, frame, frame_cap);
+}
 
 static void give_up(const char *what, int err)
 {
@@ -137,7 +153,7 @@ int log_write(const tf_chunk *c, void *cctx)
         return 0;
     size_t n = 0;
     if (reserve_frame(tf_chunk_bound(c)) < 0 ||
-        !(n = tf_chunk_compress(c, cctx, LOG_COMPRESSION_LEVEL, frame, frame_cap))) {
+        !(n = compress(c, cctx))) {
         give_up("cannot compress for", ENOMEM);
         return -1;
     }
@@ -218,7 +234,7 @@ int log_rotate(const tf_chunk *restated, void *cctx)
         return -1;
     }
     if (reserve_frame(tf_chunk_bound(restated)) < 0 ||
-        !(n = tf_chunk_compress(restated, cctx, LOG_COMPRESSION_LEVEL, frame, frame_cap))) {
+        !(n = compress(restated, cctx))) {
         stop_rotating("cannot compress a segment's opening", ENOMEM);
         return -1;
     }

@@ -370,10 +370,12 @@ def test_rotation_follower():
     reported it, so the follower is never more than a few segments behind
     however loaded the machine is."""
     log, go = work("rotf.tlog"), work("rotf.go")
-    # A double free (a wait) every 5,000 iterations: about one segment of
-    # 256K (the window keeps about four after the first).  Every 20,000 the
-    # follower, slower under ASan and a loaded machine, fell a whole window
-    # behind between two waits and a segment was deleted unread.
+    # A double free (a wait) every 5,000 iterations: about one and a half
+    # segments of a 96K budget (12K each, column blocks; the window keeps
+    # about eight).  Every 20,000 the follower, slower under ASan and a
+    # loaded machine, fell a whole window behind between two waits and a
+    # segment was deleted unread.  The budget is below the log's size (about
+    # 150K), so segments are deleted.
     points = [5000 * i for i in range(1, 8)]
     errs = open(work("rotf.err"), "w+")
     follower = subprocess.Popen(replay_cmd("check", "--follow", log, "--on-violation=continue", "--json"),
@@ -381,7 +383,7 @@ def test_rotation_follower():
     args = [40000, "--wait-file", go]
     for k in points:
         args += ["--double-free-at", k]
-    prog = subprocess.Popen(churn(*args), env=traced_env(log, TRACE_MAX_BYTES="256K"), stdout=subprocess.PIPE,
+    prog = subprocess.Popen(churn(*args), env=traced_env(log, TRACE_MAX_BYTES="96K"), stdout=subprocess.PIPE,
                             text=True)
     lines = []
     for i in range(1, len(points) + 1):
@@ -415,9 +417,10 @@ def test_checkpoint():
     follower = subprocess.Popen(replay_cmd("check", "--follow", log, "--json"), stdout=subprocess.PIPE, stderr=errs,
                                 text=True)
     # The double free at the very end: the follower stops there, and the
-    # program waits for no checkpoint after it.
+    # program waits for no checkpoint after it.  The budget is below the
+    # log's size (about 150K with column blocks), so segments are deleted.
     p = subprocess.run(churn(40000, "--free-again", 40000, 200, "--wait-checkpoints", stem),
-                       env=traced_env(log, TRACE_MAX_BYTES="256K"), capture_output=True, text=True, timeout=LONG)
+                       env=traced_env(log, TRACE_MAX_BYTES="96K"), capture_output=True, text=True, timeout=LONG)
     check(p.returncode == 0, "prog_churn: %s" % p.stderr)
     out, err = rest_of(follower, errs)
     doc = json.loads(out.splitlines()[-1])
@@ -433,7 +436,7 @@ def test_checkpoint():
     # The newest only, beside a segment still there.
     check(len(ckpts) == 1 and ckpts[0][:-len(".ckpt")] in files[1:], "checkpoints %s for segments %s" %
           (ckpts, files))
-    print("on disk: %d bytes of segments, %d bytes of checkpoints (budget 262144)" %
+    print("on disk: %d bytes of segments, %d bytes of checkpoints (budget 98304)" %
           (sum(os.path.getsize(f) for f in files), sum(os.path.getsize(f) for f in ckpts)))
     # check from the oldest checkpoint on what remains.
     c = subprocess.run(replay_cmd("check", log), capture_output=True, text=True)
