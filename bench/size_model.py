@@ -5,7 +5,7 @@ Usage:  python3 bench/size_model.py LOG [--frames N] [--no-verify] [--time-unit 
 
 What it models
 --------------
-It reads LOG (format 1.x, FORMAT.md), decompresses each zstd frame with the
+It reads LOG (format 1.x, or 2.0 without column blocks: TRACE_COLUMNS=0), decompresses each zstd frame with the
 system libzstd (the library libtrace.so links), and decodes every record.
 Then:
 
@@ -361,6 +361,9 @@ def read_log(path, max_frames=None):
             continue
         if max_frames is not None and len(frames) >= max_frames:
             break
+        if raw[:1] == b"\x0d":   # a COLUMNS record: a column block (FORMAT.md section 15)
+            sys.exit("%s holds column blocks (format 2.0): the model starts from records; "
+                     "trace the program again with TRACE_COLUMNS=0" % path)
         fr = decode_frame(raw)
         fr.csize = csize
         frames.append(fr)
