@@ -36,6 +36,10 @@ const char *tf_column_name(unsigned col)
 
 /* ------------------------------------------------------------ token i/o */
 
+/* The token functions are small and called several times per field: they
+ * must inline (about a third of the encoder's time went to calls). */
+#define INLINE static inline __attribute__((always_inline))
+
 typedef struct col_io {
     int dec;                        /* decoding */
     int bad;                        /* a token failed (decoding) or a column could not grow */
@@ -48,19 +52,32 @@ typedef struct col_io {
     uint64_t whole;
 } col_io;
 
-static void put(col_io *io, unsigned col, uint64_t v)
+static __attribute__((noinline)) int grow_column(col_io *io, unsigned col)
 {
     tf_colenc *e = io->enc;
-    if (e->col[col].cap - e->col[col].len < TF_VARINT_MAX &&
-        tf_pages_reserve(&e->col[col].data, &e->col[col].cap, e->col[col].len, TF_VARINT_MAX,
+    if (tf_pages_reserve(&e->col[col].data, &e->col[col].cap, e->col[col].len, TF_VARINT_MAX,
                          16384) < 0) {
         io->bad = 1;
-        return;
+        return -1;
     }
-    e->col[col].len = (size_t)(tf_put_uv(e->col[col].data + e->col[col].len, v) - e->col[col].data);
+    return 0;
 }
 
-static uint64_t get(col_io *io, unsigned col)
+INLINE void put(col_io *io, unsigned col, uint64_t v)
+{
+    tf_colenc *e = io->enc;
+    if (__builtin_expect(e->col[col].cap - e->col[col].len < TF_VARINT_MAX, 0) && grow_column(io, col) < 0)
+        return;
+    uint8_t *p = e->col[col].data + e->col[col].len;
+    if (v < 0x80) {
+        *p = (uint8_t)v;
+        e->col[col].len++;
+        return;
+    }
+    e->col[col].len = (size_t)(tf_put_uv(p, v) - e->col[col].data);
+}
+
+INLINE uint64_t get(col_io *io, unsigned col)
 {
     uint64_t v = tf_get_uv(&io->in[col]);
     if (io->in[col].bad && !io->bad) {
@@ -71,7 +88,7 @@ static uint64_t get(col_io *io, unsigned col)
 }
 
 /* One token, either way: written from *v, or read into it. */
-static void sym(col_io *io, unsigned col, uint64_t *v)
+INLINE void sym(col_io *io, unsigned col, uint64_t *v)
 {
     if (io->dec)
         *v = get(io, col);
@@ -89,7 +106,7 @@ static void fail(col_io *io, const char *why)
 
 /* Whether the field of presence bit `bit` is written: encoding, when the
  * value differs from the prediction (the bit is set); decoding, the bit. */
-static int here(col_io *io, unsigned bit, uint64_t v, uint64_t pred)
+INLINE int here(col_io *io, unsigned bit, uint64_t v, uint64_t pred)
 {
     if (io->dec)
         return io->pres >> bit & 1;
@@ -100,7 +117,7 @@ static int here(col_io *io, unsigned bit, uint64_t v, uint64_t pred)
 }
 
 /* A value as its signed difference from the prediction. */
-static uint64_t residual(col_io *io, unsigned col, uint64_t v, uint64_t pred)
+INLINE uint64_t residual(col_io *io, unsigned col, uint64_t v, uint64_t pred)
 {
     uint64_t z = tf_zigzag((int64_t)(v - pred));
     sym(io, col, &z);

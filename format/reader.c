@@ -207,6 +207,7 @@ static int expand_block(tf_reader *r, int outcome, const char **why)
     r->buf_len = r->cols_len;
     r->cols = buf;
     r->cols_cap = cap;
+    r->st.column_blocks++;
     return outcome;
 }
 

@@ -331,6 +331,7 @@ typedef struct tf_read_status {
     uint64_t events;          /* events returned */
     uint64_t frames;          /* frames decoded (whole or in part) */
     uint64_t corrupt_frames;  /* frames whose checksum or records failed */
+    uint64_t column_blocks;   /* frames that were column blocks (2.0), decoded */
     int clean_end;            /* an END record was read */
     int truncated;            /* the file stops inside a frame or record */
     uint64_t last_seq;        /* seq of the last event returned */

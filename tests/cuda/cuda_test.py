@@ -229,6 +229,34 @@ def test_threads():
           "counts: %s" % p.stdout)
 
 
+def test_columns():
+    """Frames as column blocks (FORMAT.md section 15), the default: 8
+    threads of CUDA pairs make a log whose frames after the first are
+    blocks, read back whole (seqs without a gap, every free after its
+    allocation, the END record); the same program's log with
+    TRACE_COLUMNS=0 holds no block, nor does one with TRACE_PY_ALLOCS on,
+    where auto means records (docs/settings.md).  Sizes are printed, not
+    checked: with threads racing, they depend on the machine's load
+    (format.columns checks what blocks save on a fixed stream)."""
+    found = {}
+    for columns in ("auto", "0", "py_allocs"):
+        log = os.path.join(ARGS.work, "columns-%s.tlog" % columns)
+        settings = {"TRACE_PY_ALLOCS": "1"} if columns == "py_allocs" else {"TRACE_COLUMNS": columns}
+        rc, out, err = run([prog("prog_threads"), "8", "20000"], env_for(TRACE_OUTPUT=log, **settings))
+        check(rc == 0 and "done 8 x 20000" in out, "exit %d: %s" % (rc, err))
+        p = subprocess.run([prog("check_order"), log], capture_output=True, text=True)
+        check(p.returncode == 0 and p.stdout.split() == ["160000", "160000", "clean_end=1", "truncated=0",
+                                                         "corrupt=0"], "%s: %s" % (columns, p.stdout))
+        records = decode(log)
+        st = status(records)
+        check("columns=%d" % (columns == "auto") in of_type(records, "header")[0]["settings"], "settings")
+        found[columns] = (st["column_blocks"], st["frames"], os.path.getsize(log))
+    blocks, frames, size = found["auto"]
+    check(blocks >= 1 and blocks >= frames - 2, "blocks: %s" % (found,))
+    check(found["0"][0] == 0 and found["py_allocs"][0] == 0, "blocks where none were due: %s" % (found,))
+    print("column blocks: %d of %d frames, %d bytes; records: %d bytes" % (blocks, frames, size, found["0"][2]))
+
+
 def test_fork():
     rc, out, err = run([prog("prog_fork")], env_for())
     check(rc == 0, "exit %d: %s" % (rc, err))

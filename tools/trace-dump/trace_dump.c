@@ -194,7 +194,10 @@ static void summary_print(dump_ctx *d, summary *s, const char *path)
     if (stat(path, &sb) == 0)
         fprintf(f, "file        %lld bytes, %.2f bytes/event\n", (long long)sb.st_size,
                 st->events ? (double)sb.st_size / (double)st->events : 0.0);
-    fprintf(f, "frames      %" PRIu64 " (%" PRIu64 " corrupt)\n", st->frames, st->corrupt_frames);
+    fprintf(f, "frames      %" PRIu64 " (%" PRIu64 " corrupt", st->frames, st->corrupt_frames);
+    if (st->column_blocks)
+        fprintf(f, ", %" PRIu64 " column blocks", st->column_blocks);
+    fprintf(f, ")\n");
     fprintf(f, "end         %s\n", st->clean_end ? "clean (END record read)" : "no END record");
     const char *damage = tf_reader_damage(d->r);
     fprintf(f, "damage      %s\n", damage ? damage : "none");
