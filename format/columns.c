@@ -247,28 +247,6 @@ static const fcode end_codes[] = { { PLAIN, TF_COL_END }, { PLAIN, TF_COL_END },
                                    { PLAIN, TF_COL_END }, { PLAIN, TF_COL_END } };
 #undef S_
 
-static const fcode *codes_of(uint32_t kind)
-{
-    switch (kind) {
-    case TF_EV_CUDA_ALLOC: return cuda_alloc_codes;
-    case TF_EV_CUDA_FREE: return cuda_free_codes;
-    case TF_EV_POOL_ALLOC: return pool_alloc_codes;
-    case TF_EV_POOL_FREE: return pool_free_codes;
-    case TF_EV_POOL_OP_BEGIN: return op_begin_codes;
-    case TF_EV_POOL_OP_END: return op_end_codes;
-    case TF_EV_POOL_SEGMENT: return segment_codes;
-    case TF_EV_GC_START: case TF_EV_GC_STOP: return gc_codes;
-    case TF_EV_HOST_ALLOC: case TF_EV_PY_ALLOC: return host_alloc_codes;
-    case TF_EV_HOST_FREE: return host_free_codes;
-    case TF_EV_PY_FREE: return py_free_codes;
-    case TF_EV_PY_DOUBLE_INIT: return double_init_codes;
-    case TF_EV_MARK: return small_codes;
-    case TF_EV_RELEASE_FAILED: return release_failed_codes;
-    case TF_EV_END: return end_codes;
-    default: return NULL;
-    }
-}
-
 /* The memory space of an allocation or free kind; -1 for other kinds. */
 static int space_of(uint32_t kind)
 {
@@ -316,7 +294,7 @@ static uint64_t ranked(col_io *io, tf_colstate *st, const tf_rankset *set, unsig
     return v;
 }
 
-static void code_field(col_io *io, tf_colstate *st, tf_event *e, const tf_col_thread *th,
+INLINE void code_field(col_io *io, tf_colstate *st, tf_event *e, const tf_col_thread *th,
                        const tf_field *f, fcode fc, unsigned bit)
 {
     uint8_t *at = (uint8_t *)e + f->offset;
@@ -573,10 +551,50 @@ static void update(tf_colstate *st, const tf_event *e, const col_io *io)
 
 /* One event, either way (see the top of the file).  Decoding, e holds its
  * kind and zeros. */
+/* Inlined once per kind (code_fields), as the writer's put_kind_fields:
+ * with the layout and the coders constants, each field's coder, column and
+ * encoding are known where it is coded, and the switches go away. */
+INLINE void code_kind_fields(col_io *io, tf_colstate *st, tf_event *e, const tf_col_thread *th,
+                             const tf_event_layout *layout, const fcode *codes)
+{
+#define CODE_FIELD(i)                                                                          \
+    if (i < layout->nfields && !io->bad)                                                      \
+        code_field(io, st, e, th, &layout->fields[i], codes[i], TF_COMMON_FIELDS + i);
+    CODE_FIELD(0) CODE_FIELD(1) CODE_FIELD(2) CODE_FIELD(3)
+    CODE_FIELD(4) CODE_FIELD(5) CODE_FIELD(6) CODE_FIELD(7)
+#undef CODE_FIELD
+    _Static_assert(TF_KIND_FIELDS_MAX == 8, "one CODE_FIELD per possible field");
+}
+
+static void code_fields(col_io *io, tf_colstate *st, tf_event *e, const tf_col_thread *th)
+{
+    switch (e->kind) {
+#define KIND(kind, layout, codes) case kind: code_kind_fields(io, st, e, th, &layout, codes); return;
+    KIND(TF_EV_CUDA_ALLOC, tf_cuda_layout, cuda_alloc_codes)
+    KIND(TF_EV_CUDA_FREE, tf_cuda_layout, cuda_free_codes)
+    KIND(TF_EV_POOL_ALLOC, tf_pool_layout, pool_alloc_codes)
+    KIND(TF_EV_POOL_FREE, tf_pool_layout, pool_free_codes)
+    KIND(TF_EV_POOL_OP_BEGIN, tf_pool_op_layout, op_begin_codes)
+    KIND(TF_EV_POOL_OP_END, tf_pool_op_layout, op_end_codes)
+    KIND(TF_EV_POOL_SEGMENT, tf_segment_layout, segment_codes)
+    KIND(TF_EV_GC_START, tf_gc_layout, gc_codes)
+    KIND(TF_EV_GC_STOP, tf_gc_layout, gc_codes)
+    KIND(TF_EV_HOST_ALLOC, tf_host_layout, host_alloc_codes)
+    KIND(TF_EV_PY_ALLOC, tf_host_layout, host_alloc_codes)
+    KIND(TF_EV_HOST_FREE, tf_host_layout, host_free_codes)
+    KIND(TF_EV_PY_FREE, tf_py_free_layout, py_free_codes)
+    KIND(TF_EV_PY_DOUBLE_INIT, tf_double_init_layout, double_init_codes)
+    KIND(TF_EV_MARK, tf_mark_layout, small_codes)
+    KIND(TF_EV_RELEASE_FAILED, tf_release_failed_layout, release_failed_codes)
+    KIND(TF_EV_END, tf_end_layout, end_codes)
+#undef KIND
+    default: return;
+    }
+}
+
 static void code_event(col_io *io, tf_colstate *st, tf_event *e)
 {
     const tf_event_layout *layout = tf_event_layout_of(e->kind);
-    const fcode *codes = codes_of(e->kind);
     uint32_t *last = &st->lastpres[e->kind - 32];
     uint64_t pres = 0;
     if (io->dec) {
@@ -588,8 +606,7 @@ static void code_event(col_io *io, tf_colstate *st, tf_event *e)
     io->took = 0;
     const tf_col_thread *th = NULL;
     code_common(io, st, e, &th);
-    for (unsigned i = 0; i < layout->nfields && !io->bad; i++)
-        code_field(io, st, e, th, &layout->fields[i], codes[i], TF_COMMON_FIELDS + i);
+    code_fields(io, st, e, th);
     if (!io->dec)
         put(io, TF_COL_PRESENCE, io->pres ^ *last);
     *last = io->pres;
@@ -640,16 +657,50 @@ static int definition(tf_colstate *st, uint32_t kind, tf_cursor c, int first)
 
 typedef struct rec_bases { uint64_t seq, t_ns, ptr[TF_PTR_CLASSES]; uint32_t tid; } rec_bases;
 
+/* One kind field of an event record; -1 if out of range. */
+INLINE int rec_get_field(rec_bases *b, tf_cursor *c, tf_event *e, const tf_field *f)
+{
+    uint8_t *at = (uint8_t *)e + f->offset;
+    uint64_t v = tf_get_uv(c);
+    if (f->enc == TF_ENC_U32 || f->enc == TF_ENC_S32) {
+        int64_t s = tf_unzigzag(v);
+        if (f->enc == TF_ENC_U32 ? v > UINT32_MAX : s != (int32_t)s)
+            return -1;
+        uint32_t v32 = f->enc == TF_ENC_U32 ? (uint32_t)v : (uint32_t)(int32_t)s;
+        memcpy(at, &v32, 4);
+        return 0;
+    }
+    if (f->enc == TF_ENC_PTR)
+        v = b->ptr[f->ptr_class] += (uint64_t)tf_unzigzag(v);
+    else if (f->enc == TF_ENC_SEQREL)
+        v = e->seq - v;
+    memcpy(at, &v, 8);
+    return 0;
+}
+
+/* Inlined once per kind, as code_kind_fields. */
+INLINE int rec_get_kind_fields(rec_bases *b, tf_cursor *c, tf_event *e, uint32_t present,
+                               const tf_event_layout *layout)
+{
+    if (present >> (TF_COMMON_FIELDS + layout->nfields))
+        return -1;
+#define GET_FIELD(i)                                                                           \
+    if (i < layout->nfields && (present >> (TF_COMMON_FIELDS + i) & 1) &&                     \
+        rec_get_field(b, c, e, &layout->fields[i]) < 0)                                       \
+        return -1;
+    GET_FIELD(0) GET_FIELD(1) GET_FIELD(2) GET_FIELD(3)
+    GET_FIELD(4) GET_FIELD(5) GET_FIELD(6) GET_FIELD(7)
+#undef GET_FIELD
+    return 0;
+}
+
 /* An event record's payload (FORMAT.md section 7) into e; -1 if bad. */
 static int rec_get_event(rec_bases *b, tf_cursor *c, tf_event *e)
 {
-    const tf_event_layout *layout = tf_event_layout_of(e->kind);
-    if (!layout || c->end - c->p < 2)
+    if (c->end - c->p < 2)
         return -1;
     uint32_t present = (uint32_t)c->p[0] | (uint32_t)c->p[1] << 8;
     c->p += 2;
-    if (present >> (TF_COMMON_FIELDS + layout->nfields))
-        return -1;
     e->seq = b->seq + 1 + (present & 1 ? tf_get_uv(c) : 0);
     uint64_t tid = present & 2 ? tf_get_uv(c) : b->tid;
     e->t_ns = b->t_ns + (present & 4 ? (uint64_t)tf_unzigzag(tf_get_uv(c)) : 0);
@@ -660,27 +711,14 @@ static int rec_get_event(rec_bases *b, tf_cursor *c, tf_event *e)
     e->tid = (uint32_t)tid;
     e->native_stack = (uint32_t)ns;
     e->py_stack = (uint32_t)ps;
-    for (unsigned i = 0; i < layout->nfields; i++) {
-        if (!(present >> (TF_COMMON_FIELDS + i) & 1))
-            continue;
-        const tf_field *f = &layout->fields[i];
-        uint8_t *at = (uint8_t *)e + f->offset;
-        uint64_t v = tf_get_uv(c);
-        if (f->enc == TF_ENC_U32 || f->enc == TF_ENC_S32) {
-            int64_t s = tf_unzigzag(v);
-            if (f->enc == TF_ENC_U32 ? v > UINT32_MAX : s != (int32_t)s)
-                return -1;
-            uint32_t v32 = f->enc == TF_ENC_U32 ? (uint32_t)v : (uint32_t)(int32_t)s;
-            memcpy(at, &v32, 4);
-            continue;
-        }
-        if (f->enc == TF_ENC_PTR)
-            v = b->ptr[f->ptr_class] += (uint64_t)tf_unzigzag(v);
-        else if (f->enc == TF_ENC_SEQREL)
-            v = e->seq - v;
-        memcpy(at, &v, 8);
+    int rc;
+    switch (e->kind) {
+#define DECODE(kind, layout) case kind: rc = rec_get_kind_fields(b, c, e, present, &layout); break;
+    TF_EVENT_KINDS(DECODE)
+#undef DECODE
+    default: return -1;
     }
-    if (c->bad || c->p != c->end)
+    if (rc < 0 || c->bad || c->p != c->end)
         return -1;
     b->seq = e->seq;
     b->t_ns = e->t_ns;
@@ -688,11 +726,51 @@ static int rec_get_event(rec_bases *b, tf_cursor *c, tf_event *e)
     return 0;
 }
 
-/* e as an event record (kind, length, payload) at p; returns the end. */
+INLINE uint8_t *rec_put_field(rec_bases *b, uint8_t *q, const tf_event *e, const tf_field *f,
+                              uint32_t *present, uint32_t bit)
+{
+    const uint8_t *at = (const uint8_t *)e + f->offset;
+    uint64_t v;
+    uint32_t v32;
+    if (f->enc == TF_ENC_U32 || f->enc == TF_ENC_S32) {
+        memcpy(&v32, at, 4);
+        if (!v32)
+            return q;
+        v = f->enc == TF_ENC_U32 ? v32 : tf_zigzag((int32_t)v32);
+    } else {
+        memcpy(&v, at, 8);
+        if (!v)
+            return q;
+        if (f->enc == TF_ENC_PTR) {
+            uint64_t d = tf_zigzag((int64_t)(v - b->ptr[f->ptr_class]));
+            b->ptr[f->ptr_class] = v;
+            v = d;
+        } else if (f->enc == TF_ENC_SEQREL) {
+            v = e->seq - v;
+        }
+    }
+    *present |= bit;
+    return tf_put_uv(q, v);
+}
+
+INLINE uint8_t *rec_put_kind_fields(rec_bases *b, uint8_t *q, const tf_event *e, uint32_t *present,
+                                    const tf_event_layout *layout)
+{
+#define PUT_FIELD(i)                                                                           \
+    if (i < layout->nfields)                                                                  \
+        q = rec_put_field(b, q, e, &layout->fields[i], present, 1u << (TF_COMMON_FIELDS + i));
+    PUT_FIELD(0) PUT_FIELD(1) PUT_FIELD(2) PUT_FIELD(3)
+    PUT_FIELD(4) PUT_FIELD(5) PUT_FIELD(6) PUT_FIELD(7)
+#undef PUT_FIELD
+    return q;
+}
+
+/* e as an event record (kind, length, payload) at p; returns the end.  As
+ * the writer encodes it (writer.c's tf_write_event), so that a block
+ * decodes to the records it was made of. */
 static uint8_t *rec_put_event(rec_bases *b, uint8_t *p, const tf_event *e)
 {
-    const tf_event_layout *layout = tf_event_layout_of(e->kind);
-    uint8_t body[TF_EVENT_PAYLOAD_MAX], *q = body + 2;
+    uint8_t *payload = p + 2, *q = payload + 2;   /* kind < 128, payload < 128 bytes */
     uint32_t present = 0;
     if (e->seq != b->seq + 1) { present |= 1; q = tf_put_uv(q, e->seq - b->seq - 1); }
     if (e->tid != b->tid) { present |= 2; q = tf_put_uv(q, e->tid); }
@@ -700,43 +778,25 @@ static uint8_t *rec_put_event(rec_bases *b, uint8_t *p, const tf_event *e)
     if (e->parent) { present |= 8; q = tf_put_uv(q, e->seq - e->parent); }
     if (e->native_stack) { present |= 16; q = tf_put_uv(q, e->native_stack); }
     if (e->py_stack) { present |= 32; q = tf_put_uv(q, e->py_stack); }
-    for (unsigned i = 0; i < layout->nfields; i++) {
-        const tf_field *f = &layout->fields[i];
-        const uint8_t *at = (const uint8_t *)e + f->offset;
-        uint64_t v;
-        uint32_t v32;
-        if (f->enc == TF_ENC_U32 || f->enc == TF_ENC_S32) {
-            memcpy(&v32, at, 4);
-            if (!v32)
-                continue;
-            v = f->enc == TF_ENC_U32 ? v32 : tf_zigzag((int32_t)v32);
-        } else {
-            memcpy(&v, at, 8);
-            if (!v)
-                continue;
-            if (f->enc == TF_ENC_PTR) {
-                uint64_t d = tf_zigzag((int64_t)(v - b->ptr[f->ptr_class]));
-                b->ptr[f->ptr_class] = v;
-                v = d;
-            } else if (f->enc == TF_ENC_SEQREL) {
-                v = e->seq - v;
-            }
-        }
-        present |= 1u << (TF_COMMON_FIELDS + i);
-        q = tf_put_uv(q, v);
+    switch (e->kind) {
+#define ENCODE(kind, layout) case kind: q = rec_put_kind_fields(b, q, e, &present, &layout); break;
+    TF_EVENT_KINDS(ENCODE)
+#undef ENCODE
+    default: break;
     }
-    body[0] = (uint8_t)present;
-    body[1] = (uint8_t)(present >> 8);
-    p = tf_put_uv(p, e->kind);
-    p = tf_put_uv(p, (uint64_t)(q - body));
-    memcpy(p, body, (size_t)(q - body));
+    p[0] = (uint8_t)e->kind;
+    p[1] = (uint8_t)(q - payload);
+    payload[0] = (uint8_t)present;
+    payload[1] = (uint8_t)(present >> 8);
     b->seq = e->seq;
     b->t_ns = e->t_ns;
     b->tid = e->tid;
-    return p + (q - body);
+    return q;
 }
 
 /* ------------------------------------------------------------ encoder */
+
+static const tf_event zero_event;
 
 tf_colenc *tf_colenc_new(void)
 {
@@ -789,7 +849,9 @@ static int encode_once(tf_colenc *enc, const uint8_t *records, size_t len, uint6
         } else {
             if (*nrec == 0)
                 return -1;
-            tf_event e = { .kind = (uint32_t)kind };
+            tf_event e;
+            memcpy(&e, &zero_event, sizeof e);   /* not = {0}: see reader.c's decode_event */
+            e.kind = (uint32_t)kind;
             if (rec_get_event(&b, &pc, &e) < 0)
                 return -1;
             code_event(&io, st, &e);
@@ -930,7 +992,9 @@ int tf_columns_decode(tf_colstate *st, const uint8_t *block, size_t len, uint8_t
         }
         if (i == 0 || !tf_event_layout_of((uint32_t)kind))
             return -1;
-        tf_event e = { .kind = (uint32_t)kind };
+        tf_event e;
+        memcpy(&e, &zero_event, sizeof e);
+        e.kind = (uint32_t)kind;
         code_event(&io, st, &e);
         if (io.bad) {
             *why = io.why ? io.why : "column block";
