@@ -50,6 +50,7 @@ typedef struct col_io {
     /* the allocation being coded took this much room from the freed set */
     int took;
     uint64_t whole;
+    int off_unit;                   /* encoding failed on a time step that is not whole units */
 } col_io;
 
 static __attribute__((noinline)) int grow_column(col_io *io, unsigned col)
@@ -452,6 +453,7 @@ static void code_common(col_io *io, tf_colstate *st, tf_event *e, const tf_col_t
         int64_t d = (int64_t)(e->t_ns - st->t_ns);
         if (!io->dec && d % (int64_t)st->tunit) {
             fail(io, "a time off the unit");
+            io->off_unit = 1;
             return;
         }
         uint64_t z = tf_zigzag(d / (int64_t)st->tunit);
@@ -856,7 +858,7 @@ static int encode_once(tf_colenc *enc, const uint8_t *records, size_t len, uint6
                 return -1;
             code_event(&io, st, &e);
             if (io.bad) {
-                *off_unit = io.why && !strcmp(io.why, "a time off the unit");
+                *off_unit = io.off_unit;
                 return -1;
             }
         }
