@@ -8,10 +8,9 @@
  * through the same line in both directions (sym()), so what the encoder
  * predicts is by construction what the decoder predicts.
  *
- * The records a block stands for are 1.x records (FORMAT.md sections 3-7).
- * The encoder reads them, and the decoder writes them, with the small
- * table-driven record codec at the end of this file: the reader's and the
- * writer's own are unrolled per kind for speed, and tied to their structs.
+ * The records a block stands for are 1.x records (FORMAT.md sections 3-7):
+ * the encoder reads them, and the decoder writes them, with the writer's
+ * and the reader's own codec (records.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include "columns.h"
 #include "event_fields.h"
 #include "pages.h"
+#include "records.h"
 #include "trace_format.h"
 #include "varint.h"
 
@@ -657,143 +657,17 @@ static int definition(tf_colstate *st, uint32_t kind, tf_cursor c, int first)
 
 /* ------------------------------------------------------------ 1.x records */
 
-typedef struct rec_bases { uint64_t seq, t_ns, ptr[TF_PTR_CLASSES]; uint32_t tid; } rec_bases;
-
-/* One kind field of an event record; -1 if out of range. */
-INLINE int rec_get_field(rec_bases *b, tf_cursor *c, tf_event *e, const tf_field *f)
+/* A chunk's event record into e (records.h), for a block: only kinds this
+ * version defines, and nothing a block would not carry (presence bits or
+ * bytes past the known fields, which a later minor version may add: such a
+ * frame stays records, FORMAT.md section 9). */
+static int read_event(tf_bases *b, uint32_t kind, tf_cursor *c, tf_event *e)
 {
-    uint8_t *at = (uint8_t *)e + f->offset;
-    uint64_t v = tf_get_uv(c);
-    if (f->enc == TF_ENC_U32 || f->enc == TF_ENC_S32) {
-        int64_t s = tf_unzigzag(v);
-        if (f->enc == TF_ENC_U32 ? v > UINT32_MAX : s != (int32_t)s)
-            return -1;
-        uint32_t v32 = f->enc == TF_ENC_U32 ? (uint32_t)v : (uint32_t)(int32_t)s;
-        memcpy(at, &v32, 4);
-        return 0;
-    }
-    if (f->enc == TF_ENC_PTR)
-        v = b->ptr[f->ptr_class] += (uint64_t)tf_unzigzag(v);
-    else if (f->enc == TF_ENC_SEQREL)
-        v = e->seq - v;
-    memcpy(at, &v, 8);
-    return 0;
-}
-
-/* Inlined once per kind, as code_kind_fields. */
-INLINE int rec_get_kind_fields(rec_bases *b, tf_cursor *c, tf_event *e, uint32_t present,
-                               const tf_event_layout *layout)
-{
-    if (present >> (TF_COMMON_FIELDS + layout->nfields))
+    const tf_event_layout *layout = tf_event_layout_of(kind);
+    if (!layout || c->end - c->p < 2 ||
+        ((uint32_t)c->p[0] | (uint32_t)c->p[1] << 8) >> (TF_COMMON_FIELDS + layout->nfields))
         return -1;
-#define GET_FIELD(i)                                                                           \
-    if (i < layout->nfields && (present >> (TF_COMMON_FIELDS + i) & 1) &&                     \
-        rec_get_field(b, c, e, &layout->fields[i]) < 0)                                       \
-        return -1;
-    GET_FIELD(0) GET_FIELD(1) GET_FIELD(2) GET_FIELD(3)
-    GET_FIELD(4) GET_FIELD(5) GET_FIELD(6) GET_FIELD(7)
-#undef GET_FIELD
-    return 0;
-}
-
-/* An event record's payload (FORMAT.md section 7) into e; -1 if bad. */
-static int rec_get_event(rec_bases *b, tf_cursor *c, tf_event *e)
-{
-    if (c->end - c->p < 2)
-        return -1;
-    uint32_t present = (uint32_t)c->p[0] | (uint32_t)c->p[1] << 8;
-    c->p += 2;
-    e->seq = b->seq + 1 + (present & 1 ? tf_get_uv(c) : 0);
-    uint64_t tid = present & 2 ? tf_get_uv(c) : b->tid;
-    e->t_ns = b->t_ns + (present & 4 ? (uint64_t)tf_unzigzag(tf_get_uv(c)) : 0);
-    e->parent = present & 8 ? e->seq - tf_get_uv(c) : 0;
-    uint64_t ns = present & 16 ? tf_get_uv(c) : 0, ps = present & 32 ? tf_get_uv(c) : 0;
-    if (tid > UINT32_MAX || ns > UINT32_MAX || ps > UINT32_MAX)
-        return -1;
-    e->tid = (uint32_t)tid;
-    e->native_stack = (uint32_t)ns;
-    e->py_stack = (uint32_t)ps;
-    int rc;
-    switch (e->kind) {
-#define DECODE(kind, layout) case kind: rc = rec_get_kind_fields(b, c, e, present, &layout); break;
-    TF_EVENT_KINDS(DECODE)
-#undef DECODE
-    default: return -1;
-    }
-    if (rc < 0 || c->bad || c->p != c->end)
-        return -1;
-    b->seq = e->seq;
-    b->t_ns = e->t_ns;
-    b->tid = e->tid;
-    return 0;
-}
-
-INLINE uint8_t *rec_put_field(rec_bases *b, uint8_t *q, const tf_event *e, const tf_field *f,
-                              uint32_t *present, uint32_t bit)
-{
-    const uint8_t *at = (const uint8_t *)e + f->offset;
-    uint64_t v;
-    uint32_t v32;
-    if (f->enc == TF_ENC_U32 || f->enc == TF_ENC_S32) {
-        memcpy(&v32, at, 4);
-        if (!v32)
-            return q;
-        v = f->enc == TF_ENC_U32 ? v32 : tf_zigzag((int32_t)v32);
-    } else {
-        memcpy(&v, at, 8);
-        if (!v)
-            return q;
-        if (f->enc == TF_ENC_PTR) {
-            uint64_t d = tf_zigzag((int64_t)(v - b->ptr[f->ptr_class]));
-            b->ptr[f->ptr_class] = v;
-            v = d;
-        } else if (f->enc == TF_ENC_SEQREL) {
-            v = e->seq - v;
-        }
-    }
-    *present |= bit;
-    return tf_put_uv(q, v);
-}
-
-INLINE uint8_t *rec_put_kind_fields(rec_bases *b, uint8_t *q, const tf_event *e, uint32_t *present,
-                                    const tf_event_layout *layout)
-{
-#define PUT_FIELD(i)                                                                           \
-    if (i < layout->nfields)                                                                  \
-        q = rec_put_field(b, q, e, &layout->fields[i], present, 1u << (TF_COMMON_FIELDS + i));
-    PUT_FIELD(0) PUT_FIELD(1) PUT_FIELD(2) PUT_FIELD(3)
-    PUT_FIELD(4) PUT_FIELD(5) PUT_FIELD(6) PUT_FIELD(7)
-#undef PUT_FIELD
-    return q;
-}
-
-/* e as an event record (kind, length, payload) at p; returns the end.  As
- * the writer encodes it (writer.c's tf_write_event), so that a block
- * decodes to the records it was made of. */
-static uint8_t *rec_put_event(rec_bases *b, uint8_t *p, const tf_event *e)
-{
-    uint8_t *payload = p + 2, *q = payload + 2;   /* kind < 128, payload < 128 bytes */
-    uint32_t present = 0;
-    if (e->seq != b->seq + 1) { present |= 1; q = tf_put_uv(q, e->seq - b->seq - 1); }
-    if (e->tid != b->tid) { present |= 2; q = tf_put_uv(q, e->tid); }
-    if (e->t_ns != b->t_ns) { present |= 4; q = tf_put_uv(q, tf_zigzag((int64_t)(e->t_ns - b->t_ns))); }
-    if (e->parent) { present |= 8; q = tf_put_uv(q, e->seq - e->parent); }
-    if (e->native_stack) { present |= 16; q = tf_put_uv(q, e->native_stack); }
-    if (e->py_stack) { present |= 32; q = tf_put_uv(q, e->py_stack); }
-    switch (e->kind) {
-#define ENCODE(kind, layout) case kind: q = rec_put_kind_fields(b, q, e, &present, &layout); break;
-    TF_EVENT_KINDS(ENCODE)
-#undef ENCODE
-    default: break;
-    }
-    p[0] = (uint8_t)e->kind;
-    p[1] = (uint8_t)(q - payload);
-    payload[0] = (uint8_t)present;
-    payload[1] = (uint8_t)(present >> 8);
-    b->seq = e->seq;
-    b->t_ns = e->t_ns;
-    b->tid = e->tid;
-    return q;
+    return tf_get_event(b, kind, c, e) == 1 && c->p == c->end ? 0 : -1;
 }
 
 /* ------------------------------------------------------------ encoder */
@@ -823,7 +697,7 @@ static int encode_once(tf_colenc *enc, const uint8_t *records, size_t len, uint6
     for (int i = 0; i < TF_COLUMNS; i++)
         enc->col[i].len = 0;
     col_io io = { .enc = enc };
-    rec_bases b = { 0 };
+    tf_bases b = { 0 };
     tf_cursor c = { records, records + len, 0 };
     *nrec = 0;
     *off_unit = 0;
@@ -838,10 +712,8 @@ static int encode_once(tf_colenc *enc, const uint8_t *records, size_t len, uint6
         if (kind < 32) {
             if (definition(st, (uint32_t)kind, pc, *nrec == 0) < 0)
                 return -1;
-            if (kind == TF_REC_FRAME) {
-                b.seq = st->seq;
-                b.t_ns = st->t_ns;
-            }
+            if (kind == TF_REC_FRAME)
+                tf_bases_frame(&b, st->seq, st->t_ns);
             put(&io, TF_COL_DEFS, n);
             if (tf_pages_reserve(&enc->col[TF_COL_DEFS].data, &enc->col[TF_COL_DEFS].cap,
                                  enc->col[TF_COL_DEFS].len, n, 16384) < 0)
@@ -852,9 +724,7 @@ static int encode_once(tf_colenc *enc, const uint8_t *records, size_t len, uint6
             if (*nrec == 0)
                 return -1;
             tf_event e;
-            memcpy(&e, &zero_event, sizeof e);   /* not = {0}: see reader.c's decode_event */
-            e.kind = (uint32_t)kind;
-            if (rec_get_event(&b, &pc, &e) < 0)
+            if (read_event(&b, (uint32_t)kind, &pc, &e) < 0)
                 return -1;
             code_event(&io, st, &e);
             if (io.bad) {
@@ -963,7 +833,7 @@ int tf_columns_decode(tf_colstate *st, const uint8_t *block, size_t len, uint8_t
         c.p += lens[i];
     }
     state_reset(st, tunit);
-    rec_bases b = { 0 };
+    tf_bases b = { 0 };
     *why = "column block";
     for (uint64_t i = 0; i < nrec; i++) {
         uint64_t kind = get(&io, TF_COL_KIND);
@@ -977,10 +847,8 @@ int tf_columns_decode(tf_colstate *st, const uint8_t *block, size_t len, uint8_t
             tf_cursor pc = { d->p, d->p + n, 0 };
             if (definition(st, (uint32_t)kind, pc, i == 0) < 0)
                 return -1;
-            if (kind == TF_REC_FRAME) {
-                b.seq = st->seq;
-                b.t_ns = st->t_ns;
-            }
+            if (kind == TF_REC_FRAME)
+                tf_bases_frame(&b, st->seq, st->t_ns);
             if (grow_out(out, out_cap, *out_len, 2 * TF_VARINT_MAX + n) < 0) {
                 *why = "out of memory";
                 return -1;
@@ -1006,7 +874,7 @@ int tf_columns_decode(tf_colstate *st, const uint8_t *block, size_t len, uint8_t
             *why = "out of memory";
             return -1;
         }
-        *out_len = (size_t)(rec_put_event(&b, *out + *out_len, &e) - *out);
+        *out_len = (size_t)(tf_put_event(&b, *out + *out_len, &e) - *out);
     }
     for (int i = 0; i < TF_COLUMNS; i++)
         if (io.in[i].p != io.in[i].end) {

@@ -304,116 +304,19 @@ static int absorb_frame_record(tf_reader *r, tf_cursor *c)
     uint64_t seq = tf_get_uv(c), t = tf_get_uv(c);
     if (c->bad)
         return TF_REC_BAD;
-    r->seq = seq;
-    r->t_ns = t;
-    r->tid = 0;
-    memset(r->ptr, 0, sizeof r->ptr);
+    tf_bases_frame(&r->b, seq, t);
     r->frame_has_bases = 1;
     return TF_REC_OK;
 }
 
 /* ------------------------------------------------------------ events */
 
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
-
-ALWAYS_INLINE void get_field(tf_reader *r, tf_cursor *c, tf_event *e, const tf_field *f)
-{
-    uint8_t *dst = (uint8_t *)e + f->offset;
-    uint64_t v = tf_get_uv(c);
-    uint32_t v32;
-    switch (f->enc) {
-    case TF_ENC_U32:
-        if (v > UINT32_MAX)
-            c->bad = 1;
-        v32 = (uint32_t)v;
-        memcpy(dst, &v32, 4);
-        return;
-    case TF_ENC_S32: {
-        int64_t s = tf_unzigzag(v);
-        if (s < INT32_MIN || s > INT32_MAX)
-            c->bad = 1;
-        int32_t s32 = (int32_t)s;
-        memcpy(dst, &s32, 4);
-        return;
-    }
-    case TF_ENC_PTR:
-        v = r->ptr[f->ptr_class] += (uint64_t)tf_unzigzag(v);
-        break;
-    case TF_ENC_SEQREL:
-        v = e->seq - v;
-        break;
-    default:
-        break;
-    }
-    memcpy(dst, &v, 8);
-}
-
-static uint32_t get_u32(tf_cursor *c)
-{
-    uint64_t v = tf_get_uv(c);
-    if (v > UINT32_MAX)
-        c->bad = 1;
-    return (uint32_t)v;
-}
-
-static void get_common(tf_reader *r, tf_cursor *c, uint32_t present, tf_event *e)
-{
-    e->seq = r->seq + 1 + (present & 1 ? tf_get_uv(c) : 0);
-    e->tid = present & 2 ? get_u32(c) : r->tid;
-    e->t_ns = r->t_ns + (present & 4 ? (uint64_t)tf_unzigzag(tf_get_uv(c)) : 0);
-    e->parent = present & 8 ? e->seq - tf_get_uv(c) : 0;
-    e->native_stack = present & 16 ? get_u32(c) : 0;
-    e->py_stack = present & 32 ? get_u32(c) : 0;
-}
-
-/* Inlined once per kind with a constant layout (see TF_EVENT_KINDS).  The
- * loop is written out, as in the writer: only unrolled does each field's
- * encoding become a constant. */
-ALWAYS_INLINE void get_kind_fields(tf_reader *r, tf_cursor *c, tf_event *e, uint32_t present,
-                                   const tf_event_layout *layout)
-{
-#define GET_FIELD(i)                                                                            \
-    if (i < layout->nfields && (present >> (TF_COMMON_FIELDS + i) & 1))                        \
-        get_field(r, c, e, &layout->fields[i]);
-    GET_FIELD(0) GET_FIELD(1) GET_FIELD(2) GET_FIELD(3)
-    GET_FIELD(4) GET_FIELD(5) GET_FIELD(6) GET_FIELD(7)
-#undef GET_FIELD
-    _Static_assert(TF_KIND_FIELDS_MAX == 8, "one GET_FIELD per possible field");
-}
-
-/* Fills the kind's own fields; 0 for a kind this version does not know. */
-static int get_fields(tf_reader *r, tf_cursor *c, tf_event *e, uint32_t present)
-{
-    switch (e->kind) {
-#define DECODE(kind, layout) case kind: get_kind_fields(r, c, e, present, &layout); return 1;
-    TF_EVENT_KINDS(DECODE)
-#undef DECODE
-    default: return 0;
-    }
-}
-
-/* Decodes an event record.  1: *e is an event to return; 0: an event kind
- * this version does not know (its common fields still move the bases). */
+/* An event record (records.h).  1: *e is an event to return; 0: an event
+ * kind this version does not know (its common fields still move the bases). */
 static int decode_event(tf_reader *r, uint32_t kind, tf_cursor *c, tf_event *e)
 {
-    /* Zero, padding too: callers compare whole events.  Not memset, which
-     * GCC makes a rep stos, slow to start for 112 bytes: a copy of a zero
-     * event is a few vector moves. */
-    static const tf_event zero;
-    memcpy(e, &zero, sizeof *e);
-    e->kind = kind;
-    if (c->end - c->p < 2)
-        return TF_REC_BAD;
-    uint32_t present = (uint32_t)c->p[0] | (uint32_t)c->p[1] << 8;
-    c->p += 2;
-    get_common(r, c, present, e);
-    int known = get_fields(r, c, e, present);
-    if (c->bad)
-        return TF_REC_BAD;
-    r->seq = e->seq;
-    r->t_ns = e->t_ns;
-    r->tid = e->tid;
-    return known;
+    int rc = tf_get_event(&r->b, kind, c, e);
+    return rc < 0 ? TF_REC_BAD : rc;
 }
 
 /* ------------------------------------------------------------ the walk */
@@ -550,8 +453,8 @@ int tf_reader_decode_header(tf_reader *r, tf_header *h, tf_cursor *c, char *err,
         return -1;
     }
     c->p += 8;
-    h->version_major = get_u32(c);
-    h->version_minor = get_u32(c);
+    h->version_major = tf_get_u32(c);
+    h->version_minor = tf_get_u32(c);
     /* 2.0 added column blocks (section 15) and nothing else: a 1.x log
      * reads the same. */
     if (!c->bad && (h->version_major < 1 || h->version_major > TF_VERSION_MAJOR)) {
@@ -559,8 +462,8 @@ int tf_reader_decode_header(tf_reader *r, tf_header *h, tf_cursor *c, char *err,
                  h->version_major, h->version_minor, TF_VERSION_MAJOR);
         return -1;
     }
-    h->pid = get_u32(c);
-    h->ppid = get_u32(c);
+    h->pid = tf_get_u32(c);
+    h->ppid = tf_get_u32(c);
     h->wall_start_ns = tf_get_uv(c);
     h->mono_start_ns = tf_get_uv(c);
     const char **strs[] = { &h->hostname, &h->cmdline, &h->exe, &h->tracer_version,
@@ -574,7 +477,7 @@ int tf_reader_decode_header(tf_reader *r, tf_header *h, tf_cursor *c, char *err,
     h->cuda_driver_version = (int32_t)tf_unzigzag(tf_get_uv(c));
     if (!c->bad && c->p < c->end) {   /* 1.2: segments */
         h->max_bytes = tf_get_uv(c);
-        h->segment = get_u32(c);
+        h->segment = tf_get_u32(c);
         h->first_seq = tf_get_uv(c);
     }
     if (c->bad) {
@@ -696,9 +599,7 @@ int tf_reader_next_run(tf_reader *r)
     r->off = at;
     r->buf_len = r->buf_pos = 0;
     r->frame_partial = r->frame_has_bases = 0;
-    r->seq = r->t_ns = 0;
-    r->tid = 0;
-    memset(r->ptr, 0, sizeof r->ptr);
+    tf_bases_frame(&r->b, 0, 0);
     r->nnotes = r->dropped_notes = 0;
     r->resume_pending = r->finished = 0;
     r->damage[0] = '\0';

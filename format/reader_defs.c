@@ -50,18 +50,10 @@ static const void *lookup(const tf_list *l, const tf_idmap *ids, uint32_t id, si
     return tf_idmap_get(ids, id, &pos) ? list_at(l, pos, size) : NULL;
 }
 
-static uint32_t get_u32(tf_cursor *c)
-{
-    uint64_t v = tf_get_uv(c);
-    if (v > UINT32_MAX)
-        c->bad = 1;
-    return (uint32_t)v;
-}
-
 /* Reads a count of items that take at least min_bytes each. */
 static uint32_t get_count(tf_cursor *c, size_t min_bytes)
 {
-    uint32_t n = get_u32(c);
+    uint32_t n = tf_get_u32(c);
     if ((uint64_t)n * min_bytes > (uint64_t)(c->end - c->p))
         c->bad = 1;
     return c->bad ? 0 : n;
@@ -78,7 +70,7 @@ static const char *get_str(tf_defs *d, tf_cursor *c, uint32_t *len)
 
 static int absorb_string(tf_defs *d, tf_cursor *c)
 {
-    uint32_t id = get_u32(c), len;
+    uint32_t id = tf_get_u32(c), len;
     const char *s = get_str(d, c, &len);
     if (c->bad)
         return TF_REC_BAD;
@@ -91,7 +83,7 @@ static int absorb_string(tf_defs *d, tf_cursor *c)
 
 static int absorb_native_stack(tf_defs *d, tf_cursor *c)
 {
-    uint32_t id = get_u32(c), n = get_count(c, 1);
+    uint32_t id = tf_get_u32(c), n = get_count(c, 1);
     if (c->bad)
         return TF_REC_BAD;
     uint64_t *ips = tf_arena_alloc(&d->arena, (size_t)n * sizeof *ips + 1);
@@ -113,15 +105,15 @@ static int absorb_native_stack(tf_defs *d, tf_cursor *c)
 
 static int absorb_py_stack(tf_defs *d, tf_cursor *c)
 {
-    uint32_t id = get_u32(c), n = get_count(c, 2);
+    uint32_t id = tf_get_u32(c), n = get_count(c, 2);
     if (c->bad)
         return TF_REC_BAD;
     tf_py_frame *frames = tf_arena_alloc(&d->arena, (size_t)n * sizeof *frames + 1);
     if (!frames)
         return TF_REC_NOMEM;
     for (uint32_t i = 0; i < n; i++) {
-        frames[i].code = get_u32(c);
-        frames[i].line = get_u32(c);
+        frames[i].code = tf_get_u32(c);
+        frames[i].line = tf_get_u32(c);
     }
     if (c->bad)
         return TF_REC_BAD;
@@ -135,10 +127,10 @@ static int absorb_py_stack(tf_defs *d, tf_cursor *c)
 static int absorb_py_code(tf_defs *d, tf_cursor *c)
 {
     tf_py_code code;
-    code.id = get_u32(c);
-    code.file = get_u32(c);
-    code.function = get_u32(c);
-    code.first_line = get_u32(c);
+    code.id = tf_get_u32(c);
+    code.file = tf_get_u32(c);
+    code.function = tf_get_u32(c);
+    code.first_line = tf_get_u32(c);
     if (c->bad)
         return TF_REC_BAD;
     tf_py_code *stored = tf_arena_alloc(&d->arena, sizeof *stored);
@@ -161,7 +153,7 @@ static int read_segments(tf_defs *d, tf_cursor *c, tf_module *m)
     for (uint32_t i = 0; i < m->nsegments; i++) {
         segs[i].vaddr = tf_get_uv(c);
         segs[i].memsz = tf_get_uv(c);
-        segs[i].flags = get_u32(c);
+        segs[i].flags = tf_get_u32(c);
     }
     m->segments = segs;
     return c->bad ? TF_REC_BAD : TF_REC_OK;
@@ -173,7 +165,7 @@ static int absorb_module_load(tf_defs *d, tf_cursor *c)
     if (!m)
         return TF_REC_NOMEM;
     memset(m, 0, sizeof *m);
-    m->id = get_u32(c);
+    m->id = tf_get_u32(c);
     m->path = get_str(d, c, NULL);
     m->base = tf_get_uv(c);
     uint64_t n;
@@ -196,7 +188,7 @@ static int absorb_module_load(tf_defs *d, tf_cursor *c)
 
 static int absorb_module_unload(tf_defs *d, tf_cursor *c)
 {
-    uint32_t id = get_u32(c);
+    uint32_t id = tf_get_u32(c);
     if (c->bad)
         return TF_REC_BAD;
     uint32_t pos;
@@ -214,7 +206,7 @@ static int absorb_module_unload(tf_defs *d, tf_cursor *c)
  * record may go on with the thread's Python name (1.1). */
 static int absorb_named(tf_defs *d, tf_list *l, tf_idmap *ids, tf_cursor *c)
 {
-    uint32_t num = get_u32(c);
+    uint32_t num = tf_get_u32(c);
     const char *name = get_str(d, c, NULL);
     const char *py_name = "";
     if (l == &d->threads && !c->bad && name && c->p < c->end)
@@ -289,7 +281,7 @@ int tf_defs_absorb_restated(tf_defs *d, uint32_t kind, tf_cursor *c)
     tf_cursor peek = *c;
     uint32_t pos;
     if (kind == TF_REC_MODULE_LOAD || kind == TF_REC_MODULE_UNLOAD) {
-        uint32_t id = get_u32(&peek);
+        uint32_t id = tf_get_u32(&peek);
         if (!peek.bad && tf_idmap_get(&d->module_ids, id, &pos) &&
             (kind == TF_REC_MODULE_LOAD || !((tf_module_entry *)list_at(&d->modules, pos, sizeof(tf_module_entry)))->loaded))
             return TF_REC_OK;

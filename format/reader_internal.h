@@ -12,6 +12,7 @@
 #include "columns.h"
 #include "event_fields.h"
 #include "idmap.h"
+#include "records.h"
 #include "trace_format.h"
 #include "varint.h"
 
@@ -114,9 +115,7 @@ struct tf_reader {
     uint64_t frame_index;       /* ordinal of the current frame in the file */
     uint64_t frames_seen;       /* frames met so far, damaged ones included */
 
-    uint64_t seq, t_ns;         /* delta bases */
-    uint32_t tid;
-    uint64_t ptr[TF_PTR_CLASSES];
+    tf_bases b;                 /* delta bases (records.h) */
 
     tf_read_status st;
     tf_header header;

@@ -61,6 +61,15 @@ static inline uint64_t tf_get_uv(tf_cursor *c)
     return 0;
 }
 
+/* A uv that must fit 32 bits (the cursor goes bad when it does not). */
+static inline uint32_t tf_get_u32(tf_cursor *c)
+{
+    uint64_t v = tf_get_uv(c);
+    if (v > UINT32_MAX)
+        c->bad = 1;
+    return (uint32_t)v;
+}
+
 /* A length-prefixed byte string; the bytes stay in the cursor's buffer. */
 static inline const uint8_t *tf_get_bytes(tf_cursor *c, uint64_t *len)
 {

@@ -26,6 +26,7 @@
 #include "event_fields.h"
 #include "intern.h"
 #include "pages.h"
+#include "records.h"
 #include "trace_format.h"
 #include "varint.h"
 
@@ -42,9 +43,7 @@ struct tf_writer {
     uint64_t frames_sealed;  /* non-empty chunks handed out so far */
     /* Delta bases.  seq and t carry over between frames (FRAME restates
      * them); tid and the pointer classes restart from 0 in every frame. */
-    uint64_t seq, t_ns;
-    uint32_t tid;
-    uint64_t ptr[TF_PTR_CLASSES];
+    tf_bases b;
     tf_intern strings, native_stacks, py_codes, py_stacks;
     uint32_t modules;
     uint64_t events;
@@ -89,11 +88,10 @@ static void write_frame_record(tf_writer *w)
 {
     uint8_t *payload = record_begin_raw(w, TF_REC_FRAME);
     uint8_t *p = tf_put_uv(payload, w->frames_sealed);
-    p = tf_put_uv(p, w->seq);
-    p = tf_put_uv(p, w->t_ns);
+    p = tf_put_uv(p, w->b.seq);
+    p = tf_put_uv(p, w->b.t_ns);
     record_end(w, payload, p);
-    w->tid = 0;
-    memset(w->ptr, 0, sizeof w->ptr);
+    tf_bases_frame(&w->b, w->b.seq, w->b.t_ns);
     w->frame_open = 1;
 }
 
@@ -235,7 +233,7 @@ int tf_writer_restate(tf_writer *w, uint32_t segment, tf_chunk *out)
         return -1;
     tf_header h = w->header;
     h.segment = segment;
-    h.first_seq = w->seq + 1;
+    h.first_seq = w->b.seq + 1;
     out->len = 0;
     if (write_header(out, &h) < 0 ||
         tf_pages_reserve(&out->data, &out->cap, out->len, FRAME_RECORD_MAX + w->journal_len, FIRST_CHUNK_CAP) < 0)
@@ -245,8 +243,8 @@ int tf_writer_restate(tf_writer *w, uint32_t segment, tf_chunk *out)
      * HEADER is FRAME. */
     uint8_t *payload = tf_put_uv(out->data + out->len, TF_REC_FRAME) + 1;
     uint8_t *p = tf_put_uv(payload, w->frames_sealed);
-    p = tf_put_uv(p, w->seq);
-    p = tf_put_uv(p, w->t_ns);
+    p = tf_put_uv(p, w->b.seq);
+    p = tf_put_uv(p, w->b.t_ns);
     payload[-1] = (uint8_t)(p - payload);  /* at most 30 bytes: one length byte */
     out->len = (size_t)(p - out->data);
     memcpy(out->data + out->len, w->journal, w->journal_len);
@@ -460,98 +458,6 @@ static void fill_end_counts(const tf_writer *w, tf_event *e)
     if (!e->u.end.frames) e->u.end.frames = w->frames_sealed + 1;
 }
 
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
-
-ALWAYS_INLINE uint8_t *put_field(tf_writer *w, uint8_t *p, const tf_event *e, const tf_field *f,
-                                 uint32_t *present, uint32_t bit)
-{
-    const uint8_t *src = (const uint8_t *)e + f->offset;
-    uint32_t v32;
-    uint64_t v64;
-    switch (f->enc) {
-    case TF_ENC_U32:
-    case TF_ENC_S32:
-        memcpy(&v32, src, 4);
-        if (v32 == 0)
-            return p;
-        *present |= bit;
-        return tf_put_uv(p, f->enc == TF_ENC_U32 ? v32 : tf_zigzag((int32_t)v32));
-    case TF_ENC_PTR:
-        memcpy(&v64, src, 8);
-        if (v64 == 0)
-            return p;
-        *present |= bit;
-        p = tf_put_uv(p, tf_zigzag((int64_t)(v64 - w->ptr[f->ptr_class])));
-        w->ptr[f->ptr_class] = v64;
-        return p;
-    default: /* TF_ENC_U64, TF_ENC_SEQREL */
-        memcpy(&v64, src, 8);
-        if (v64 == 0)
-            return p;
-        *present |= bit;
-        return tf_put_uv(p, f->enc == TF_ENC_U64 ? v64 : e->seq - v64);
-    }
-}
-
-static uint8_t *put_common(tf_writer *w, uint8_t *p, const tf_event *e, uint32_t *present)
-{
-    if (e->seq != w->seq + 1) {
-        *present |= 1u << 0;
-        p = tf_put_uv(p, e->seq - w->seq - 1);
-    }
-    if (e->tid != w->tid) {
-        *present |= 1u << 1;
-        p = tf_put_uv(p, e->tid);
-    }
-    if (e->t_ns != w->t_ns) {
-        *present |= 1u << 2;
-        p = tf_put_uv(p, tf_zigzag((int64_t)(e->t_ns - w->t_ns)));
-    }
-    if (e->parent) {
-        *present |= 1u << 3;
-        p = tf_put_uv(p, e->seq - e->parent);
-    }
-    if (e->native_stack) {
-        *present |= 1u << 4;
-        p = tf_put_uv(p, e->native_stack);
-    }
-    if (e->py_stack) {
-        *present |= 1u << 5;
-        p = tf_put_uv(p, e->py_stack);
-    }
-    return p;
-}
-
-/* Inlined once per kind with a constant layout (see TF_EVENT_KINDS).  The
- * loop is written out: GCC does not unroll it by itself, and only unrolled
- * does each field's encoding become a constant, so that put_field's switch
- * and the table reads go away. */
-ALWAYS_INLINE uint8_t *put_kind_fields(tf_writer *w, uint8_t *p, const tf_event *e,
-                                       const tf_event_layout *layout, uint32_t *present)
-{
-#define PUT_FIELD(i)                                                                            \
-    if (i < layout->nfields)                                                                    \
-        p = put_field(w, p, e, &layout->fields[i], present, 1u << (TF_COMMON_FIELDS + i));
-    PUT_FIELD(0) PUT_FIELD(1) PUT_FIELD(2) PUT_FIELD(3)
-    PUT_FIELD(4) PUT_FIELD(5) PUT_FIELD(6) PUT_FIELD(7)
-#undef PUT_FIELD
-    _Static_assert(TF_KIND_FIELDS_MAX == 8, "one PUT_FIELD per possible field");
-    return p;
-}
-
-static uint8_t *put_fields(tf_writer *w, uint8_t *p, const tf_event *e, uint32_t *present)
-{
-    switch (e->kind) {
-#define ENCODE(kind, layout) case kind: return put_kind_fields(w, p, e, &layout, present);
-    TF_EVENT_KINDS(ENCODE)
-#undef ENCODE
-    default: return p;
-    }
-}
-
-/* Event records are encoded in place: the kind fits one byte, the payload
- * never exceeds TF_EVENT_PAYLOAD_MAX (< 128) so the length does too, and the
- * presence map is a fixed two bytes filled in last. */
 void tf_write_event(tf_writer *w, const tf_event *ev)
 {
     if (!tf_event_layout_of(ev->kind))
@@ -566,25 +472,13 @@ void tf_write_event(tf_writer *w, const tf_event *ev)
         return;
     if (!w->frame_open)
         write_frame_record(w);
-    uint8_t *rec = w->chunk.data + w->chunk.len;
-    uint8_t *payload = rec + 2;
-    uint32_t present = 0;
-    uint8_t *p = put_common(w, payload + 2, ev, &present);
-    p = put_fields(w, p, ev, &present);
-    rec[0] = (uint8_t)ev->kind;
-    rec[1] = (uint8_t)(p - payload);
-    payload[0] = (uint8_t)present;
-    payload[1] = (uint8_t)(present >> 8);
-    w->chunk.len = (size_t)(p - w->chunk.data);
-    w->seq = ev->seq;
-    w->t_ns = ev->t_ns;
-    w->tid = ev->tid;
+    w->chunk.len = (size_t)(tf_put_event(&w->b, w->chunk.data + w->chunk.len, ev) - w->chunk.data);
     w->events++;
 }
 
 tf_writer_mark tf_writer_get_mark(const tf_writer *w)
 {
-    return (tf_writer_mark){ w->frames_sealed, w->seq, w->t_ns, w->events, w->journal_len };
+    return (tf_writer_mark){ w->frames_sealed, w->b.seq, w->b.t_ns, w->events, w->journal_len };
 }
 
 void tf_writer_rewind(tf_writer *w, const tf_writer_mark *m)
@@ -592,8 +486,8 @@ void tf_writer_rewind(tf_writer *w, const tf_writer_mark *m)
     w->chunk.len = 0;
     w->frame_open = 0;
     w->frames_sealed = m->frames_sealed;
-    w->seq = m->seq;
-    w->t_ns = m->t_ns;
+    w->b.seq = m->seq;
+    w->b.t_ns = m->t_ns;
     w->events = m->events;
     if (m->journal <= w->journal_len)
         w->journal_len = m->journal;

@@ -1,0 +1,227 @@
+/*
+ * records.h - an event record (FORMAT.md section 7), both ways: the one
+ * codec of the 1.x event encoding, used by the writer (tf_write_event), the
+ * reader, and column blocks (columns.c, which reads records to make a block
+ * and writes them back out of one).
+ *
+ * Everything here is inlined once per event kind with a constant layout
+ * (the TF_EVENT_KINDS switches): only unrolled does each field's encoding
+ * become a constant, so that the encoding switches and the table reads go
+ * away.  GCC does not unroll the field loops by itself; they are written
+ * out.  This is the writer's and the reader's hot path.
+ */
+#ifndef TF_RECORDS_H
+#define TF_RECORDS_H
+
+#include <string.h>
+
+#include "event_fields.h"
+
+/* The delta bases of section 4: FRAME sets seq and t_ns, and zeroes tid and
+ * the pointer classes; every event moves seq, t_ns and tid. */
+typedef struct tf_bases {
+    uint64_t seq, t_ns;
+    uint32_t tid;
+    uint64_t ptr[TF_PTR_CLASSES];
+} tf_bases;
+
+static inline void tf_bases_frame(tf_bases *b, uint64_t seq, uint64_t t_ns)
+{
+    b->seq = seq;
+    b->t_ns = t_ns;
+    b->tid = 0;
+    memset(b->ptr, 0, sizeof b->ptr);
+}
+
+#define TF_ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* ------------------------------------------------------------ writing */
+
+TF_ALWAYS_INLINE uint8_t *tf_put_field(tf_bases *b, uint8_t *p, const tf_event *e, const tf_field *f,
+                                       uint32_t *present, uint32_t bit)
+{
+    const uint8_t *src = (const uint8_t *)e + f->offset;
+    uint32_t v32;
+    uint64_t v64;
+    switch (f->enc) {
+    case TF_ENC_U32:
+    case TF_ENC_S32:
+        memcpy(&v32, src, 4);
+        if (v32 == 0)
+            return p;
+        *present |= bit;
+        return tf_put_uv(p, f->enc == TF_ENC_U32 ? v32 : tf_zigzag((int32_t)v32));
+    case TF_ENC_PTR:
+        memcpy(&v64, src, 8);
+        if (v64 == 0)
+            return p;
+        *present |= bit;
+        p = tf_put_uv(p, tf_zigzag((int64_t)(v64 - b->ptr[f->ptr_class])));
+        b->ptr[f->ptr_class] = v64;
+        return p;
+    default: /* TF_ENC_U64, TF_ENC_SEQREL */
+        memcpy(&v64, src, 8);
+        if (v64 == 0)
+            return p;
+        *present |= bit;
+        return tf_put_uv(p, f->enc == TF_ENC_U64 ? v64 : e->seq - v64);
+    }
+}
+
+static inline uint8_t *tf_put_common(const tf_bases *b, uint8_t *p, const tf_event *e, uint32_t *present)
+{
+    if (e->seq != b->seq + 1) {
+        *present |= 1u << 0;
+        p = tf_put_uv(p, e->seq - b->seq - 1);
+    }
+    if (e->tid != b->tid) {
+        *present |= 1u << 1;
+        p = tf_put_uv(p, e->tid);
+    }
+    if (e->t_ns != b->t_ns) {
+        *present |= 1u << 2;
+        p = tf_put_uv(p, tf_zigzag((int64_t)(e->t_ns - b->t_ns)));
+    }
+    if (e->parent) {
+        *present |= 1u << 3;
+        p = tf_put_uv(p, e->seq - e->parent);
+    }
+    if (e->native_stack) {
+        *present |= 1u << 4;
+        p = tf_put_uv(p, e->native_stack);
+    }
+    if (e->py_stack) {
+        *present |= 1u << 5;
+        p = tf_put_uv(p, e->py_stack);
+    }
+    return p;
+}
+
+TF_ALWAYS_INLINE uint8_t *tf_put_kind_fields(tf_bases *b, uint8_t *p, const tf_event *e,
+                                             const tf_event_layout *layout, uint32_t *present)
+{
+#define TF_PUT_FIELD(i)                                                                         \
+    if (i < layout->nfields)                                                                    \
+        p = tf_put_field(b, p, e, &layout->fields[i], present, 1u << (TF_COMMON_FIELDS + i));
+    TF_PUT_FIELD(0) TF_PUT_FIELD(1) TF_PUT_FIELD(2) TF_PUT_FIELD(3)
+    TF_PUT_FIELD(4) TF_PUT_FIELD(5) TF_PUT_FIELD(6) TF_PUT_FIELD(7)
+#undef TF_PUT_FIELD
+    _Static_assert(TF_KIND_FIELDS_MAX == 8, "one TF_PUT_FIELD per possible field");
+    return p;
+}
+
+/* The event record of e (a kind this version defines) at rec: kind,
+ * length, presence map, fields.  Returns its end; moves the bases.  The
+ * kind fits one byte, the payload never exceeds TF_EVENT_PAYLOAD_MAX (< 128)
+ * so the length does too, and the presence map is a fixed two bytes filled
+ * in last: the record is encoded in place, at most 2 + TF_EVENT_PAYLOAD_MAX
+ * bytes. */
+static inline uint8_t *tf_put_event(tf_bases *b, uint8_t *rec, const tf_event *e)
+{
+    uint8_t *payload = rec + 2;
+    uint32_t present = 0;
+    uint8_t *p = tf_put_common(b, payload + 2, e, &present);
+    switch (e->kind) {
+#define TF_ENCODE(kind, layout) case kind: p = tf_put_kind_fields(b, p, e, &layout, &present); break;
+    TF_EVENT_KINDS(TF_ENCODE)
+#undef TF_ENCODE
+    default: break;
+    }
+    rec[0] = (uint8_t)e->kind;
+    rec[1] = (uint8_t)(p - payload);
+    payload[0] = (uint8_t)present;
+    payload[1] = (uint8_t)(present >> 8);
+    b->seq = e->seq;
+    b->t_ns = e->t_ns;
+    b->tid = e->tid;
+    return p;
+}
+
+/* ------------------------------------------------------------ reading */
+
+TF_ALWAYS_INLINE void tf_get_field(tf_bases *b, tf_cursor *c, tf_event *e, const tf_field *f)
+{
+    uint8_t *dst = (uint8_t *)e + f->offset;
+    uint64_t v = tf_get_uv(c);
+    uint32_t v32;
+    switch (f->enc) {
+    case TF_ENC_U32:
+        if (v > UINT32_MAX)
+            c->bad = 1;
+        v32 = (uint32_t)v;
+        memcpy(dst, &v32, 4);
+        return;
+    case TF_ENC_S32: {
+        int64_t s = tf_unzigzag(v);
+        if (s < INT32_MIN || s > INT32_MAX)
+            c->bad = 1;
+        int32_t s32 = (int32_t)s;
+        memcpy(dst, &s32, 4);
+        return;
+    }
+    case TF_ENC_PTR:
+        v = b->ptr[f->ptr_class] += (uint64_t)tf_unzigzag(v);
+        break;
+    case TF_ENC_SEQREL:
+        v = e->seq - v;
+        break;
+    default:
+        break;
+    }
+    memcpy(dst, &v, 8);
+}
+
+static inline void tf_get_common(const tf_bases *b, tf_cursor *c, uint32_t present, tf_event *e)
+{
+    e->seq = b->seq + 1 + (present & 1 ? tf_get_uv(c) : 0);
+    e->tid = present & 2 ? tf_get_u32(c) : b->tid;
+    e->t_ns = b->t_ns + (present & 4 ? (uint64_t)tf_unzigzag(tf_get_uv(c)) : 0);
+    e->parent = present & 8 ? e->seq - tf_get_uv(c) : 0;
+    e->native_stack = present & 16 ? tf_get_u32(c) : 0;
+    e->py_stack = present & 32 ? tf_get_u32(c) : 0;
+}
+
+TF_ALWAYS_INLINE void tf_get_kind_fields(tf_bases *b, tf_cursor *c, tf_event *e, uint32_t present,
+                                         const tf_event_layout *layout)
+{
+#define TF_GET_FIELD(i)                                                                         \
+    if (i < layout->nfields && (present >> (TF_COMMON_FIELDS + i) & 1))                        \
+        tf_get_field(b, c, e, &layout->fields[i]);
+    TF_GET_FIELD(0) TF_GET_FIELD(1) TF_GET_FIELD(2) TF_GET_FIELD(3)
+    TF_GET_FIELD(4) TF_GET_FIELD(5) TF_GET_FIELD(6) TF_GET_FIELD(7)
+#undef TF_GET_FIELD
+    _Static_assert(TF_KIND_FIELDS_MAX == 8, "one TF_GET_FIELD per possible field");
+}
+
+/* Decodes an event record's payload into e (zeroed first, padding too).
+ * 1: an event of a kind this version defines; 0: a kind it does not know
+ * (its common fields still move the bases: section 9); -1: invalid.  Bytes
+ * and presence bits past the known fields are ignored (section 3). */
+TF_ALWAYS_INLINE int tf_get_event(tf_bases *b, uint32_t kind, tf_cursor *c, tf_event *e)
+{
+    /* Not memset, which GCC makes a rep stos, slow to start for 112 bytes:
+     * a copy of a zero event is a few vector moves. */
+    static const tf_event zero;
+    memcpy(e, &zero, sizeof *e);
+    e->kind = kind;
+    if (c->end - c->p < 2)
+        return -1;
+    uint32_t present = (uint32_t)c->p[0] | (uint32_t)c->p[1] << 8;
+    c->p += 2;
+    tf_get_common(b, c, present, e);
+    int known = 1;
+    switch (kind) {
+#define TF_DECODE(kind, layout) case kind: tf_get_kind_fields(b, c, e, present, &layout); break;
+    TF_EVENT_KINDS(TF_DECODE)
+#undef TF_DECODE
+    default: known = 0;
+    }
+    if (c->bad)
+        return -1;
+    b->seq = e->seq;
+    b->t_ns = e->t_ns;
+    b->tid = e->tid;
+    return known;
+}
+
+#endif
