@@ -646,7 +646,10 @@ def progress(args, work):
     nothing when it is a pipe (CI logs, files)."""
     import pty
     log = os.path.join(work, "big.tlog")
-    subprocess.run([args.gen, log, "5000000"], check=True, capture_output=True, timeout=300)
+    # Long enough that check --model none takes well over the 250 ms before
+    # the first line (replay/progress.c) on a fast, quiet machine: 5,000,000
+    # events took 0.28 to 0.48 s here, and the line sometimes never came.
+    subprocess.run([args.gen, log, "20000000"], check=True, capture_output=True, timeout=300)
     for cmd in (["report", log], ["check", log, "--model", "none"]):
         master, slave = pty.openpty()
         env = dict(os.environ)
