@@ -33,6 +33,7 @@ static trace_config config = {
     .flush_ms = 100,
     .time_unit_ns = 1000,
     .columns = 1,
+    .clock_counter = 1,
 };
 static char output_template[sizeof config.output] = DEFAULT_OUTPUT;
 /* The output path, then the other settings: about 210 bytes at their longest
@@ -202,13 +203,13 @@ static void describe(void)
     int n = snprintf(description, sizeof description,
                      "output=%s;stack_depth=%d;python=%d;host_buffers=%d;host_threshold=%llu;"
                      "py_allocs=%u;py_alloc_native=%d;quiet=%d;exit_line=%s;max_bytes=%llu;"
-                     "flush_ms=%u;time_unit_ns=%u;columns=%d",
+                     "flush_ms=%u;time_unit_ns=%u;columns=%d;clock=%s",
                      config.output, config.stack_depth, config.python, config.host_buffers,
                      (unsigned long long)config.host_threshold, config.py_alloc_sample,
                      config.py_alloc_native, config.quiet,
                      config.exit_line < 0 ? "auto" : config.exit_line ? "1" : "0",
                      (unsigned long long)config.max_bytes, config.flush_ms, config.time_unit_ns,
-                     config.columns);
+                     config.columns, config.clock_counter ? "auto" : "precise");
     if (n < 0 || (size_t)n >= sizeof description)
         trace_warn("the settings do not fit the log header's %zu bytes; stored cut short",
                    sizeof description);
@@ -257,6 +258,13 @@ void trace_config_load(void)
         read_flag("TRACE_COLUMNS", &config.columns);
     else
         config.columns = config.py_alloc_sample == 0;
+    const char *clock = getenv("TRACE_CLOCK");
+    if (clock && *clock) {
+        if (strcmp(clock, "precise") == 0)
+            config.clock_counter = 0;
+        else if (strcmp(clock, "auto") != 0)
+            trace_warn("ignoring TRACE_CLOCK=%s (expected auto or precise)", clock);
+    }
     const char *line = getenv("TRACE_EXIT_LINE");
     if (line && *line) {
         if (!strcmp(line, "auto"))

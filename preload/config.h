@@ -24,6 +24,9 @@ typedef struct trace_config {
     uint32_t flush_ms;         /* TRACE_FLUSH_MS: the flusher writes at least this often, default 100 */
     uint32_t time_unit_ns;     /* TRACE_TIME_UNIT_NS: events' times are rounded down to a multiple of
                                 * this, default 1000 (1 = exact) */
+    int clock_counter;         /* TRACE_CLOCK: events' times from the time stamp counter where the
+                                * kernel's clock is that counter (1, "auto", default) or always from
+                                * CLOCK_MONOTONIC ("precise": 0) */
     int columns;               /* TRACE_COLUMNS: frames as column blocks (1) or records (0); auto
                                 * (default): 1 unless TRACE_PY_ALLOCS is on */
     char rank[32];             /* from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID; "" if none */

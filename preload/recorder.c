@@ -13,6 +13,7 @@
 #include "recorder_core.h"
 #include "config.h"
 #include "endings.h"
+#include "event_clock.h"
 #include "flusher.h"
 #include "host_blocks.h"
 #include "native_stack.h"
@@ -117,24 +118,27 @@ int rec_active(void)
  * microsecond are noise to whoever reads a log (two hooks' own costs), yet
  * they are what compresses worst, a quarter of a log's bytes on a pool's
  * stream; nothing orders by time (seq does).  The header's start is rounded
- * the same way, so no event precedes it.  The default unit divides by a
- * constant (a multiply), any other by a 32-bit division when it divides a
- * second, else a 64-bit one. */
+ * the same way, so no event precedes it.  Read under the lock, times are
+ * non-decreasing in seq order (event_clock.c reads them for less than the
+ * kernel's clock costs).  The default unit divides by a constant (a
+ * multiply), any other by a 32-bit division when it divides a second, else
+ * a 64-bit one. */
+static uint64_t in_unit(uint64_t t)
+{
+    uint32_t unit = trace_config_get()->time_unit_ns;
+    if (unit == 1000)
+        return t - t % 1000;
+    if (unit <= 1)
+        return t;
+    if (1000000000u % unit == 0)
+        return t - (uint32_t)(t % 1000000000u) % unit;
+    return t - t % unit;
+}
+
+/* The header's start: the kernel's clock, and no event's time below it. */
 uint64_t rec_clock_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint32_t unit = trace_config_get()->time_unit_ns;
-    uint32_t ns = (uint32_t)ts.tv_nsec;
-    uint64_t s = (uint64_t)ts.tv_sec * 1000000000u;
-    if (unit == 1000)
-        return s + ns / 1000 * 1000;
-    if (unit <= 1)
-        return s + ns;
-    if (1000000000u % unit == 0)
-        return s + ns - ns % unit;
-    uint64_t t = s + ns;
-    return t - t % unit;
+    return in_unit(event_clock_start_ns());
 }
 
 int rec_start(const tf_header *h)
@@ -247,7 +251,7 @@ static uint64_t encode(tf_event *e, const struct captured *c, pid_t tid)
     e->seq = last_seq + 1;
     __atomic_store_n(&last_seq, e->seq, __ATOMIC_RELAXED);
     e->tid = (uint32_t)tid;
-    e->t_ns = rec_clock_ns();
+    e->t_ns = in_unit(event_clock_ns());   /* under the lock: event_clock.h */
     e->parent = open_count ? open_ops[open_count - 1] : 0;
     e->native_stack = c->native.id;
     if (c->native.n && (!c->native.id || c->generation != atomic_load(&generation)))

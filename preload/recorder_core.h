@@ -25,7 +25,8 @@
 void rec_set_frame_bytes(size_t seal, size_t flush_now);
 
 /* CLOCK_MONOTONIC in ns, rounded down to the log's time unit
- * (TRACE_TIME_UNIT_NS): events' times and the header's start. */
+ * (TRACE_TIME_UNIT_NS), for a log header's start: no later event's time is
+ * below it.  Not while other threads record (start-up, a fork child). */
 uint64_t rec_clock_ns(void);
 
 /* Start recording into a new writer whose first record is h.  0 or -1. */

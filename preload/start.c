@@ -6,6 +6,7 @@
 #include "config.h"
 #include "ending_signals.h"
 #include "endings.h"
+#include "event_clock.h"
 #include "flusher.h"
 #include "fork_gate.h"
 #include "host_blocks.h"
@@ -140,6 +141,7 @@ __attribute__((constructor)) static void trace_start(void)
         trace_warn("secure-execution (setuid/setgid/capabilities) process: not tracing");
         return;
     }
+    event_clock_init(trace_config_get()->clock_counter);
     flusher_init();
     log_configure();
     endings_init();

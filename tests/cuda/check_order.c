@@ -1,7 +1,8 @@
 /*
  * check_order.c - the total-order check over a (large) log: seqs run 1, 2,
- * 3, ... without a gap, and every cuda_free of a pointer comes after a
- * cuda_alloc of it.  Prints "allocs frees" and exits 1 on the first fault.
+ * 3, ... without a gap, every cuda_free of a pointer comes after a
+ * cuda_alloc of it, and times never go back in seq order nor precede the
+ * header's start (the recorder reads the clock under its lock).  Prints "allocs frees" and exits 1 on the first fault.
  */
 #include "trace_format.h"
 
@@ -51,6 +52,7 @@ int main(int argc, char **argv)
     }
     struct live live = { calloc(1u << 22, sizeof(uint64_t)), 1u << 22, 0 };
     uint64_t expect = 1, allocs = 0, frees = 0;
+    uint64_t last_t = tf_reader_header(r)->mono_start_ns;
     tf_event e;
     while (tf_reader_next(r, &e)) {
         if (e.seq != expect) {
@@ -58,6 +60,12 @@ int main(int argc, char **argv)
                    (unsigned long long)expect - 1);
             return 1;
         }
+        if (e.t_ns < last_t) {
+            printf("time went back: seq %llu at %llu ns after %llu\n", (unsigned long long)e.seq,
+                   (unsigned long long)e.t_ns, (unsigned long long)last_t);
+            return 1;
+        }
+        last_t = e.t_ns;
         expect++;
         if (e.kind == TF_EV_CUDA_ALLOC && e.u.cuda.result == 0) {
             allocs++;

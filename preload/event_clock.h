@@ -1,0 +1,41 @@
+/*
+ * event_clock.h - events' times: CLOCK_MONOTONIC, read for less.
+ *
+ * Every event carries a time, and reading CLOCK_MONOTONIC is a vDSO call
+ * that costs 20 ns or more in a virtual machine (the time stamp counter
+ * read, fenced, inside a seqlock): the largest single cost of a traced
+ * allocation when every Python allocation is recorded.  Where the kernel
+ * itself keeps CLOCK_MONOTONIC on the time stamp counter (its clocksource
+ * is "tsc": the counter is invariant and synchronised across CPUs, or the
+ * kernel would not have chosen it), an event's time is the counter read
+ * directly, scaled by the rate measured against CLOCK_MONOTONIC, from an
+ * anchor that CLOCK_MONOTONIC renews at least every millisecond.  Elsewhere
+ * (another clocksource, another architecture, TRACE_CLOCK=precise, or an
+ * extrapolation that ever strays from the clock by more than 50 us) every
+ * read is CLOCK_MONOTONIC's own.
+ *
+ * Times never go back from one read to the next, so times are non-decreasing
+ * in seq order.  One caller at a time: the recorder reads it under its lock.
+ */
+#ifndef TRACE_EVENT_CLOCK_H
+#define TRACE_EVENT_CLOCK_H
+
+#include <stdint.h>
+
+/* Decides whether the counter may be used: allowed (TRACE_CLOCK is not
+ * "precise") and the kernel's clocksource is "tsc" (read once).  Call
+ * before the first event_clock_ns; again in a fork child is harmless. */
+void event_clock_init(int allowed);
+
+/* CLOCK_MONOTONIC now, in ns (not rounded to the log's unit). */
+uint64_t event_clock_ns(void);
+
+/* CLOCK_MONOTONIC now, in ns, read from the kernel whatever the mode; no
+ * later event_clock_ns is below it.  For a log header's start (no event is
+ * being timed meanwhile: start-up, a fork child). */
+uint64_t event_clock_start_ns(void);
+
+/* 1 when reads go through the counter (for the settings the log records). */
+int event_clock_uses_counter(void);
+
+#endif
