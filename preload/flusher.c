@@ -38,11 +38,15 @@
 
 static pthread_t thread;
 /* STARTING: pthread_create in progress, `thread` not yet valid.
+ * STOPPING: one thread is joining it (only one may: a second join of the
+ * same thread is undefined, and an exit on one thread while another forks
+ * or dies of a signal stops it from both).
  * HELD: a fork is in progress; no thread may start until it is over. */
-enum { NOT_STARTED, STARTING, RUNNING, NO_THREAD, HELD };
+enum { NOT_STARTED, STARTING, RUNNING, NO_THREAD, HELD, STOPPING };
 static _Atomic int started;
-/* This thread is the one between STARTING and RUNNING. */
+/* This thread is the one between STARTING and RUNNING, or the one joining. */
 static __thread __attribute__((tls_model("initial-exec"))) int starting_here;
+static __thread __attribute__((tls_model("initial-exec"))) int stopping_here;
 static _Atomic int stopping;
 static _Atomic int kick_word;  /* futex: 1 when there is work */
 static _Atomic pid_t token_owner;
@@ -227,8 +231,17 @@ void flusher_stop(void)
     for (long waited = 0; !starting_here && atomic_load(&started) == STARTING &&
                           waited < START_WAIT_NS; waited += nap.tv_nsec)
         nanosleep(&nap, NULL);
-    if (atomic_load(&started) != RUNNING)
+    int expected = RUNNING;
+    if (!atomic_compare_exchange_strong(&started, &expected, STOPPING)) {
+        /* Another thread is joining it: wait for that (its flush is ours
+         * too), unless that thread is this one, interrupted by a signal
+         * handler that ends the process. */
+        for (long waited = 0; !stopping_here && atomic_load(&started) == STOPPING &&
+                              waited < START_WAIT_NS; waited += nap.tv_nsec)
+            nanosleep(&nap, NULL);
         return;
+    }
+    stopping_here = 1;
     atomic_store(&stopping, 1);
     atomic_store(&kick_word, 1);
     futex_wake(&kick_word);
@@ -236,6 +249,7 @@ void flusher_stop(void)
     /* Ready for a new thread: the next event starts one (after fork). */
     atomic_store(&stopping, 0);
     atomic_store(&started, NOT_STARTED);
+    stopping_here = 0;
 }
 
 /* Why the hold: a thread started by another thread's event between
@@ -251,7 +265,7 @@ void flusher_hold(void)
         flusher_stop();
         int expected = NOT_STARTED;
         if (atomic_compare_exchange_strong(&started, &expected, HELD) ||
-            expected == HELD || expected == NO_THREAD || starting_here)
+            expected == HELD || expected == NO_THREAD || starting_here || stopping_here)
             return;
         /* Another thread began a start between the stop and here (STARTING
          * or already RUNNING): stop that one too. */
@@ -269,6 +283,7 @@ void flusher_fork_child(void)
     chunk_waiting = 0;   /* the parent's data, for the parent's log */
     atomic_store(&started, NOT_STARTED);
     atomic_store(&stopping, 0);
+    stopping_here = 0;
     atomic_store(&kick_word, 0);
     atomic_store(&token_owner, 0);
 }
