@@ -139,10 +139,17 @@ static int ready(void)
 
 /* ------------------------------------------------------------ recording */
 
+/* Another malloc and free come before ours (host_malloc_start): the few
+ * entry points that allocator lacks (jemalloc has no pvalloc, tcmalloc no
+ * reallocarray) still reach us, but their blocks are released through a
+ * free we never see: recorded, each would be a block that lives for ever. */
+static _Atomic int family_not_ours;
+
 /* Should a block of this size, from this caller, be recorded? */
 static int wanted(size_t size, const void *caller)
 {
     return size >= host_threshold && !host_guard &&
+           !atomic_load_explicit(&family_not_ours, memory_order_relaxed) &&
            !native_stack_is_ours((uintptr_t)caller);
 }
 
@@ -420,6 +427,7 @@ void host_malloc_start(void)
      * allocator exporting malloc) may own malloc: ours is then never called. */
     if (dl_real_dlsym(RTLD_DEFAULT, "malloc") != (void *)hook_malloc ||
         dl_real_dlsym(RTLD_DEFAULT, "free") != (void *)hook_free) {
+        atomic_store_explicit(&family_not_ours, 1, memory_order_relaxed);
         host_gap("large blocks from malloc, calloc, realloc and the aligned family",
                  "another definition of malloc comes before libtrace.so (the program itself, "
                  "or a library preloaded before it, such as a sanitizer runtime): only blocks "

@@ -8,6 +8,12 @@
   default a process that is neither Python nor CUDA leaves no log.
 - own_malloc (C): a program that defines malloc itself; the log says the
   malloc family was not watched (INFO not_watched) instead of showing nothing.
+- Other allocators (jemalloc, tcmalloc, mimalloc where installed): preloaded
+  after libtrace.so, host_allocs' events are exactly those under glibc's and
+  none of the allocator's own arena mappings appear; preloaded before it, the
+  program runs, its log (if any) says the malloc family was not watched, and
+  no malloc-family block is recorded, not even from an entry point that
+  allocator lacks (tcmalloc's reallocarray: its free would go unseen).
 - fork_blocks (C): a block allocated before fork and freed in the child is
   not in the child's log; the child's own block is.
 - Python: a bytearray (PyMem RAW on top of malloc) is recorded once, as RAW;
@@ -46,6 +52,25 @@ def host_events(run):
 FORCE = {"TRACE_HOST_BUFFERS": "1"}
 
 
+def expected_of(stdout):
+    """The events host_allocs says it made, in order."""
+    expected = []
+    for line in stdout.split("\n"):
+        w = line.split()
+        if not w or w[0] == "none":
+            continue
+        if w[0] == "free":
+            expected.append(("host_free", w[1], int(w[2]), None))
+        else:
+            expected.append(("host_alloc", w[1], int(w[2]), int(w[3])))
+    return expected
+
+
+def got_of(run):
+    return [(e["kind"], e["api"], e["ptr"], e["size"] if e["kind"] == "host_alloc" else None)
+            for e in host_events(run)]
+
+
 def check_entry_points():
     run = pt.run_traced([args.host_allocs], args.preload, args.pylog)
     fails.check(run.proc.returncode == 0 and not run.events and not SANITIZED or SANITIZED,
@@ -59,21 +84,10 @@ def check_entry_points():
         # owns them): a C program records nothing, so has no log.  The
         # not_watched records are checked on the Python runs below.
         return
-    expected, none = [], set()
-    for line in run.proc.stdout.split("\n"):
-        w = line.split()
-        if not w:
-            continue
-        if w[0] == "none":
-            none.add(int(w[1]))
-        elif w[0] == "free":
-            expected.append(("host_free", w[1], int(w[2]), None))
-        else:
-            expected.append(("host_alloc", w[1], int(w[2]), int(w[3])))
+    expected = expected_of(run.proc.stdout)
     # Exactly these, nothing else: the "none" blocks (small, PROT_NONE, file)
     # and the C library's own buffers must not appear.
-    got = [(e["kind"], e["api"], e["ptr"], e["size"] if e["kind"] == "host_alloc" else None)
-           for e in host_events(run)]
+    got = got_of(run)
     fails.check(got == expected, "host_allocs: events differ\n  expected %s\n  got      %s"
                 % (expected, got))
     fails.check(all(e["native_depth"] > 0 for e in host_events(run)),
@@ -84,6 +98,53 @@ def check_entry_points():
     run = pt.run_traced([args.host_allocs], args.preload, args.pylog,
                         env={"TRACE_HOST_BUFFERS": "0", "TRACE_PY_ALLOCS": "0"})
     fails.check(not host_events(run), "TRACE_HOST_BUFFERS=0 still records blocks")
+
+
+# Other allocators, preloaded after us (our malloc forwards to theirs) or
+# before us (theirs wins the symbol; ours never runs).  Debian's packages;
+# scripts/test installs them.
+ALLOCATORS = [os.path.join(d, name) for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+                                              "/usr/lib64", "/usr/lib")
+              for name in ("libjemalloc.so.2", "libtcmalloc_minimal.so.4", "libmimalloc.so.2")]
+
+
+def check_other_allocators():
+    if SANITIZED:
+        return
+    found = [a for a in ALLOCATORS if os.path.exists(a)]
+    if not found:
+        print("   no jemalloc, tcmalloc or mimalloc installed: other allocators skipped "
+              "(scripts/test installs them)")
+    for lib in found:
+        name = os.path.basename(lib)
+        # jemalloc has no pvalloc: glibc's would serve it, and jemalloc's free
+        # then crash on its block, traced or not.
+        argv = [args.host_allocs] + (["no-pvalloc"] if "jemalloc" in name else [])
+        # After us: every large block exactly as under glibc, and none of the
+        # mappings the allocator makes for its own arenas.
+        run = pt.run_traced(argv, args.preload + ":" + lib, args.pylog, env=FORCE)
+        if fails.check(run.proc.returncode == 0, "host_allocs under %s failed: %s"
+                       % (name, run.proc.stderr[-500:])):
+            expected, got = expected_of(run.proc.stdout), got_of(run)
+            fails.check(got == expected, "host_allocs with %s after libtrace: events differ\n"
+                        "  expected %s\n  got      %s" % (name, expected, got))
+        # Before us: the program runs, and its log (if it recorded anything:
+        # tcmalloc owns mmap too, and a process that records nothing leaves
+        # no log) says malloc was not watched.
+        run = pt.run_traced(argv, lib + ":" + args.preload, args.pylog, env=FORCE)
+        fails.check(run.proc.returncode == 0, "host_allocs with %s before libtrace failed: %s"
+                    % (name, run.proc.stderr[-500:]))
+        fails.check(not run.events or
+                    any(g.startswith("large blocks from malloc") for g in run.info("not_watched")),
+                    "%s before libtrace: no not_watched record for the malloc family: %s"
+                    % (name, run.info("not_watched")))
+        # Not even from the entry points that allocator lacks (tcmalloc has
+        # no reallocarray): their blocks go back through a free we never see.
+        fails.check(not [e for e in run.of("host_alloc") if e["domain"] == MALLOC],
+                    "%s before libtrace: a malloc-family block was recorded: %s"
+                    % (name, [e for e in run.of("host_alloc") if e["domain"] == MALLOC]))
+        print("   %s: after libtrace %d events as expected; before it, %d events, not watched: %s"
+              % (name, len(got), len(run.events), bool(run.info("not_watched"))))
 
 
 def check_own_malloc():
@@ -232,5 +293,6 @@ def check_torch(python, tag):
 
 check_entry_points()
 check_own_malloc()
+check_other_allocators()
 check_fork()
 pt.for_each_interpreter(args.python, check_python, fails)
