@@ -29,6 +29,9 @@
 #include <unistd.h>
 #include <zstd.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
 
 
 /* A bounded flush waits at most this long for another thread's write. */
@@ -47,6 +50,8 @@ static _Atomic int started;
 /* This thread is the one between STARTING and RUNNING, or the one joining. */
 static __thread __attribute__((tls_model("initial-exec"))) int starting_here;
 static __thread __attribute__((tls_model("initial-exec"))) int stopping_here;
+/* This thread is the flusher (which may end the process: flusher_main). */
+static __thread __attribute__((tls_model("initial-exec"))) int on_flusher;
 static _Atomic int stopping;
 static _Atomic int kick_word;  /* futex: 1 when there is work */
 static _Atomic pid_t token_owner;
@@ -168,17 +173,69 @@ void flush_exec_failed(void)
     token_release();
 }
 
+/* Is this thread the process's last?  /proc/self/stat, read through a
+ * descriptor open for the time of one read: its state (field 3, the main
+ * thread's) and its count of threads (field 20).  A main thread that ended
+ * while others live stays a zombie, and counted, until the last ends: this
+ * one is the last when it is the only thread, or one of two with the main
+ * thread a zombie.  (Fields 3 on follow the last ')': the command name may
+ * hold anything.) */
+static int last_thread_left(void)
+{
+    char buf[1024];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    char state = p && p[1] == ' ' ? p[2] : '?';
+    for (int field = 2; p && field < 20; field++)
+        p = strchr(p + 1, ' ');
+    long threads = p ? strtol(p + 1, NULL, 10) : 0;
+    return threads == 1 || (threads == 2 && state == 'Z');
+}
+
+/* How often an idle flusher looks whether it is the last thread. */
+#define ALONE_CHECK_NS 100000000L
+
 static void *flusher_main(void *arg)
 {
     (void)arg;
+    on_flusher = 1;
     host_guard_enter();         /* for the thread's life: everything here is ours */
     /* TRACE_FLUSH_MS: how far behind the program a follower of the log
      * can be (check --follow); 100 ms by default. */
     long interval_ns = (long)trace_config_get()->flush_ms * 1000000L;
+    long wait_ns = interval_ns < ALONE_CHECK_NS ? interval_ns : ALONE_CHECK_NS;
+    long since_flush = 0;
+    uint64_t seen = 0;
+    unsigned idle = 0;
     while (!atomic_load(&stopping)) {
-        futex_wait(&kick_word, 0, interval_ns);
-        atomic_store(&kick_word, 0);
-        flush_now(0);
+        futex_wait(&kick_word, 0, wait_ns);
+        since_flush += wait_ns;
+        if (atomic_exchange(&kick_word, 0) || since_flush >= interval_ns) {
+            flush_now(0);
+            since_flush = 0;
+        }
+        /* The program's last thread ended by pthread_exit (main() may end
+         * so) while this one lives: glibc calls exit(0) when the last of
+         * its threads ends, and this one counts, so nobody would, and the
+         * process would stay forever with this thread, which blocks every
+         * signal, SIGTERM included.  We call exit(0) for it.  Looked at only
+         * while no event comes: the first second of idleness, then once a
+         * second. */
+        uint64_t events = rec_event_count();
+        if (events != seen) {
+            seen = events;
+            idle = 0;
+        } else if ((++idle <= 10 || idle % 10 == 0) && last_thread_left()) {
+            flush_now(0);
+            exit(0);
+        }
     }
     return NULL;
 }
@@ -221,6 +278,12 @@ void flusher_kick(void)
 
 void flusher_stop(void)
 {
+    if (on_flusher) {
+        /* exit() on the flusher, the program's last thread (flusher_main):
+         * it cannot join itself; it stops with the process. */
+        atomic_store(&stopping, 1);
+        return;
+    }
     /* A start on another thread ends as soon as the machine lets that
      * thread run, which under load can be many milliseconds (a count of
      * sched_yield calls was too short: the thread then started across a

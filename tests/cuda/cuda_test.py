@@ -627,6 +627,35 @@ def test_exit_underscore():
     check_whole(parent[0], 1, "exit", "parent")
 
 
+def test_last_thread():
+    """The program's last thread ends by pthread_exit while the flusher
+    thread lives: the process still ends, as glibc ends it (exit 0), and
+    its log is whole.  Twice: main() ending with pthread_exit, and a child
+    forked from a thread, whose only thread returns.  Without the flusher's
+    check the process never ended, not even on SIGTERM."""
+    try:
+        rc, out, err = run([prog("prog_endings"), "thread_exit"], env_for(), timeout=20)
+    except subprocess.TimeoutExpired:
+        check(False, "thread_exit: the process did not end after main's pthread_exit")
+        return
+    check(rc == 0, "thread_exit: exit %d: %r" % (rc, err))
+    check_whole(only_log(), 5, "exit", "thread_exit")
+    for f in logs():
+        os.unlink(f)
+    try:
+        rc, out, err = run([prog("prog_endings"), "fork_in_thread"], env_for(), timeout=20)
+    except subprocess.TimeoutExpired:
+        check(False, "fork_in_thread: the child did not end after its only thread returned")
+        return
+    check(rc == 0, "fork_in_thread: exit %d: %r" % (rc, err))
+    child = next((int(l.split()[1]) for l in out.splitlines() if l.startswith("child ")), 0)
+    check(("status 0") in out, "fork_in_thread: the child's status: %r" % out)
+    path = os.path.join(ARGS.work, "trace-%d.tlog" % child)
+    check(os.path.exists(path), "fork_in_thread: the child left no log: %s" % logs())
+    if os.path.exists(path):
+        check_whole(path, 2, "exit", "fork_in_thread's child")
+
+
 def test_exec():
     """exec keeps both images' events, in two logs under one pid; an exec
     that fails leaves the log as if it had not been tried."""

@@ -30,6 +30,13 @@
  *                      print "files" and each file's first bytes
  *   dup2               2 pairs; dup2 onto every high descriptor; 2 pairs
  *   first_fd           print the first descriptor open() returns
+ *   thread_exit        2 pairs, a thread that makes 3 more, and main()
+ *                      ends with pthread_exit: the process ends (exit 0)
+ *                      when that thread returns
+ *   fork_in_thread     a thread forks; the child, in that thread, makes 2
+ *                      pairs and returns from it (the last thread of the
+ *                      child: exit 0); the parent prints "child PID" and
+ *                      "status S" of the child
  *   stack_use          2 pairs; a SIGUSR1 handler on a pattern-filled
  *                      alternate stack makes an exec that fails (which
  *                      goes through the tracer's exec ending and comes
@@ -38,6 +45,7 @@
  */
 #include <cuda_runtime_api.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -395,6 +403,48 @@ static int first_fd(void)
     return 0;
 }
 
+static void *three_pairs(void *arg)
+{
+    (void)arg;
+    make_pairs(3);
+    return NULL;
+}
+
+/* main() ends with pthread_exit: glibc ends the process with exit(0) when
+ * the last thread ends, here the one making three pairs. */
+static int thread_exit(void)
+{
+    make_pairs(2);
+    pthread_t t;
+    if (pthread_create(&t, NULL, three_pairs, NULL) != 0)
+        return 1;
+    pthread_exit(NULL);
+}
+
+static void *fork_here(void *arg)
+{
+    (void)arg;
+    pid_t child = fork();
+    if (child == 0) {
+        make_pairs(2);
+        return NULL;   /* the child's only thread: its end ends the child */
+    }
+    int status = -1;
+    waitpid(child, &status, 0);
+    say("child %d\nstatus %d\n", (int)child, status);
+    return NULL;
+}
+
+static int fork_in_thread(void)
+{
+    make_pairs(1);
+    pthread_t t;
+    if (pthread_create(&t, NULL, fork_here, NULL) != 0)
+        return 1;
+    pthread_join(t, NULL);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -431,6 +481,10 @@ int main(int argc, char **argv)
         return first_fd();
     if (!strcmp(mode, "stack_use"))
         return stack_use();
+    if (!strcmp(mode, "thread_exit"))
+        return thread_exit();
+    if (!strcmp(mode, "fork_in_thread"))
+        return fork_in_thread();
     fprintf(stderr, "usage: prog_endings MODE [ARG]\n");
     return 2;
 }
