@@ -73,6 +73,18 @@ void host_on_dlopen(void);
  * parent had belong to the parent's log. */
 void host_fork_child(void);
 
+/* Our malloc family, called directly: what a call to malloc (calloc,
+ * realloc, free) from the program reaches, without the PLT.  For
+ * python_alloc.c, whose wrappers of Python's raw domain would otherwise go
+ * back through libpython and the PLT to these very functions.  Only when
+ * host_malloc_is_ours(): the program's malloc is ours (no allocator exporting
+ * malloc comes before libtrace.so), valid after host_malloc_start(). */
+int host_malloc_is_ours(void);
+void *host_malloc_call(size_t size);
+void *host_calloc_call(size_t n, size_t each);
+void *host_realloc_call(void *p, size_t size);
+void host_free_call(void *p);
+
 /* The sources' own parts of those (host_malloc.c, host_mmap.c). */
 void host_malloc_start(void);
 void host_mmap_start(void);

@@ -144,6 +144,8 @@ static int ready(void)
  * reallocarray) still reach us, but their blocks are released through a
  * free we never see: recorded, each would be a block that lives for ever. */
 static _Atomic int family_not_ours;
+/* The program's malloc and free are these (host_malloc_start). */
+static _Atomic int family_ours;
 
 /* Should a block of this size, from this caller, be recorded? */
 static int wanted(size_t size, const void *caller)
@@ -405,6 +407,16 @@ static void *hook_pvalloc(size_t size)
 #define EXPORT(name, local) \
     static __typeof__(local) *const name##_not_exported __attribute__((unused)) = local;
 #endif
+int host_malloc_is_ours(void)
+{
+    return atomic_load_explicit(&family_ours, memory_order_relaxed);
+}
+
+void *host_malloc_call(size_t size) { return hook_malloc(size); }
+void *host_calloc_call(size_t n, size_t each) { return hook_calloc(n, each); }
+void *host_realloc_call(void *p, size_t size) { return hook_realloc(p, size); }
+void host_free_call(void *p) { hook_free(p); }
+
 EXPORT(malloc, hook_malloc)
 EXPORT(free, hook_free)
 EXPORT(calloc, hook_calloc)
@@ -434,6 +446,7 @@ void host_malloc_start(void)
                  "from Python's allocators and anonymous mmap are seen");
         return;
     }
+    atomic_store_explicit(&family_ours, 1, memory_order_relaxed);
     if (host_threshold == UINT64_MAX)
         return;
     if (glibc_heap) {

@@ -38,6 +38,14 @@
 typedef struct domain_wrapper {
     py_allocator prev;
     int domain;
+    /* prev is CPython's own raw allocator (_PyMem_RawMalloc and its
+     * siblings: malloc, calloc, realloc and free, a zero size made 1) and
+     * malloc is ours: a small block's call goes straight to our malloc
+     * hook.  The way through prev is an indirect call into libpython and
+     * the PLT back into libtrace.so: with two more indirect jumps and a
+     * frame per call it was 2 to 3 % of a regex-heavy program (_sre's
+     * data stack grows through PyMem_RawMalloc millions of times). */
+    int direct;
 } domain_wrapper;
 
 static domain_wrapper wrappers[3];
@@ -101,7 +109,7 @@ static void *wrapped_malloc(void *ctx, size_t size)
      * forwarded and nothing else (about 12 instructions instead of 50).
      * Only the OBJ domain samples small blocks. */
     if (__builtin_expect((size < host_threshold || host_guard) && w->domain != PY_DOMAIN_OBJ, 1))
-        return w->prev.malloc(w->prev.ctx, size);
+        return w->direct ? host_malloc_call(size ? size : 1) : w->prev.malloc(w->prev.ctx, size);
     int entered = enter_large(size);
     void *p = w->prev.malloc(w->prev.ctx, size);
     leave_large(entered);
@@ -113,7 +121,8 @@ static void *wrapped_calloc(void *ctx, size_t nelem, size_t elsize)
 {
     domain_wrapper *w = ctx;
     int entered = enter_large(nelem * elsize);
-    void *p = w->prev.calloc(w->prev.ctx, nelem, elsize);
+    void *p = !w->direct ? w->prev.calloc(w->prev.ctx, nelem, elsize)
+              : nelem && elsize ? host_calloc_call(nelem, elsize) : host_calloc_call(1, 1);
     leave_large(entered);
     after_allocation(w, TF_HOST_API_CALLOC, p, nelem * elsize, entered);
     return p;
@@ -129,7 +138,7 @@ static void *wrapped_realloc(void *ctx, void *ptr, size_t size)
     /* The guard also covers a shrink of a tracked block: the malloc hook
      * underneath must not see its release a second time. */
     int entered = enter_large(old_size ? host_threshold : size);
-    void *p = w->prev.realloc(w->prev.ctx, ptr, size);
+    void *p = w->direct ? host_realloc_call(ptr, size ? size : 1) : w->prev.realloc(w->prev.ctx, ptr, size);
     leave_large(entered);
     if (p)
         after_allocation(w, TF_HOST_API_REALLOC, p, size, entered && size >= host_threshold);
@@ -155,7 +164,20 @@ static void wrapped_free(void *ctx, void *ptr)
     if (w->domain == PY_DOMAIN_OBJ)
         note_object_free(w, ptr);
     release(ptr);
-    w->prev.free(w->prev.ctx, ptr);
+    if (w->direct)
+        host_free_call(ptr);
+    else
+        w->prev.free(w->prev.ctx, ptr);
+}
+
+/* Is the raw domain CPython's own?  _PyMem_GetCurrentAllocatorName says
+ * "malloc" or "pymalloc" only when it is (with pymalloc or plain malloc
+ * behind the other two domains); a debug allocator, tracemalloc, mimalloc or
+ * an embedding program's allocator gives another answer. */
+static int cpython_raw_allocator(void)
+{
+    const char *name = py._PyMem_GetCurrentAllocatorName ? py._PyMem_GetCurrentAllocatorName() : NULL;
+    return name && (strcmp(name, "malloc") == 0 || strcmp(name, "pymalloc") == 0);
 }
 
 static void wrap_domain(int domain)
@@ -173,6 +195,7 @@ static void wrap_domain(int domain)
     }
     w->domain = domain;
     w->prev = current;
+    w->direct = domain == PY_DOMAIN_RAW && cpython_raw_allocator() && host_malloc_is_ours();
     py_allocator ours = { w, wrapped_malloc, wrapped_calloc, wrapped_realloc, wrapped_free };
     py.PyMem_SetAllocator(domain, &ours);
 }

@@ -48,6 +48,7 @@ int py_api_resolve(const char **why)
         *why = "unsupported Python version (3.8 to 3.13 are supported)";
         return 0;
     }
+    RESOLVE(_PyMem_GetCurrentAllocatorName, "_PyMem_GetCurrentAllocatorName");
     RESOLVE(PyImport_ImportModule, "PyImport_ImportModule");
     RESOLVE(PyImport_GetModule, "PyImport_GetModule");
     RESOLVE(PyObject_GetAttrString, "PyObject_GetAttrString");

@@ -46,6 +46,9 @@ typedef struct py_api {
     int (*PySys_AddAuditHook)(py_audit_hook hook, void *user);
     void (*PyMem_GetAllocator)(int domain, py_allocator *a);
     void (*PyMem_SetAllocator)(int domain, py_allocator *a);
+    /* "malloc", "pymalloc", a debug variant, or NULL for an allocator set
+     * by someone else (private, exported by every 3.8 to 3.13; optional). */
+    const char *(*_PyMem_GetCurrentAllocatorName)(void);
     const char *(*Py_GetVersion)(void);
     py_object *(*PyImport_ImportModule)(const char *name);
     py_object *(*PyImport_GetModule)(py_object *name);   /* new reference */
