@@ -84,8 +84,13 @@ static void attach(void)
 static int on_audit_event(const char *event, py_object *args, void *user)
 {
     (void)user;
-    python_early_hook_on_audit_event(event, on_audit_event);
-    if (!strcmp(event, "cpython._PySys_ClearAuditHooks")) {
+    /* Once a hook is in, CPython calls it for every audit event, some of
+     * them per call of a hot function (sys._getframe, which logging calls
+     * for every record; open; pickle's find_class): the names each handler
+     * wants are told apart by their first letter before any strcmp. */
+    char first = event[0];
+    if (first == 'c' && !strcmp(event, "cpython._PySys_ClearAuditHooks")) {
+        python_early_hook_on_audit_event(event, on_audit_event);
         /* The end of a round: the hook list is freed right after this. */
         hook_registered = 0;
         if (attach_state != PY_GAVE_UP)
@@ -94,9 +99,11 @@ static int on_audit_event(const char *event, py_object *args, void *user)
         return 0;
     }
     if (attach_state == PY_ATTACHED) {
-        python_gc_on_audit_event(event);
+        if (first == 'i' || first == 'c')   /* "import", "cpython.PyInterpreterState_Clear" */
+            python_gc_on_audit_event(event);
         python_cupy_on_audit_event(event, args);
-        python_mark_on_audit_event(event, args);
+        if (first == 'g')                   /* "gputrace.*" */
+            python_mark_on_audit_event(event, args);
         python_reftracer_poll();
         python_threads_look();
         return 0;

@@ -351,7 +351,7 @@ static void install(void)
 
 static int is_memory_hook_import(const char *event, py_object *args)
 {
-    if (strcmp(event, "import") != 0)
+    if (event[0] != 'i' || strcmp(event, "import") != 0)
         return 0;
     py_object *name = py.PyTuple_GetItem(args, 0);
     if (!name) {
