@@ -14,6 +14,11 @@
   program runs, its log (if any) says the malloc family was not watched, and
   no malloc-family block is recorded, not even from an entry point that
   allocator lacks (tcmalloc's reallocarray: its free would go unseen).
+  Python under each of them, both orders: Python's raw domain (which calls
+  our malloc family directly when malloc is ours, python_alloc.c) serves
+  millions of medium blocks through malloc, realloc and calloc, with
+  tracemalloc started and stopped on top of it; the program ends well and
+  each large bytearray is recorded once, as RAW.
 - fork_blocks (C): a block allocated before fork and freed in the child is
   not in the child's log; the child's own block is.
 - Python: a bytearray (PyMem RAW on top of malloc) is recorded once, as RAW;
@@ -147,6 +152,54 @@ def check_other_allocators():
               % (name, len(got), len(run.events), bool(run.info("not_watched"))))
 
 
+# Medium blocks (over pymalloc's 512 bytes: Python's raw domain) by the
+# hundred thousand through malloc, realloc (str growth) and calloc
+# (bytearray(n) of zeros), with tracemalloc's hooks put on top of ours and
+# taken off again, and three large bytearrays.
+PY_RAW = r'''
+import tracemalloc
+keep = []
+for i in range(3):
+    keep.append(bytearray(5 << 20))
+for round in range(2):
+    if round:
+        tracemalloc.start(3)
+    words = ["w%d" % i * 90 for i in range(40000)]
+    text = ""
+    for w in words[:4000]:
+        text += w
+    zeros = [bytearray(700 + i % 300) for i in range(20000)]
+    if round:
+        tracemalloc.stop()
+    del words, text, zeros
+del keep
+print("raw ok")
+'''
+
+
+def check_python_other_allocators(python, tag):
+    if SANITIZED:
+        return
+    found = [a for a in ALLOCATORS if os.path.exists(a)]
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "raw.py")
+        with open(script, "w") as f:
+            f.write(PY_RAW)
+        for lib in found:
+            name = os.path.basename(lib)
+            for order, preload in (("after", args.preload + ":" + lib), ("before", lib + ":" + args.preload)):
+                run = pt.run_traced([python, script], preload, args.pylog)
+                if not fails.check(run.proc.returncode == 0 and "raw ok" in run.proc.stdout,
+                                   "%s with %s %s libtrace failed (%d): %s"
+                                   % (tag, name, order, run.proc.returncode, run.proc.stderr[-500:])):
+                    continue
+                arrays = [e for e in run.of("host_alloc") if 5 << 20 <= e["size"] <= (5 << 20) + 64]
+                fails.check(len(arrays) == 3 and all(e["domain"] == RAW for e in arrays),
+                            "%s with %s %s libtrace: bytearrays not recorded once each as RAW: %s"
+                            % (tag, name, order, arrays))
+                print("   %s %s libtrace: ends well, %d large blocks" % (name, order, len(arrays)))
+
+
 def check_own_malloc():
     if SANITIZED:
         return
@@ -231,6 +284,7 @@ def check_python(python, version):
                     "%s: bytearray not recorded once as PyMem RAW: %s" % (tag, arrays))
         arenas = [e for e in allocs if e["domain"] == MMAP and e["size"] in (256 << 10, 1 << 20)]
         fails.check(not arenas, "%s: pymalloc arenas recorded as blocks: %d" % (tag, len(arenas)))
+    check_python_other_allocators(python, tag)
     check_numpy(python, tag)
     check_torch(python, tag)
 
