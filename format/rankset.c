@@ -89,12 +89,19 @@ static uint32_t count_range(const tf_rankset *s, uint32_t a, uint32_t b)
     return n + pop64(s->used[wb] & hi);
 }
 
-static int find(const tf_rankset *s, uint64_t addr)
+/* The memo needs no invalidation: a slot in use holding addr is addr's
+ * (the hash keeps addresses unique), whatever happened since. */
+static int find(tf_rankset *s, uint64_t addr)
 {
+    uint32_t m = s->memo % W;
+    if (s->key[m] == addr && is_used(s, m))
+        return (int)m;
     for (uint32_t h = hash_of(addr); s->hash[h]; h = (h + 1) & HMASK) {
         uint32_t slot = s->hash[h] - 1u;
-        if (s->key[slot] == addr)
+        if (s->key[slot] == addr) {
+            s->memo = slot;
             return (int)slot;
+        }
     }
     return -1;
 }
@@ -157,7 +164,7 @@ void tf_rankset_add(tf_rankset *s, uint64_t addr, uint64_t val)
     s->added++;
 }
 
-int tf_rankset_get(const tf_rankset *s, uint64_t addr, uint64_t *val)
+int tf_rankset_get(tf_rankset *s, uint64_t addr, uint64_t *val)
 {
     int slot = find(s, addr);
     if (slot < 0)
@@ -167,7 +174,7 @@ int tf_rankset_get(const tf_rankset *s, uint64_t addr, uint64_t *val)
 }
 
 /* The ring's newest slot is (added - 1) % W; ranks count back from it. */
-uint32_t tf_rankset_rank(const tf_rankset *s, uint64_t addr)
+uint32_t tf_rankset_rank(tf_rankset *s, uint64_t addr)
 {
     int found = find(s, addr);
     if (found < 0)
@@ -178,7 +185,7 @@ uint32_t tf_rankset_rank(const tf_rankset *s, uint64_t addr)
     return count_range(s, slot, W - 1) + count_range(s, 0, last);
 }
 
-uint64_t tf_rankset_at(const tf_rankset *s, uint32_t r)
+uint64_t tf_rankset_at(tf_rankset *s, uint32_t r)
 {
     if (r == 0 || r > s->count)
         return 0;
@@ -196,5 +203,6 @@ uint64_t tf_rankset_at(const tf_rankset *s, uint32_t r)
             bits &= ~(~0ull >> (63 - last % 64));
     }
     /* the r-th highest set bit of bits: the (n - r)-th lowest */
-    return s->key[w * 64 + select64(bits, pop64(bits) - r)];
+    s->memo = w * 64 + select64(bits, pop64(bits) - r);
+    return s->key[s->memo];
 }

@@ -17,7 +17,9 @@
  * from the address's to the newest, and the address of a rank is found by
  * counting back from the newest: both a few popcounts for the recent
  * addresses a pool stream names.  An open-addressing hash (linear probing,
- * deletion by backward shift) finds an address's slot.  No allocation: the
+ * deletion by backward shift) finds an address's slot, and the slot last
+ * found or named is remembered: a coder asks about the same address several
+ * times in a row (its rank, its size, then removes it).  No allocation: the
  * caller owns the memory (the recorder maps it, see columns.h).
  */
 #ifndef TF_RANKSET_H
@@ -34,6 +36,7 @@ typedef struct tf_rankset {
     uint64_t val[TF_RANK_WINDOW];          /* what the caller keeps with it (a size) */
     uint64_t used[TF_RANK_WINDOW / 64];    /* slots in use */
     uint16_t hash[2 * TF_RANK_WINDOW];     /* slot + 1, 0 empty */
+    uint32_t memo;                         /* the slot last found (checked before use) */
 } tf_rankset;
 
 void tf_rankset_clear(tf_rankset *s);
@@ -42,10 +45,10 @@ void tf_rankset_add(tf_rankset *s, uint64_t addr, uint64_t val);
 /* Removes addr; 1 and its val in *val when it was held, else 0. */
 int tf_rankset_remove(tf_rankset *s, uint64_t addr, uint64_t *val);
 /* addr's rank (1 the newest), 0 when not held. */
-uint32_t tf_rankset_rank(const tf_rankset *s, uint64_t addr);
+uint32_t tf_rankset_rank(tf_rankset *s, uint64_t addr);
 /* The address of rank r; 0 when r is 0 or above the count. */
-uint64_t tf_rankset_at(const tf_rankset *s, uint32_t r);
+uint64_t tf_rankset_at(tf_rankset *s, uint32_t r);
 /* 1 and addr's val in *val when held. */
-int tf_rankset_get(const tf_rankset *s, uint64_t addr, uint64_t *val);
+int tf_rankset_get(tf_rankset *s, uint64_t addr, uint64_t *val);
 
 #endif
