@@ -200,15 +200,14 @@ static void mtf_push(tf_col_thread *th, int k, uint32_t id, uint32_t i)
             th->nstack[k] = (uint8_t)++n;
         i = n - 1;
     }
-    /* Entries 0..i-1 move down one, the rest stay: a fixed-size select
-     * rather than a memmove call of a few bytes (GCC makes a shifting loop
-     * one), since most events change a stack. */
-    uint32_t was[TF_COL_MTF], moved[TF_COL_MTF];
-    memcpy(was, th->stack[k], sizeof was);
-    moved[0] = id;
-    memcpy(moved + 1, was, sizeof was - sizeof was[0]);
-    for (uint32_t j = 0; j < TF_COL_MTF; j++)
-        th->stack[k][j] = j <= i ? moved[j] : was[j];
+    /* Entries 0..i-1 move down one, the rest stay: a fixed number of
+     * selects, from the end so each reads an entry not yet moved (a
+     * shifting loop becomes a memmove call of a few bytes, and copies
+     * through a buffer made the loads wait on the stores). */
+    uint32_t *list = th->stack[k];
+    for (uint32_t j = TF_COL_MTF - 1; j > 0; j--)
+        list[j] = j <= i ? list[j - 1] : list[j];
+    list[0] = id;
 }
 
 static const tf_col_op *open_op(const tf_col_thread *th, uint64_t seq)
