@@ -735,7 +735,6 @@ static int read_event(tf_bases *b, uint32_t kind, tf_cursor *c, tf_event *e)
 
 /* ------------------------------------------------------------ encoder */
 
-static const tf_event zero_event;
 
 tf_colenc *tf_colenc_new(void)
 {
@@ -937,7 +936,7 @@ int tf_columns_decode(tf_colstate *st, const uint8_t *block, size_t len, uint8_t
         if (i == 0 || !tf_event_layout_of((uint32_t)kind))
             return -1;
         tf_event e;
-        memcpy(&e, &zero_event, sizeof e);
+        tf_event_clear(&e);
         e.kind = (uint32_t)kind;
         decode_event(&io, st, &e);
         if (io.bad) {
