@@ -936,8 +936,7 @@ int tf_columns_decode(tf_colstate *st, const uint8_t *block, size_t len, uint8_t
         if (i == 0 || !tf_event_layout_of((uint32_t)kind))
             return -1;
         tf_event e;
-        tf_event_clear(&e);
-        e.kind = (uint32_t)kind;
+        tf_event_init(&e, (uint32_t)kind);
         decode_event(&io, st, &e);
         if (io.bad) {
             *why = io.why ? io.why : "column block";

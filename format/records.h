@@ -137,19 +137,6 @@ static inline uint8_t *tf_put_event(tf_bases *b, uint8_t *rec, const tf_event *e
     return p;
 }
 
-/* Zeroes an event, padding too, with seven plain 16-byte stores: GCC makes
- * memset, and in a large function even a copy of a zero event, a rep stos or
- * rep movs, slow to start for 112 bytes (a third of the column decoder's
- * own loop went to one). */
-TF_ALWAYS_INLINE void tf_event_clear(tf_event *e)
-{
-    typedef uint64_t tf_event_words __attribute__((vector_size(16), aligned(8), may_alias));
-    _Static_assert(sizeof(tf_event) == 7 * sizeof(tf_event_words), "tf_event_clear stores 7 words");
-    tf_event_words *w = (tf_event_words *)(void *)e;
-    const tf_event_words z = { 0, 0 };
-    w[0] = z; w[1] = z; w[2] = z; w[3] = z; w[4] = z; w[5] = z; w[6] = z;
-}
-
 /* ------------------------------------------------------------ reading */
 
 TF_ALWAYS_INLINE void tf_get_field(tf_bases *b, tf_cursor *c, tf_event *e, const tf_field *f)
@@ -212,8 +199,7 @@ TF_ALWAYS_INLINE void tf_get_kind_fields(tf_bases *b, tf_cursor *c, tf_event *e,
  * and presence bits past the known fields are ignored (section 3). */
 TF_ALWAYS_INLINE int tf_get_event(tf_bases *b, uint32_t kind, tf_cursor *c, tf_event *e)
 {
-    tf_event_clear(e);
-    e->kind = kind;
+    tf_event_init(e, kind);
     if (c->end - c->p < 2)
         return -1;
     uint32_t present = (uint32_t)c->p[0] | (uint32_t)c->p[1] << 8;

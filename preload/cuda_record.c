@@ -61,7 +61,8 @@ uint64_t cuda_record(const struct cuda_call_record *r)
         return 0;
     if (r->kind == TF_EV_CUDA_ALLOC)
         alloc_env_note();   /* the pools' settings, as the allocator starting now reads them */
-    tf_event e = { .kind = r->kind };
+    tf_event e;
+    tf_event_init(&e, r->kind);
     e.u.cuda.api = r->api;
     e.u.cuda.result = r->result;
     e.u.cuda.device = r->device == CUDA_DEVICE_CURRENT

@@ -108,7 +108,8 @@ void host_gap(const char *what, const char *why)
 
 void host_record(uint32_t kind, uint32_t domain, uint32_t api, void *p, uint64_t size)
 {
-    tf_event e = { .kind = kind };
+    tf_event e;
+    tf_event_init(&e, kind);
     e.u.host.domain = domain;
     e.u.host.api = api;
     e.u.host.ptr = (uint64_t)(uintptr_t)p;

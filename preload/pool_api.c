@@ -41,7 +41,8 @@ void pool_api_fork_child(void)
 
 uint64_t pool_api_op_begin(int pool, int op, uint64_t arg)
 {
-    tf_event e = { .kind = TF_EV_POOL_OP_BEGIN };
+    tf_event e;
+    tf_event_init(&e, TF_EV_POOL_OP_BEGIN);
     e.u.pool_op.pool = (uint32_t)pool;
     e.u.pool_op.op = (uint32_t)op;
     e.u.pool_op.arg = arg;
@@ -51,7 +52,8 @@ uint64_t pool_api_op_begin(int pool, int op, uint64_t arg)
 void pool_api_op_end(int pool, uint64_t op)
 {
     rec_close(op);
-    tf_event e = { .kind = TF_EV_POOL_OP_END };
+    tf_event e;
+    tf_event_init(&e, TF_EV_POOL_OP_END);
     e.u.pool_op.pool = (uint32_t)pool;
     e.u.pool_op.begin = op;
     rec_event(&e, REC_STACKS);
@@ -59,7 +61,8 @@ void pool_api_op_end(int pool, uint64_t op)
 
 void pool_api_alloc(int pool, const void *ptr, size_t requested, size_t granted, uint64_t stream)
 {
-    tf_event e = { .kind = TF_EV_POOL_ALLOC };
+    tf_event e;
+    tf_event_init(&e, TF_EV_POOL_ALLOC);
     e.u.pool.pool = (uint32_t)pool;
     e.u.pool.ptr = (uintptr_t)ptr;
     e.u.pool.requested = requested;
@@ -70,7 +73,8 @@ void pool_api_alloc(int pool, const void *ptr, size_t requested, size_t granted,
 
 void pool_api_free(int pool, const void *ptr, size_t size)
 {
-    tf_event e = { .kind = TF_EV_POOL_FREE };
+    tf_event e;
+    tf_event_init(&e, TF_EV_POOL_FREE);
     e.u.pool.pool = (uint32_t)pool;
     e.u.pool.ptr = (uintptr_t)ptr;
     e.u.pool.granted = size;

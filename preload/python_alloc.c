@@ -58,7 +58,8 @@ static void sample_object_allocation(void *p, size_t size)
 {
     if (sample_every && --sample_countdown == 0) {
         sample_countdown = sample_every;
-        tf_event e = { .kind = TF_EV_PY_ALLOC };
+        tf_event e;
+        tf_event_init(&e, TF_EV_PY_ALLOC);
         e.u.host.domain = TF_HOST_OBJ;
         e.u.host.ptr = (uint64_t)(uintptr_t)p;
         e.u.host.size = size;
@@ -152,7 +153,8 @@ static void note_object_free(const domain_wrapper *w, void *ptr)
 {
     if (!record_gc_frees || w->domain != PY_DOMAIN_OBJ || !ptr || !python_gc_frees_collected(ptr))
         return;
-    tf_event e = { .kind = TF_EV_PY_FREE };
+    tf_event e;
+    tf_event_init(&e, TF_EV_PY_FREE);
     e.u.host.domain = TF_HOST_OBJ;
     e.u.host.ptr = (uint64_t)(uintptr_t)ptr;
     rec_event(&e, 0);
