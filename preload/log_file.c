@@ -16,8 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Names tried before giving up: trace-1.tlog, trace-1.1.tlog, ... */
+/* Creations tried before giving up (each fails only when another process
+ * takes the name first), and the highest number a name gets. */
 #define MAX_ATTEMPTS 1000
+#define MAX_NUMBER (1u << 24)
 /* Segments: a new one once the current holds budget / SEGMENTS_PER_BUDGET. */
 #define SEGMENTS_PER_BUDGET 8
 #define KEPT_MAX 64
@@ -74,11 +76,46 @@ static int out_of_descriptors(int err)
     return err == EMFILE || err == ENFILE || err == EINTR;
 }
 
-/* The first write: the first free name, created, never an existing file. */
+/* Whether name n exists; 0 as well when it cannot be looked at (creating
+ * it says why). */
+static int name_taken(unsigned n)
+{
+    char name[sizeof path];
+    struct stat st;
+    return trace_config_output_path(name, sizeof name, n) == 0 && lstat(name, &st) == 0;
+}
+
+/* A free number above taken number n: the first free one after a run of
+ * taken ones, found by doubling then halving.  Every run of a pattern
+ * without %p, every image of an exec chain, adds a name; trying each in
+ * turn made a start open hundreds of names, and found none after a
+ * thousand.  0 when none is left below MAX_NUMBER. */
+static unsigned free_number_after(unsigned n)
+{
+    unsigned lo = n, hi = n + 1, step = 1;   /* lo taken; hi to be looked at */
+    while (name_taken(hi)) {
+        lo = hi;
+        step = step < MAX_NUMBER / 2 ? step * 2 : step;
+        if (hi > MAX_NUMBER - step)
+            return 0;
+        hi += step;
+    }
+    while (hi - lo > 1) {                    /* lo taken, hi free */
+        unsigned mid = lo + (hi - lo) / 2;
+        if (name_taken(mid))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
+/* The first write: a free name, created, never an existing file. */
 static int create(void)
 {
     char name[sizeof path];
-    for (unsigned n = 0; n < MAX_ATTEMPTS; n++) {
+    unsigned n = 0;
+    for (unsigned attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         if (trace_config_output_path(name, sizeof name, n) < 0) {
             give_up("cannot create", ENAMETOOLONG);
             return -1;
@@ -99,12 +136,14 @@ static int create(void)
         if (out_of_descriptors(err))
             return -EAGAIN;
         /* Taken (an earlier image of this process, an old log with the
-         * same pid, a symlink): the next name.  A directory: a mistake. */
+         * same pid, a symlink): a later name.  A directory: a mistake. */
         if (err != EEXIST || (lstat(name, &st) == 0 && S_ISDIR(st.st_mode))) {
             snprintf(path, sizeof path, "%s", name);
             give_up("cannot create", err == EEXIST ? EISDIR : err);
             return -1;
         }
+        if (!(n = free_number_after(n)))
+            break;
     }
     give_up("cannot create", EEXIST);
     return -1;

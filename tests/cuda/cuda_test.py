@@ -558,6 +558,41 @@ def test_settings():
     check(len(found) == 1, "%%r without a rank: %s" % os.listdir(ARGS.work))
     for f in found:
         os.unlink(f)
+    # A name without %p reused run after run: the next free number after
+    # the taken ones, past a thousand (the names were once tried one by one,
+    # and none was found after 1000), without overwriting anything, and
+    # without an open per taken name.
+    reused = os.path.join(ARGS.work, "reused")
+    os.mkdir(reused)
+    fixed = os.path.join(reused, "app.tlog")
+    taken = [fixed] + [os.path.join(reused, "app.%d.tlog" % n) for n in range(1, 1500)]
+    for f in taken:
+        with open(f, "w") as fh:
+            fh.write("not ours\n")
+    strace = shutil.which("strace")
+    cmd = [prog("prog_exit")]
+    if strace:
+        cmd = [strace, "-f", "-qq", "-e", "trace=open,openat,lstat,newfstatat,stat",
+               "-o", os.path.join(ARGS.work, "strace.out")] + cmd
+    rc, out, err = run(cmd, env_for(TRACE_OUTPUT=fixed))
+    made = sorted(set(os.listdir(reused)) - {os.path.basename(f) for f in taken})
+    check(rc == 3 and made == ["app.1500.tlog"], "a reused name: made %s, %r" % (made, err))
+    check(all(open(f).read() == "not ours\n" for f in taken), "a taken name was overwritten")
+    if made:
+        records = decode(os.path.join(reused, made[0]))
+        check(len(cuda_events(records)) == 2 and ending_of(records) == "exit", "the new log is whole")
+    if strace:
+        with open(os.path.join(ARGS.work, "strace.out")) as fh:
+            looked = sum(1 for line in fh if "reused/app." in line)
+        check(looked < 60, "%d calls on taken names for one start" % looked)
+        os.unlink(os.path.join(ARGS.work, "strace.out"))
+    # A hole among the taken names: a free number above them still.
+    os.unlink(os.path.join(reused, "app.700.tlog"))
+    os.unlink(os.path.join(reused, made[0])) if made else None
+    rc, out, err = run([prog("prog_exit")], env_for(TRACE_OUTPUT=fixed))
+    made = sorted(set(os.listdir(reused)) - {os.path.basename(f) for f in taken})
+    check(rc == 3 and len(made) == 1, "a reused name with a hole: made %s" % made)
+    shutil.rmtree(reused)
     # Events' times in the log's unit (TRACE_TIME_UNIT_NS): the header says
     # which, every time is a multiple of it, none precedes the start, and no
     # thread's time goes back.  4 threads, so that threads interleave.
