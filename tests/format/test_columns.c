@@ -71,6 +71,34 @@ static void test_rankset(void)
     CHECK(s.count == 0 && tf_rankset_rank(&s, 0x1000) == 0);
 }
 
+/* Every pattern of held slots in every byte of a word: the address of each
+ * rank (the bit select's table in rankset.c), and each held one's rank. */
+static void test_rankset_bytes(void)
+{
+    static tf_rankset s;
+    for (unsigned byte = 0; byte < 8; byte++)
+        for (unsigned pattern = 0; pattern < 256; pattern++) {
+            tf_rankset_clear(&s);
+            for (unsigned slot = 0; slot < 64; slot++)
+                tf_rankset_add(&s, 0x1000 * (slot + 1), slot);
+            for (unsigned bit = 0; bit < 8; bit++)
+                if (!(pattern >> bit & 1))
+                    CHECK(tf_rankset_remove(&s, 0x1000 * (8 * byte + bit + 1), NULL));
+            uint32_t r = 0;
+            for (unsigned slot = 64; slot-- > 0;) {   /* the newest first */
+                unsigned in_byte = slot / 8 == byte, held = !in_byte || pattern >> slot % 8 & 1;
+                if (!held)
+                    continue;
+                r++;
+                CHECK(tf_rankset_at(&s, r) == 0x1000 * (slot + 1));
+                CHECK(tf_rankset_rank(&s, 0x1000 * (slot + 1)) == r);
+            }
+            CHECK(s.count == r && tf_rankset_at(&s, r + 1) == 0);
+            if (tf_test_failures)
+                return;
+        }
+}
+
 /* ------------------------------------------------------------ blocks */
 
 static tf_colenc *enc;
@@ -354,6 +382,7 @@ int main(void)
     if (!enc)
         return 1;
     test_rankset();
+    test_rankset_bytes();
     test_pool_stream();
     test_arbitrary();
     test_time_off_unit();
