@@ -249,7 +249,7 @@ void trace_config_load(void)
     v = config.time_unit_ns;
     read_int("TRACE_TIME_UNIT_NS", 1, 1000000000, &v);
     config.time_unit_ns = (uint32_t)v;
-    /* Column blocks cost the flushing thread about 50 ns per event: nothing
+    /* Column blocks cost the flushing thread 35 to 40 ns per event: nothing
      * at the rates of GPU calls and collections, a third more CPU for a
      * program whose every GC allocation is an event.  So by default they
      * are off when TRACE_PY_ALLOCS is on (docs/settings.md). */
