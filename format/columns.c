@@ -872,8 +872,34 @@ static int grow_out(uint8_t **out, size_t *cap, size_t used, size_t need)
     return 0;
 }
 
-int tf_columns_decode(tf_colstate *st, const uint8_t *block, size_t len, uint8_t **out,
-                      size_t *out_len, size_t *out_cap, const char **why)
+/* Where a decoded block goes: 1.x records (tf_columns_decode) or items
+ * (tf_columns_decode_items).  decode_block is inlined once for each, with
+ * `items` a constant. */
+typedef struct block_out {
+    uint8_t **rec;
+    size_t *rec_len, *rec_cap;
+    tf_event **item;
+    size_t *nitems, *items_cap;
+} block_out;
+
+/* Room for one more item; the same bound as the records' (grow_out). */
+static int grow_items(const block_out *o)
+{
+    if (*o->nitems < *o->items_cap)
+        return 0;
+    size_t n = *o->items_cap ? 2 * *o->items_cap : 4096;
+    if (n > ((size_t)1 << 28) / sizeof(tf_event))
+        return -1;
+    tf_event *p = realloc(*o->item, n * sizeof *p);
+    if (!p)
+        return -1;
+    *o->item = p;
+    *o->items_cap = n;
+    return 0;
+}
+
+INLINE int decode_block(tf_colstate *st, const uint8_t *block, size_t len, const char **why, const int items,
+                        const block_out *o)
 {
     tf_cursor c = { block, block + len, 0 };
     uint64_t tunit = tf_get_uv(&c), nrec = tf_get_uv(&c), ncols = tf_get_uv(&c);
@@ -908,6 +934,10 @@ int tf_columns_decode(tf_colstate *st, const uint8_t *block, size_t len, uint8_t
         }
         if (kind > UINT32_MAX)
             return -1;
+        if (items && grow_items(o) < 0) {
+            *why = "out of memory";
+            return -1;
+        }
         if (kind < 32) {
             uint64_t n = get(&io, TF_COL_DEFS);
             tf_cursor *d = &io.in[TF_COL_DEFS];
@@ -920,33 +950,45 @@ int tf_columns_decode(tf_colstate *st, const uint8_t *block, size_t len, uint8_t
             tf_cursor pc = { d->p, d->p + n, 0 };
             if (definition(st, (uint32_t)kind, pc, i == 0) < 0)
                 return -1;
+            if (items) {
+                tf_event *it = &(*o->item)[(*o->nitems)++];
+                tf_event_init(it, (uint32_t)kind);
+                it->seq = (uint64_t)(d->p - block);
+                it->t_ns = n;
+                d->p += n;
+                continue;
+            }
             if (kind == TF_REC_FRAME)
                 tf_bases_frame(&b, st->seq, st->t_ns);
-            if (grow_out(out, out_cap, *out_len, 2 * TF_VARINT_MAX + n) < 0) {
+            if (grow_out(o->rec, o->rec_cap, *o->rec_len, 2 * TF_VARINT_MAX + n) < 0) {
                 *why = "out of memory";
                 return -1;
             }
-            uint8_t *p = tf_put_uv(*out + *out_len, kind);
+            uint8_t *p = tf_put_uv(*o->rec + *o->rec_len, kind);
             p = tf_put_uv(p, n);
             memcpy(p, d->p, n);
-            *out_len = (size_t)(p + n - *out);
+            *o->rec_len = (size_t)(p + n - *o->rec);
             d->p += n;
             continue;
         }
         if (i == 0 || !tf_event_layout_of((uint32_t)kind))
             return -1;
-        tf_event e;
-        tf_event_init(&e, (uint32_t)kind);
-        decode_event(&io, st, &e);
+        tf_event local, *e = items ? &(*o->item)[*o->nitems] : &local;
+        tf_event_init(e, (uint32_t)kind);
+        decode_event(&io, st, e);
         if (io.bad) {
             *why = io.why ? io.why : "column block";
             return -1;
         }
-        if (grow_out(out, out_cap, *out_len, 2 * TF_VARINT_MAX + TF_EVENT_PAYLOAD_MAX) < 0) {
+        if (items) {
+            ++*o->nitems;
+            continue;
+        }
+        if (grow_out(o->rec, o->rec_cap, *o->rec_len, 2 * TF_VARINT_MAX + TF_EVENT_PAYLOAD_MAX) < 0) {
             *why = "out of memory";
             return -1;
         }
-        *out_len = (size_t)(tf_put_event(&b, *out + *out_len, &e) - *out);
+        *o->rec_len = (size_t)(tf_put_event(&b, *o->rec + *o->rec_len, e) - *o->rec);
     }
     for (int i = 0; i < TF_COLUMNS; i++) {
         if (io.in[i].bad) {
@@ -959,4 +1001,19 @@ int tf_columns_decode(tf_colstate *st, const uint8_t *block, size_t len, uint8_t
         }
     }
     return 0;
+}
+
+int tf_columns_decode(tf_colstate *st, const uint8_t *block, size_t len, uint8_t **out,
+                      size_t *out_len, size_t *out_cap, const char **why)
+{
+    block_out o = { .rec = out, .rec_len = out_len, .rec_cap = out_cap };
+    return decode_block(st, block, len, why, 0, &o);
+}
+
+int tf_columns_decode_items(tf_colstate *st, const uint8_t *block, size_t len, tf_event **items,
+                            size_t *nitems, size_t *items_cap, const char **why)
+{
+    *nitems = 0;
+    block_out o = { .item = items, .nitems = nitems, .items_cap = items_cap };
+    return decode_block(st, block, len, why, 1, &o);
 }

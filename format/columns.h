@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "rankset.h"
+#include "trace_format.h"
 
 /* The columns of a block, in the order the block holds them. */
 #define TF_COLUMN_LIST(X)                                                   \
@@ -123,5 +124,16 @@ size_t tf_colenc_size(const tf_colenc *enc);
  * last block left it: each block resets it).  0, or -1 with *why set. */
 int tf_columns_decode(tf_colstate *st, const uint8_t *block, size_t len, uint8_t **out,
                       size_t *out_len, size_t *out_cap, const char **why);
+
+/* The same block as items, for a reader that wants events, not records
+ * (1.x records cost a reader two codings of every event it never needed):
+ * *items (grown with realloc) gets the block's records in order, *nitems
+ * of them.  An item whose kind is an event kind (>= 32) is that event,
+ * whole.  One whose kind is a definition's (< 32) is that record: its
+ * payload is the `t_ns` bytes at `block + seq`, the rest zero.  The block
+ * is whole or nothing, as for tf_columns_decode: 0, or -1 with *why set and
+ * the items not to be used. */
+int tf_columns_decode_items(tf_colstate *st, const uint8_t *block, size_t len, tf_event **items,
+                            size_t *nitems, size_t *items_cap, const char **why);
 
 #endif

@@ -84,12 +84,19 @@ static void note_resumed(tf_reader *r)
     }
 }
 
+/* The current frame's records are all used (or none will be). */
+static void frame_done(tf_reader *r)
+{
+    r->buf_pos = r->buf_len = 0;
+    r->item_pos = r->nitems = 0;
+}
+
 static void frame_corrupt(tf_reader *r, const char *why)
 {
     r->st.corrupt_frames++;
     note(r, "frame %llu corrupt (%s)", (unsigned long long)r->frame_index, why);
     r->resume_pending = 1;
-    r->buf_pos = r->buf_len = 0;
+    frame_done(r);
 }
 
 /* ------------------------------------------------------------ frames */
@@ -176,11 +183,14 @@ static int decompress_frame(tf_reader *r, const char **why)
     }
 }
 
-/* A column block (FORMAT.md section 15) in r->buf becomes the records it
- * stands for.  A block the file cuts short gives no records: its columns
- * are only whole together. */
+/* A column block (FORMAT.md section 15) in r->buf is decoded whole into
+ * the items its records are read from (read_record): events already
+ * decoded, definitions as their place in the block, which stays in r->buf.
+ * A block the file cuts short gives no records: its columns are only whole
+ * together. */
 static int expand_block(tf_reader *r, int outcome, const char **why)
 {
+    r->item_pos = r->nitems = 0;
     tf_cursor c = { r->buf, r->buf + r->buf_len, 0 };
     if (tf_get_uv(&c) != TF_REC_COLUMNS || c.bad)
         return outcome;
@@ -197,16 +207,12 @@ static int expand_block(tf_reader *r, int outcome, const char **why)
         *why = "out of memory";
         return FRAME_BAD;
     }
-    r->cols_len = 0;
-    if (tf_columns_decode(r->colstate, c.p, len, &r->cols, &r->cols_len, &r->cols_cap, why) < 0)
+    if (tf_columns_decode_items(r->colstate, c.p, len, &r->items, &r->nitems, &r->items_cap, why) < 0) {
+        r->nitems = 0;
         return FRAME_BAD;
-    uint8_t *buf = r->buf;
-    size_t cap = r->buf_cap;
-    r->buf = r->cols;
-    r->buf_cap = r->cols_cap;
-    r->buf_len = r->cols_len;
-    r->cols = buf;
-    r->cols_cap = cap;
+    }
+    r->items_base = (size_t)(c.p - r->buf);
+    r->buf_pos = r->buf_len;     /* the frame's records are the items */
     r->st.column_blocks++;
     return outcome;
 }
@@ -254,7 +260,7 @@ static int load_frame(tf_reader *r)
         if (outcome == FRAME_WAIT) {
             r->frames_seen--;
             r->off = at;
-            r->buf_len = r->buf_pos = 0;
+            frame_done(r);
             if (tf_input_more(r))
                 continue;
             return FRAME_NONE;
@@ -344,10 +350,20 @@ static const uint8_t *another_header(const tf_reader *r)
     return c.p;
 }
 
-/* The next record of the file, or 0 at the end of what is readable. */
-static int read_record(tf_reader *r, uint32_t *kind, tf_cursor *payload)
+/* The next record of the file, or 0 at the end of what is readable.  An
+ * event a column block held comes decoded, in *decoded (else NULL). */
+static int read_record(tf_reader *r, uint32_t *kind, tf_cursor *payload, const tf_event **decoded)
 {
     for (;;) {
+        if (r->item_pos < r->nitems) {
+            const tf_event *it = &r->items[r->item_pos++];
+            *kind = it->kind;
+            *decoded = it->kind >= 32 ? it : NULL;
+            const uint8_t *p = r->buf + r->items_base + it->seq;
+            *payload = (tf_cursor){ p, p + (it->kind >= 32 ? 0 : it->t_ns), 0 };
+            return 1;
+        }
+        *decoded = NULL;
         if (r->buf_pos >= r->buf_len) {
             if (r->frame_partial) {
                 r->st.truncated = 1;
@@ -369,14 +385,16 @@ int tf_reader_next(tf_reader *r, tf_event *e)
 {
     uint32_t kind;
     tf_cursor c;
+    const tf_event *decoded;
     r->st.waiting = 0;
-    while (!r->finished && read_record(r, &kind, &c)) {
+    while (!r->finished && read_record(r, &kind, &c, &decoded)) {
         int rc;
         if (kind == TF_REC_HEADER && !r->frame_has_bases) {
             /* A later segment opens (FORMAT.md section 13). */
             int how = r->in ? tf_input_opening(r, &c) : TF_INPUT_NONE;
             if (how == TF_INPUT_SKIP) {
                 r->buf_pos = r->buf_len;
+                r->item_pos = r->nitems;
                 continue;
             }
             if (how == TF_INPUT_ABSORB) {
@@ -397,6 +415,8 @@ int tf_reader_next(tf_reader *r, tf_event *e)
             rc = absorb_frame_record(r, &c);
         else if (!r->frame_has_bases || kind == TF_REC_HEADER)
             rc = TF_REC_BAD;  /* every frame opens with FRAME; HEADER only opens the file */
+        else if (decoded)
+            rc = (*e = *decoded, 1);
         else if (kind >= 32)
             rc = decode_event(r, kind, &c, e);
         else if (r->restating)
@@ -597,7 +617,7 @@ int tf_reader_next_run(tf_reader *r)
     memset(&r->st, 0, sizeof r->st);
     memset(&r->header, 0, sizeof r->header);
     r->off = at;
-    r->buf_len = r->buf_pos = 0;
+    frame_done(r);
     r->frame_partial = r->frame_has_bases = 0;
     tf_bases_frame(&r->b, 0, 0);
     r->nnotes = r->dropped_notes = 0;
@@ -621,7 +641,7 @@ void tf_reader_close(tf_reader *r)
     tf_input_free(r->in);
     ZSTD_freeDCtx(r->dctx);
     free(r->buf);
-    free(r->cols);
+    free(r->items);
     free(r->colstate);
     tf_defs_free(&r->defs);
     free(r);

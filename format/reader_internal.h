@@ -105,8 +105,9 @@ struct tf_reader {
 
     uint8_t *buf;               /* the current frame, decompressed */
     size_t buf_len, buf_cap, buf_pos;
-    uint8_t *cols;              /* a column block's records, or the buffer swapped out */
-    size_t cols_len, cols_cap;
+    tf_event *items;            /* a column block's records, decoded (columns.h) */
+    size_t nitems, items_cap, item_pos;
+    size_t items_base;          /* where the block starts in buf (items' payloads) */
     tf_colstate *colstate;      /* the block decoder's state (allocated on the first block) */
     int frame_partial;          /* the file ends inside the current frame */
     int frame_has_bases;        /* its FRAME record has been read */

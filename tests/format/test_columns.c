@@ -9,6 +9,7 @@
 
 #include "columns.h"
 #include "pool_stream.h"
+#include "records.h"
 #include "varint.h"
 
 static const tf_header header = {
@@ -131,8 +132,41 @@ static const uint8_t *payload_of(const uint8_t *rec, size_t len, size_t *plen)
     return c.p;
 }
 
-/* Encodes a chunk, decodes it back and compares byte for byte; returns the
- * encoder's verdict. */
+/* The block decoded as a reader takes it (tf_columns_decode_items), written
+ * back as records: the chunk, byte for byte. */
+static void items_match(const uint8_t *payload, size_t plen, const tf_chunk *c)
+{
+    tf_event *items = NULL;
+    size_t nitems = 0, items_cap = 0;
+    const char *why = "";
+    CHECK(tf_columns_decode_items(&dec_state, payload, plen, &items, &nitems, &items_cap, &why) == 0);
+    uint8_t *again = malloc(c->len + nitems * (2 * TF_VARINT_MAX + TF_EVENT_PAYLOAD_MAX)), *p = again;
+    tf_bases bases = { 0 };
+    for (size_t i = 0; i < nitems; i++) {
+        const tf_event *it = &items[i];
+        if (it->kind >= 32) {
+            p = tf_put_event(&bases, p, it);
+            continue;
+        }
+        CHECK(it->seq + it->t_ns <= plen);
+        p = tf_put_uv(p, it->kind);
+        p = tf_put_uv(p, it->t_ns);
+        memcpy(p, payload + it->seq, it->t_ns);
+        p += it->t_ns;
+        if (it->kind == TF_REC_FRAME) {
+            tf_cursor f = { payload + it->seq, payload + it->seq + it->t_ns, 0 };
+            tf_get_uv(&f);
+            uint64_t seq = tf_get_uv(&f), t = tf_get_uv(&f);
+            tf_bases_frame(&bases, seq, t);
+        }
+    }
+    CHECK((size_t)(p - again) == c->len && !memcmp(again, c->data, c->len));
+    free(again);
+    free(items);
+}
+
+/* Encodes a chunk, decodes it back (as records and as items) and compares
+ * byte for byte; returns the encoder's verdict. */
 static int roundtrip(const tf_chunk *c, uint64_t tunit)
 {
     int rc = tf_columns_encode(enc, c->data, c->len, tunit);
@@ -148,6 +182,7 @@ static int roundtrip(const tf_chunk *c, uint64_t tunit)
     CHECK(out_len == c->len && !memcmp(out, c->data, c->len));
     if (out_len != c->len || memcmp(out, c->data, c->len))
         fprintf(stderr, "  decoded %zu bytes of %zu (%s)\n", out_len, c->len, why);
+    items_match(payload, plen, c);
     free(out);
     free(b);
     return rc;
