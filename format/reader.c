@@ -319,7 +319,7 @@ static int absorb_frame_record(tf_reader *r, tf_cursor *c)
 
 /* An event record (records.h).  1: *e is an event to return; 0: an event
  * kind this version does not know (its common fields still move the bases). */
-static int decode_event(tf_reader *r, uint32_t kind, tf_cursor *c, tf_event *e)
+TF_ALWAYS_INLINE int decode_event(tf_reader *r, uint32_t kind, tf_cursor *c, tf_event *e)
 {
     int rc = tf_get_event(&r->b, kind, c, e);
     return rc < 0 ? TF_REC_BAD : rc;
@@ -350,20 +350,12 @@ static const uint8_t *another_header(const tf_reader *r)
     return c.p;
 }
 
-/* The next record of the file, or 0 at the end of what is readable.  An
- * event a column block held comes decoded, in *decoded (else NULL). */
-static int read_record(tf_reader *r, uint32_t *kind, tf_cursor *payload, const tf_event **decoded)
+/* The next record of the file: 1; or 2 when a column block was loaded
+ * (its records are items, see tf_reader_next); or 0 at the end of what is
+ * readable. */
+static int read_record(tf_reader *r, uint32_t *kind, tf_cursor *payload)
 {
     for (;;) {
-        if (r->item_pos < r->nitems) {
-            const tf_event *it = &r->items[r->item_pos++];
-            *kind = it->kind;
-            *decoded = it->kind >= 32 ? it : NULL;
-            const uint8_t *p = r->buf + r->items_base + it->seq;
-            *payload = (tf_cursor){ p, p + (it->kind >= 32 ? 0 : it->t_ns), 0 };
-            return 1;
-        }
-        *decoded = NULL;
         if (r->buf_pos >= r->buf_len) {
             if (r->frame_partial) {
                 r->st.truncated = 1;
@@ -371,6 +363,8 @@ static int read_record(tf_reader *r, uint32_t *kind, tf_cursor *payload, const t
             }
             if (load_frame(r) == FRAME_NONE)
                 return 0;
+            if (r->nitems)
+                return 2;
             continue;
         }
         int rc = next_record(r, kind, payload);
@@ -385,9 +379,25 @@ int tf_reader_next(tf_reader *r, tf_event *e)
 {
     uint32_t kind;
     tf_cursor c;
-    const tf_event *decoded;
     r->st.waiting = 0;
-    while (!r->finished && read_record(r, &kind, &c, &decoded)) {
+    while (!r->finished) {
+        /* A column block's records come decoded (expand_block). */
+        const tf_event *decoded = NULL;
+        if (r->item_pos < r->nitems) {
+            decoded = &r->items[r->item_pos++];
+            kind = decoded->kind;
+            if (kind < 32) {
+                const uint8_t *p = r->buf + r->items_base + decoded->seq;
+                c = (tf_cursor){ p, p + decoded->t_ns, 0 };
+                decoded = NULL;
+            }
+        } else {
+            int got = read_record(r, &kind, &c);
+            if (!got)
+                break;
+            if (got == 2)
+                continue;
+        }
         int rc;
         if (kind == TF_REC_HEADER && !r->frame_has_bases) {
             /* A later segment opens (FORMAT.md section 13). */

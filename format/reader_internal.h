@@ -106,8 +106,7 @@ struct tf_reader {
     uint8_t *buf;               /* the current frame, decompressed */
     size_t buf_len, buf_cap, buf_pos;
     tf_event *items;            /* a column block's records, decoded (columns.h) */
-    size_t nitems, items_cap, item_pos;
-    size_t items_base;          /* where the block starts in buf (items' payloads) */
+    size_t item_pos, nitems;
     tf_colstate *colstate;      /* the block decoder's state (allocated on the first block) */
     int frame_partial;          /* the file ends inside the current frame */
     int frame_has_bases;        /* its FRAME record has been read */
@@ -127,6 +126,8 @@ struct tf_reader {
     int resume_pending;         /* a corrupt frame awaits "resumed at" */
     int finished;
     char damage[TF_DAMAGE_NOTES * 160 + 64];
+    size_t items_cap;
+    size_t items_base;          /* where the block starts in buf (items' payloads) */
 };
 
 #endif
