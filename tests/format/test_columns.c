@@ -293,6 +293,16 @@ static void test_time_off_unit(void)
     tf_get_uv(&h);
     tf_get_uv(&h);
     CHECK(tf_get_uv(&h) == 1);   /* the block's unit */
+    /* A unit neither 1 us nor 1 ns (TRACE_TIME_UNIT_NS=250): kept when the
+     * times are whole units, and the times come back. */
+    for (int i = 0; i < 500; i++)
+        ps_step(&ps, w);
+    tf_writer_seal(w, &c);
+    CHECK(roundtrip(&c, 250) == 0);
+    h = (tf_cursor){ enc->head, enc->head + enc->head_len, 0 };
+    tf_get_uv(&h);
+    tf_get_uv(&h);
+    CHECK(tf_get_uv(&h) == 250);
     tf_chunk_free(&c);
     tf_writer_free(w);
 }
