@@ -900,7 +900,9 @@ typedef struct block_out {
     size_t *nitems, *items_cap;
 } block_out;
 
-/* Room for one more item; the same bound as the records' (grow_out). */
+/* Room for one more item, up to 256 MiB of them as grow_out allows of
+ * records: 2.4 million records, where a writer's block holds at most about
+ * 350 thousand (a chunk is sealed by 1 MiB of records). */
 static int grow_items(const block_out *o)
 {
     if (*o->nitems < *o->items_cap)
