@@ -8,8 +8,8 @@
 #include <zstd.h>
 
 #include "columns.h"
+#include "items_records.h"
 #include "pool_stream.h"
-#include "records.h"
 #include "varint.h"
 
 static const tf_header header = {
@@ -140,27 +140,9 @@ static void items_match(const uint8_t *payload, size_t plen, const tf_chunk *c)
     size_t nitems = 0, items_cap = 0;
     const char *why = "";
     CHECK(tf_columns_decode_items(&dec_state, payload, plen, &items, &nitems, &items_cap, &why) == 0);
-    uint8_t *again = malloc(c->len + nitems * (2 * TF_VARINT_MAX + TF_EVENT_PAYLOAD_MAX)), *p = again;
-    tf_bases bases = { 0 };
-    for (size_t i = 0; i < nitems; i++) {
-        const tf_event *it = &items[i];
-        if (it->kind >= 32) {
-            p = tf_put_event(&bases, p, it);
-            continue;
-        }
-        CHECK(it->seq + it->t_ns <= plen);
-        p = tf_put_uv(p, it->kind);
-        p = tf_put_uv(p, it->t_ns);
-        memcpy(p, payload + it->seq, it->t_ns);
-        p += it->t_ns;
-        if (it->kind == TF_REC_FRAME) {
-            tf_cursor f = { payload + it->seq, payload + it->seq + it->t_ns, 0 };
-            tf_get_uv(&f);
-            uint64_t seq = tf_get_uv(&f), t = tf_get_uv(&f);
-            tf_bases_frame(&bases, seq, t);
-        }
-    }
-    CHECK((size_t)(p - again) == c->len && !memcmp(again, c->data, c->len));
+    size_t len = 0;
+    uint8_t *again = items_as_records(payload, items, nitems, &len);
+    CHECK(again && len == c->len && !memcmp(again, c->data, c->len));
     free(again);
     free(items);
 }
