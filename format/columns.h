@@ -13,16 +13,19 @@
  * runs of similar small numbers.
  *
  * The encoder reads a sealed chunk of records and writes a block; the
- * decoder turns a block back into the very same records, byte for byte, so
- * that a reader needs no other change.  Both run the same prediction code
- * (columns.c codes each event once, in either direction), so they cannot
- * disagree on what is predicted.
+ * decoder turns a block back into the very same records, byte for byte
+ * (tf_columns_decode), or, for the reader, into those records' events and
+ * the places of its definitions (tf_columns_decode_items: what the records
+ * would give once parsed, without writing and parsing them).  Both
+ * directions run the same prediction code (columns.c codes each event once,
+ * in either direction), so they cannot disagree on what is predicted.
  *
  * Memory: the state (tf_colstate) has a fixed size, 500 KiB, whatever
  * the frame holds (the prediction sets are bounded by the format: rankset.h);
  * the encoder's columns grow to about the chunk's size.  The recorder maps
  * both (a signal handler may flush), so nothing here calls malloc except the
- * decoder's output, which only readers use.
+ * decoder's output, which only readers use (as items, 112 bytes per record
+ * of the largest block read).
  *
  * Failure policy: the encoder returns -1 when a chunk cannot or should not be
  * a block (it starts with HEADER, holds an event kind this version does not
