@@ -147,24 +147,6 @@ INLINE uint64_t residual(col_io *io, const int dec, unsigned col, uint64_t v, ui
     return pred + (uint64_t)tf_unzigzag(z);
 }
 
-/* d as a whole number of units into *units; 0 when it is not one.  The
- * unit is the log's, nearly always 1 us (the default) or 1 ns: divided by
- * a constant, the division is a multiply (a 64-bit divide and the wait for
- * its result were a tenth of the encoder's time). */
-INLINE int in_units(int64_t d, uint64_t unit, int64_t *units)
-{
-    if (unit == 1000) {
-        *units = d / 1000;
-        return d % 1000 == 0;
-    }
-    if (unit == 1) {
-        *units = d;
-        return 1;
-    }
-    *units = d / (int64_t)unit;
-    return d % (int64_t)unit == 0;
-}
-
 /* ------------------------------------------------------------ threads */
 
 static tf_col_thread *thread_find(tf_colstate *st, uint32_t tid, uint32_t *rank)
@@ -421,8 +403,8 @@ INLINE void code_field(col_io *io, const int dec, tf_colstate *st, tf_event *e, 
         break;
     case GRANTED:
         pred = e->u.pool.requested;
-        if (st->align)   /* a power of two (below) */
-            pred = (pred + st->align - 1) & ~(st->align - 1);
+        if (st->align)
+            pred = (pred + st->align - 1) / st->align * st->align;
         v = here(io, dec, bit, v, pred) ? residual(io, dec, fc.col, v, pred) : pred;
         if (v && (!st->align || (v & -v) < st->align))
             st->align = v & -v;
@@ -501,13 +483,13 @@ INLINE void code_common(col_io *io, const int dec, tf_colstate *st, tf_event *e,
     }
 
     if (here(io, dec, 2, e->t_ns, st->t_ns)) {
-        int64_t d = (int64_t)(e->t_ns - st->t_ns), units = 0;
-        if (!dec && !in_units(d, st->tunit, &units)) {
+        int64_t d = (int64_t)(e->t_ns - st->t_ns);
+        if (!dec && d % (int64_t)st->tunit) {
             fail(io, "a time off the unit");
             io->off_unit = 1;
             return;
         }
-        uint64_t z = tf_zigzag(units);
+        uint64_t z = tf_zigzag(d / (int64_t)st->tunit);
         sym(io, dec, TF_COL_TIME, &z);
         e->t_ns = st->t_ns + (uint64_t)tf_unzigzag(z) * st->tunit;
     } else {
