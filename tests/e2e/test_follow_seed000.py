@@ -188,6 +188,15 @@ def second_run(args, python, module_dir, out_dir, env, failures):
                                                 sum(os.path.getsize(f) for f in ckpts), doc.get("damage"),
                                                 doc.get("verdict", {}).get("text"), doc.get("checkpoint")),
               flush=True)
+        if os.path.exists(stem + ".seg1" + ext):
+            # Broken early (the race's timing varies: CI saw seq 7550): the
+            # files never outgrew the budget, so nothing was to be deleted.
+            # The report must not claim otherwise; this run does not test
+            # deletion, the next seed may.
+            failures.check(doc.get("damage") is None,
+                           "64K, seed %d: segment 1 is on disk, yet: %s" % (seed, doc.get("damage")))
+            print("64K, seed %d: stopped before any segment was deleted; next seed" % seed, flush=True)
+            continue
         failures.check("were deleted with segments" in (doc.get("damage") or ""),
                        "64K, seed %d: nothing was deleted: %s" % (seed, doc.get("damage")))
         failures.check(check.returncode == 1 and violation.get("seq") == int(found.group(2)) and
@@ -210,7 +219,7 @@ def second_run(args, python, module_dir, out_dir, env, failures):
                        "64K, seed %d: no minimized reproducer: %s %s / %s" % (seed, m.stdout, m.stderr,
                                                                              again.stdout[-2000:]))
         return
-    failures.check(False, "64K: no run of 20 seeds was stopped at the damage")
+    failures.check(False, "64K: no run of 20 seeds was stopped at the damage after segments were deleted")
 
 
 if __name__ == "__main__":
