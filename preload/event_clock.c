@@ -27,6 +27,7 @@
 #include "event_clock.h"
 
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,7 +42,9 @@ static uint64_t scale;               /* ns per tick, 32.32 fixed point */
 static uint64_t renew_ticks;         /* RENEW_NS in ticks */
 static uint64_t base_ticks, base_ns; /* the rate's first measurement */
 static uint64_t anchor_ticks, anchor_ns;
-static uint64_t last_ns;             /* times never go back */
+/* Times never go back.  Written under the recorder's lock; read without it
+ * by event_clock_latest_ns (relaxed: plain moves on x86-64). */
+static _Atomic uint64_t last_ns;
 
 static uint64_t precise_ns(void)
 {
@@ -52,9 +55,10 @@ static uint64_t precise_ns(void)
 
 static uint64_t keep_forward(uint64_t t)
 {
-    if (t < last_ns)
-        return last_ns;
-    last_ns = t;
+    uint64_t last = atomic_load_explicit(&last_ns, memory_order_relaxed);
+    if (t < last)
+        return last;
+    atomic_store_explicit(&last_ns, t, memory_order_relaxed);
     return t;
 }
 
@@ -150,4 +154,9 @@ uint64_t event_clock_ns(void)
         return renew(ticks);
     /* since <= renew_ticks (a millisecond): since * scale fits 64 bits */
     return keep_forward(anchor_ns + ((since * scale) >> 32));
+}
+
+uint64_t event_clock_latest_ns(void)
+{
+    return atomic_load_explicit(&last_ns, memory_order_relaxed);
 }

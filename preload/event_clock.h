@@ -35,6 +35,13 @@ uint64_t event_clock_ns(void);
  * being timed meanwhile: start-up, a fork child). */
 uint64_t event_clock_start_ns(void);
 
+/* The time the latest read returned (by any thread), in ns; 0 before the
+ * first.  Needs no lock and reads no clock: it may lag the present by as
+ * much as the process went without an event.  For deciding whether
+ * something is due ("has 100 ms passed?") once per event, where asking the
+ * kernel's clock each time cost more than the rest of the decision. */
+uint64_t event_clock_latest_ns(void);
+
 /* 1 when reads go through the counter (for the settings the log records). */
 int event_clock_uses_counter(void);
 
