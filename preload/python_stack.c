@@ -80,7 +80,7 @@ static int64_t instruction_offset(void *frame, void *code)
     return instr - ((char *)code + layout->code_bytecode);
 }
 
-static int capture(rec_py_raw *out, int max)
+static int capture(rec_py_raw *restrict out, int max)
 {
     void *tstate = own_tstate();
     if (!tstate)
@@ -254,6 +254,23 @@ static int memo_frame_is(const memo_frame *m, const rec_py_raw *raw)
            m->first_line == FIELD(code, layout->code_firstlineno, int);
 }
 
+/* The n frames of raw are memo frames f, outermost last as captured.  The
+ * memo's hit path, run for nearly every event: the layout's offsets read
+ * once, not once per frame. */
+static int frames_match(const memo_frame *f, const rec_py_raw *raw, int n)
+{
+    size_t file = layout->code_filename, name = layout->code_name, line = layout->code_firstlineno;
+    for (int i = 0; i < n; i++) {
+        if (f[i].code != raw[i].code || f[i].where != (int64_t)raw[i].where)
+            return 0;
+        void *code = (void *)(uintptr_t)raw[i].code;
+        if (f[i].file != FIELD(code, file, uintptr_t) || f[i].name != FIELD(code, name, uintptr_t) ||
+            f[i].first_line != FIELD(code, line, int))
+            return 0;
+    }
+    return 1;
+}
+
 static uint64_t stack_hash(const rec_py_raw *raw, int n)
 {
     uint64_t h = (uint64_t)n * 0x9E3779B97F4A7C15ull;
@@ -306,22 +323,22 @@ static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
     if (!m)
         return intern_fresh(w, raw, n, NULL, 0, NULL);
     uint64_t h = stack_hash(raw, n);
-    unsigned victim = (m->last + 1) % MEMO_SLOTS;
-    uint32_t oldest = UINT32_MAX;
     m->clock++;
     for (unsigned s = 0; s < MEMO_SLOTS; s++) {
         memo_slot *e = &m->slot[s];
-        int valid = e->generation == cache_generation;
-        if (valid && e->hash == h && e->n == n) {
-            int i = 0;
-            while (i < n && memo_frame_is(&m->f[s][i], &raw[i]))
-                i++;
-            if (i == n) {
-                e->used = m->clock;
-                m->last = s;
-                return e->id;
-            }
+        if (e->hash == h && e->n == n && e->generation == cache_generation &&
+            frames_match(m->f[s], raw, n)) {
+            e->used = m->clock;
+            m->last = s;
+            return e->id;
         }
+    }
+    /* A miss: the least recently used slot goes. */
+    unsigned victim = (m->last + 1) % MEMO_SLOTS;
+    uint32_t oldest = UINT32_MAX;
+    for (unsigned s = 0; s < MEMO_SLOTS; s++) {
+        const memo_slot *e = &m->slot[s];
+        int valid = e->generation == cache_generation;
         uint32_t age = valid ? e->used : 0;
         if (age < oldest && s != m->last) {   /* the previous stack stays: a miss reads it */
             oldest = age;
