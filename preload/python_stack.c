@@ -22,6 +22,7 @@
 #include "recorder.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -100,10 +101,10 @@ static int capture(rec_py_raw *restrict out, int max)
     return n;
 }
 
-/* Direct-mapped caches, used only under the recorder's lock.  A code object
- * may die and its address be reused: entries are checked against the code's
- * name objects and first line, and a miss only costs a re-intern (the writer
- * interns by content).  A new writer (after fork) empties them. */
+/* Direct-mapped caches, used only under the recorder's lock, keyed by a code
+ * object's address.  A new writer (after fork, at a new segment) empties
+ * them, and so does the death of any code object they hold (below).  A miss
+ * only costs a re-intern: the writer interns by content. */
 #define CODE_CACHE 4096u
 #define LINE_CACHE 8192u
 typedef struct code_entry { uintptr_t code, file, name; int first_line; uint32_t id; } code_entry;
@@ -112,6 +113,70 @@ static code_entry code_cache[CODE_CACHE];
 static line_entry line_cache[LINE_CACHE];
 static tf_writer *cached_for;
 static uint32_t cached_epoch;  /* the writer forgets its ids at each segment */
+
+/*
+ * Code objects' deaths.  CPython reuses addresses: a code object compiled
+ * anew (exec, eval, a template engine, a reloaded module) can sit where one
+ * that died sat, its file name string where the old one's was, same name
+ * object, same first line.  Checking those fields was not enough: with
+ * exec(compile(src, "gen%d.py" % i, "exec")) in a loop, 298 events of 300
+ * named the file of an earlier round.  So a code object is cached only when
+ * its death will be seen: PEP 523's per-code extra slot, whose free function
+ * CPython calls as the code object is deallocated (under the GIL, as intern
+ * runs).  Any such death empties the caches and, through cache_generation,
+ * every thread's memo, before the next stack is interned.  A code object
+ * that cannot be watched (a subinterpreter's, or no extra index left) is
+ * looked up afresh at every event and never cached.
+ */
+#define WATCH_MARK ((void *)&code_deaths)
+static _Atomic uint32_t code_deaths;   /* watched code objects that died, plus one per attach */
+static uint32_t deaths_seen;           /* code_deaths when the caches were last emptied */
+static ssize_t extra_index = -1;
+static void *extra_interp;             /* the interpreter extra_index is registered in */
+
+static void code_died(void *extra)
+{
+    if (extra == WATCH_MARK)
+        atomic_fetch_add_explicit(&code_deaths, 1, memory_order_relaxed);
+}
+
+/* At attach, with the GIL: a new interpreter (an embedding program's next
+ * round) has none of our indexes, and code objects of the last round may
+ * have died after its table of free functions was cleared. */
+static void watch_code_deaths(void)
+{
+    atomic_fetch_add_explicit(&code_deaths, 1, memory_order_relaxed);
+    extra_index = -1;
+    if (!py.Eval_RequestCodeExtraIndex || !py.Code_GetExtra || !py.Code_SetExtra)
+        return;
+    extra_interp = py.PyInterpreterState_Get();
+    extra_index = py.Eval_RequestCodeExtraIndex(code_died);   /* -1 when all 255 are taken */
+}
+
+/* 1 when the death of this code object (alive: its frame is running) will
+ * be seen.  Called on cache misses only.  Needs the GIL: a thread that
+ * released it around a call (its stack read all the same) leaves the code
+ * object unwatched and uncached until an event of a thread holding it. */
+static int watch(void *code)
+{
+    /* Immortal (3.12+: the reference count's low half negative): a static
+     * code object, never deallocated, some in read-only memory (3.13's
+     * _Py_InitCleanup: writing a mark there crashed). */
+    if (py.minor >= 12 && FIELD(code, 0, int32_t) < 0)
+        return 1;
+    if (extra_index < 0 || !python_tstate_if_holding_gil() || py.PyInterpreterState_Get() != extra_interp)
+        return 0;               /* another interpreter: our index is not registered there */
+    void *have = NULL;
+    if (py.Code_GetExtra(code, extra_index, &have) == 0 && have == WATCH_MARK)
+        return 1;
+    py_object *type, *value, *traceback;
+    py.PyErr_Fetch(&type, &value, &traceback);
+    int ok = py.Code_SetExtra(code, extra_index, WATCH_MARK) == 0;
+    if (!ok)
+        py.PyErr_Clear();       /* out of memory: not cached */
+    py.PyErr_Restore(type, value, traceback);
+    return ok;
+}
 
 static uint32_t slot_of(uintptr_t key, uint64_t salt, uint32_t size)
 {
@@ -125,33 +190,39 @@ static uint32_t intern_text(tf_writer *w, void *str)
     return n ? tf_write_string(w, buf, n) : tf_write_string(w, "?", 1);
 }
 
-static uint32_t code_id(tf_writer *w, void *code)
+/* *watched: the code object is (now) watched, so it may be cached. */
+static uint32_t code_id(tf_writer *w, void *code, int *watched)
 {
     uintptr_t file = FIELD(code, layout->code_filename, uintptr_t);
     uintptr_t name = FIELD(code, layout->code_name, uintptr_t);
     int first_line = FIELD(code, layout->code_firstlineno, int);
     code_entry *e = &code_cache[slot_of((uintptr_t)code, 0, CODE_CACHE)];
+    /* The fields are checked still: a cheap second line of defence. */
     if (e->code == (uintptr_t)code && e->file == file && e->name == name &&
-        e->first_line == first_line)
+        e->first_line == first_line) {
+        *watched = 1;
         return e->id;
+    }
     uint32_t id = tf_write_py_code(w, intern_text(w, (void *)file), intern_text(w, (void *)name),
                                    first_line > 0 ? (uint32_t)first_line : 0);
-    *e = (code_entry){ (uintptr_t)code, file, name, first_line, id };
+    *watched = id && watch(code);
+    if (*watched)
+        *e = (code_entry){ (uintptr_t)code, file, name, first_line, id };
     return id;
 }
 
-/* code_id tells a reused address from the code object that lived there. */
-static int line_of(void *code, uint32_t code_id, int64_t where)
+static int line_of(void *code, uint32_t code_id, int64_t where, int watched)
 {
     line_entry *e = &line_cache[slot_of((uintptr_t)code, (uint64_t)where, LINE_CACHE)];
-    if (e->code == (uintptr_t)code && e->where == where && e->code_id == code_id)
+    if (watched && e->code == (uintptr_t)code && e->where == where && e->code_id == code_id)
         return e->line;
     /* Before the first instruction, or on one with no line (3.11+'s
      * prologue), the frame is at its first line. */
     int line = where < 0 ? -1 : py.PyCode_Addr2Line(code, (int)where);
     if (line <= 0)
         line = FIELD(code, layout->code_firstlineno, int);
-    *e = (line_entry){ (uintptr_t)code, where, code_id, line };
+    if (watched)
+        *e = (line_entry){ (uintptr_t)code, where, code_id, line };
     return line;
 }
 
@@ -171,9 +242,10 @@ static void forget_caches(void)
  * lately (an allocation loop cycles through a few) costs a hash and a
  * compare instead of two cache look-ups per frame and a hash and look-up of
  * the whole stack in the writer.  The key is what the interned stack is made
- * of, read afresh at every event: per frame the code object, the instruction
- * offset and the code's identity as code_cache checks it (file and name
- * objects, first line).  Frame addresses are not part of it: CPython reuses
+ * of, read afresh at every event: per frame the code object and the
+ * instruction offset (a memo holds only stacks whose code objects are all
+ * watched, and is void once any watched code object dies: see
+ * code_deaths).  Frame addresses are not part of it: CPython reuses
  * them (the frame free lists of 3.8-3.10, the data stack from 3.11), so the
  * same address at the same depth says nothing about which call it is, while
  * the same (code, instruction) sequence is the same stack whichever frames
@@ -191,9 +263,8 @@ static void forget_caches(void)
 #define MEMO_SLOTS 8
 #define MEMO_FRAMES 64
 typedef struct memo_frame {
-    uintptr_t code, file, name;
+    uintptr_t code;
     int64_t where;
-    int first_line;
     tf_py_frame interned;
 } memo_frame;
 /* The slots' keys together (one or two cache lines to scan), their frames
@@ -246,28 +317,15 @@ static py_memo *memo_get(void)
 /* Frame raw is memo frame m: same code object, same instruction. */
 static int memo_frame_is(const memo_frame *m, const rec_py_raw *raw)
 {
-    if (m->code != raw->code || m->where != (int64_t)raw->where)
-        return 0;
-    void *code = (void *)(uintptr_t)raw->code;
-    return m->file == FIELD(code, layout->code_filename, uintptr_t) &&
-           m->name == FIELD(code, layout->code_name, uintptr_t) &&
-           m->first_line == FIELD(code, layout->code_firstlineno, int);
+    return m->code == raw->code && m->where == (int64_t)raw->where;
 }
 
-/* The n frames of raw are memo frames f, outermost last as captured.  The
- * memo's hit path, run for nearly every event: the layout's offsets read
- * once, not once per frame. */
+/* The n frames of raw are memo frames f, innermost first as captured. */
 static int frames_match(const memo_frame *f, const rec_py_raw *raw, int n)
 {
-    size_t file = layout->code_filename, name = layout->code_name, line = layout->code_firstlineno;
-    for (int i = 0; i < n; i++) {
-        if (f[i].code != raw[i].code || f[i].where != (int64_t)raw[i].where)
+    for (int i = 0; i < n; i++)
+        if (!memo_frame_is(&f[i], &raw[i]))
             return 0;
-        void *code = (void *)(uintptr_t)raw[i].code;
-        if (f[i].file != FIELD(code, file, uintptr_t) || f[i].name != FIELD(code, name, uintptr_t) ||
-            f[i].first_line != FIELD(code, line, int))
-            return 0;
-    }
     return 1;
 }
 
@@ -281,10 +339,12 @@ static uint64_t stack_hash(const rec_py_raw *raw, int n)
 
 /* The stack's ids, computed: frames that match `from` (the previous stack,
  * of from_n frames; NULL for none) counted from the outermost are taken from
- * it.  Written into `to` as it goes (a different slot's frames, or NULL). */
+ * it.  Written into `to` as it goes (a different slot's frames, or NULL).
+ * *watched: every code object of the stack is watched (it may be memoised). */
 static uint32_t intern_fresh(tf_writer *w, const rec_py_raw *raw, int n, const memo_frame *from,
-                             int from_n, memo_frame *to)
+                             int from_n, memo_frame *to, int *watched)
 {
+    *watched = 1;
     tf_py_frame frames[n > 0 ? n : 1];
     int shift = from ? from_n - n : 0;    /* frame i of raw against from[i + shift] */
     for (int i = 0; i < n; i++) {
@@ -296,16 +356,15 @@ static uint32_t intern_fresh(tf_writer *w, const rec_py_raw *raw, int n, const m
                 to[i] = from[j];
             continue;
         }
-        frames[i].code = code_id(w, code);
-        int line = line_of(code, frames[i].code, (int64_t)raw[i].where);
+        int code_watched;
+        frames[i].code = code_id(w, code, &code_watched);
+        int line = line_of(code, frames[i].code, (int64_t)raw[i].where, code_watched);
         frames[i].line = line > 0 ? (uint32_t)line : 0;
+        *watched &= code_watched;
         if (to)
             to[i] = (memo_frame){
                 .code = (uintptr_t)code,
-                .file = FIELD(code, layout->code_filename, uintptr_t),
-                .name = FIELD(code, layout->code_name, uintptr_t),
                 .where = (int64_t)raw[i].where,
-                .first_line = FIELD(code, layout->code_firstlineno, int),
                 .interned = frames[i],
             };
     }
@@ -314,14 +373,17 @@ static uint32_t intern_fresh(tf_writer *w, const rec_py_raw *raw, int n, const m
 
 static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
 {
-    if (w != cached_for || tf_writer_epoch(w) != cached_epoch) {
+    uint32_t deaths = atomic_load_explicit(&code_deaths, memory_order_relaxed);
+    if (w != cached_for || tf_writer_epoch(w) != cached_epoch || deaths != deaths_seen) {
         forget_caches();
         cached_for = w;
         cached_epoch = tf_writer_epoch(w);
+        deaths_seen = deaths;
     }
+    int watched;
     py_memo *m = n <= MEMO_FRAMES ? memo_get() : NULL;
     if (!m)
-        return intern_fresh(w, raw, n, NULL, 0, NULL);
+        return intern_fresh(w, raw, n, NULL, 0, NULL, &watched);
     uint64_t h = stack_hash(raw, n);
     m->clock++;
     for (unsigned s = 0; s < MEMO_SLOTS; s++) {
@@ -350,8 +412,8 @@ static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
     memo_slot *e = &m->slot[victim];
     e->generation = 0;                        /* until whole */
     uint32_t id = intern_fresh(w, raw, n, prev_ok ? m->f[m->last] : NULL, prev_ok ? prev->n : 0,
-                               m->f[victim]);
-    if (id) {
+                               m->f[victim], &watched);
+    if (id && watched) {
         *e = (memo_slot){ .hash = h, .generation = cache_generation, .id = id, .used = m->clock,
                           .n = n };
         m->last = victim;
@@ -368,6 +430,7 @@ int python_stack_install(void)
         return 0;
     if (!memo_key_ok)
         memo_key_ok = pthread_key_create(&memo_key, release_memo) == 0;
+    watch_code_deaths();
     pthread_atfork(NULL, NULL, forget_caches);
     rec_set_py_provider(&provider);
     return 1;

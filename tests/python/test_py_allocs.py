@@ -79,6 +79,38 @@ def check_same_depth(python, tag):
                 % (tag, dict(deep_depths)))
 
 
+# Code objects made and dropped round after round (exec of compiled source,
+# as template engines and generated code do): each round's code object and
+# its file name string can land where the last round's died, so a cache
+# keyed by address, even checked against the file and name objects, named
+# the wrong file (298 events of 300 on 3.11) or would name the wrong line.
+# Each round allocates one S in f, from gen<i % 2>.py's line 2 + i % 3:
+# consecutive rounds differ in the file, rounds three apart in the line.
+CODE_REUSE = """\
+import gc
+gc.disable()
+class S:
+    __slots__ = ("x",)
+keep = []
+for i in range(300):
+    src = "def f():\\n" + "    pass\\n" * (i % 3) + "    return S()\\n"
+    ns = {"S": S}
+    exec(compile(src, "gen%d.py" % (i % 2), "exec"), ns)
+    keep.append(ns["f"]())
+    ns.clear()
+"""
+
+
+def check_code_reuse(python, tag):
+    run = pt.run_traced([python, "-S", "-c", CODE_REUSE], args.preload, args.pylog, env={"TRACE_PY_ALLOCS": "1"})
+    fails.check(run.proc.returncode == 0, "%s: code-reuse program failed: %s" % (tag, run.proc.stderr[-500:]))
+    got = [tuple(e["py"][0][:2]) for e in run.of("py_alloc") if e["py"] and e["py"][0][2] == "f"]
+    want = [("gen%d.py" % (i % 2), 2 + i % 3) for i in range(300)]
+    wrong = [(i, g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w]
+    fails.check(len(got) == 300 and not wrong, "%s: %d allocations in f, %d named the wrong (file, line), "
+                "first (round, recorded, right): %s" % (tag, len(got), len(wrong), wrong[:3]))
+
+
 def from_make(run):
     return [e for e in run.of("py_alloc") if e["py"] and e["py"][0][2] in ("make", "<listcomp>", "make.<locals>.<listcomp>")]
 
@@ -109,6 +141,7 @@ def check(python, version):
                 "%s: TRACE_PY_ALLOC_NATIVE=1: %d of %d py_alloc events in make() have a native stack"
                 % (tag, len([e for e in made if e["native_depth"]]), len(made)))
     check_same_depth(python, tag)
+    check_code_reuse(python, tag)
 
 
 pt.for_each_interpreter(args.python, check, fails)
