@@ -42,9 +42,11 @@ static void *own_tstate(void)
 {
     if (!py.Py_IsInitialized())
         return NULL;            /* before attach, or finalising */
-    void *bound = py.PyGILState_GetThisThreadState();
     void *tstate = py.current_tstate();
-    if (tstate && (py.minor >= 12 || tstate == bound))
+    if (tstate && py.minor >= 12)
+        return tstate;          /* thread-local: ours, the GIL held */
+    void *bound = py.PyGILState_GetThisThreadState();
+    if (tstate && tstate == bound)
         return tstate;
     return bound;               /* GIL released: our frames are still ours */
 }
