@@ -104,6 +104,7 @@ int py_api_resolve(const char **why)
     RESOLVE(Code_SetExtra, "PyUnstable_Code_SetExtra");
     if (!py.Code_SetExtra)
         RESOLVE(Code_SetExtra, "_PyCode_SetExtra");
+    RESOLVE(PyCode_NewEmpty, "PyCode_NewEmpty");
 
     void **first = (void **)&py.Py_IsInitialized;
     void **last = (void **)&py.type_type;

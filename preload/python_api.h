@@ -98,6 +98,7 @@ typedef struct py_api {
     ssize_t (*Eval_RequestCodeExtraIndex)(void (*free)(void *));
     int (*Code_GetExtra)(py_object *code, ssize_t index, void **extra);
     int (*Code_SetExtra)(py_object *code, ssize_t index, void *extra);
+    py_object *(*PyCode_NewEmpty)(const char *file, const char *name, int first_line);
 } py_api;
 
 extern py_api py;

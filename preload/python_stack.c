@@ -109,7 +109,12 @@ static int capture(rec_py_raw *restrict out, int max)
  * only costs a re-intern: the writer interns by content. */
 #define CODE_CACHE 4096u
 #define LINE_CACHE 8192u
-typedef struct code_entry { uintptr_t code, file, name; int first_line; uint32_t id; } code_entry;
+typedef struct code_entry {
+    uintptr_t code, file, name;
+    int first_line;
+    uint32_t id;
+    int watched;               /* its death will empty the caches (watch) */
+} code_entry;
 typedef struct line_entry { uintptr_t code; int64_t where; uint32_t code_id; int line; } line_entry;
 static code_entry code_cache[CODE_CACHE];
 static line_entry line_cache[LINE_CACHE];
@@ -122,19 +127,33 @@ static uint32_t cached_epoch;  /* the writer forgets its ids at each segment */
  * that died sat, its file name string where the old one's was, same name
  * object, same first line.  Checking those fields was not enough: with
  * exec(compile(src, "gen%d.py" % i, "exec")) in a loop, 298 events of 300
- * named the file of an earlier round.  So a code object is cached only when
+ * named the file of an earlier round.  So a code object is "watched" when
  * its death will be seen: PEP 523's per-code extra slot, whose free function
  * CPython calls as the code object is deallocated (under the GIL, as intern
- * runs).  Any such death empties the caches and, through cache_generation,
- * every thread's memo, before the next stack is interned.  A code object
- * that cannot be watched (a subinterpreter's, or no extra index left) is
- * looked up afresh at every event and never cached.
+ * runs with it).  Any such death empties the caches and, through
+ * cache_generation, every thread's memo, before the next stack is interned.
+ * Only stacks of watched code objects are memoised.
+ *
+ * Marking a code object sizes its extras to every index registered so far,
+ * and CPython calls every registered free function at its death, with NULL
+ * for slots nobody set.  So we mark only while no index was registered
+ * after ours: otherwise another tool's free function would be called for
+ * code objects it never marked (CPython's test_code registers a ctypes
+ * callback, which crashed at exit when called after its own end).  A probe
+ * code object of ours, never freed, tells: setting its extra one index
+ * above ours fails unless that index exists.
+ *
+ * A code object that is not watched (no index, one registered after ours, a
+ * subinterpreter's, a thread without the GIL) is cached as before, its
+ * entries checked against its file and name objects and first line, and
+ * its stacks are not memoised.
  */
 #define WATCH_MARK ((void *)&code_deaths)
 static _Atomic uint32_t code_deaths;   /* watched code objects that died, plus one per attach */
 static uint32_t deaths_seen;           /* code_deaths when the caches were last emptied */
-static ssize_t extra_index = -1;
+static ssize_t extra_index = -1;       /* ours; -1: no marking (any more) */
 static void *extra_interp;             /* the interpreter extra_index is registered in */
+static py_object *extra_probe;
 
 static void code_died(void *extra)
 {
@@ -149,16 +168,31 @@ static void watch_code_deaths(void)
 {
     atomic_fetch_add_explicit(&code_deaths, 1, memory_order_relaxed);
     extra_index = -1;
-    if (!py.Eval_RequestCodeExtraIndex || !py.Code_GetExtra || !py.Code_SetExtra)
+    if (!py.Eval_RequestCodeExtraIndex || !py.Code_GetExtra || !py.Code_SetExtra || !py.PyCode_NewEmpty)
         return;
+    extra_probe = py.PyCode_NewEmpty("<libtrace>", "<probe>", 0);   /* kept for good */
+    if (!extra_probe) {
+        py.PyErr_Clear();
+        return;
+    }
     extra_interp = py.PyInterpreterState_Get();
     extra_index = py.Eval_RequestCodeExtraIndex(code_died);   /* -1 when all 255 are taken */
+}
+
+/* Nonzero when an index was registered after ours (see above).  The
+ * exception state is the caller's to keep. */
+static int registered_after_us(void)
+{
+    int found = py.Code_SetExtra(extra_probe, extra_index + 1, NULL) == 0;
+    if (!found)
+        py.PyErr_Clear();       /* "bad internal call": no such index */
+    return found;
 }
 
 /* 1 when the death of this code object (alive: its frame is running) will
  * be seen.  Called on cache misses only.  Needs the GIL: a thread that
  * released it around a call (its stack read all the same) leaves the code
- * object unwatched and uncached until an event of a thread holding it. */
+ * object unwatched until an event of a thread holding it. */
 static int watch(void *code)
 {
     /* Immortal (3.12+: the reference count's low half negative): a static
@@ -173,9 +207,11 @@ static int watch(void *code)
         return 1;
     py_object *type, *value, *traceback;
     py.PyErr_Fetch(&type, &value, &traceback);
-    int ok = py.Code_SetExtra(code, extra_index, WATCH_MARK) == 0;
-    if (!ok)
-        py.PyErr_Clear();       /* out of memory: not cached */
+    int ok = 0;
+    if (registered_after_us())
+        extra_index = -1;       /* for good, in this interpreter */
+    else if (!(ok = py.Code_SetExtra(code, extra_index, WATCH_MARK) == 0))
+        py.PyErr_Clear();       /* out of memory */
     py.PyErr_Restore(type, value, traceback);
     return ok;
 }
@@ -192,39 +228,43 @@ static uint32_t intern_text(tf_writer *w, void *str)
     return n ? tf_write_string(w, buf, n) : tf_write_string(w, "?", 1);
 }
 
-/* *watched: the code object is (now) watched, so it may be cached. */
+/* *watched: the code object is watched (its stacks may be memoised). */
 static uint32_t code_id(tf_writer *w, void *code, int *watched)
 {
     uintptr_t file = FIELD(code, layout->code_filename, uintptr_t);
     uintptr_t name = FIELD(code, layout->code_name, uintptr_t);
     int first_line = FIELD(code, layout->code_firstlineno, int);
     code_entry *e = &code_cache[slot_of((uintptr_t)code, 0, CODE_CACHE)];
-    /* The fields are checked still: a cheap second line of defence. */
     if (e->code == (uintptr_t)code && e->file == file && e->name == name &&
         e->first_line == first_line) {
-        *watched = 1;
+        if (!e->watched)
+            e->watched = watch(code);   /* cached by a thread without the GIL, say */
+        *watched = e->watched;
         return e->id;
     }
     uint32_t id = tf_write_py_code(w, intern_text(w, (void *)file), intern_text(w, (void *)name),
                                    first_line > 0 ? (uint32_t)first_line : 0);
     *watched = id && watch(code);
-    if (*watched)
-        *e = (code_entry){ (uintptr_t)code, file, name, first_line, id };
+    if (id)
+        *e = (code_entry){ .code = (uintptr_t)code, .file = file, .name = name,
+                           .first_line = first_line, .id = id, .watched = *watched };
     return id;
 }
 
-static int line_of(void *code, uint32_t code_id, int64_t where, int watched)
+/* code_id tells a reused address from the code object that lived there,
+ * when the fields code_id checks tell them apart (and always for a watched
+ * one: its death empties this cache). */
+static int line_of(void *code, uint32_t code_id, int64_t where)
 {
     line_entry *e = &line_cache[slot_of((uintptr_t)code, (uint64_t)where, LINE_CACHE)];
-    if (watched && e->code == (uintptr_t)code && e->where == where && e->code_id == code_id)
+    if (e->code == (uintptr_t)code && e->where == where && e->code_id == code_id)
         return e->line;
     /* Before the first instruction, or on one with no line (3.11+'s
      * prologue), the frame is at its first line. */
     int line = where < 0 ? -1 : py.PyCode_Addr2Line(code, (int)where);
     if (line <= 0)
         line = FIELD(code, layout->code_firstlineno, int);
-    if (watched)
-        *e = (line_entry){ (uintptr_t)code, where, code_id, line };
+    *e = (line_entry){ (uintptr_t)code, where, code_id, line };
     return line;
 }
 
@@ -360,7 +400,7 @@ static uint32_t intern_fresh(tf_writer *w, const rec_py_raw *raw, int n, const m
         }
         int code_watched;
         frames[i].code = code_id(w, code, &code_watched);
-        int line = line_of(code, frames[i].code, (int64_t)raw[i].where, code_watched);
+        int line = line_of(code, frames[i].code, (int64_t)raw[i].where);
         frames[i].line = line > 0 ? (uint32_t)line : 0;
         *watched &= code_watched;
         if (to)
