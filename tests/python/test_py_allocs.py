@@ -111,6 +111,42 @@ def check_code_reuse(python, tag):
                 "first (round, recorded, right): %s" % (tag, len(got), len(wrong), wrong[:3]))
 
 
+# Another tool's code-extra index registered after ours: CPython calls its
+# free function at the death of every code object whose extras reach its
+# index, with NULL where it set nothing.  Our marks must not make it see
+# code objects it never marked (CPython's test_code crashed at exit so).
+OTHER_EXTRA_USER = """\
+import ctypes, gc
+gc.disable()
+calls = []
+FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+free = FREE(calls.append)
+api = ctypes.pythonapi
+request = getattr(api, "PyUnstable_Eval_RequestCodeExtraIndex", None) or api._PyEval_RequestCodeExtraIndex
+request.restype, request.argtypes = ctypes.c_ssize_t, [FREE]
+index = request(free)
+class S:
+    __slots__ = ("x",)
+for i in range(50):
+    ns = {"S": S}
+    exec(compile("def f():\\n    return S()\\n", "g%d.py" % i, "exec"), ns)
+    ns["f"]()
+    ns.clear()
+print("index", index, "calls", len(calls))
+"""
+
+
+def check_other_extra_user(python, tag):
+    run = pt.run_traced([python, "-S", "-c", OTHER_EXTRA_USER], args.preload, args.pylog,
+                        env={"TRACE_PY_ALLOCS": "1"})
+    out = run.proc.stdout.split()
+    fails.check(run.proc.returncode == 0 and out[:1] == ["index"] and out[3:] == ["0"],
+                "%s: another tool's code-extra free function was called for code objects it never marked "
+                "(exit %d): %r %s" % (tag, run.proc.returncode, run.proc.stdout, run.proc.stderr[-300:]))
+    made = [e for e in run.of("py_alloc") if e["py"] and e["py"][0][2] == "f"]
+    fails.check(len(made) == 50, "%s: %d allocations in f recorded, expected 50" % (tag, len(made)))
+
+
 def from_make(run):
     return [e for e in run.of("py_alloc") if e["py"] and e["py"][0][2] in ("make", "<listcomp>", "make.<locals>.<listcomp>")]
 
@@ -142,6 +178,7 @@ def check(python, version):
                 % (tag, len([e for e in made if e["native_depth"]]), len(made)))
     check_same_depth(python, tag)
     check_code_reuse(python, tag)
+    check_other_extra_user(python, tag)
 
 
 pt.for_each_interpreter(args.python, check, fails)
