@@ -95,17 +95,6 @@ int py_api_resolve(const char **why)
     RESOLVE(PyInterpreterState_GetID, "PyInterpreterState_GetID");
     RESOLVE(PyLong_FromSsize_t, "PyLong_FromSsize_t");
 
-    RESOLVE(Eval_RequestCodeExtraIndex, "PyUnstable_Eval_RequestCodeExtraIndex");
-    if (!py.Eval_RequestCodeExtraIndex)
-        RESOLVE(Eval_RequestCodeExtraIndex, "_PyEval_RequestCodeExtraIndex");
-    RESOLVE(Code_GetExtra, "PyUnstable_Code_GetExtra");
-    if (!py.Code_GetExtra)
-        RESOLVE(Code_GetExtra, "_PyCode_GetExtra");
-    RESOLVE(Code_SetExtra, "PyUnstable_Code_SetExtra");
-    if (!py.Code_SetExtra)
-        RESOLVE(Code_SetExtra, "_PyCode_SetExtra");
-    RESOLVE(PyCode_NewEmpty, "PyCode_NewEmpty");
-
     void **first = (void **)&py.Py_IsInitialized;
     void **last = (void **)&py.type_type;
     for (void **f = first; f <= last; f++) {

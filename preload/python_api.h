@@ -93,12 +93,6 @@ typedef struct py_api {
     py_object *none;           /* &_Py_NoneStruct */
     py_object *code_type;      /* &PyCode_Type */
     py_object *type_type;      /* &PyType_Type */
-    /* Optional (PEP 523's code extras, PyUnstable_ names from 3.12): how
-     * python_stack.c sees its cached code objects die. */
-    ssize_t (*Eval_RequestCodeExtraIndex)(void (*free)(void *));
-    int (*Code_GetExtra)(py_object *code, ssize_t index, void **extra);
-    int (*Code_SetExtra)(py_object *code, ssize_t index, void *extra);
-    py_object *(*PyCode_NewEmpty)(const char *file, const char *name, int first_line);
 } py_api;
 
 extern py_api py;

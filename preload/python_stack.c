@@ -22,7 +22,6 @@
 #include "recorder.h"
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -103,129 +102,18 @@ static int capture(rec_py_raw *restrict out, int max)
     return n;
 }
 
-/* Direct-mapped caches, used only under the recorder's lock, keyed by a code
- * object's address.  A new writer (after fork, at a new segment) empties
- * them, and so does the death of any code object they hold (below).  A miss
- * only costs a re-intern: the writer interns by content. */
+/* Direct-mapped caches, used only under the recorder's lock.  A code object
+ * may die and its address be reused: entries are checked against the code's
+ * name objects and first line, and a miss only costs a re-intern (the writer
+ * interns by content).  A new writer (after fork) empties them. */
 #define CODE_CACHE 4096u
 #define LINE_CACHE 8192u
-typedef struct code_entry {
-    uintptr_t code, file, name;
-    int first_line;
-    uint32_t id;
-    int watched;               /* its death will empty the caches (watch) */
-    uint64_t generation;       /* cache_generation when filled */
-} code_entry;
-typedef struct line_entry {
-    uintptr_t code;
-    int64_t where;
-    uint32_t code_id;
-    int line;
-    uint64_t generation;       /* cache_generation when filled */
-} line_entry;
+typedef struct code_entry { uintptr_t code, file, name; int first_line; uint32_t id; } code_entry;
+typedef struct line_entry { uintptr_t code; int64_t where; uint32_t code_id; int line; } line_entry;
 static code_entry code_cache[CODE_CACHE];
 static line_entry line_cache[LINE_CACHE];
-/* Bumped whenever the caches are emptied (a new writer, a new segment, a
- * fork, a watched code object's death): entries and memo slots of another
- * generation are void. */
-static uint64_t cache_generation = 1;
 static tf_writer *cached_for;
 static uint32_t cached_epoch;  /* the writer forgets its ids at each segment */
-
-/*
- * Code objects' deaths.  CPython reuses addresses: a code object compiled
- * anew (exec, eval, a template engine, a reloaded module) can sit where one
- * that died sat, its file name string where the old one's was, same name
- * object, same first line.  Checking those fields was not enough: with
- * exec(compile(src, "gen%d.py" % i, "exec")) in a loop, 298 events of 300
- * named the file of an earlier round.  So a code object is "watched" when
- * its death will be seen: PEP 523's per-code extra slot, whose free function
- * CPython calls as the code object is deallocated (under the GIL, as intern
- * runs with it).  Any such death empties the caches and, through
- * cache_generation, every thread's memo, before the next stack is interned.
- * Only stacks of watched code objects are memoised.
- *
- * Marking a code object sizes its extras to every index registered so far,
- * and CPython calls every registered free function at its death, with NULL
- * for slots nobody set.  So we mark only while no index was registered
- * after ours: otherwise another tool's free function would be called for
- * code objects it never marked (CPython's test_code registers a ctypes
- * callback, which crashed at exit when called after its own end).  A probe
- * code object of ours, never freed, tells: setting its extra one index
- * above ours fails unless that index exists.
- *
- * A code object that is not watched (no index, one registered after ours, a
- * subinterpreter's, a thread without the GIL) is cached as before, its
- * entries checked against its file and name objects and first line, and
- * its stacks are not memoised.
- */
-#define WATCH_MARK ((void *)&code_deaths)
-static _Atomic uint32_t code_deaths;   /* watched code objects that died, plus one per attach */
-static uint32_t deaths_seen;           /* code_deaths when the caches were last emptied */
-static ssize_t extra_index = -1;       /* ours; -1: no marking (any more) */
-static void *extra_interp;             /* the interpreter extra_index is registered in */
-static py_object *extra_probe;
-
-static void code_died(void *extra)
-{
-    if (extra == WATCH_MARK)
-        atomic_fetch_add_explicit(&code_deaths, 1, memory_order_relaxed);
-}
-
-/* At attach, with the GIL: a new interpreter (an embedding program's next
- * round) has none of our indexes, and code objects of the last round may
- * have died after its table of free functions was cleared. */
-static void watch_code_deaths(void)
-{
-    atomic_fetch_add_explicit(&code_deaths, 1, memory_order_relaxed);
-    extra_index = -1;
-    if (!py.Eval_RequestCodeExtraIndex || !py.Code_GetExtra || !py.Code_SetExtra || !py.PyCode_NewEmpty)
-        return;
-    extra_probe = py.PyCode_NewEmpty("<libtrace>", "<probe>", 0);   /* kept for good */
-    if (!extra_probe) {
-        py.PyErr_Clear();
-        return;
-    }
-    extra_interp = py.PyInterpreterState_Get();
-    extra_index = py.Eval_RequestCodeExtraIndex(code_died);   /* -1 when all 255 are taken */
-}
-
-/* Nonzero when an index was registered after ours (see above).  The
- * exception state is the caller's to keep. */
-static int registered_after_us(void)
-{
-    int found = py.Code_SetExtra(extra_probe, extra_index + 1, NULL) == 0;
-    if (!found)
-        py.PyErr_Clear();       /* "bad internal call": no such index */
-    return found;
-}
-
-/* 1 when the death of this code object (alive: its frame is running) will
- * be seen.  Called on cache misses only.  Needs the GIL: a thread that
- * released it around a call (its stack read all the same) leaves the code
- * object unwatched until an event of a thread holding it. */
-static int watch(void *code)
-{
-    /* Immortal (3.12+: the reference count's low half negative): a static
-     * code object, never deallocated, some in read-only memory (3.13's
-     * _Py_InitCleanup: writing a mark there crashed). */
-    if (py.minor >= 12 && FIELD(code, 0, int32_t) < 0)
-        return 1;
-    if (extra_index < 0 || !python_tstate_if_holding_gil() || py.PyInterpreterState_Get() != extra_interp)
-        return 0;               /* another interpreter: our index is not registered there */
-    void *have = NULL;
-    if (py.Code_GetExtra(code, extra_index, &have) == 0 && have == WATCH_MARK)
-        return 1;
-    py_object *type, *value, *traceback;
-    py.PyErr_Fetch(&type, &value, &traceback);
-    int ok = 0;
-    if (registered_after_us())
-        extra_index = -1;       /* for good, in this interpreter */
-    else if (!(ok = py.Code_SetExtra(code, extra_index, WATCH_MARK) == 0))
-        py.PyErr_Clear();       /* out of memory */
-    py.PyErr_Restore(type, value, traceback);
-    return ok;
-}
 
 static uint32_t slot_of(uintptr_t key, uint64_t salt, uint32_t size)
 {
@@ -239,56 +127,45 @@ static uint32_t intern_text(tf_writer *w, void *str)
     return n ? tf_write_string(w, buf, n) : tf_write_string(w, "?", 1);
 }
 
-/* *watched: the code object is watched (its stacks may be memoised). */
-static uint32_t code_id(tf_writer *w, void *code, int *watched)
+static uint32_t code_id(tf_writer *w, void *code)
 {
     uintptr_t file = FIELD(code, layout->code_filename, uintptr_t);
     uintptr_t name = FIELD(code, layout->code_name, uintptr_t);
     int first_line = FIELD(code, layout->code_firstlineno, int);
     code_entry *e = &code_cache[slot_of((uintptr_t)code, 0, CODE_CACHE)];
-    if (e->code == (uintptr_t)code && e->generation == cache_generation && e->file == file &&
-        e->name == name && e->first_line == first_line) {
-        if (!e->watched)
-            e->watched = watch(code);   /* cached by a thread without the GIL, say */
-        *watched = e->watched;
+    if (e->code == (uintptr_t)code && e->file == file && e->name == name &&
+        e->first_line == first_line)
         return e->id;
-    }
     uint32_t id = tf_write_py_code(w, intern_text(w, (void *)file), intern_text(w, (void *)name),
                                    first_line > 0 ? (uint32_t)first_line : 0);
-    *watched = id && watch(code);
-    if (id)
-        *e = (code_entry){ .code = (uintptr_t)code, .file = file, .name = name,
-                           .first_line = first_line, .id = id, .watched = *watched,
-                           .generation = cache_generation };
+    *e = (code_entry){ (uintptr_t)code, file, name, first_line, id };
     return id;
 }
 
-/* code_id tells a reused address from the code object that lived there,
- * when the fields code_id checks tell them apart (and always for a watched
- * one: its death empties this cache). */
+/* code_id tells a reused address from the code object that lived there. */
 static int line_of(void *code, uint32_t code_id, int64_t where)
 {
     line_entry *e = &line_cache[slot_of((uintptr_t)code, (uint64_t)where, LINE_CACHE)];
-    if (e->code == (uintptr_t)code && e->where == where && e->code_id == code_id &&
-        e->generation == cache_generation)
+    if (e->code == (uintptr_t)code && e->where == where && e->code_id == code_id)
         return e->line;
     /* Before the first instruction, or on one with no line (3.11+'s
      * prologue), the frame is at its first line. */
     int line = where < 0 ? -1 : py.PyCode_Addr2Line(code, (int)where);
     if (line <= 0)
         line = FIELD(code, layout->code_firstlineno, int);
-    *e = (line_entry){ .code = (uintptr_t)code, .where = where, .code_id = code_id, .line = line,
-                       .generation = cache_generation };
+    *e = (line_entry){ (uintptr_t)code, where, code_id, line };
     return line;
 }
 
-/* Empties the caches and voids every thread's memo: entries of another
- * generation are not there.  No memset: a code object dying each time a
- * program evals a string (each eval compiles one) made that a fifth of the
- * program's time. */
+/* Bumped whenever the caches are emptied (a new writer, a new segment, a
+ * fork): a thread's memo from before names ids the writer forgot. */
+static uint32_t cache_generation = 1;
+
 static void forget_caches(void)
 {
-    cache_generation++;        /* 64 bits: never wraps */
+    memset(code_cache, 0, sizeof code_cache);
+    memset(line_cache, 0, sizeof line_cache);
+    cache_generation++;
 }
 
 /*
@@ -296,10 +173,9 @@ static void forget_caches(void)
  * lately (an allocation loop cycles through a few) costs a hash and a
  * compare instead of two cache look-ups per frame and a hash and look-up of
  * the whole stack in the writer.  The key is what the interned stack is made
- * of, read afresh at every event: per frame the code object and the
- * instruction offset (a memo holds only stacks whose code objects are all
- * watched, and is void once any watched code object dies: see
- * code_deaths).  Frame addresses are not part of it: CPython reuses
+ * of, read afresh at every event: per frame the code object, the instruction
+ * offset and the code's identity as code_cache checks it (file and name
+ * objects, first line).  Frame addresses are not part of it: CPython reuses
  * them (the frame free lists of 3.8-3.10, the data stack from 3.11), so the
  * same address at the same depth says nothing about which call it is, while
  * the same (code, instruction) sequence is the same stack whichever frames
@@ -317,15 +193,16 @@ static void forget_caches(void)
 #define MEMO_SLOTS 8
 #define MEMO_FRAMES 64
 typedef struct memo_frame {
-    uintptr_t code;
+    uintptr_t code, file, name;
     int64_t where;
+    int first_line;
     tf_py_frame interned;
 } memo_frame;
-/* The slots' keys together (four cache lines to scan), their frames
+/* The slots' keys together (one or two cache lines to scan), their frames
  * apart. */
 typedef struct memo_slot {
     uint64_t hash;
-    uint64_t generation;       /* cache_generation of id; 0: empty */
+    uint32_t generation;       /* cache_generation of id; 0: empty */
     uint32_t id;
     uint32_t used;             /* py_memo.clock at its last use */
     int n;
@@ -371,15 +248,28 @@ static py_memo *memo_get(void)
 /* Frame raw is memo frame m: same code object, same instruction. */
 static int memo_frame_is(const memo_frame *m, const rec_py_raw *raw)
 {
-    return m->code == raw->code && m->where == (int64_t)raw->where;
+    if (m->code != raw->code || m->where != (int64_t)raw->where)
+        return 0;
+    void *code = (void *)(uintptr_t)raw->code;
+    return m->file == FIELD(code, layout->code_filename, uintptr_t) &&
+           m->name == FIELD(code, layout->code_name, uintptr_t) &&
+           m->first_line == FIELD(code, layout->code_firstlineno, int);
 }
 
-/* The n frames of raw are memo frames f, innermost first as captured. */
+/* The n frames of raw are memo frames f, outermost last as captured.  The
+ * memo's hit path, run for nearly every event: the layout's offsets read
+ * once, not once per frame. */
 static int frames_match(const memo_frame *f, const rec_py_raw *raw, int n)
 {
-    for (int i = 0; i < n; i++)
-        if (!memo_frame_is(&f[i], &raw[i]))
+    size_t file = layout->code_filename, name = layout->code_name, line = layout->code_firstlineno;
+    for (int i = 0; i < n; i++) {
+        if (f[i].code != raw[i].code || f[i].where != (int64_t)raw[i].where)
             return 0;
+        void *code = (void *)(uintptr_t)raw[i].code;
+        if (f[i].file != FIELD(code, file, uintptr_t) || f[i].name != FIELD(code, name, uintptr_t) ||
+            f[i].first_line != FIELD(code, line, int))
+            return 0;
+    }
     return 1;
 }
 
@@ -393,12 +283,10 @@ static uint64_t stack_hash(const rec_py_raw *raw, int n)
 
 /* The stack's ids, computed: frames that match `from` (the previous stack,
  * of from_n frames; NULL for none) counted from the outermost are taken from
- * it.  Written into `to` as it goes (a different slot's frames, or NULL).
- * *watched: every code object of the stack is watched (it may be memoised). */
+ * it.  Written into `to` as it goes (a different slot's frames, or NULL). */
 static uint32_t intern_fresh(tf_writer *w, const rec_py_raw *raw, int n, const memo_frame *from,
-                             int from_n, memo_frame *to, int *watched)
+                             int from_n, memo_frame *to)
 {
-    *watched = 1;
     tf_py_frame frames[n > 0 ? n : 1];
     int shift = from ? from_n - n : 0;    /* frame i of raw against from[i + shift] */
     for (int i = 0; i < n; i++) {
@@ -410,15 +298,16 @@ static uint32_t intern_fresh(tf_writer *w, const rec_py_raw *raw, int n, const m
                 to[i] = from[j];
             continue;
         }
-        int code_watched;
-        frames[i].code = code_id(w, code, &code_watched);
+        frames[i].code = code_id(w, code);
         int line = line_of(code, frames[i].code, (int64_t)raw[i].where);
         frames[i].line = line > 0 ? (uint32_t)line : 0;
-        *watched &= code_watched;
         if (to)
             to[i] = (memo_frame){
                 .code = (uintptr_t)code,
+                .file = FIELD(code, layout->code_filename, uintptr_t),
+                .name = FIELD(code, layout->code_name, uintptr_t),
                 .where = (int64_t)raw[i].where,
+                .first_line = FIELD(code, layout->code_firstlineno, int),
                 .interned = frames[i],
             };
     }
@@ -427,17 +316,14 @@ static uint32_t intern_fresh(tf_writer *w, const rec_py_raw *raw, int n, const m
 
 static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
 {
-    uint32_t deaths = atomic_load_explicit(&code_deaths, memory_order_relaxed);
-    if (w != cached_for || tf_writer_epoch(w) != cached_epoch || deaths != deaths_seen) {
+    if (w != cached_for || tf_writer_epoch(w) != cached_epoch) {
         forget_caches();
         cached_for = w;
         cached_epoch = tf_writer_epoch(w);
-        deaths_seen = deaths;
     }
-    int watched;
     py_memo *m = n <= MEMO_FRAMES ? memo_get() : NULL;
     if (!m)
-        return intern_fresh(w, raw, n, NULL, 0, NULL, &watched);
+        return intern_fresh(w, raw, n, NULL, 0, NULL);
     uint64_t h = stack_hash(raw, n);
     m->clock++;
     for (unsigned s = 0; s < MEMO_SLOTS; s++) {
@@ -466,8 +352,8 @@ static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
     memo_slot *e = &m->slot[victim];
     e->generation = 0;                        /* until whole */
     uint32_t id = intern_fresh(w, raw, n, prev_ok ? m->f[m->last] : NULL, prev_ok ? prev->n : 0,
-                               m->f[victim], &watched);
-    if (id && watched) {
+                               m->f[victim]);
+    if (id) {
         *e = (memo_slot){ .hash = h, .generation = cache_generation, .id = id, .used = m->clock,
                           .n = n };
         m->last = victim;
@@ -484,7 +370,6 @@ int python_stack_install(void)
         return 0;
     if (!memo_key_ok)
         memo_key_ok = pthread_key_create(&memo_key, release_memo) == 0;
-    watch_code_deaths();
     pthread_atfork(NULL, NULL, forget_caches);
     rec_set_py_provider(&provider);
     return 1;

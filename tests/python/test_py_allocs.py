@@ -79,74 +79,6 @@ def check_same_depth(python, tag):
                 % (tag, dict(deep_depths)))
 
 
-# Code objects made and dropped round after round (exec of compiled source,
-# as template engines and generated code do): each round's code object and
-# its file name string can land where the last round's died, so a cache
-# keyed by address, even checked against the file and name objects, named
-# the wrong file (298 events of 300 on 3.11) or would name the wrong line.
-# Each round allocates one S in f, from gen<i % 2>.py's line 2 + i % 3:
-# consecutive rounds differ in the file, rounds three apart in the line.
-CODE_REUSE = """\
-import gc
-gc.disable()
-class S:
-    __slots__ = ("x",)
-keep = []
-for i in range(300):
-    src = "def f():\\n" + "    pass\\n" * (i % 3) + "    return S()\\n"
-    ns = {"S": S}
-    exec(compile(src, "gen%d.py" % (i % 2), "exec"), ns)
-    keep.append(ns["f"]())
-    ns.clear()
-"""
-
-
-def check_code_reuse(python, tag):
-    run = pt.run_traced([python, "-S", "-c", CODE_REUSE], args.preload, args.pylog, env={"TRACE_PY_ALLOCS": "1"})
-    fails.check(run.proc.returncode == 0, "%s: code-reuse program failed: %s" % (tag, run.proc.stderr[-500:]))
-    got = [tuple(e["py"][0][:2]) for e in run.of("py_alloc") if e["py"] and e["py"][0][2] == "f"]
-    want = [("gen%d.py" % (i % 2), 2 + i % 3) for i in range(300)]
-    wrong = [(i, g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w]
-    fails.check(len(got) == 300 and not wrong, "%s: %d allocations in f, %d named the wrong (file, line), "
-                "first (round, recorded, right): %s" % (tag, len(got), len(wrong), wrong[:3]))
-
-
-# Another tool's code-extra index registered after ours: CPython calls its
-# free function at the death of every code object whose extras reach its
-# index, with NULL where it set nothing.  Our marks must not make it see
-# code objects it never marked (CPython's test_code crashed at exit so).
-OTHER_EXTRA_USER = """\
-import ctypes, gc
-gc.disable()
-calls = []
-FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-free = FREE(calls.append)
-api = ctypes.pythonapi
-request = getattr(api, "PyUnstable_Eval_RequestCodeExtraIndex", None) or api._PyEval_RequestCodeExtraIndex
-request.restype, request.argtypes = ctypes.c_ssize_t, [FREE]
-index = request(free)
-class S:
-    __slots__ = ("x",)
-for i in range(50):
-    ns = {"S": S}
-    exec(compile("def f():\\n    return S()\\n", "g%d.py" % i, "exec"), ns)
-    ns["f"]()
-    ns.clear()
-print("index", index, "calls", len(calls))
-"""
-
-
-def check_other_extra_user(python, tag):
-    run = pt.run_traced([python, "-S", "-c", OTHER_EXTRA_USER], args.preload, args.pylog,
-                        env={"TRACE_PY_ALLOCS": "1"})
-    out = run.proc.stdout.split()
-    fails.check(run.proc.returncode == 0 and out[:1] == ["index"] and out[3:] == ["0"],
-                "%s: another tool's code-extra free function was called for code objects it never marked "
-                "(exit %d): %r %s" % (tag, run.proc.returncode, run.proc.stdout, run.proc.stderr[-300:]))
-    made = [e for e in run.of("py_alloc") if e["py"] and e["py"][0][2] == "f"]
-    fails.check(len(made) == 50, "%s: %d allocations in f recorded, expected 50" % (tag, len(made)))
-
-
 def from_make(run):
     return [e for e in run.of("py_alloc") if e["py"] and e["py"][0][2] in ("make", "<listcomp>", "make.<locals>.<listcomp>")]
 
@@ -177,8 +109,6 @@ def check(python, version):
                 "%s: TRACE_PY_ALLOC_NATIVE=1: %d of %d py_alloc events in make() have a native stack"
                 % (tag, len([e for e in made if e["native_depth"]]), len(made)))
     check_same_depth(python, tag)
-    check_code_reuse(python, tag)
-    check_other_extra_user(python, tag)
 
 
 pt.for_each_interpreter(args.python, check, fails)
