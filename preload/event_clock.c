@@ -19,6 +19,15 @@
  * what the kernel keeps its clock on after all, and every later read is
  * the clock's own.
  *
+ * A reading is a pair: the counter, the clock, the counter again, and the
+ * clock's time is put at the midpoint of the two counter values.  A pair
+ * whose thread was preempted between its reads (a loaded machine: the first
+ * CI failure of this module) may be off by half its width, milliseconds, so
+ * a rate is taken only from two pairs whose widths together are below 100
+ * parts per million of the baseline between them: a first pair too wide for
+ * that is replaced by a narrower one; and once calibrated, a pair wider than
+ * 2 us renews nothing (the clock's own time is used for that event).
+ *
  * Not re-entrant and not locked: the recorder calls it under its lock (a
  * signal handler that interrupts the lock's holder drops its event before
  * it gets here), and a fork child starts with the parent's state, which is
@@ -35,31 +44,25 @@
 #define RENEW_NS 1000000ull          /* renew the anchor at least this often */
 #define CALIBRATE_NS 10000000ull     /* measure the rate over at least this */
 #define STRAY_NS 50000ll             /* the counter and the clock disagree: stop using it */
+#define DOUBT_PER 10000u             /* a rate's pairs may be off by 1/10000 of its baseline */
 
 static int use_counter;              /* 1: the counter may be read */
 static int calibrated;               /* 1: scale holds the rate */
 static uint64_t scale;               /* ns per tick, 32.32 fixed point */
 static uint64_t renew_ticks;         /* RENEW_NS in ticks */
 static uint64_t base_ticks, base_ns; /* the rate's first measurement */
+static uint64_t base_width;          /* its pair's width, ticks */
 static uint64_t anchor_ticks, anchor_ns;
 /* Times never go back.  Written under the recorder's lock; read without it
  * by event_clock_latest_ns (relaxed: plain moves on x86-64). */
 static _Atomic uint64_t last_ns;
 
+#ifndef EVENT_CLOCK_FAKE_SOURCES   /* a unit test brings its own counter and clock */
 static uint64_t precise_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t keep_forward(uint64_t t)
-{
-    uint64_t last = atomic_load_explicit(&last_ns, memory_order_relaxed);
-    if (t < last)
-        return last;
-    atomic_store_explicit(&last_ns, t, memory_order_relaxed);
-    return t;
 }
 
 #if defined(__x86_64__)
@@ -92,6 +95,17 @@ static int kernel_clock_is_counter(void)
     return 0;
 }
 #endif
+#endif /* EVENT_CLOCK_FAKE_SOURCES */
+
+static uint64_t keep_forward(uint64_t t)
+{
+    uint64_t last = atomic_load_explicit(&last_ns, memory_order_relaxed);
+    if (t < last)
+        return last;
+    atomic_store_explicit(&last_ns, t, memory_order_relaxed);
+    return t;
+}
+
 
 void event_clock_init(int allowed)
 {
@@ -121,9 +135,10 @@ static uint64_t renew(uint64_t t1)
     uint64_t t2 = read_counter();
     /* Interrupted between the readings (preempted, a signal): the pair says
      * little about when the clock was read.  Use the clock alone. */
-    if (t2 < t1 || (calibrated && t2 - t1 > renew_ticks / 64))
+    if (t2 < t1 || (calibrated && t2 - t1 > renew_ticks / 512))
         return keep_forward(ns);
-    uint64_t ticks = t1 + (t2 - t1) / 2;
+    uint64_t width = t2 - t1;
+    uint64_t ticks = t1 + width / 2;
     if (calibrated && ticks > anchor_ticks) {
         uint64_t guess = anchor_ns + (uint64_t)(((unsigned __int128)(ticks - anchor_ticks) * scale) >> 32);
         long long off = (long long)(guess - ns);
@@ -133,11 +148,21 @@ static uint64_t renew(uint64_t t1)
     if (!base_ns || ticks <= base_ticks) {   /* the first reading, or the counter went back */
         base_ticks = ticks;
         base_ns = ns;
+        base_width = width;
         calibrated = 0;
     } else if (ns - base_ns >= CALIBRATE_NS) {
-        scale = (uint64_t)(((unsigned __int128)(ns - base_ns) << 32) / (ticks - base_ticks));
-        renew_ticks = scale ? (RENEW_NS << 32) / scale : 0;
-        calibrated = scale != 0 && renew_ticks != 0;
+        /* Each midpoint is at most half its pair's width from the clock's
+         * reading: together they may bend the rate by doubt / baseline. */
+        uint64_t doubt = (base_width + width) / 2 + 1;
+        if (doubt <= (ticks - base_ticks) / DOUBT_PER) {
+            scale = (uint64_t)(((unsigned __int128)(ns - base_ns) << 32) / (ticks - base_ticks));
+            renew_ticks = scale ? (RENEW_NS << 32) / scale : 0;
+            calibrated = scale != 0 && renew_ticks != 0;
+        } else if (!calibrated && width < base_width) {   /* the first pair was the wide one */
+            base_ticks = ticks;
+            base_ns = ns;
+            base_width = width;
+        }
     }
     anchor_ticks = ticks;
     anchor_ns = ns;
