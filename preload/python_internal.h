@@ -13,6 +13,20 @@
  * this interpreter's frame layout is unknown. */
 int python_stack_install(void);
 
+/* python_code_deaths.c: every code object's death, numbered from 0.
+ * install() wraps PyCode_Type's deallocator (0 if this interpreter's type
+ * object is not laid out as we know it); watching() is 1 while the wrapper
+ * is still the one called (another tool may replace it); count() is how
+ * many died so far; get(i) gives death i's address, or 0 when it is not
+ * known (more than CODE_DEATHS_KEPT later, or being written): then anything
+ * cached about any code object may be stale.  All but install() need no
+ * GIL. */
+#define CODE_DEATHS_KEPT 1024u
+int code_deaths_install(void);
+int code_deaths_watching(void);
+uint64_t code_deaths_count(void);
+int code_deaths_get(uint64_t i, uintptr_t *code);
+
 /* python_stack.c: this thread's state when it holds the GIL, else NULL. */
 void *python_tstate_if_holding_gil(void);
 

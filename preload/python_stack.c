@@ -103,17 +103,21 @@ static int capture(rec_py_raw *restrict out, int max)
 }
 
 /* Direct-mapped caches, used only under the recorder's lock.  A code object
- * may die and its address be reused: entries are checked against the code's
- * name objects and first line, and a miss only costs a re-intern (the writer
- * interns by content).  A new writer (after fork) empties them. */
+ * may die and its address be reused, by a code object with other file,
+ * name or lines (and often with its strings at the dead ones' addresses
+ * too): each death empties the code's entry (python_code_deaths.c), and a
+ * line entry holds the serial of the code entry it was made with, so it
+ * cannot outlive it.  A new writer, a new segment or a fork empties all. */
 #define CODE_CACHE 4096u
 #define LINE_CACHE 8192u
-typedef struct code_entry { uintptr_t code, file, name; int first_line; uint32_t id; } code_entry;
-typedef struct line_entry { uintptr_t code; int64_t where; uint32_t code_id; int line; } line_entry;
+typedef struct code_entry { uintptr_t code; uint32_t id, serial; } code_entry;
+typedef struct line_entry { uintptr_t code; int64_t where; uint32_t serial; int line; } line_entry;
 static code_entry code_cache[CODE_CACHE];
 static line_entry line_cache[LINE_CACHE];
+static uint32_t last_serial;
 static tf_writer *cached_for;
 static uint32_t cached_epoch;  /* the writer forgets its ids at each segment */
+static uint64_t buried;        /* code deaths already applied to the caches */
 
 static uint32_t slot_of(uintptr_t key, uint64_t salt, uint32_t size)
 {
@@ -127,38 +131,44 @@ static uint32_t intern_text(tf_writer *w, void *str)
     return n ? tf_write_string(w, buf, n) : tf_write_string(w, "?", 1);
 }
 
-static uint32_t code_id(tf_writer *w, void *code)
+static uint32_t intern_code(tf_writer *w, void *code)
 {
-    uintptr_t file = FIELD(code, layout->code_filename, uintptr_t);
-    uintptr_t name = FIELD(code, layout->code_name, uintptr_t);
     int first_line = FIELD(code, layout->code_firstlineno, int);
-    code_entry *e = &code_cache[slot_of((uintptr_t)code, 0, CODE_CACHE)];
-    if (e->code == (uintptr_t)code && e->file == file && e->name == name &&
-        e->first_line == first_line)
-        return e->id;
-    uint32_t id = tf_write_py_code(w, intern_text(w, (void *)file), intern_text(w, (void *)name),
-                                   first_line > 0 ? (uint32_t)first_line : 0);
-    *e = (code_entry){ (uintptr_t)code, file, name, first_line, id };
-    return id;
+    return tf_write_py_code(w, intern_text(w, FIELD(code, layout->code_filename, void *)),
+                            intern_text(w, FIELD(code, layout->code_name, void *)),
+                            first_line > 0 ? (uint32_t)first_line : 0);
 }
 
-/* code_id tells a reused address from the code object that lived there. */
-static int line_of(void *code, uint32_t code_id, int64_t where)
+/* The live code object's entry.  With `cached` 0 (deaths are not watched)
+ * nothing is kept: a scratch entry is filled every time. */
+static const code_entry *code_of(tf_writer *w, void *code, int cached)
+{
+    static code_entry scratch;
+    code_entry *e = cached ? &code_cache[slot_of((uintptr_t)code, 0, CODE_CACHE)] : &scratch;
+    if (cached && e->code == (uintptr_t)code)
+        return e;
+    uint32_t serial = ++last_serial ? last_serial : ++last_serial;
+    *e = (code_entry){ .code = (uintptr_t)code, .id = intern_code(w, code), .serial = serial };
+    return e;
+}
+
+static int line_of(void *code, const code_entry *c, int64_t where, int cached)
 {
     line_entry *e = &line_cache[slot_of((uintptr_t)code, (uint64_t)where, LINE_CACHE)];
-    if (e->code == (uintptr_t)code && e->where == where && e->code_id == code_id)
+    if (cached && e->code == (uintptr_t)code && e->where == where && e->serial == c->serial)
         return e->line;
     /* Before the first instruction, or on one with no line (3.11+'s
      * prologue), the frame is at its first line. */
     int line = where < 0 ? -1 : py.PyCode_Addr2Line(code, (int)where);
     if (line <= 0)
         line = FIELD(code, layout->code_firstlineno, int);
-    *e = (line_entry){ (uintptr_t)code, where, code_id, line };
+    if (cached)
+        *e = (line_entry){ .code = (uintptr_t)code, .where = where, .serial = c->serial, .line = line };
     return line;
 }
 
 /* Bumped whenever the caches are emptied (a new writer, a new segment, a
- * fork): a thread's memo from before names ids the writer forgot. */
+ * fork, deaths no longer known): a thread's memo from before is void. */
 static uint32_t cache_generation = 1;
 
 static void forget_caches(void)
@@ -168,14 +178,36 @@ static void forget_caches(void)
     cache_generation++;
 }
 
+/* Apply the code deaths since the last call, up to `now`, to the caches. */
+static void bury(uint64_t now)
+{
+    if (now - buried > CODE_DEATHS_KEPT) {
+        forget_caches();
+        buried = now;
+        return;
+    }
+    for (; buried < now; buried++) {
+        uintptr_t dead;
+        if (!code_deaths_get(buried, &dead)) {
+            forget_caches();
+            buried = now;
+            return;
+        }
+        code_entry *e = &code_cache[slot_of(dead, 0, CODE_CACHE)];
+        if (e->code == dead)
+            e->code = 0;
+    }
+}
+
 /*
  * Each thread's recent Python stacks, so that an event with a stack it met
  * lately (an allocation loop cycles through a few) costs a hash and a
  * compare instead of two cache look-ups per frame and a hash and look-up of
  * the whole stack in the writer.  The key is what the interned stack is made
- * of, read afresh at every event: per frame the code object, the instruction
- * offset and the code's identity as code_cache checks it (file and name
- * objects, first line).  Frame addresses are not part of it: CPython reuses
+ * of, read afresh at every event: per frame the code object and the
+ * instruction offset; a slot holding a code object that died since is
+ * emptied before the slots are searched (the thread reads the deaths it has
+ * not seen yet).  Frame addresses are not part of it: CPython reuses
  * them (the frame free lists of 3.8-3.10, the data stack from 3.11), so the
  * same address at the same depth says nothing about which call it is, while
  * the same (code, instruction) sequence is the same stack whichever frames
@@ -193,9 +225,8 @@ static void forget_caches(void)
 #define MEMO_SLOTS 8
 #define MEMO_FRAMES 64
 typedef struct memo_frame {
-    uintptr_t code, file, name;
+    uintptr_t code;
     int64_t where;
-    int first_line;
     tf_py_frame interned;
 } memo_frame;
 /* The slots' keys together (one or two cache lines to scan), their frames
@@ -211,6 +242,7 @@ typedef struct py_memo {
     memo_slot slot[MEMO_SLOTS];  /* any stack in any slot; the least recently used goes */
     unsigned last;               /* the slot of the previous stack */
     uint32_t clock;              /* intern calls on this thread */
+    uint64_t deaths_seen;        /* code deaths applied to the slots */
     memo_frame f[MEMO_SLOTS][MEMO_FRAMES];
 } py_memo;
 
@@ -242,35 +274,57 @@ static py_memo *memo_get(void)
         return NULL;
     }
     memo_failed = 0;
-    return memo = p;
+    memo = p;
+    memo->deaths_seen = code_deaths_count();   /* its slots are empty */
+    return memo;
 }
 
-/* Frame raw is memo frame m: same code object, same instruction. */
+/* Frame raw is memo frame m: same code object, same instruction.  The
+ * same code object, not another at its address: the slot would have been
+ * emptied at its death. */
 static int memo_frame_is(const memo_frame *m, const rec_py_raw *raw)
 {
-    if (m->code != raw->code || m->where != (int64_t)raw->where)
-        return 0;
-    void *code = (void *)(uintptr_t)raw->code;
-    return m->file == FIELD(code, layout->code_filename, uintptr_t) &&
-           m->name == FIELD(code, layout->code_name, uintptr_t) &&
-           m->first_line == FIELD(code, layout->code_firstlineno, int);
+    return m->code == raw->code && m->where == (int64_t)raw->where;
 }
 
-/* The n frames of raw are memo frames f, outermost last as captured.  The
- * memo's hit path, run for nearly every event: the layout's offsets read
- * once, not once per frame. */
+/* The n frames of raw are memo frames f, outermost last as captured: the
+ * memo's hit path, run for nearly every event. */
 static int frames_match(const memo_frame *f, const rec_py_raw *raw, int n)
 {
-    size_t file = layout->code_filename, name = layout->code_name, line = layout->code_firstlineno;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         if (f[i].code != raw[i].code || f[i].where != (int64_t)raw[i].where)
             return 0;
-        void *code = (void *)(uintptr_t)raw[i].code;
-        if (f[i].file != FIELD(code, file, uintptr_t) || f[i].name != FIELD(code, name, uintptr_t) ||
-            f[i].first_line != FIELD(code, line, int))
-            return 0;
-    }
     return 1;
+}
+
+/* Empty the memo's slots that hold a code object dead since the thread
+ * last looked, up to death `now`; all of them when those deaths are no
+ * longer known. */
+static void memo_bury(py_memo *m, uint64_t now)
+{
+    uint64_t from = m->deaths_seen;
+    m->deaths_seen = now;
+    int all = now - from > CODE_DEATHS_KEPT;
+    for (uint64_t d = from; d < now && !all; d++) {
+        uintptr_t dead;
+        if (!code_deaths_get(d, &dead)) {
+            all = 1;
+            break;
+        }
+        for (unsigned s = 0; s < MEMO_SLOTS; s++) {
+            memo_slot *e = &m->slot[s];
+            if (e->generation != cache_generation)
+                continue;
+            for (int i = 0; i < e->n; i++)
+                if (m->f[s][i].code == dead) {
+                    e->generation = 0;
+                    break;
+                }
+        }
+    }
+    if (all)
+        for (unsigned s = 0; s < MEMO_SLOTS; s++)
+            m->slot[s].generation = 0;
 }
 
 static uint64_t stack_hash(const rec_py_raw *raw, int n)
@@ -285,7 +339,7 @@ static uint64_t stack_hash(const rec_py_raw *raw, int n)
  * of from_n frames; NULL for none) counted from the outermost are taken from
  * it.  Written into `to` as it goes (a different slot's frames, or NULL). */
 static uint32_t intern_fresh(tf_writer *w, const rec_py_raw *raw, int n, const memo_frame *from,
-                             int from_n, memo_frame *to)
+                             int from_n, memo_frame *to, int cached)
 {
     tf_py_frame frames[n > 0 ? n : 1];
     int shift = from ? from_n - n : 0;    /* frame i of raw against from[i + shift] */
@@ -298,18 +352,13 @@ static uint32_t intern_fresh(tf_writer *w, const rec_py_raw *raw, int n, const m
                 to[i] = from[j];
             continue;
         }
-        frames[i].code = code_id(w, code);
-        int line = line_of(code, frames[i].code, (int64_t)raw[i].where);
+        const code_entry *c = code_of(w, code, cached);
+        int line = line_of(code, c, (int64_t)raw[i].where, cached);
+        frames[i].code = c->id;
         frames[i].line = line > 0 ? (uint32_t)line : 0;
         if (to)
-            to[i] = (memo_frame){
-                .code = (uintptr_t)code,
-                .file = FIELD(code, layout->code_filename, uintptr_t),
-                .name = FIELD(code, layout->code_name, uintptr_t),
-                .where = (int64_t)raw[i].where,
-                .first_line = FIELD(code, layout->code_firstlineno, int),
-                .interned = frames[i],
-            };
+            to[i] = (memo_frame){ .code = (uintptr_t)code, .where = (int64_t)raw[i].where,
+                                  .interned = frames[i] };
     }
     return tf_write_py_stack(w, frames, (uint32_t)n);
 }
@@ -321,9 +370,18 @@ static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
         cached_for = w;
         cached_epoch = tf_writer_epoch(w);
     }
+    /* Another tool replaced the code type's deallocator after us: deaths
+     * are no longer seen, so nothing cached can be trusted. */
+    if (!code_deaths_watching())
+        return intern_fresh(w, raw, n, NULL, 0, NULL, 0);
+    uint64_t deaths = code_deaths_count();
+    if (deaths != buried)
+        bury(deaths);
     py_memo *m = n <= MEMO_FRAMES ? memo_get() : NULL;
     if (!m)
-        return intern_fresh(w, raw, n, NULL, 0, NULL);
+        return intern_fresh(w, raw, n, NULL, 0, NULL, 1);
+    if (m->deaths_seen != deaths)
+        memo_bury(m, deaths);
     uint64_t h = stack_hash(raw, n);
     m->clock++;
     for (unsigned s = 0; s < MEMO_SLOTS; s++) {
@@ -352,7 +410,7 @@ static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
     memo_slot *e = &m->slot[victim];
     e->generation = 0;                        /* until whole */
     uint32_t id = intern_fresh(w, raw, n, prev_ok ? m->f[m->last] : NULL, prev_ok ? prev->n : 0,
-                               m->f[victim]);
+                               m->f[victim], 1);
     if (id) {
         *e = (memo_slot){ .hash = h, .generation = cache_generation, .id = id, .used = m->clock,
                           .n = n };
@@ -366,7 +424,7 @@ static const rec_py_provider provider = { capture, intern };
 int python_stack_install(void)
 {
     layout = py_layout_get();
-    if (!layout)
+    if (!layout || !code_deaths_install())
         return 0;
     if (!memo_key_ok)
         memo_key_ok = pthread_key_create(&memo_key, release_memo) == 0;

@@ -4,7 +4,9 @@ the GIL or released it around the call (ctypes' CDLL, extensions that wrap
 cudaMalloc in Py_BEGIN_ALLOW_THREADS), and never another thread's, even while
 the main thread holds the GIL (3.8-3.11 keep one global "current" thread
 state).  A double free made from Python through ctypes names the Python line
-in trace-replay's report."""
+in trace-replay's report.  Code compiled where dead code lived (exec of
+compile() in a loop) is named as it is, not as the dead code was, also when
+another tool wraps the code type's deallocator after ours."""
 import subprocess
 
 import pytrace as pt
@@ -13,6 +15,7 @@ import pytrace as pt
 def extra(p):
     p.add_argument("--cuda-doubles")
     p.add_argument("--replay")
+    p.add_argument("--code-dealloc-wrapper")
 
 
 args = pt.parse_args(extra)
@@ -24,6 +27,7 @@ thread_line = pt.line_of(script, "held-thread")
 released_line = pt.line_of(script, "released")
 released_thread_line = pt.line_of(script, "released-thread")
 double_free = pt.workload("ctypes_double_free.py")
+code_reuse = pt.workload("code_reuse.py")
 
 
 def marks(run, text):
@@ -60,8 +64,37 @@ def check(python, version):
         fails.check(top and top[0][1] == thread_line and top[0][2] == "worker",
                     "%s: worker thread's stack wrong: %s" % (tag, top))
 
-
     check_double_free(python, tag)
+    check_code_reuse(python, tag, {})
+    check_code_reuse(python, tag, {"TRACE_PY_ALLOCS": "1"})
+    if args.code_dealloc_wrapper:
+        check_code_reuse(python, tag, {}, [args.code_dealloc_wrapper])
+
+
+def check_code_reuse(python, tag, env, argv=()):
+    """Code compiled where dead code was (workloads/code_reuse.py): every
+    round's mark names that round's file and lines, never an earlier one's."""
+    what = "%s %s%s" % (tag, " ".join("%s=%s" % kv for kv in env.items()) or "default",
+                        ", code type's deallocator wrapped after ours" if argv else "")
+    run = pt.run_traced([python, code_reuse] + list(argv), args.preload, args.pylog, env=env)
+    if not fails.check(run.proc.returncode == 0, "%s: code_reuse.py failed: %s"
+                       % (what, run.proc.stderr[-800:])):
+        return
+    seen, wrong = 0, []
+    for e in run.of("mark"):
+        naming, i = e["text"].split()
+        i = int(i)
+        period = {"two": 2, "five": 5, "unique": 0}[naming]
+        name = "gen%d.py" % (i % period if period else i)
+        before, inside = i % 3, (i // 3) % 2
+        want = [(name, before + 3 + inside, "f"), (name, before + 4 + inside, "<module>")]
+        got = [tuple(f[:3]) for f in e["py"][:2]]
+        seen += 1
+        if got != want:
+            wrong.append((e["text"], got, want))
+    fails.check(seen == 900, "%s: %d of 900 marks from code_reuse.py" % (what, seen))
+    fails.check(not wrong, "%s: %d of %d marks name another round's code (text, got, wanted), "
+                "e.g. %s" % (what, len(wrong), seen, wrong[:2]))
 
 
 def check_double_free(python, tag):
