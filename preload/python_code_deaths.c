@@ -31,31 +31,25 @@
 #define TYPE_NAME 24
 #define TYPE_DEALLOC 48
 
-typedef void (*destructor)(void *);
-
 typedef struct grave {
     _Atomic uint64_t seq;      /* index + 1 of the death it holds; 0 while written */
     _Atomic uintptr_t code;
 } grave;
 
 static grave graves[CODE_DEATHS_KEPT];
-static _Atomic uint64_t claimed;
-static destructor real_dealloc;
+_Atomic uint64_t code_deaths_claimed;
+code_deaths_destructor *code_deaths_slot;
+static code_deaths_destructor real_dealloc;
 
-static void code_dealloc(void *code)
+void code_deaths_dealloc(void *code)
 {
-    uint64_t i = atomic_fetch_add_explicit(&claimed, 1, memory_order_acq_rel);
+    uint64_t i = atomic_fetch_add_explicit(&code_deaths_claimed, 1, memory_order_acq_rel);
     grave *g = &graves[i % CODE_DEATHS_KEPT];
     atomic_store_explicit(&g->seq, 0, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
     atomic_store_explicit(&g->code, (uintptr_t)code, memory_order_relaxed);
     atomic_store_explicit(&g->seq, i + 1, memory_order_release);
     real_dealloc(code);         /* only now may the address be reused */
-}
-
-static destructor *dealloc_slot(void)
-{
-    return (destructor *)((char *)py.code_type + TYPE_DEALLOC);
 }
 
 int code_deaths_install(void)
@@ -67,25 +61,16 @@ int code_deaths_install(void)
     const char *name = *(const char **)((char *)py.code_type + TYPE_NAME);
     if (!name || strcmp(name, "code") != 0)
         return 0;
-    destructor *slot = dealloc_slot();
-    destructor now = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (now == code_dealloc)    /* an embedder's next round: PyCode_Type is static */
-        return 1;
-    if (!now)
-        return 0;
-    real_dealloc = now;
-    __atomic_store_n(slot, code_dealloc, __ATOMIC_RELEASE);
+    code_deaths_destructor *slot = (code_deaths_destructor *)((char *)py.code_type + TYPE_DEALLOC);
+    code_deaths_destructor now = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (now != code_deaths_dealloc) {   /* else an embedder's next round: PyCode_Type is static */
+        if (!now)
+            return 0;
+        real_dealloc = now;
+        __atomic_store_n(slot, code_deaths_dealloc, __ATOMIC_RELEASE);
+    }
+    code_deaths_slot = slot;
     return 1;
-}
-
-int code_deaths_watching(void)
-{
-    return py.code_type && __atomic_load_n(dealloc_slot(), __ATOMIC_RELAXED) == code_dealloc;
-}
-
-uint64_t code_deaths_count(void)
-{
-    return atomic_load_explicit(&claimed, memory_order_acquire);
 }
 
 int code_deaths_get(uint64_t i, uintptr_t *code)

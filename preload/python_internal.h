@@ -5,6 +5,7 @@
 #ifndef TRACE_PYTHON_INTERNAL_H
 #define TRACE_PYTHON_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "python_api.h"
@@ -23,9 +24,21 @@ int python_stack_install(void);
  * GIL. */
 #define CODE_DEATHS_KEPT 1024u
 int code_deaths_install(void);
-int code_deaths_watching(void);
-uint64_t code_deaths_count(void);
 int code_deaths_get(uint64_t i, uintptr_t *code);
+/* The two asked at every event, inline. */
+typedef void (*code_deaths_destructor)(void *);
+void code_deaths_dealloc(void *code);           /* the wrapper */
+extern code_deaths_destructor *code_deaths_slot; /* &PyCode_Type.tp_dealloc, once wrapped */
+extern _Atomic uint64_t code_deaths_claimed;
+static inline int code_deaths_watching(void)
+{
+    return code_deaths_slot &&
+           __atomic_load_n(code_deaths_slot, __ATOMIC_RELAXED) == code_deaths_dealloc;
+}
+static inline uint64_t code_deaths_count(void)
+{
+    return atomic_load_explicit(&code_deaths_claimed, memory_order_acquire);
+}
 
 /* python_stack.c: this thread's state when it holds the GIL, else NULL. */
 void *python_tstate_if_holding_gil(void);
