@@ -20,6 +20,7 @@
 
 #include "columns.h"
 #include "trace_format.h"
+#include "varint.h"
 
 #define NTHREADS 6
 #define NSTACKS 400
@@ -282,6 +283,98 @@ static double read_run(int fd, size_t n)
     return t;
 }
 
+/* Where the default path's time goes, phase by phase over the same sealed
+ * chunks: column encoding, compression, decompression, column decoding.
+ * Each phase is timed alone (best of three), in ns per event. */
+typedef struct phases { double colenc, compress, decompress, decode; } phases;
+
+static phases phase_run(const tf_event *ev, size_t n, int level, tf_colenc *enc)
+{
+    uint32_t native_ids[NSTACKS], py_ids[NPYSTACKS];
+    tf_writer *w = new_writer(native_ids, py_ids);
+    size_t nchunks = 0, cap = 64;
+    tf_chunk *chunks = calloc(cap, sizeof *chunks);
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n)
+            tf_write_event(w, &ev[i]);
+        if (i == n || tf_writer_pending(w) >= CHUNK_SEAL) {
+            if (nchunks == cap)
+                chunks = realloc(chunks, (cap *= 2) * sizeof *chunks);
+            tf_chunk *c = &chunks[nchunks++];
+            *c = (tf_chunk){ 0 };
+            tf_chunk sealed = { 0 };
+            tf_writer_seal(w, &sealed);
+            c->data = malloc(sealed.len);
+            memcpy(c->data, sealed.data, sealed.len);
+            c->len = c->cap = sealed.len;
+            tf_chunk_free(&sealed);
+        }
+    }
+    tf_writer_free(w);
+    ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    ZSTD_DCtx *dctx = ZSTD_createDCtx();
+    size_t bound = 0;
+    for (size_t k = 0; k < nchunks; k++)
+        bound = tf_chunk_bound(&chunks[k]) > bound ? tf_chunk_bound(&chunks[k]) : bound;
+    uint8_t **frames = calloc(nchunks, sizeof *frames);
+    size_t *flen = calloc(nchunks, sizeof *flen);
+    uint8_t *plain = malloc(4 * bound);
+    tf_colstate *st = calloc(1, sizeof *st);
+    tf_event *items = NULL;
+    size_t nitems = 0, items_cap = 0;
+    phases best = { 1e30, 1e30, 1e30, 1e30 };
+    for (int run = 0; run < 3; run++) {
+        double t0 = now();
+        for (size_t k = 0; k < nchunks; k++)
+            tf_columns_encode(enc, chunks[k].data, chunks[k].len, 1000);
+        double colenc = now() - t0;
+        t0 = now();
+        for (size_t k = 0; k < nchunks; k++) {
+            if (!frames[k])
+                frames[k] = malloc(bound);
+            flen[k] = tf_chunk_compress_columns(&chunks[k], enc, 1000, cctx, level, frames[k], bound);
+        }
+        double compress = now() - t0 - colenc;
+        double decompress = 0, decode = 0;
+        for (size_t k = 0; k < nchunks; k++) {
+            t0 = now();
+            size_t m = ZSTD_decompressDCtx(dctx, plain, 4 * bound, frames[k], flen[k]);
+            double t1 = now();
+            decompress += t1 - t0;
+            if (ZSTD_isError(m))
+                continue;
+            tf_cursor c = { plain, plain + m, 0 };
+            if (tf_get_uv(&c) != TF_REC_COLUMNS)
+                continue;
+            uint64_t len = tf_get_uv(&c);
+            const char *why;
+            tf_columns_decode_items(st, c.p, len, &items, &nitems, &items_cap, &why);
+            decode += now() - t1;
+        }
+        best.colenc = colenc < best.colenc ? colenc : best.colenc;
+        best.compress = compress < best.compress ? compress : best.compress;
+        best.decompress = decompress < best.decompress ? decompress : best.decompress;
+        best.decode = decode < best.decode ? decode : best.decode;
+    }
+    for (size_t k = 0; k < nchunks; k++) {
+        free(chunks[k].data);
+        free(frames[k]);
+    }
+    free(chunks);
+    free(frames);
+    free(flen);
+    free(plain);
+    free(st);
+    free(items);
+    ZSTD_freeCCtx(cctx);
+    ZSTD_freeDCtx(dctx);
+    best.colenc = best.colenc / n * 1e9;
+    best.compress = best.compress / n * 1e9;
+    best.decompress = best.decompress / n * 1e9;
+    best.decode = best.decode / n * 1e9;
+    return best;
+}
+
 /* The recorder interns each event's stack: the cost of a lookup that hits. */
 static double intern_ns(void)
 {
@@ -328,6 +421,7 @@ int main(int argc, char **argv)
         double t = encode_run(ev, n);
         best_encode = t < best_encode ? t : best_encode;
     }
+    phases ph = phase_run(ev, n, level, enc);
     tf_colenc_free(enc);
     printf("events      %zu, zstd level %d, best of %d runs, CPU time\n", n, level, runs);
     printf("writer      %.1f M events/s (encode + column blocks + compress + write; the default)\n",
@@ -336,7 +430,11 @@ int main(int argc, char **argv)
            best_encode / n * 1e9);
     printf("  blocks    %.1f ns/event of that (on the flushing thread)\n",
            (best_write[0] - best_write[1]) / n * 1e9);
+    printf("  phases    column encoding %.1f, compression %.1f ns/event (each alone)\n",
+           ph.colenc, ph.compress);
     printf("reader      %.1f M events/s (decompress + decode blocks + decode)\n", n / best_read[0] / 1e6);
+    printf("  phases    decompression %.1f, column decoding %.1f ns/event (each alone)\n",
+           ph.decompress, ph.decode);
     printf("size        %.2f bytes/event (%lld bytes)\n", (double)bytes[0] / n, (long long)bytes[0]);
     printf("records (TRACE_COLUMNS=0): writer %.1f M events/s, reader %.1f M events/s, "
            "%.2f bytes/event\n", n / best_write[1] / 1e6, n / best_read[1] / 1e6, (double)bytes[1] / n);

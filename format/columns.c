@@ -404,7 +404,7 @@ INLINE void code_field(col_io *io, const int dec, tf_colstate *st, tf_event *e, 
     case GRANTED:
         pred = e->u.pool.requested;
         if (st->align)
-            pred = (pred + st->align - 1) / st->align * st->align;
+            pred = (pred + st->align - 1) & -st->align;   /* align is a power of two */
         v = here(io, dec, bit, v, pred) ? residual(io, dec, fc.col, v, pred) : pred;
         if (v && (!st->align || (v & -v) < st->align))
             st->align = v & -v;
@@ -453,6 +453,25 @@ INLINE void code_field(col_io *io, const int dec, tf_colstate *st, tf_event *e, 
     memcpy(at, &v32, 4);
 }
 
+/* A time step (a difference of two times, signed) in units of st->tunit,
+ * zigzagged into *z; 0 when it is not a whole number of units.  A 64-bit
+ * divide was a fifth of the encoder's time per event: an exact quotient is
+ * the step times the inverse of the unit's odd part, after shifting out its
+ * power of two, and that product is at most 2^64 / odd exactly when the
+ * step was a multiple. */
+INLINE int time_steps(const tf_colstate *st, uint64_t step, uint64_t *z)
+{
+    int neg = (int64_t)step < 0;
+    uint64_t mag = neg ? -step : step;
+    if (mag & ((1ull << st->tunit_shift) - 1))
+        return 0;
+    uint64_t q = (mag >> st->tunit_shift) * st->tunit_inv;
+    if (q > st->tunit_qmax)
+        return 0;
+    *z = tf_zigzag((int64_t)(neg ? 0 - q : q));
+    return 1;
+}
+
 /* The common fields (FORMAT.md section 7's bits 0 to 5). */
 INLINE void code_common(col_io *io, const int dec, tf_colstate *st, tf_event *e, const tf_col_thread **thp)
 {
@@ -483,13 +502,12 @@ INLINE void code_common(col_io *io, const int dec, tf_colstate *st, tf_event *e,
     }
 
     if (here(io, dec, 2, e->t_ns, st->t_ns)) {
-        int64_t d = (int64_t)(e->t_ns - st->t_ns);
-        if (!dec && d % (int64_t)st->tunit) {
+        uint64_t z = 0;
+        if (!dec && !time_steps(st, e->t_ns - st->t_ns, &z)) {
             fail(io, "a time off the unit");
             io->off_unit = 1;
             return;
         }
-        uint64_t z = tf_zigzag(d / (int64_t)st->tunit);
         sym(io, dec, TF_COL_TIME, &z);
         e->t_ns = st->t_ns + (uint64_t)tf_unzigzag(z) * st->tunit;
     } else {
@@ -695,6 +713,12 @@ static void state_reset(tf_colstate *st, uint64_t tunit)
     memset(st->size_ok, 1, sizeof st->size_ok);
     memset(st->lastpres, 0, sizeof st->lastpres);
     st->tunit = tunit ? tunit : 1;
+    st->tunit_shift = (uint32_t)__builtin_ctzll(st->tunit);
+    uint64_t odd = st->tunit >> st->tunit_shift, inv = odd;
+    for (int i = 0; i < 5; i++)
+        inv *= 2 - odd * inv;   /* Newton: each step doubles the bits of odd * inv == 1 */
+    st->tunit_inv = inv;
+    st->tunit_qmax = UINT64_MAX / odd;
 }
 
 /* A definition record's effect on the state. */

@@ -93,6 +93,10 @@ typedef struct tf_colstate {
     uint8_t size_ok[17];             /* per event kind: its last free's size was its block's */
     uint32_t lastpres[17];           /* per event kind: its last presence map */
     uint64_t tunit;                  /* times in units of this many ns */
+    /* tunit as odd << shift, for dividing by it without a divide: the
+     * inverse of odd modulo 2^64, and the largest quotient of a multiple */
+    uint64_t tunit_inv, tunit_qmax;
+    uint32_t tunit_shift;
 } tf_colstate;
 
 /* The encoder: state and columns (kept between chunks, grown as needed). */

@@ -289,6 +289,50 @@ static void test_time_off_unit(void)
     tf_writer_free(w);
 }
 
+/* The block's unit of time steps, unit by unit: odd, even, a power of two,
+ * a large prime; steps forward and back, small and huge.  All multiples:
+ * the block keeps the unit and every time comes back.  One step off by one
+ * ns: the block counts in ns.  (The encoder divides by the unit without a
+ * divide instruction: this is what says it divides right.) */
+static void test_time_steps(void)
+{
+    static const uint64_t units[] = { 1, 3, 7, 250, 1000, 1024, 4096, 1000000007 };
+    for (size_t u = 0; u < sizeof units / sizeof units[0]; u++) {
+        uint64_t unit = units[u];
+        for (int off = 0; off < 2; off++) {
+            tf_writer *w = tf_writer_new(&header);
+            tf_chunk c = { 0 };
+            tf_writer_seal(w, &c);
+            const int64_t k[] = { 0, 1, -1, 5, -3, 127, 128, -200000, 1000000, (int64_t)1 << 40,
+                                  -((int64_t)1 << 40), 2, (int64_t)1 << 50, -((int64_t)1 << 50) };
+            uint64_t t = ((uint64_t)1 << 61) / unit * unit;
+            uint64_t seq = 0;
+            for (size_t i = 0; i < 3 * sizeof k / sizeof k[0]; i++) {
+                int64_t steps = k[i % (sizeof k / sizeof k[0])];
+                if (unit > ((uint64_t)1 << 62) / ((uint64_t)1 << 50))
+                    steps %= 1 << 20;   /* the times stay in range */
+                t += (uint64_t)steps * unit;
+                if (off && i == 20 && unit > 1)
+                    t += 1;
+                tf_event e;
+                tf_event_init(&e, TF_EV_MARK);
+                e.seq = ++seq;
+                e.t_ns = t;
+                e.tid = 77;
+                tf_write_event(w, &e);
+            }
+            tf_writer_seal(w, &c);
+            CHECK(roundtrip(&c, unit) == 0);
+            tf_cursor h = { enc->head, enc->head + enc->head_len, 0 };
+            tf_get_uv(&h);
+            tf_get_uv(&h);
+            CHECK(tf_get_uv(&h) == (off && unit > 1 ? 1 : unit));
+            tf_chunk_free(&c);
+            tf_writer_free(w);
+        }
+    }
+}
+
 /* Damaged blocks: refused or decoded to something, never a crash or a read
  * past the block (the sanitizer build checks that). */
 static void test_damage(void)
@@ -413,6 +457,7 @@ int main(void)
     test_pool_stream();
     test_arbitrary();
     test_time_off_unit();
+    test_time_steps();
     test_damage();
     test_reader();
     tf_colenc_free(enc);
