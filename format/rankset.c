@@ -137,25 +137,21 @@ static int find(tf_rankset *s, uint64_t addr)
         uint32_t slot = s->hash[h] - 1u;
         if (s->key[slot] == addr) {
             s->memo = slot;
+            s->memo_at = h;
             return (int)slot;
         }
     }
     return -1;
 }
 
-static void hash_insert(tf_rankset *s, uint32_t slot)
-{
-    uint32_t h = hash_of(s->key[slot]);
-    while (s->hash[h])
-        h = (h + 1) & HMASK;
-    s->hash[h] = (uint16_t)(slot + 1);
-}
-
 static void hash_delete(tf_rankset *s, uint32_t slot)
 {
-    uint32_t i = hash_of(s->key[slot]);
-    while (s->hash[i] != slot + 1)
-        i = (i + 1) & HMASK;
+    /* Most deletions follow a find of the same slot: start where it was
+     * (if no deletion moved it since), else probe again. */
+    uint32_t i = s->memo_at & HMASK;
+    if (s->hash[i] != slot + 1)
+        for (i = hash_of(s->key[slot]); s->hash[i] != slot + 1;)
+            i = (i + 1) & HMASK;
     /* Backward shift: move up every later entry of the run that may not
      * stay behind the hole. */
     for (uint32_t j = (i + 1) & HMASK; s->hash[j]; j = (j + 1) & HMASK) {
@@ -189,14 +185,26 @@ int tf_rankset_remove(tf_rankset *s, uint64_t addr, uint64_t *val)
 
 void tf_rankset_add(tf_rankset *s, uint64_t addr, uint64_t val)
 {
-    tf_rankset_remove(s, addr, NULL);
     uint32_t slot = (uint32_t)(s->added % W);
     if (is_used(s, slot))
-        drop(s, slot);   /* added W additions ago: out of the window */
+        drop(s, slot);   /* added W additions ago (addr itself, perhaps): out of the window */
+    /* One probe finds addr, held in another slot (its hash entry then names
+     * the new slot: same address, same place in the hash), or the free
+     * place for it: what removing it and inserting it again would leave,
+     * for one probe instead of three. */
+    uint32_t h = hash_of(addr);
+    for (; s->hash[h]; h = (h + 1) & HMASK) {
+        uint32_t old = s->hash[h] - 1u;
+        if (s->key[old] == addr) {
+            s->used[old / 64] &= ~(1ull << (old % 64));
+            s->count--;
+            break;
+        }
+    }
+    s->hash[h] = (uint16_t)(slot + 1);
     s->key[slot] = addr;
     s->val[slot] = val;
     s->used[slot / 64] |= 1ull << (slot % 64);
-    hash_insert(s, slot);
     s->count++;
     s->added++;
 }

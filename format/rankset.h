@@ -37,6 +37,7 @@ typedef struct tf_rankset {
     uint64_t used[TF_RANK_WINDOW / 64];    /* slots in use */
     uint16_t hash[2 * TF_RANK_WINDOW];     /* slot + 1, 0 empty */
     uint32_t memo;                         /* the slot last found (checked before use) */
+    uint32_t memo_at;                      /* where the hash names it, when found there (checked) */
 } tf_rankset;
 
 void tf_rankset_clear(tf_rankset *s);
