@@ -20,6 +20,7 @@
 #include "recorder_core.h"
 #include "warn.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 static char hostname[256];
 static char cmdline[4096];
 static char exe[4096];
+static char python_version[32];
 static int started;
 
 static uint64_t clock_ns(clockid_t clock)
@@ -65,6 +67,29 @@ static void read_process_facts(void)
     exe[n > 0 ? n : 0] = '\0';
 }
 
+/* The interpreter's version ("3.12.1"), when the process has one from the
+ * start (a python executable, linked to libpython or with it built in), for
+ * the header: readers then need not wait for the INFO record the Python side
+ * writes when it attaches.  Py_GetVersion only formats constants into a
+ * static buffer, so it may be asked before the interpreter starts.  Empty
+ * for an embedder that loads libpython later, and with TRACE_PYTHON=0. */
+static void read_python_version(void)
+{
+    const char *(*get_version)(void) = NULL;
+    if (!trace_config_get()->python)
+        return;
+    *(void **)&get_version = dlsym(RTLD_DEFAULT, "Py_GetVersion");
+    const char *v = get_version ? get_version() : NULL;
+    size_t n = 0;
+    while (v && n < sizeof python_version - 1 && ((v[n] >= '0' && v[n] <= '9') || v[n] == '.' ||
+                                                  (v[n] >= 'a' && v[n] <= 'z') || v[n] == '+'))
+        n++;
+    if (n && v[0] >= '0' && v[0] <= '9') {
+        memcpy(python_version, v, n);
+        python_version[n] = '\0';
+    }
+}
+
 static tf_header make_header(void)
 {
     return (tf_header){
@@ -79,7 +104,7 @@ static tf_header make_header(void)
         .exe = exe,
         .tracer_version = TRACE_VERSION,
         .settings = trace_config_describe(),
-        .python_version = "",
+        .python_version = python_version,
         .max_bytes = trace_config_get()->max_bytes,
     };
 }
@@ -147,6 +172,7 @@ __attribute__((constructor)) static void trace_start(void)
     endings_init();
     native_stack_init();
     read_process_facts();
+    read_python_version();
     tf_header h = make_header();
     if (rec_start(&h) < 0) {
         trace_warn("out of memory at start: not tracing");

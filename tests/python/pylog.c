@@ -131,7 +131,10 @@ static void put_infos_and_pools(tf_reader *r)
         printf(i ? ",\"%u\":" : "\"%u\":", pool);
         put_json_string(name);
     }
-    printf("},\"clean_end\":%d}\n", tf_reader_status(r)->clean_end);
+    printf("},\"header_python\":");
+    const char *hp = tf_reader_header(r)->python_version;
+    put_json_string(hp ? hp : "");
+    printf(",\"clean_end\":%d}\n", tf_reader_status(r)->clean_end);
 }
 
 int main(int argc, char **argv)

@@ -84,11 +84,12 @@ def is_static(python):
 
 
 class Run:
-    def __init__(self, proc, events, infos, pools):
+    def __init__(self, proc, events, infos, pools, header_python=""):
         self.proc = proc
         self.events = events
         self.infos = infos
         self.pools = pools
+        self.header_python = header_python   # the log header's python_version
 
     def of(self, kind):
         return [e for e in self.events if e["kind"] == kind]
@@ -100,18 +101,24 @@ class Run:
         return {e["seq"]: e for e in self.events}
 
 
-def read_log(pylog, path):
+def read_log_header(pylog, path):
+    """read_log, and the header's python_version."""
     out = subprocess.run([pylog, path], capture_output=True, text=True)
     if out.returncode != 0:
         raise AssertionError("pylog failed on %s: %s" % (path, out.stderr))
-    events, infos, pools = [], [], {}
+    events, infos, pools, header_python = [], [], {}, ""
     for line in out.stdout.splitlines():
         rec = json.loads(line)
         if rec["kind"] == "infos":
-            infos, pools = rec["infos"], rec["pools"]
+            infos, pools, header_python = rec["infos"], rec["pools"], rec.get("header_python", "")
         else:
             events.append(rec)
-    return events, infos, pools
+    return events, infos, pools, header_python
+
+
+def read_log(pylog, path):
+    """A log's events, INFO pairs and pools, as pylog reads them."""
+    return read_log_header(pylog, path)[:3]
 
 
 def run_traced(args, preload, pylog, env=None, cwd=None, timeout=300, trace=True):
@@ -138,10 +145,10 @@ def run_traced(args, preload, pylog, env=None, cwd=None, timeout=300, trace=True
         done = subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
         log = os.path.join(tmp, "trace-%d.tlog" % proc.pid)
         if os.path.exists(log):
-            events, infos, pools = read_log(pylog, log)
+            events, infos, pools, header_python = read_log_header(pylog, log)
         else:
-            events, infos, pools = [], [], {}
-        return Run(done, events, infos, pools)
+            events, infos, pools, header_python = [], [], {}, ""
+        return Run(done, events, infos, pools, header_python)
 
 
 def run_traced_keep(args, preload, pylog, env=None):

@@ -29,6 +29,9 @@ def check_attached(python, version):
                 % (tag, run.proc.stdout, bare.proc.stdout))
     fails.check(any(v.startswith(version + ".") for v in run.info("python_version")),
                 "%s: no python_version INFO (got %s)" % (tag, run.info("python_version")))
+    # The header has it too, from the start (Py_GetVersion), and says the same.
+    fails.check(run.header_python in run.info("python_version"),
+                "%s: header python_version %r, INFO %s" % (tag, run.header_python, run.info("python_version")))
     at_line = [e for e in run.of("gc_start")
                if e["py"] and e["py"][0][0].endswith("hello.py") and e["py"][0][1] == collect_line
                and e["py"][0][2] in ("main",)]
@@ -60,6 +63,8 @@ def check_switched_off(python, version):
     fails.check(run.proc.returncode == 3, "%s TRACE_PYTHON=0: exit status %s" % (version, run.proc.returncode))
     fails.check(not run.of("gc_start") and not run.info("python_version"),
                 "%s TRACE_PYTHON=0: Python events were recorded" % version)
+    fails.check(run.header_python == "", "%s TRACE_PYTHON=0: header python_version %r"
+                % (version, run.header_python))
 
 
 def check_debug_allocator(python, version):
@@ -87,6 +92,7 @@ def check_not_python():
     fails.check(run.proc.returncode == 5, "sh: exit status %s" % run.proc.returncode)
     fails.check(not run.info("python_version") and not run.info("python"),
                 "sh: Python INFO in a non-Python process")
+    fails.check(run.header_python == "", "sh: header python_version %r" % run.header_python)
 
 
 interpreters = pt.find_interpreters(args.python)
