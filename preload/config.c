@@ -202,11 +202,11 @@ static void describe(void)
 {
     int n = snprintf(description, sizeof description,
                      "output=%s;stack_depth=%d;python=%d;host_buffers=%d;host_threshold=%llu;"
-                     "py_allocs=%u;py_alloc_native=%d;quiet=%d;exit_line=%s;max_bytes=%llu;"
+                     "py_allocs=%u;py_alloc_native=%d;py_alloc_all=%d;quiet=%d;exit_line=%s;max_bytes=%llu;"
                      "flush_ms=%u;time_unit_ns=%u;columns=%d;clock=%s",
                      config.output, config.stack_depth, config.python, config.host_buffers,
                      (unsigned long long)config.host_threshold, config.py_alloc_sample,
-                     config.py_alloc_native, config.quiet,
+                     config.py_alloc_native, config.py_alloc_all, config.quiet,
                      config.exit_line < 0 ? "auto" : config.exit_line ? "1" : "0",
                      (unsigned long long)config.max_bytes, config.flush_ms, config.time_unit_ns,
                      config.columns, config.clock_counter ? "auto" : "precise");
@@ -242,6 +242,7 @@ void trace_config_load(void)
     read_int("TRACE_PY_ALLOCS", 0, UINT32_MAX, &v);
     config.py_alloc_sample = (uint32_t)v;
     read_flag("TRACE_PY_ALLOC_NATIVE", &config.py_alloc_native);
+    read_flag("TRACE_PY_ALLOC_ALL", &config.py_alloc_all);
     read_size("TRACE_MAX_BYTES", MIN_MAX_BYTES, &config.max_bytes);
     v = config.flush_ms;
     read_int("TRACE_FLUSH_MS", 1, 10000, &v);

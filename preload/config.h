@@ -18,6 +18,8 @@ typedef struct trace_config {
     int py_alloc_native;       /* TRACE_PY_ALLOC_NATIVE: py_alloc events with native stacks too (1), or
                                 * the Python stack only (0, default: a native walk per object costs more
                                 * than the rest of the event) */
+    int py_alloc_all;          /* TRACE_PY_ALLOC_ALL: every object allocation (1), not only those
+                                * that may be GC objects (0, default: python_alloc_sites.c) */
     int quiet;                 /* TRACE_QUIET=1: no line at exit, no warnings */
     int exit_line;             /* TRACE_EXIT_LINE: 1 always, 0 never, -1 (auto) when stderr is a terminal */
     uint64_t max_bytes;        /* TRACE_MAX_BYTES: keep the log within this many bytes (segments); 0 = no limit */

@@ -13,10 +13,13 @@
  *    wrapper sets host_guard around the forwarded call, so the block is
  *    recorded once, by the outermost allocator, with its Python domain;
  *  - the opt-in sample of allocations (TRACE_PY_ALLOCS=N): one py_alloc event
- *    every N OBJ-domain allocations (object allocations), with the Python
+ *    every N OBJ-domain allocations that may be GC objects, with the Python
  *    stack; the native stack too only with TRACE_PY_ALLOC_NATIVE=1 (a native
  *    walk per object was more than half of what this mode added on the
- *    bench's JSON workload).
+ *    bench's JSON workload).  Allocations made by CPython's own constructors
+ *    of non-GC objects (str, int, float, bytes) are told apart by their
+ *    caller and left out, and so are their frees (python_alloc_sites.c),
+ *    unless TRACE_PY_ALLOC_ALL=1 asks for every object allocation.
  *  - with every allocation recorded (TRACE_PY_ALLOCS=1), the OBJ-domain frees
  *    that happen while a collection runs on the thread (python_gc.c): one
  *    py_free each, before the block is given back, nested under the
@@ -28,10 +31,14 @@
  * (python_gc.c), at no cost per allocation.
  */
 #include "python_internal.h"
+#include "python_alloc_sites.h"
 #include "config.h"
 #include "host_blocks.h"
 #include "recorder.h"
 
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,10 +60,18 @@ static uint32_t sample_every;                  /* OBJ domain: GIL held, no atomi
 static uint32_t sample_countdown;
 static unsigned sample_stacks;                 /* REC_PY_STACK, and REC_NATIVE_STACK if asked */
 static int record_gc_frees;                    /* every allocation is recorded */
+static int filter_plain;                       /* leave out allocations that cannot be GC objects */
+static int probing, probe_plain;               /* see probe_filter */
 
-static void sample_object_allocation(void *p, size_t size)
+/* site: where the domain's function returns to (python_alloc_sites.h). */
+static void sample_object_allocation(void *p, size_t size, uintptr_t site)
 {
-    if (sample_every && --sample_countdown == 0) {
+    int plain = filter_plain && py_alloc_site_plain(site, p);
+    if (probing) {
+        probe_plain |= plain;
+        return;
+    }
+    if (sample_every && !plain && --sample_countdown == 0) {
         sample_countdown = sample_every;
         tf_event e;
         tf_event_init(&e, TF_EV_PY_ALLOC);
@@ -69,12 +84,12 @@ static void sample_object_allocation(void *p, size_t size)
 
 /* entered: this call is the outermost large request (see enter_large). */
 static void after_allocation(const domain_wrapper *w, uint32_t api, void *p, size_t size,
-                             int entered)
+                             int entered, uintptr_t site)
 {
     if (!p)
         return;
     if (w->domain == PY_DOMAIN_OBJ)
-        sample_object_allocation(p, size);
+        sample_object_allocation(p, size, site);
     if (entered)
         host_block_allocated((uint32_t)w->domain + 1, api, p, size);   /* TF_HOST_RAW/MEM/OBJ */
 }
@@ -102,6 +117,10 @@ static uint64_t release(void *ptr)
                                                  : 0;
 }
 
+/* Where the wrapper returns to: read in the wrapper itself (the functions
+ * it calls have their own). */
+#define RETURN_ADDRESS() ((uintptr_t)__builtin_return_address(0))
+
 static void *wrapped_malloc(void *ctx, size_t size)
 {
     domain_wrapper *w = ctx;
@@ -111,21 +130,25 @@ static void *wrapped_malloc(void *ctx, size_t size)
      * Only the OBJ domain samples small blocks. */
     if (__builtin_expect((size < host_threshold || host_guard) && w->domain != PY_DOMAIN_OBJ, 1))
         return w->direct ? host_malloc_call(size ? size : 1) : w->prev.malloc(w->prev.ctx, size);
+    if (w->domain == PY_DOMAIN_OBJ)
+        py_alloc_sites_observe();
     int entered = enter_large(size);
     void *p = w->prev.malloc(w->prev.ctx, size);
     leave_large(entered);
-    after_allocation(w, TF_HOST_API_MALLOC, p, size, entered);
+    after_allocation(w, TF_HOST_API_MALLOC, p, size, entered, RETURN_ADDRESS());
     return p;
 }
 
 static void *wrapped_calloc(void *ctx, size_t nelem, size_t elsize)
 {
     domain_wrapper *w = ctx;
+    if (w->domain == PY_DOMAIN_OBJ)
+        py_alloc_sites_observe();
     int entered = enter_large(nelem * elsize);
     void *p = !w->direct ? w->prev.calloc(w->prev.ctx, nelem, elsize)
               : nelem && elsize ? host_calloc_call(nelem, elsize) : host_calloc_call(1, 1);
     leave_large(entered);
-    after_allocation(w, TF_HOST_API_CALLOC, p, nelem * elsize, entered);
+    after_allocation(w, TF_HOST_API_CALLOC, p, nelem * elsize, entered, RETURN_ADDRESS());
     return p;
 }
 
@@ -134,6 +157,10 @@ static void *wrapped_calloc(void *ctx, size_t nelem, size_t elsize)
 static void *wrapped_realloc(void *ctx, void *ptr, size_t size)
 {
     domain_wrapper *w = ctx;
+    if (w->domain == PY_DOMAIN_OBJ) {
+        py_alloc_sites_observe();
+        py_alloc_sites_freeing();
+    }
     uint64_t old_size = ptr && !host_guard && host_any_live()
                             ? host_block_releasing(TF_HOST_API_REALLOC, ptr, NULL) : 0;
     /* The guard also covers a shrink of a tracked block: the malloc hook
@@ -142,7 +169,8 @@ static void *wrapped_realloc(void *ctx, void *ptr, size_t size)
     void *p = w->direct ? host_realloc_call(ptr, size ? size : 1) : w->prev.realloc(w->prev.ctx, ptr, size);
     leave_large(entered);
     if (p)
-        after_allocation(w, TF_HOST_API_REALLOC, p, size, entered && size >= host_threshold);
+        after_allocation(w, TF_HOST_API_REALLOC, p, size, entered && size >= host_threshold,
+                         RETURN_ADDRESS());
     else if (old_size && size)
         host_block_allocated((uint32_t)w->domain + 1, TF_HOST_API_REALLOC, ptr, old_size);
     return p;
@@ -153,6 +181,8 @@ static void note_object_free(const domain_wrapper *w, void *ptr)
 {
     if (!record_gc_frees || w->domain != PY_DOMAIN_OBJ || !ptr || !python_gc_frees_collected(ptr))
         return;
+    if (filter_plain && py_alloc_block_plain(ptr))
+        return;   /* its allocation was left out: python_alloc_sites.c */
     tf_event e;
     tf_event_init(&e, TF_EV_PY_FREE);
     e.u.host.domain = TF_HOST_OBJ;
@@ -163,8 +193,11 @@ static void note_object_free(const domain_wrapper *w, void *ptr)
 static void wrapped_free(void *ctx, void *ptr)
 {
     domain_wrapper *w = ctx;
-    if (w->domain == PY_DOMAIN_OBJ)
+    if (w->domain == PY_DOMAIN_OBJ) {
+        py_alloc_sites_observe();
+        py_alloc_sites_freeing();
         note_object_free(w, ptr);
+    }
     release(ptr);
     if (w->direct)
         host_free_call(ptr);
@@ -210,6 +243,52 @@ static int python_malloc_bypasses_raw(void)
     return m && strncmp(m, "malloc", 6) == 0;
 }
 
+/* Whether the filter works in this interpreter: a str made through
+ * PyUnicode_New must reach our wrapper with a return address inside
+ * PyUnicode_New.  Where PyObject_Malloc calls the domain's function instead
+ * of jumping to it (a static interpreter with pymalloc inlined), every
+ * allocation returns into PyObject_Malloc and the filter leaves nothing
+ * out: the INFO record says so rather than claim it. */
+static int probe_filter(void)
+{
+    py_object *(*unicode_new)(ptrdiff_t, uint32_t);
+    *(void **)&unicode_new = dlsym(RTLD_DEFAULT, "PyUnicode_New");
+    if (!unicode_new)
+        return 0;
+    probing = 1;
+    probe_plain = 0;
+    py_object *s = unicode_new(64, 127);   /* 64 characters: not a cached singleton */
+    probing = 0;
+    if (!s) {
+        py.PyErr_Clear();
+        return 0;
+    }
+    py.Py_DecRef(s);
+    return probe_plain;
+}
+
+/* With TRACE_PY_ALLOCS: which object allocations are recorded, in an INFO
+ * record (python_alloc_sites.c). */
+static void choose_filter(const trace_config *c, unsigned known)
+{
+    char text[192];
+    if (c->py_alloc_all) {
+        filter_plain = 0;
+        rec_info("py_allocs", "every object allocation (TRACE_PY_ALLOC_ALL=1)");
+        return;
+    }
+    if (filter_plain && !probe_filter())
+        filter_plain = 0;
+    if (filter_plain)
+        snprintf(text, sizeof text, "GC objects: allocations by %u of CPython's constructors of str, "
+                 "int, float and bytes, and by call sites seen making only those, left out", known);
+    else
+        snprintf(text, sizeof text, "every object allocation: %s",
+                 known ? "PyObject_Malloc does not return to its caller in this interpreter"
+                       : "none of CPython's non-GC constructors found");
+    rec_info("py_allocs", text);
+}
+
 void python_alloc_install(void)
 {
     const trace_config *c = trace_config_get();
@@ -217,6 +296,12 @@ void python_alloc_install(void)
     sample_countdown = sample_every;
     sample_stacks = REC_PY_STACK | (c->py_alloc_native ? REC_NATIVE_STACK : 0);
     record_gc_frees = sample_every == 1;
+    unsigned known = 0;
+    filter_plain = 0;
+    if (sample_every && !c->py_alloc_all) {
+        known = py_alloc_sites_install(!strstr(py.Py_GetVersion(), "free-threading"));
+        filter_plain = known > 0;   /* the wrapper asks from its first call */
+    }
     int all_domains = c->host_buffers && python_malloc_bypasses_raw();
     if (c->host_buffers)
         wrap_domain(PY_DOMAIN_RAW);
@@ -224,4 +309,6 @@ void python_alloc_install(void)
         wrap_domain(PY_DOMAIN_MEM);
     if (all_domains || sample_every)
         wrap_domain(PY_DOMAIN_OBJ);
+    if (sample_every)
+        choose_filter(c, known);
 }

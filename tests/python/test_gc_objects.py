@@ -1,6 +1,7 @@
 """Objects collected by the GC, by allocation site (issue 15, goal 1): with
-TRACE_PY_ALLOCS=1 every object allocation is recorded, and so is every
-object the collector frees (py_free, nested under its gc_start).  A program
+TRACE_PY_ALLOCS=1 every allocation that may be a GC object is recorded, and
+so is every such object the collector frees (py_free, nested under its
+gc_start).  A program
 makes reference cycles at two known sites, 300 one-object cycles at one line
 and 200 two-object cycles whose objects come from two lines, and collects
 them: the report (text, JSON and HTML) must charge exactly 300, 200 and 200
@@ -53,8 +54,35 @@ gc.collect()
 """
 
 
-def line(marker):
-    for number, text in enumerate(PROGRAM.splitlines(), 1):
+# Address reuse: GC objects of eight sizes allocated at line x and freed by
+# their counts (not recorded), then strs of many sizes, which CPython's
+# allocator places where they were, each held by a one-object cycle made at
+# line c.  The collection frees the cycles and their strs.  The strs'
+# allocations are left out by default (python_alloc_sites.c), and so must
+# their frees be: matched by address, they would be charged to line x.
+REUSE = """\
+import gc
+gc.disable()
+classes = [type("X%d" % k, (), {"__slots__": tuple("s%d" % j for j in range(k))}) for k in range(1, 9)]
+def churn():
+    xs = [c() for c in classes for _ in range(300)]  # LINE:x
+    del xs
+class C:
+    __slots__ = ("other", "text")
+def cycles(n):
+    for i in range(n):
+        c = C()  # LINE:c
+        c.other = c
+        c.text = ("%d" % i) * (i % 60 + 1)
+        del c
+churn()
+cycles(1000)
+gc.collect()
+"""
+
+
+def line(marker, program=None):
+    for number, text in enumerate((program or PROGRAM).splitlines(), 1):
         if text.endswith("# LINE:" + marker):
             return number
     raise AssertionError(marker)
@@ -130,4 +158,42 @@ def check(python, version):
             pt.discard(log)
 
 
-pt.for_each_interpreter(args.python, check, fails)
+def check_reuse(python, tag):
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "reuse.py")
+        with open(script, "w") as f:
+            f.write(REUSE)
+        # With every allocation recorded nothing can be charged to an older
+        # allocation at the same address: that run is the reference (3.8
+        # charges one object to line x, its list comprehension's frame).
+        got = {}
+        for env in ({"TRACE_PY_ALLOCS": "1", "TRACE_PY_ALLOC_ALL": "1"}, {"TRACE_PY_ALLOCS": "1"}):
+            run, log = pt.run_traced_keep([python, "-S", script], args.preload, args.pylog, env=env)
+            try:
+                if not fails.check(run.proc.returncode == 0, "%s: reuse program failed with %s: %s"
+                                   % (tag, env, run.proc.stderr[-500:])):
+                    continue
+                data = json.loads(report(log, "--json"))
+                sites = {s["id"]: s for s in data["sites"]}
+                counts = {}
+                for i in data["gc_object_sites"]:
+                    m = re.match(r"(\S+):(\d+) ", sites[i]["python"] or "")
+                    if m and m.group(1) == script:
+                        counts[int(m.group(2))] = counts.get(int(m.group(2)), 0) + sites[i]["gc_object_count"]
+                got[len(env)] = (counts.get(line("c", REUSE), 0), counts.get(line("x", REUSE), 0))
+            finally:
+                pt.discard(log)
+        reference = got.get(2, (None, None))
+        fails.check(reference[0] == 1000 and reference[1] is not None and reference[1] <= 1,
+                    "%s: with TRACE_PY_ALLOC_ALL=1 the collection's objects charged to the cycles' line and "
+                    "to the freed objects' line: %s, expected (1000, 0 or 1)" % (tag, reference))
+        fails.check(got.get(1) == reference,
+                    "%s: the same with the strs left out: %s, expected %s" % (tag, got.get(1), reference))
+
+
+def check_all(python, version):
+    check(python, version)
+    check_reuse(python, "%s (%s)" % (version, python))
+
+
+pt.for_each_interpreter(args.python, check_all, fails)

@@ -53,6 +53,13 @@ def check_subinterpreters(python, version, tag):
     owners = sorted(freed_in(run, b)["interp"] for b in bufs if freed_in(run, b))
     fails.check(owners == sorted(ids), "%s: buffers freed by collections of interpreters %s, "
                 "expected %s" % (tag, owners, ids))
+    # Every GC allocation recorded, with the filter learning call sites
+    # while subinterpreters allocate (python_alloc_sites.c).
+    run = pt.run_traced([python, pt.workload("subinterpreters.py")], args.preload, args.pylog,
+                        env={"TRACE_PY_ALLOCS": "1"})
+    fails.check(run.proc.returncode == 0 and run.of("py_alloc"),
+                "%s: subinterpreters with TRACE_PY_ALLOCS=1: exit %d, %d py_alloc: %s"
+                % (tag, run.proc.returncode, len(run.of("py_alloc")), run.proc.stderr[-800:]))
 
 
 def build_embedder(python, tmp):

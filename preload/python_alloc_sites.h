@@ -1,0 +1,48 @@
+/*
+ * python_alloc_sites.h - which object allocations cannot be GC objects
+ * (python_alloc_sites.c says how it is told, and why a wrong answer can only
+ * be "record it").  All of it runs with the GIL held (or in a free-threaded
+ * build, with learning off).
+ */
+#ifndef TRACE_PYTHON_ALLOC_SITES_H
+#define TRACE_PYTHON_ALLOC_SITES_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* Finds the interpreter's functions that allocate only non-GC objects
+ * (after initialisation, outside the allocator hooks); returns how many were
+ * found (0: nothing is left out).  may_learn: call sites no name covers may
+ * be learnt (off in a free-threaded build). */
+unsigned py_alloc_sites_install(int may_learn);
+
+/* 1 when an OBJ-domain allocation whose wrapper returns to `ra` is certainly
+ * not a GC object; 0 when it may be one (then, if the site is being learnt,
+ * `block` is looked at by the wrapper's next call). */
+int py_alloc_site_plain(uintptr_t ra, const void *block);
+
+/* At the start of every OBJ-domain wrapper call, before the block it names
+ * (if any) is touched: look at the object this thread's previous call made.
+ * Then, in a free or a realloc, count it (before the block goes). */
+extern __thread const void *py_alloc_pending __attribute__((tls_model("initial-exec")));
+extern _Atomic uint64_t py_alloc_frees;
+void py_alloc_sites_learn(void);
+static inline void py_alloc_sites_observe(void)
+{
+    if (__builtin_expect(py_alloc_pending != 0, 0))
+        py_alloc_sites_learn();
+}
+static inline void py_alloc_sites_freeing(void)
+{
+    /* A load and a store, not an atomic add: only a change is looked for. */
+    atomic_store_explicit(&py_alloc_frees,
+                          atomic_load_explicit(&py_alloc_frees, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+/* 1 when an OBJ-domain block being freed holds an object of a type those
+ * functions make (so its allocation was not recorded either): str, int,
+ * float or bytes, exactly. */
+int py_alloc_block_plain(const void *block);
+
+#endif
