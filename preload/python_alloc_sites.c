@@ -6,7 +6,7 @@
  * objects: containers, instances, functions, frames...).  The OBJ domain
  * sees far more: every str, int, float and bytes, and most allocations of a
  * text- or number-heavy program are those (97 % of bench/workloads/dict_str,
- * 80 % of json_work).  Recording them with their Python stacks was most of
+ * 65 % of json_work).  Recording them with their Python stacks was most of
  * what this mode cost, for events no report about the collector uses.
  *
  * The domain's malloc is called with nothing but a size.  What tells a GC
