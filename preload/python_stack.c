@@ -167,15 +167,17 @@ static int line_of(void *code, const code_entry *c, int64_t where, int cached)
     return line;
 }
 
-/* Bumped whenever the caches are emptied (a new writer, a new segment, a
- * fork, deaths no longer known): a thread's memo from before is void. */
-static uint32_t cache_generation = 1;
+/* Code deaths by address hash, for the stack tree below: the number of the
+ * last death at an address of each slot, plus one. */
+#define DEATH_SLOTS 4096u
+static uint64_t death_at[DEATH_SLOTS];
+static void path_forget_all(void);
 
 static void forget_caches(void)
 {
     memset(code_cache, 0, sizeof code_cache);
     memset(line_cache, 0, sizeof line_cache);
-    cache_generation++;
+    path_forget_all();
 }
 
 /* Apply the code deaths since the last call, up to `now`, to the caches. */
@@ -196,182 +198,161 @@ static void bury(uint64_t now)
         code_entry *e = &code_cache[slot_of(dead, 0, CODE_CACHE)];
         if (e->code == dead)
             e->code = 0;
+        death_at[slot_of(dead, 0, DEATH_SLOTS)] = buried + 1;
     }
 }
 
 /*
- * Each thread's recent Python stacks, so that an event with a stack it met
- * lately (an allocation loop cycles through a few) costs a hash and a
- * compare instead of two cache look-ups per frame and a hash and look-up of
- * the whole stack in the writer.  The key is what the interned stack is made
- * of, read afresh at every event: per frame the code object and the
- * instruction offset; a slot holding a code object that died since is
- * emptied before the slots are searched (the thread reads the deaths it has
- * not seen yet).  Frame addresses are not part of it: CPython reuses
- * them (the frame free lists of 3.8-3.10, the data stack from 3.11), so the
- * same address at the same depth says nothing about which call it is, while
- * the same (code, instruction) sequence is the same stack whichever frames
- * hold it.  A miss still takes the (code id, line) of each frame that
- * matches the thread's previous stack, counted from the outermost: a loop's
- * callers stay put while its innermost frame moves.
+ * The stacks met so far, as a tree: a node is a frame (code object,
+ * instruction offset) below the node of the frames outside it, and holds
+ * that frame's (code id, line) and, once an event has had it innermost, the
+ * id of the stack from the outermost frame down to it.  Each thread keeps
+ * the path of its previous stack (the frames and their nodes, outermost
+ * first): an event compares its frames with that path from the outermost,
+ * takes the nodes of the frames that match, and looks up only the frames
+ * within (a loop's callers stay put while its innermost frames move), so
+ * most events cost a compare per frame and a look-up or two, whichever of
+ * the stacks met before they have.  bench/workloads/churn_cycles, which
+ * builds trees by recursion through list comprehensions, meets 1054 stacks
+ * 11 to 14 frames deep; a memo of 64 whole stacks before this missed on 7 %
+ * of its events, each miss costing about 3600 instructions (callgrind,
+ * churn_cycles 0.1 on 3.11 with TRACE_PY_ALLOCS=1).
  *
- * 64 slots, in 16 sets of four picked by the hash: a recursive program
- * cycles through a few dozen stacks (bench/workloads/churn_cycles builds
- * trees by recursion through list comprehensions, 1054 stacks 11 to 14
- * frames deep), and 8 slots searched one by one missed on a quarter of its
- * events, a miss costing ten times a hit (callgrind, churn_cycles 0.1 with
- * every GC allocation recorded: capture and intern fell from 499 to 314
- * million instructions, the whole run from 1.48 to 1.28 billion; sets of
- * two missed two to three times as often as sets of four, depending on
- * which bits of the hash picked the set).  About 100 KiB a thread, touched
- * as slots fill.
+ * The key is read afresh at every event, per frame the code object and the
+ * instruction offset.  Frame addresses are not part of it: CPython reuses
+ * them (the frame free lists of 3.8-3.10, the data stack from 3.11), so
+ * the same address says nothing about which call it is.  A code object may
+ * die and another be made at its address: a node made before a death at
+ * its code's address (death_at, by address hash: a collision only makes a
+ * node again) is made again in place with a new stamp, and a node's
+ * children name their parent by stamp, never reused, so the dead frame's
+ * subtree is unreachable from then on; a thread whose path is older than
+ * the last death it has seen looks every frame up again.
  *
- * Read and written only by its thread, under the recorder's lock (intern
- * runs there), so a signal handler recording an event on the same thread
- * cannot meet it half written: its event is dropped before capture.  Mapped
- * at the thread's first stack (not static TLS: libtrace.so may be loaded
- * late, where static TLS is scarce), unmapped at its exit.  Deeper stacks
- * than MEMO_FRAMES take the caches' path every time.
+ * Used only under the recorder's lock (intern runs there).  The tree is
+ * emptied when it is three quarters full, with the caches (a new writer, a
+ * new segment, a fork, deaths no longer known): path_generation.  A
+ * thread's path is mapped at its first stack (not static TLS: libtrace.so
+ * may be loaded late, where static TLS is scarce) and unmapped at its exit;
+ * a signal handler recording an event on the same thread cannot meet it
+ * half written (its event is dropped before capture).  Stacks deeper than
+ * PATH_FRAMES take the caches' path every time.
  */
-#define MEMO_WAYS 4
-#define MEMO_SETS 16
-#define MEMO_SLOTS (MEMO_WAYS * MEMO_SETS)
-#define MEMO_FRAMES 64
-typedef struct memo_frame {
+#define PATH_NODES 16384u             /* a power of two */
+#define PATH_FULL (PATH_NODES / 4 * 3)
+#define PATH_FRAMES 128
+typedef struct path_node {
+    uint64_t parent;           /* stamp of the node outside it; 0: outermost */
     uintptr_t code;
     int64_t where;
-    tf_py_frame interned;
-} memo_frame;
-/* The slots' keys together (one or two cache lines to scan), their frames
- * apart. */
-typedef struct memo_slot {
-    uint64_t hash;
-    uint32_t generation;       /* cache_generation of id; 0: empty */
-    uint32_t id;
-    uint32_t used;             /* py_memo.clock at its last use */
-    int n;
-} memo_slot;
-typedef struct py_memo {
-    memo_slot slot[MEMO_SLOTS];  /* a stack in one of the ways of the set its hash picks */
-    unsigned last;               /* the slot of the previous stack */
-    uint32_t clock;              /* intern calls on this thread */
-    uint64_t deaths_seen;        /* code deaths applied to the slots */
-    memo_frame f[MEMO_SLOTS][MEMO_FRAMES];
-} py_memo;
+    uint64_t stamp;            /* never reused */
+    uint64_t born;             /* code deaths applied when it was made */
+    tf_py_frame frame;
+    uint32_t id;               /* the stack ending here; 0: not asked yet */
+    uint32_t generation;       /* path_generation; else empty */
+} path_node;
+static path_node path_tree[PATH_NODES];
+static uint32_t path_count;
+static uint32_t path_generation = 1;
+static uint64_t path_stamps;
+
+typedef struct py_path {
+    uint32_t generation;       /* path_generation it was made in */
+    int n;                     /* frames of the previous stack */
+    uint64_t deaths_seen;      /* code deaths applied when it was made */
+    rec_py_raw raw[PATH_FRAMES];     /* outermost first */
+    uint32_t node[PATH_FRAMES];      /* each frame's node */
+} py_path;
 
 #define TLS static __thread __attribute__((tls_model("initial-exec")))
-TLS py_memo *memo;
-TLS int memo_failed;
-static pthread_key_t memo_key;
-static int memo_key_ok;
+TLS py_path *path;
+TLS int path_failed;
+static pthread_key_t path_key;
+static int path_key_ok;
 
-static void release_memo(void *p)
+static void release_path(void *p)
 {
-    memo = NULL;
-    memo_failed = 1;           /* events later in the thread's exit go without */
-    munmap(p, sizeof(py_memo));
+    path = NULL;
+    path_failed = 1;           /* events later in the thread's exit go without */
+    munmap(p, sizeof(py_path));
 }
 
-static py_memo *memo_get(void)
+static py_path *path_get(void)
 {
-    if (memo || memo_failed)
-        return memo;
-    memo_failed = 1;
-    if (!memo_key_ok)
+    if (path || path_failed)
+        return path;
+    path_failed = 1;
+    if (!path_key_ok)
         return NULL;
-    void *p = mmap(NULL, sizeof(py_memo), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p = mmap(NULL, sizeof(py_path), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
-    if (pthread_setspecific(memo_key, p) != 0) {
-        munmap(p, sizeof(py_memo));
+    if (pthread_setspecific(path_key, p) != 0) {
+        munmap(p, sizeof(py_path));
         return NULL;
     }
-    memo_failed = 0;
-    memo = p;
-    memo->deaths_seen = code_deaths_count();   /* its slots are empty */
-    return memo;
+    path_failed = 0;
+    path = p;                  /* zeroed: generation 0 matches no tree */
+    return path;
 }
 
-/* Frame raw is memo frame m: same code object, same instruction.  The
- * same code object, not another at its address: the slot would have been
- * emptied at its death. */
-static int memo_frame_is(const memo_frame *m, const rec_py_raw *raw)
+static void path_forget_all(void)
 {
-    return m->code == raw->code && m->where == (int64_t)raw->where;
+    path_generation = path_generation + 1 ? path_generation + 1 : 1;
+    path_count = 0;
 }
 
-/* The n frames of raw are memo frames f, outermost last as captured: the
- * memo's hit path, run for nearly every event. */
-static int frames_match(const memo_frame *f, const rec_py_raw *raw, int n)
+/* The node of frame (code, where) below the node stamped `parent`: found,
+ * made again when its code may have died since, or made. */
+static uint32_t path_child(tf_writer *w, uint64_t parent, uintptr_t code, int64_t where)
 {
-    for (int i = 0; i < n; i++)
-        if (f[i].code != raw[i].code || f[i].where != (int64_t)raw[i].where)
-            return 0;
-    return 1;
-}
-
-/* Empty the memo's slots that hold a code object dead since the thread
- * last looked, up to death `now`; all of them when those deaths are no
- * longer known. */
-static void memo_bury(py_memo *m, uint64_t now)
-{
-    uint64_t from = m->deaths_seen;
-    m->deaths_seen = now;
-    int all = now - from > CODE_DEATHS_KEPT;
-    for (uint64_t d = from; d < now && !all; d++) {
-        uintptr_t dead;
-        if (!code_deaths_get(d, &dead)) {
-            all = 1;
+    uint64_t h = ((parent * 0x9E3779B97F4A7C15ull ^ code) * 0xff51afd7ed558ccdull ^ (uint64_t)where) *
+                 0xc4ceb9fe1a85ec53ull;
+    uint32_t i = (uint32_t)(h >> 40) & (PATH_NODES - 1);
+    path_node *e;
+    for (;; i = (i + 1) & (PATH_NODES - 1)) {
+        e = &path_tree[i];
+        if (e->generation != path_generation) {
+            path_count++;
             break;
         }
-        for (unsigned s = 0; s < MEMO_SLOTS; s++) {
-            memo_slot *e = &m->slot[s];
-            if (e->generation != cache_generation)
-                continue;
-            for (int i = 0; i < e->n; i++)
-                if (m->f[s][i].code == dead) {
-                    e->generation = 0;
-                    break;
-                }
+        if (e->parent == parent && e->code == code && e->where == where) {
+            if (death_at[slot_of(code, 0, DEATH_SLOTS)] <= e->born)
+                return i;
+            break;              /* a code object at this address died since */
         }
     }
-    if (all)
-        for (unsigned s = 0; s < MEMO_SLOTS; s++)
-            m->slot[s].generation = 0;
+    const code_entry *c = code_of(w, (void *)code, 1);
+    int line = line_of((void *)code, c, where, 1);
+    *e = (path_node){ .parent = parent, .code = code, .where = where, .stamp = ++path_stamps,
+                      .born = buried, .frame = { .code = c->id, .line = line > 0 ? (uint32_t)line : 0 },
+                      .generation = path_generation };
+    return i;
 }
 
-static uint64_t stack_hash(const rec_py_raw *raw, int n)
+/* The id of the stack whose frames' nodes are nodes[0..n), outermost first. */
+static uint32_t path_stack_id(tf_writer *w, const uint32_t *nodes, int n)
 {
-    uint64_t h = (uint64_t)n * 0x9E3779B97F4A7C15ull;
+    path_node *inner = &path_tree[nodes[n - 1]];
+    if (inner->id)
+        return inner->id;
+    tf_py_frame frames[PATH_FRAMES];
     for (int i = 0; i < n; i++)
-        h = ((h ^ raw[i].code) * 0xff51afd7ed558ccdull ^ raw[i].where) * 0xc4ceb9fe1a85ec53ull;
-    return h ^ (h >> 29);
+        frames[i] = path_tree[nodes[n - 1 - i]].frame;   /* innermost first */
+    inner->id = tf_write_py_stack(w, frames, (uint32_t)n);
+    return inner->id;
 }
 
-/* The stack's ids, computed: frames that match `from` (the previous stack,
- * of from_n frames; NULL for none) counted from the outermost are taken from
- * it.  Written into `to` as it goes (a different slot's frames, or NULL). */
-static uint32_t intern_fresh(tf_writer *w, const rec_py_raw *raw, int n, const memo_frame *from,
-                             int from_n, memo_frame *to, int cached)
+/* The stack's ids, each frame looked up in the caches (no tree). */
+static uint32_t intern_fresh(tf_writer *w, const rec_py_raw *raw, int n, int cached)
 {
     tf_py_frame frames[n > 0 ? n : 1];
-    int shift = from ? from_n - n : 0;    /* frame i of raw against from[i + shift] */
     for (int i = 0; i < n; i++) {
-        int j = i + shift;
         void *code = (void *)(uintptr_t)raw[i].code;
-        if (from && j >= 0 && j < from_n && memo_frame_is(&from[j], &raw[i])) {
-            frames[i] = from[j].interned;
-            if (to)
-                to[i] = from[j];
-            continue;
-        }
         const code_entry *c = code_of(w, code, cached);
         int line = line_of(code, c, (int64_t)raw[i].where, cached);
         frames[i].code = c->id;
         frames[i].line = line > 0 ? (uint32_t)line : 0;
-        if (to)
-            to[i] = (memo_frame){ .code = (uintptr_t)code, .where = (int64_t)raw[i].where,
-                                  .interned = frames[i] };
     }
     return tf_write_py_stack(w, frames, (uint32_t)n);
 }
@@ -386,52 +367,35 @@ static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
     /* Another tool replaced the code type's deallocator after us: deaths
      * are no longer seen, so nothing cached can be trusted. */
     if (!code_deaths_watching())
-        return intern_fresh(w, raw, n, NULL, 0, NULL, 0);
+        return intern_fresh(w, raw, n, 0);
     uint64_t deaths = code_deaths_count();
     if (deaths != buried)
         bury(deaths);
-    py_memo *m = n <= MEMO_FRAMES ? memo_get() : NULL;
-    if (!m)
-        return intern_fresh(w, raw, n, NULL, 0, NULL, 1);
-    if (m->deaths_seen != deaths)
-        memo_bury(m, deaths);
-    uint64_t h = stack_hash(raw, n);
-    m->clock++;
-    unsigned set = (unsigned)(h >> 32) % MEMO_SETS * MEMO_WAYS;
-    for (unsigned s = set; s < set + MEMO_WAYS; s++) {
-        memo_slot *e = &m->slot[s];
-        if (e->hash == h && e->n == n && e->generation == cache_generation &&
-            frames_match(m->f[s], raw, n)) {
-            e->used = m->clock;
-            m->last = s;
-            return e->id;
-        }
+    py_path *p = n <= PATH_FRAMES ? path_get() : NULL;
+    if (!p)
+        return intern_fresh(w, raw, n, 1);
+    if (path_count + (uint32_t)n > PATH_FULL)
+        path_forget_all();
+    /* The frames the previous stack shares from the outermost keep their
+     * nodes, unless the tree was emptied or a code object died since. */
+    int same = 0;
+    if (p->generation == path_generation && p->deaths_seen == buried) {
+        const rec_py_raw *a = raw + n - 1, *b = p->raw;
+        const rec_py_raw *stop = b + (n < p->n ? n : p->n);
+        while (b < stop && a->code == b->code && a->where == b->where)
+            a--, b++;
+        same = (int)(b - p->raw);
     }
-    /* A miss: the set's least recently used way goes, never the previous
-     * stack's (a miss reads it; MEMO_WAYS >= 2 leaves another). */
-    unsigned victim = set == m->last ? set + 1 : set;
-    uint32_t oldest = UINT32_MAX;
-    for (unsigned s = set; s < set + MEMO_WAYS; s++) {
-        const memo_slot *e = &m->slot[s];
-        int valid = e->generation == cache_generation;
-        uint32_t age = valid ? e->used : 0;
-        if (age < oldest && s != m->last) {
-            oldest = age;
-            victim = s;
-        }
+    p->generation = path_generation;
+    p->deaths_seen = buried;
+    p->n = n;
+    for (int j = same; j < n; j++) {
+        const rec_py_raw *f = &raw[n - 1 - j];
+        uint64_t parent = j ? path_tree[p->node[j - 1]].stamp : 0;
+        p->raw[j] = *f;
+        p->node[j] = path_child(w, parent, (uintptr_t)f->code, (int64_t)f->where);
     }
-    const memo_slot *prev = &m->slot[m->last];
-    int prev_ok = prev->generation == cache_generation;
-    memo_slot *e = &m->slot[victim];
-    e->generation = 0;                        /* until whole */
-    uint32_t id = intern_fresh(w, raw, n, prev_ok ? m->f[m->last] : NULL, prev_ok ? prev->n : 0,
-                               m->f[victim], 1);
-    if (id) {
-        *e = (memo_slot){ .hash = h, .generation = cache_generation, .id = id, .used = m->clock,
-                          .n = n };
-        m->last = victim;
-    }
-    return id;
+    return path_stack_id(w, p->node, n);
 }
 
 static const rec_py_provider provider = { capture, intern };
@@ -441,8 +405,8 @@ int python_stack_install(void)
     layout = py_layout_get();
     if (!layout || !code_deaths_install())
         return 0;
-    if (!memo_key_ok)
-        memo_key_ok = pthread_key_create(&memo_key, release_memo) == 0;
+    if (!path_key_ok)
+        path_key_ok = pthread_key_create(&path_key, release_path) == 0;
     pthread_atfork(NULL, NULL, forget_caches);
     rec_set_py_provider(&provider);
     return 1;

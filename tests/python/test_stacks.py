@@ -28,6 +28,8 @@ released_line = pt.line_of(script, "released")
 released_thread_line = pt.line_of(script, "released-thread")
 double_free = pt.workload("ctypes_double_free.py")
 code_reuse = pt.workload("code_reuse.py")
+many_stacks = pt.workload("many_stacks.py")
+MANY_LINES = {k: pt.line_of(many_stacks, k) for k in ("bottom", "one", "zero", "top")}
 
 
 def marks(run, text):
@@ -69,6 +71,7 @@ def check(python, version):
     check_code_reuse(python, tag, {"TRACE_PY_ALLOCS": "1"})
     if args.code_dealloc_wrapper:
         check_code_reuse(python, tag, {}, [args.code_dealloc_wrapper])
+    check_many_stacks(python, tag)
 
 
 def check_code_reuse(python, tag, env, argv=()):
@@ -95,6 +98,30 @@ def check_code_reuse(python, tag, env, argv=()):
     fails.check(seen == 900, "%s: %d of 900 marks from code_reuse.py" % (what, seen))
     fails.check(not wrong, "%s: %d of %d marks name another round's code (text, got, wanted), "
                 "e.g. %s" % (what, len(wrong), seen, wrong[:2]))
+
+
+def check_many_stacks(python, tag):
+    """More distinct stacks than the recorder keeps (workloads/many_stacks.py),
+    each met twice: every mark names its own stack, frame by frame."""
+    run = pt.run_traced([python, many_stacks], args.preload, args.pylog)
+    if not fails.check(run.proc.returncode == 0, "%s: many_stacks.py failed: %s"
+                       % (tag, run.proc.stderr[-800:])):
+        return
+    depth, seen, wrong = 14, 0, []
+    for e in run.of("mark"):
+        rnd, i = (int(x) for x in e["text"].split())
+        want = [("many_stacks.py", MANY_LINES["bottom"], "walk")]
+        want += [("many_stacks.py", MANY_LINES["one" if i >> (depth - p) & 1 else "zero"], "walk")
+                 for p in range(1, depth + 1)]
+        want.append(("many_stacks.py", MANY_LINES["top"], "<module>"))
+        got = [(f[0].rsplit("/", 1)[-1], f[1], f[2]) for f in e["py"]]
+        seen += 1
+        if got != want:
+            wrong.append((e["text"], got[:3], len(got)))
+    fails.check(seen == 2 * 2 ** depth, "%s: %d of %d marks from many_stacks.py"
+                % (tag, seen, 2 * 2 ** depth))
+    fails.check(not wrong, "%s: %d of %d marks from many_stacks.py with a wrong stack "
+                "(text, innermost frames, depth), e.g. %s" % (tag, len(wrong), seen, wrong[:2]))
 
 
 def check_double_free(python, tag):
