@@ -63,22 +63,29 @@ static int record_gc_frees;                    /* every allocation is recorded *
 static int filter_plain;                       /* leave out allocations that cannot be GC objects */
 static int probing, probe_plain;               /* see probe_filter */
 
-/* site: where the domain's function returns to (python_alloc_sites.h). */
-static void sample_object_allocation(void *p, size_t size, uintptr_t site)
+static __attribute__((noinline)) void record_object_allocation(void *p, size_t size)
+{
+    tf_event e;
+    tf_event_init(&e, TF_EV_PY_ALLOC);
+    e.u.host.domain = TF_HOST_OBJ;
+    e.u.host.ptr = (uint64_t)(uintptr_t)p;
+    e.u.host.size = size;
+    rec_event(&e, sample_stacks);
+}
+
+/* site: where the domain's function returns to (python_alloc_sites.h).
+ * Inlined in the wrappers: most calls end at the first test. */
+static inline __attribute__((always_inline)) void sample_object_allocation(void *p, size_t size,
+                                                                          uintptr_t site)
 {
     int plain = filter_plain && py_alloc_site_plain(site, p);
-    if (probing) {
+    if (__builtin_expect(probing, 0)) {
         probe_plain |= plain;
         return;
     }
     if (sample_every && !plain && --sample_countdown == 0) {
         sample_countdown = sample_every;
-        tf_event e;
-        tf_event_init(&e, TF_EV_PY_ALLOC);
-        e.u.host.domain = TF_HOST_OBJ;
-        e.u.host.ptr = (uint64_t)(uintptr_t)p;
-        e.u.host.size = size;
-        rec_event(&e, sample_stacks);
+        record_object_allocation(p, size);
     }
 }
 
@@ -177,7 +184,7 @@ static void *wrapped_realloc(void *ctx, void *ptr, size_t size)
 }
 
 /* A free inside a collection: recorded before the block can be reused. */
-static void note_object_free(const domain_wrapper *w, void *ptr)
+static __attribute__((noinline)) void note_object_free_slow(const domain_wrapper *w, void *ptr)
 {
     if (!record_gc_frees || w->domain != PY_DOMAIN_OBJ || !ptr || !python_gc_frees_collected(ptr))
         return;
@@ -188,6 +195,13 @@ static void note_object_free(const domain_wrapper *w, void *ptr)
     e.u.host.domain = TF_HOST_OBJ;
     e.u.host.ptr = (uint64_t)(uintptr_t)ptr;
     rec_event(&e, 0);
+}
+
+/* Most frees: no collection runs on the thread. */
+static inline void note_object_free(const domain_wrapper *w, void *ptr)
+{
+    if (__builtin_expect(python_gc_collecting != 0, 0))
+        note_object_free_slow(w, ptr);
 }
 
 static void wrapped_free(void *ctx, void *ptr)
@@ -229,6 +243,34 @@ static void raw_direct_free(void *ctx, void *ptr)
     wrapped_free(ctx, ptr);
 }
 
+/* The OBJ domain's malloc and free with TRACE_PY_ALLOCS: every object's
+ * allocation and free passes here, most of them strs and ints left out, so
+ * a small block goes the shortest way (the general wrappers, for a large
+ * one, are reached by a tail call: the return address they read is still
+ * the domain's caller's). */
+static void *obj_malloc(void *ctx, size_t size)
+{
+    domain_wrapper *w = ctx;
+    if (__builtin_expect(size >= host_threshold, 0))
+        return wrapped_malloc(ctx, size);
+    uintptr_t site = RETURN_ADDRESS();
+    py_alloc_sites_observe();
+    void *p = w->prev.malloc(w->prev.ctx, size);
+    if (p)
+        sample_object_allocation(p, size, site);
+    return p;
+}
+
+static void obj_free(void *ctx, void *ptr)
+{
+    domain_wrapper *w = ctx;
+    py_alloc_sites_observe();
+    py_alloc_sites_freeing();
+    note_object_free(w, ptr);
+    release(ptr);
+    w->prev.free(w->prev.ctx, ptr);
+}
+
 /* Is the raw domain CPython's own?  _PyMem_GetCurrentAllocatorName says
  * "malloc" or "pymalloc" only when it is (with pymalloc or plain malloc
  * behind the other two domains); a debug allocator, tracemalloc, mimalloc or
@@ -246,7 +288,8 @@ static void wrap_domain(int domain)
     py.PyMem_GetAllocator(domain, &current);
     if (domain == PY_DOMAIN_RAW)
         python_early_hook_see_through(&current);
-    if (current.malloc == wrapped_malloc || current.malloc == raw_direct_malloc) {
+    if (current.malloc == wrapped_malloc || current.malloc == raw_direct_malloc ||
+        current.malloc == obj_malloc) {
         /* A later round of an embedding program: still wrapped (under the
          * previous exit's rescue, whose work is done). */
         py.PyMem_SetAllocator(domain, &current);
@@ -259,6 +302,9 @@ static void wrap_domain(int domain)
     if (w->direct) {
         ours.malloc = raw_direct_malloc;
         ours.free = raw_direct_free;
+    } else if (domain == PY_DOMAIN_OBJ) {
+        ours.malloc = obj_malloc;
+        ours.free = obj_free;
     }
     py.PyMem_SetAllocator(domain, &ours);
 }

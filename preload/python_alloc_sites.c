@@ -105,13 +105,14 @@ static unsigned nranges, nplain;
  */
 #define LEARN_AFTER 48
 
-/* Verdicts: return address << 8 | state; 0 is an empty slot. */
-#define V_PLAIN 1u        /* leave its allocations out */
-#define V_GENERAL 2u      /* record them: named general allocator, or made something else */
+/* Verdicts (python_alloc_sites.h): return address << 8 | state; 0 is an
+ * empty slot. */
+#define V_PLAIN PY_ALLOC_V_PLAIN
+#define V_GENERAL PY_ALLOC_V_GENERAL
 #define V_SEEN 4u         /* plain objects seen from it, in the bits above V_GENERAL */
 #define V_SEEN_MAX 63u
-#define VERDICTS 1024u
-static _Atomic uint64_t verdicts[VERDICTS];
+#define VERDICTS PY_ALLOC_VERDICTS
+_Atomic uint64_t py_alloc_verdicts[VERDICTS];
 static int learning;
 _Atomic uint64_t py_alloc_frees;              /* OBJ-domain frees and reallocs, every thread */
 #define TLS __thread __attribute__((tls_model("initial-exec")))
@@ -143,7 +144,7 @@ unsigned py_alloc_sites_install(int may_learn)
     for (unsigned i = 0; i < NGENERAL; i++)
         add_range(general_allocators[i], 0);
     for (unsigned i = 0; i < VERDICTS; i++)
-        atomic_store_explicit(&verdicts[i], 0, memory_order_relaxed);
+        atomic_store_explicit(&py_alloc_verdicts[i], 0, memory_order_relaxed);
     learning = nplain && may_learn;
     if (!nplain)
         nranges = 0;
@@ -187,16 +188,11 @@ static uint64_t first_state(uintptr_t ra)
     return learning ? 0 : V_GENERAL;
 }
 
-static uint32_t slot_of(uintptr_t ra)
-{
-    return (uint32_t)((ra * 0x9E3779B97F4A7C15ull) >> 54) & (VERDICTS - 1);
-}
-
-int py_alloc_site_plain(uintptr_t ra, const void *block)
+int py_alloc_site_plain_slow(uintptr_t ra, const void *block)
 {
     if (!nplain || !ra)
         return 0;
-    _Atomic uint64_t *slot = &verdicts[slot_of(ra)];
+    _Atomic uint64_t *slot = &py_alloc_verdicts[py_alloc_verdict_slot(ra)];
     uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
     if (v >> 8 != ra) {
         v = (uint64_t)ra << 8 | first_state(ra);
@@ -218,7 +214,7 @@ void py_alloc_sites_learn(void)
     py_alloc_pending = NULL;
     if (!learning || atomic_load_explicit(&py_alloc_frees, memory_order_relaxed) != pending_frees)
         return;
-    _Atomic uint64_t *slot = &verdicts[slot_of(pending_site)];
+    _Atomic uint64_t *slot = &py_alloc_verdicts[py_alloc_verdict_slot(pending_site)];
     uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
     if (v >> 8 != pending_site || v & (V_PLAIN | V_GENERAL))
         return;   /* the slot went to another site meanwhile: learnt again later */

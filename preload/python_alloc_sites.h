@@ -19,7 +19,27 @@ unsigned py_alloc_sites_install(int may_learn);
 /* 1 when an OBJ-domain allocation whose wrapper returns to `ra` is certainly
  * not a GC object; 0 when it may be one (then, if the site is being learnt,
  * `block` is looked at by the wrapper's next call). */
-int py_alloc_site_plain(uintptr_t ra, const void *block);
+int py_alloc_site_plain_slow(uintptr_t ra, const void *block);
+
+/* Verdicts by call site: return address << 8 | state, 0 an empty slot; the
+ * wrapper's hit on a site already decided is inline (every object
+ * allocation asks). */
+#define PY_ALLOC_V_PLAIN 1u       /* leave its allocations out */
+#define PY_ALLOC_V_GENERAL 2u     /* record them: named general allocator, or made something else */
+#define PY_ALLOC_VERDICTS 1024u
+extern _Atomic uint64_t py_alloc_verdicts[PY_ALLOC_VERDICTS];
+static inline uint32_t py_alloc_verdict_slot(uintptr_t ra)
+{
+    return (uint32_t)((ra * 0x9E3779B97F4A7C15ull) >> 54) & (PY_ALLOC_VERDICTS - 1);
+}
+static inline int py_alloc_site_plain(uintptr_t ra, const void *block)
+{
+    uint64_t v = atomic_load_explicit(&py_alloc_verdicts[py_alloc_verdict_slot(ra)],
+                                      memory_order_relaxed);
+    if (__builtin_expect(v >> 8 == ra && ra != 0 && v & (PY_ALLOC_V_PLAIN | PY_ALLOC_V_GENERAL), 1))
+        return v & PY_ALLOC_V_PLAIN;
+    return py_alloc_site_plain_slow(ra, block);
+}
 
 /* At the start of every OBJ-domain wrapper call, before the block it names
  * (if any) is touched: look at the object this thread's previous call made.

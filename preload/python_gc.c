@@ -56,7 +56,7 @@ static gc_slot slots[MAX_INTERPRETERS];
 /* Collections running on this thread: one, or more when a callback of an
  * interpreter's collection ends up collecting another one's. */
 #define TLS static __thread __attribute__((tls_model("initial-exec")))
-TLS int collecting;
+__thread int python_gc_collecting __attribute__((tls_model("initial-exec")));
 #define PREAMBLE_MAX 8
 TLS const void *preamble[PREAMBLE_MAX];   /* blocks of the callback's arguments */
 
@@ -87,10 +87,8 @@ static void note_preamble(py_object *args, py_object *phase, py_object *info)
         preamble[n++] = NULL;
 }
 
-int python_gc_frees_collected(const void *block)
+int python_gc_frees_collected_slow(const void *block)
 {
-    if (!collecting)
-        return 0;
     for (int i = 0; i < PREAMBLE_MAX; i++) {
         if (preamble[i] == block) {
             preamble[i] = NULL;   /* the address may hold a collected object later */
@@ -158,7 +156,7 @@ static void on_start(gc_slot *s, py_object *args, py_object *phase, py_object *i
     s->start_ns = monotonic_ns();
     s->open_seq = rec_event(&e, REC_STACKS | REC_OPEN);
     note_preamble(args, phase, info);
-    collecting++;
+    python_gc_collecting++;
 }
 
 static void on_stop(gc_slot *s, py_object *info)
@@ -171,8 +169,8 @@ static void on_stop(gc_slot *s, py_object *info)
     e.u.gc.collected = collected > 0 ? (uint64_t)collected : 0;
     e.u.gc.uncollectable = uncollectable > 0 ? (uint64_t)uncollectable : 0;
     e.u.gc.duration_ns = s->start_ns ? monotonic_ns() - s->start_ns : 0;
-    if (collecting > 0)
-        collecting--;
+    if (python_gc_collecting > 0)
+        python_gc_collecting--;
     if (s->open_seq)
         rec_close(s->open_seq);
     s->open_seq = 0;

@@ -61,7 +61,12 @@ void python_gc_forget_all(void);
  * Nonzero while a collection runs on this thread (between our callback's
  * "start" and "stop"), except for the collection's own preamble: the
  * arguments our callback was called with, freed as it returns. */
-int python_gc_frees_collected(const void *block);
+int python_gc_frees_collected_slow(const void *block);
+extern __thread int python_gc_collecting __attribute__((tls_model("initial-exec")));
+static inline int python_gc_frees_collected(const void *block)
+{
+    return __builtin_expect(python_gc_collecting != 0, 0) && python_gc_frees_collected_slow(block);
+}
 
 /* python_alloc.c: wrap the allocator domains (after initialisation). */
 void python_alloc_install(void);
