@@ -6,7 +6,9 @@ the main thread holds the GIL (3.8-3.11 keep one global "current" thread
 state).  A double free made from Python through ctypes names the Python line
 in trace-replay's report.  Code compiled where dead code lived (exec of
 compile() in a loop) is named as it is, not as the dead code was, also when
-another tool wraps the code type's deallocator after ours."""
+another tool wraps the code type's deallocator after ours and when other
+threads' code dies between a thread's events.  More distinct stacks than the
+recorder keeps are each named in full."""
 import subprocess
 
 import pytrace as pt
@@ -28,6 +30,7 @@ released_line = pt.line_of(script, "released")
 released_thread_line = pt.line_of(script, "released-thread")
 double_free = pt.workload("ctypes_double_free.py")
 code_reuse = pt.workload("code_reuse.py")
+code_reuse_threads = pt.workload("code_reuse_threads.py")
 many_stacks = pt.workload("many_stacks.py")
 MANY_LINES = {k: pt.line_of(many_stacks, k) for k in ("bottom", "one", "zero", "top")}
 
@@ -71,6 +74,8 @@ def check(python, version):
     check_code_reuse(python, tag, {"TRACE_PY_ALLOCS": "1"})
     if args.code_dealloc_wrapper:
         check_code_reuse(python, tag, {}, [args.code_dealloc_wrapper])
+    check_code_reuse_threads(python, tag, {})
+    check_code_reuse_threads(python, tag, {"TRACE_PY_ALLOCS": "1"})
     check_many_stacks(python, tag)
 
 
@@ -98,6 +103,30 @@ def check_code_reuse(python, tag, env, argv=()):
     fails.check(seen == 900, "%s: %d of 900 marks from code_reuse.py" % (what, seen))
     fails.check(not wrong, "%s: %d of %d marks name another round's code (text, got, wanted), "
                 "e.g. %s" % (what, len(wrong), seen, wrong[:2]))
+
+
+def check_code_reuse_threads(python, tag, env):
+    """code_reuse.py on four threads switching at every round
+    (workloads/code_reuse_threads.py): a thread's stack is looked at after
+    other threads' code died where its previous stack's was."""
+    what = "%s %s" % (tag, " ".join("%s=%s" % kv for kv in env.items()) or "default")
+    run = pt.run_traced([python, code_reuse_threads], args.preload, args.pylog, env=env)
+    if not fails.check(run.proc.returncode == 0, "%s: code_reuse_threads.py failed: %s"
+                       % (what, run.proc.stderr[-800:])):
+        return
+    seen, wrong = 0, []
+    for e in run.of("mark"):
+        t, i = (int(x) for x in e["text"].split())
+        name = "thread%d_%d.py" % (t, i % 2)
+        before, inside = i % 3, (i // 3) % 2
+        want = [(name, before + 4 + inside, "f"), (name, before + 5 + inside, "<module>")]
+        got = [tuple(f[:3]) for f in e["py"][:2]]
+        seen += 1
+        if got != want:
+            wrong.append((e["text"], got, want))
+    fails.check(seen == 1200, "%s: %d of 1200 marks from code_reuse_threads.py" % (what, seen))
+    fails.check(not wrong, "%s: %d of %d marks from code_reuse_threads.py name another round's "
+                "code (text, got, wanted), e.g. %s" % (what, len(wrong), seen, wrong[:2]))
 
 
 def check_many_stacks(python, tag):
