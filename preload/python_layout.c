@@ -5,47 +5,10 @@
  */
 #include "python_layout.h"
 #include "python_api.h"
+#include "python_layout_tables.h"
 
 #include <dlfcn.h>
 #include <string.h>
-
-#define FRAME_OBJECTS(lasti_offset, unit) \
-    .tstate_frame = 24, .tstate_cframe = PY_NO_FIELD, .cframe_frame = PY_NO_FIELD, \
-    .frame_code = 32, .frame_back = 24, .frame_instr = lasti_offset, \
-    .frame_owner = PY_NO_FIELD, .instr_is_lasti = 1, .lasti_unit = unit, .owner_cstack = -1, \
-    .code_filename = 104, .code_name = 112, .code_firstlineno = 40, .code_bytecode = PY_NO_FIELD
-
-#define STR_WITH_WSTR \
-    .str_length = 16, .str_state = 32, .ascii_size = 48, .compact_size = 72, \
-    .compact_utf8 = 56, .compact_utf8_length = 48
-#define STR_WITHOUT_WSTR \
-    .str_length = 16, .str_state = 32, .ascii_size = 40, .compact_size = 56, \
-    .compact_utf8 = 48, .compact_utf8_length = 40
-
-#define GC_COUNT(offset) .tstate_interp = 16, .gc_young_count = offset
-
-static const py_layout layout_3_8 = {
-    FRAME_OBJECTS(104, 1), STR_WITH_WSTR, GC_COUNT(388), .gc_in_runtime = 1
-};
-static const py_layout layout_3_9 = { FRAME_OBJECTS(104, 1), STR_WITH_WSTR, GC_COUNT(660) };
-static const py_layout layout_3_10 = { FRAME_OBJECTS(96, 2), STR_WITH_WSTR, GC_COUNT(660) };
-
-static const py_layout layout_3_11 = {
-    .tstate_frame = PY_NO_FIELD, .tstate_cframe = 56, .cframe_frame = 8,
-    .frame_code = 32, .frame_back = 48, .frame_instr = 56, .frame_owner = 69,
-    .owner_cstack = -1,
-    .code_filename = 112, .code_name = 128 /* co_qualname */, .code_firstlineno = 72,
-    .code_bytecode = 184,
-    STR_WITH_WSTR, GC_COUNT(692)
-};
-
-static const py_layout layout_3_12 = {
-    .tstate_frame = PY_NO_FIELD, .tstate_cframe = 56, .cframe_frame = 0,
-    .frame_code = 0, .frame_back = 8, .frame_instr = 56, .frame_owner = 70,
-    .owner_cstack = 3,
-    .code_filename = 112, .code_name = 128, .code_firstlineno = 68, .code_bytecode = 192,
-    STR_WITHOUT_WSTR, GC_COUNT(156)
-};
 
 /* The head of 3.13's _Py_DebugOffsets, which starts _PyRuntime.  Its layout is
  * fixed within a minor version; we read the groups up to the code object. */

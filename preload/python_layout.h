@@ -1,8 +1,8 @@
 /*
  * python_layout.h - where the fields we read live in this interpreter's
  * structures.  3.13 publishes them in _PyRuntime.debug_offsets; 3.8 to 3.12
- * need our own per-version tables (checked against each version's headers by
- * tests/python/layout_check.c).
+ * need our own per-version tables (python_layout_tables.h, checked against
+ * each version's headers by tests/python/layout_check.c).
  */
 #ifndef TRACE_PYTHON_LAYOUT_H
 #define TRACE_PYTHON_LAYOUT_H
