@@ -17,9 +17,11 @@
  *    stack; the native stack too only with TRACE_PY_ALLOC_NATIVE=1 (a native
  *    walk per object was more than half of what this mode added on the
  *    bench's JSON workload).  Allocations made by CPython's own constructors
- *    of non-GC objects (str, int, float, bytes) are told apart by their
- *    caller and left out, and so are their frees (python_alloc_sites.c),
- *    unless TRACE_PY_ALLOC_ALL=1 asks for every object allocation.
+ *    of non-GC objects (str, int, float, bytes), and dict key tables (no
+ *    objects at all), are told apart by their caller and left out, and so
+ *    are their frees (python_alloc_sites.c; a key table's address is marked,
+ *    block_marks.h), unless TRACE_PY_ALLOC_ALL=1 asks for every object
+ *    allocation.
  *  - with every allocation recorded (TRACE_PY_ALLOCS=1), the OBJ-domain frees
  *    that happen while a collection runs on the thread (python_gc.c): one
  *    py_free each, before the block is given back, nested under the
@@ -32,6 +34,7 @@
  */
 #include "python_internal.h"
 #include "python_alloc_sites.h"
+#include "block_marks.h"
 #include "config.h"
 #include "host_blocks.h"
 #include "recorder.h"
@@ -65,6 +68,9 @@ static int probing, probe_plain;               /* see probe_filter */
 
 static __attribute__((noinline)) void record_object_allocation(void *p, size_t size)
 {
+    /* Its free, if a collection makes it, is to be recorded (block_marks.h). */
+    if (record_gc_frees)
+        block_marks_clear(p);
     tf_event e;
     tf_event_init(&e, TF_EV_PY_ALLOC);
     e.u.host.domain = TF_HOST_OBJ;
@@ -78,12 +84,18 @@ static __attribute__((noinline)) void record_object_allocation(void *p, size_t s
 static inline __attribute__((always_inline)) void sample_object_allocation(void *p, size_t size,
                                                                           uintptr_t site)
 {
-    int plain = filter_plain && py_alloc_site_plain(site, p);
+    unsigned left_out = filter_plain ? py_alloc_site_verdict(site, p) : 0;
     if (__builtin_expect(probing, 0)) {
-        probe_plain |= plain;
+        probe_plain |= left_out == PY_ALLOC_V_PLAIN;
         return;
     }
-    if (sample_every && !plain && --sample_countdown == 0) {
+    /* Most allocations: a str or int, left out.  One that is no object is
+     * left out only once its address is marked, so that its free in a
+     * collection is left out too (block_marks.h). */
+    if (__builtin_expect(left_out != 0, 1) &&
+        (left_out == PY_ALLOC_V_PLAIN || !record_gc_frees || block_marks_set(p)))
+        return;
+    if (sample_every && --sample_countdown == 0) {
         sample_countdown = sample_every;
         record_object_allocation(p, size);
     }
@@ -188,7 +200,7 @@ static __attribute__((noinline)) void note_object_free_slow(const domain_wrapper
 {
     if (!record_gc_frees || w->domain != PY_DOMAIN_OBJ || !ptr || !python_gc_frees_collected(ptr))
         return;
-    if (filter_plain && py_alloc_block_plain(ptr))
+    if (filter_plain && (py_alloc_block_plain(ptr) || block_marks_test(ptr)))
         return;   /* its allocation was left out: python_alloc_sites.c */
     tf_event e;
     tf_event_init(&e, TF_EV_PY_FREE);
@@ -355,7 +367,8 @@ static void choose_filter(const trace_config *c, unsigned known)
         filter_plain = 0;
     if (filter_plain)
         snprintf(text, sizeof text, "GC objects: allocations by %u of CPython's constructors of str, "
-                 "int, float and bytes, and by call sites seen making only those, left out", known);
+                 "int, float and bytes, and by call sites seen making only those or dict key tables, "
+                 "left out", known);
     else
         snprintf(text, sizeof text, "every object allocation: %s",
                  known ? "PyObject_Malloc does not return to its caller in this interpreter"

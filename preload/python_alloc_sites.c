@@ -96,21 +96,32 @@ static unsigned nranges, nplain;
  * threads cannot free this interpreter's new object.  A site
  * whose first LEARN_AFTER objects were all of the four plain types, exactly
  * (the type word of a non-GC object's block, never a GC header's: see
- * py_alloc_block_plain), is left out from then on; one that made anything
+ * py_alloc_block_plain), is left out from then on (V_PLAIN).  One whose
+ * first LEARN_AFTER blocks were all plain objects or no objects at all
+ * (block_not_object: dict key tables, a third of the object domain's
+ * allocations in a program of small dicts) is left out too, its blocks
+ * marked (V_NOTOBJ): their frees cannot tell, and a collection's frees of
+ * marked blocks are left out (block_marks.h).  A site that made anything
  * else is recorded for good.  A single call instruction that made 48 exact
- * strs or ints and later makes a GC object would need a general allocator
- * of its own, handed the str type: CPython's are named above and never
- * learnt.  Off in a free-threaded build (no GIL keeps a block whole between
+ * strs or ints (or key tables) and later makes a GC object would need a
+ * general allocator of its own, handed the str type: CPython's are named
+ * above and never learnt.  Off in a free-threaded build (no GIL keeps a block whole between
  * the look at the count of frees and the look at the block).
  */
 #define LEARN_AFTER 48
 
-/* Verdicts (python_alloc_sites.h): return address << 8 | state; 0 is an
- * empty slot. */
+/* Verdicts (python_alloc_sites.h): return address << V_SHIFT | state; 0 is
+ * an empty slot.  While a site is learnt, its state counts the blocks seen
+ * (none a GC object) and says whether one of them was not an object. */
 #define V_PLAIN PY_ALLOC_V_PLAIN
 #define V_GENERAL PY_ALLOC_V_GENERAL
-#define V_SEEN 4u         /* plain objects seen from it, in the bits above V_GENERAL */
-#define V_SEEN_MAX 63u
+#define V_NOTOBJ PY_ALLOC_V_NOTOBJ
+#define V_DECIDED PY_ALLOC_V_DECIDED
+#define V_SHIFT PY_ALLOC_V_SHIFT
+#define V_SAW_NOTOBJ 8u   /* learning: a block that is not an object was seen */
+#define V_SEEN 16u        /* learning: blocks seen, in the bits above V_SAW_NOTOBJ */
+#define V_STATE ((1u << V_SHIFT) - 1)
+_Static_assert(LEARN_AFTER < V_STATE / V_SEEN, "the count fits its bits");
 #define VERDICTS PY_ALLOC_VERDICTS
 _Atomic uint64_t py_alloc_verdicts[VERDICTS];
 static int learning;
@@ -176,6 +187,37 @@ int py_alloc_block_plain(const void *block)
     return 0;
 }
 
+/*
+ * Whether a block made at a site being learnt holds no object at all, GC or
+ * not: a dict key table (3.8 to 3.12 make them in the object domain, from a
+ * static function), whose first word is its reference count and whose
+ * second holds its sizes (3.8-3.10: the slot count; 3.11-3.12: in bytes,
+ * the log2 of the slot count, the log2 of the index's bytes, the kind, a
+ * pad byte, then a version, 0 in a new table).  The first word is a small
+ * count, 1 to 255: a GC object's block starts with its GC header's link to
+ * the next one, 0 or a pointer (a collection tags pointers in the low bit),
+ * or from 3.12 with a pre-header whose words are pointers (one perhaps
+ * tagged) or 0, never with such a count.  The second word is not a type
+ * object's address, which an object without a GC header has there after
+ * its reference count: below 4096, where nothing is mapped, or not
+ * 8-aligned, or (a 3.11 table of 256 slots, 2^16...) the exact shape of a
+ * table's sizes under 4 GiB, which a type's address would match by chance
+ * about once in 30,000 (and a site is learnt from 48 blocks in a row).  A
+ * 3.8-3.10 table of 4096 slots or more matches none of these and makes its
+ * site recorded for good: a missed saving, not a wrong one.
+ */
+static int block_not_object(const void *block)
+{
+    const uint64_t *w = block;
+    if (w[0] - 1 >= 255)
+        return 0;
+    uint64_t t = w[1];
+    if (t < 4096 || (t & 7) != 0)
+        return 1;
+    unsigned log2_size = t & 0xff, log2_index = t >> 8 & 0xff, kind = t >> 16 & 0xff;
+    return t >> 32 == 0 && log2_size >= 3 && log2_index - log2_size <= 3 && kind <= 2;
+}
+
 /* The state a new site starts with: from the named ranges, else learning
  * (or recorded for good when learning is off). */
 static uint64_t first_state(uintptr_t ra)
@@ -188,18 +230,18 @@ static uint64_t first_state(uintptr_t ra)
     return learning ? 0 : V_GENERAL;
 }
 
-int py_alloc_site_plain_slow(uintptr_t ra, const void *block)
+unsigned py_alloc_site_verdict_slow(uintptr_t ra, const void *block)
 {
-    if (!nplain || !ra)
+    if (!nplain || !ra || (uint64_t)ra >> (64 - V_SHIFT))
         return 0;
     _Atomic uint64_t *slot = &py_alloc_verdicts[py_alloc_verdict_slot(ra)];
     uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
-    if (v >> 8 != ra) {
-        v = (uint64_t)ra << 8 | first_state(ra);
+    if (v >> V_SHIFT != ra) {
+        v = (uint64_t)ra << V_SHIFT | first_state(ra);
         atomic_store_explicit(slot, v, memory_order_relaxed);
     }
-    if (v & V_PLAIN)
-        return 1;
+    if (v & (V_PLAIN | V_NOTOBJ))
+        return (unsigned)v & (V_PLAIN | V_NOTOBJ);
     if (!(v & V_GENERAL) && learning) {
         py_alloc_pending = block;
         pending_site = ra;
@@ -216,13 +258,16 @@ void py_alloc_sites_learn(void)
         return;
     _Atomic uint64_t *slot = &py_alloc_verdicts[py_alloc_verdict_slot(pending_site)];
     uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
-    if (v >> 8 != pending_site || v & (V_PLAIN | V_GENERAL))
+    if (v >> V_SHIFT != pending_site || v & V_DECIDED)
         return;   /* the slot went to another site meanwhile: learnt again later */
-    if (!py_alloc_block_plain(block)) {
+    int plain = py_alloc_block_plain(block);
+    if (!plain && !block_not_object(block)) {
         v |= V_GENERAL;
     } else {
-        uint64_t seen = (v & 0xff) / V_SEEN + 1;
-        v = (v & ~(uint64_t)0xff) | (seen >= LEARN_AFTER ? V_PLAIN : seen * V_SEEN);
+        uint64_t saw = (v & V_SAW_NOTOBJ) | (plain ? 0 : V_SAW_NOTOBJ);
+        uint64_t seen = (v & V_STATE) / V_SEEN + 1;
+        v = (v & ~(uint64_t)V_STATE) |
+            (seen >= LEARN_AFTER ? (saw ? V_NOTOBJ : V_PLAIN) : seen * V_SEEN | saw);
     }
     atomic_store_explicit(slot, v, memory_order_relaxed);
 }

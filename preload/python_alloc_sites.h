@@ -16,29 +16,35 @@
  * be learnt (off in a free-threaded build). */
 unsigned py_alloc_sites_install(int may_learn);
 
-/* 1 when an OBJ-domain allocation whose wrapper returns to `ra` is certainly
- * not a GC object; 0 when it may be one (then, if the site is being learnt,
- * `block` is looked at by the wrapper's next call). */
-int py_alloc_site_plain_slow(uintptr_t ra, const void *block);
+/* What to do with an OBJ-domain allocation whose wrapper returns to `ra`:
+ * 0, record it (it may be a GC object; if the site is being learnt, `block`
+ * is looked at by the wrapper's next call); PY_ALLOC_V_PLAIN, leave it out
+ * (a str, int, float or bytes, which its free says too); PY_ALLOC_V_NOTOBJ,
+ * leave it out and mark its address (not an object at all: a dict key
+ * table, whose free cannot say so; block_marks.h). */
+unsigned py_alloc_site_verdict_slow(uintptr_t ra, const void *block);
 
-/* Verdicts by call site: return address << 8 | state, 0 an empty slot; the
- * wrapper's hit on a site already decided is inline (every object
- * allocation asks). */
+/* Verdicts by call site: return address << PY_ALLOC_V_SHIFT | state, 0 an
+ * empty slot; the wrapper's hit on a site already decided is inline (every
+ * object allocation asks). */
 #define PY_ALLOC_V_PLAIN 1u       /* leave its allocations out */
 #define PY_ALLOC_V_GENERAL 2u     /* record them: named general allocator, or made something else */
+#define PY_ALLOC_V_NOTOBJ 4u      /* leave them out, marked: they are not objects */
+#define PY_ALLOC_V_DECIDED (PY_ALLOC_V_PLAIN | PY_ALLOC_V_GENERAL | PY_ALLOC_V_NOTOBJ)
+#define PY_ALLOC_V_SHIFT 10
 #define PY_ALLOC_VERDICTS 1024u
 extern _Atomic uint64_t py_alloc_verdicts[PY_ALLOC_VERDICTS];
 static inline uint32_t py_alloc_verdict_slot(uintptr_t ra)
 {
     return (uint32_t)((ra * 0x9E3779B97F4A7C15ull) >> 54) & (PY_ALLOC_VERDICTS - 1);
 }
-static inline int py_alloc_site_plain(uintptr_t ra, const void *block)
+static inline unsigned py_alloc_site_verdict(uintptr_t ra, const void *block)
 {
     uint64_t v = atomic_load_explicit(&py_alloc_verdicts[py_alloc_verdict_slot(ra)],
                                       memory_order_relaxed);
-    if (__builtin_expect(v >> 8 == ra && ra != 0 && v & (PY_ALLOC_V_PLAIN | PY_ALLOC_V_GENERAL), 1))
-        return v & PY_ALLOC_V_PLAIN;
-    return py_alloc_site_plain_slow(ra, block);
+    if (__builtin_expect(v >> PY_ALLOC_V_SHIFT == ra && ra != 0 && v & PY_ALLOC_V_DECIDED, 1))
+        return (unsigned)v & (PY_ALLOC_V_PLAIN | PY_ALLOC_V_NOTOBJ);
+    return py_alloc_site_verdict_slow(ra, block);
 }
 
 /* At the start of every OBJ-domain wrapper call, before the block it names

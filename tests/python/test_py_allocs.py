@@ -112,6 +112,42 @@ def check_same_depth(python, tag):
                 % (tag, dict(deep_depths)))
 
 
+# Dicts and their key tables: 5000 of each at one line, all kept.  A dict is
+# a GC object and must be recorded; its key table is no object at all and
+# 3.8 to 3.12 make it in the object domain, from a static function whose
+# call site is learnt (python_alloc_sites.c: its first 48 are recorded).
+# 3.13 makes key tables in the PyMem domain, which is not wrapped.
+DICTS = """\
+keep = []
+for i in range(5000):
+    keep.append({"a": i, "b": i})  # LINE:dict
+"""
+
+
+def check_dicts(python, version, tag):
+    line = [n for n, text in enumerate(DICTS.splitlines(), 1) if text.endswith("# LINE:dict")][0]
+    sizes = {}
+    for env, name in (({"TRACE_PY_ALLOCS": "1"}, "default"),
+                      ({"TRACE_PY_ALLOCS": "1", "TRACE_PY_ALLOC_ALL": "1"}, "all")):
+        run = pt.run_traced([python, "-S", "-c", DICTS], args.preload, args.pylog, env=env)
+        fails.check(run.proc.returncode == 0, "%s: dicts program failed: %s" % (tag, run.proc.stderr[-500:]))
+        sizes[name] = collections.Counter(e["size"] for e in run.of("py_alloc")
+                                          if e["py"] and e["py"][0][0] == "<string>" and e["py"][0][1] == line)
+        if name == "default":
+            filtered = [i.startswith("GC objects: ") for i in run.info("py_allocs")] == [True]
+    kept = [n for n, c in sizes["default"].items() if c >= 4900]
+    fails.check(kept, "%s: the 5000 dicts are not all recorded: sizes at their line %s (with "
+                "TRACE_PY_ALLOC_ALL=1: %s)" % (tag, dict(sizes["default"]), dict(sizes["all"])))
+    # Key tables: 100 bytes and more (dicts are 64, ints 28 or 32), 5000 with
+    # everything recorded, the learnt few by default.
+    tables = [n for n, c in sizes["all"].items() if c >= 4900 and n >= 100]
+    if filtered and int(version.split(".")[1]) <= 12:
+        fails.check(len(tables) == 1 and sizes["default"][tables[0]] <= 3 * LEARN_AFTER,
+                    "%s: key tables at the dicts' line: %s by default, %s with TRACE_PY_ALLOC_ALL=1; "
+                    "expected one size of 5000 tables, at most %d of them recorded by default"
+                    % (tag, dict(sizes["default"]), dict(sizes["all"]), 3 * LEARN_AFTER))
+
+
 def from_make(run):
     return [e for e in run.of("py_alloc") if e["py"] and e["py"][0][2] == "make"]
 
@@ -173,6 +209,7 @@ def check(python, version):
                 "%s: TRACE_PY_ALLOC_NATIVE=1: %d of %d py_alloc events in make() have a native stack"
                 % (tag, len([e for e in made if e["native_depth"]]), len(made)))
     check_same_depth(python, tag)
+    check_dicts(python, version, tag)
 
 
 pt.for_each_interpreter(args.python, check, fails)
