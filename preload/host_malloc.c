@@ -197,8 +197,15 @@ static inline int maybe_large(const void *p)
 
 /* ---------------------------------------------------------------- entry */
 
+/* host_malloc_start's probe (reaches_us): counts the calls that reached
+ * malloc_slow, or free_slow with NULL, on this thread while it is set.
+ * Before start both hooks take their slow paths. */
+static __thread __attribute__((tls_model("initial-exec"))) int probing, probe_hits;
+
 __attribute__((noinline)) static void *malloc_slow(size_t size, const void *caller)
 {
+    if (__builtin_expect(probing, 0))
+        probe_hits++;
     if (!ready())
         return boot_alloc(size, 16);
     void *p = FORWARD(real.malloc(size));
@@ -230,7 +237,12 @@ static void *hook_malloc(size_t size)
 
 __attribute__((noinline)) static void free_slow(void *p)
 {
-    if (!p || in_boot(p))
+    if (!p) {
+        if (__builtin_expect(probing, 0))
+            probe_hits++;
+        return;
+    }
+    if (in_boot(p))
         return;
     if (!ready())
         return;                  /* cannot happen: p came from somewhere */
@@ -431,14 +443,44 @@ EXPORT(pvalloc, hook_pvalloc)
 
 /* ----------------------------------------------------------- start-up */
 
+/* Whether the program's malloc and free are ours.  Usually dlsym gives our
+ * hooks' addresses, or another definition's (the program's own, or a
+ * preload's before us: ASan, a statically linked allocator).  But a program
+ * linked without PIE that takes malloc's address (Ubuntu's python3.12 does)
+ * holds a canonical PLT entry for it: dlsym gives that stub, which jumps to
+ * wherever the program's calls bind, to us when we come first.  So the
+ * question is put to the address itself: a call through it that reaches our
+ * slow path (both hooks take it before start) is counted.  malloc(16) and
+ * free(NULL) are safe whoever answers them, and the probe block goes back to
+ * the free of whichever malloc made it. */
+static int family_is_ours(void)
+{
+    void *m = dl_real_dlsym(RTLD_DEFAULT, "malloc");
+    void *f = dl_real_dlsym(RTLD_DEFAULT, "free");
+    if (m == (void *)hook_malloc && f == (void *)hook_free)
+        return 1;
+    if (!m || !f || atomic_load_explicit(&fast_below, memory_order_relaxed) ||
+        atomic_load_explicit(&fast_free, memory_order_relaxed))
+        return 0;
+    probe_hits = 0;
+    probing = 1;
+    void *block = ((void *(*)(size_t))m)(16);
+    probing = 0;
+    int malloc_ours = probe_hits == 1;
+    if (block)
+        ((void (*)(void *))(malloc_ours ? (void *)hook_free : f))(block);
+    probe_hits = 0;
+    probing = 1;
+    ((void (*)(void *))f)(NULL);
+    probing = 0;
+    return malloc_ours && probe_hits == 1;
+}
+
 void host_malloc_start(void)
 {
     if (!ready())
         return;
-    /* The program (or a preload before us: ASan, a statically linked
-     * allocator exporting malloc) may own malloc: ours is then never called. */
-    if (dl_real_dlsym(RTLD_DEFAULT, "malloc") != (void *)hook_malloc ||
-        dl_real_dlsym(RTLD_DEFAULT, "free") != (void *)hook_free) {
+    if (!family_is_ours()) {
         atomic_store_explicit(&family_not_ours, 1, memory_order_relaxed);
         host_gap("large blocks from malloc, calloc, realloc and the aligned family",
                  "another definition of malloc comes before libtrace.so (the program itself, "

@@ -18,6 +18,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#ifdef TAKE_ADDRESSES
+/* host_allocs_nopie: built without PIE, a program that holds malloc's and
+ * free's addresses gets canonical PLT entries for them, and dlsym(RTLD_DEFAULT,
+ * "malloc") gives the program's stub, not the definition it jumps to (as in
+ * Ubuntu's /usr/bin/python3.12).  Its calls still reach libtrace.so's. */
+void *(*volatile malloc_address)(size_t);
+void (*volatile free_address)(void *);
+#endif
+
 #define BIG (2u << 20)
 #define SMALL 4096u
 
@@ -42,6 +51,12 @@ int main(int argc, char **argv)
 {
     void *p, *q;
     int pvalloc_ok = !(argc > 1 && strcmp(argv[1], "no-pvalloc") == 0);
+#ifdef TAKE_ADDRESSES
+    /* Taken in code, not in an initialiser: the absolute address in an
+     * instruction is what makes the linker give the program the symbol. */
+    malloc_address = malloc;
+    free_address = free;
+#endif
 
     p = keep(malloc(BIG));
     say("alloc", "malloc", p, BIG);

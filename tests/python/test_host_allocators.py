@@ -1,6 +1,6 @@
 """Large host blocks from every allocator (issue 12, point 1 and 2).
 
-- host_allocs (C): malloc, calloc, realloc (grow, move, shrink), reallocarray,
+- host_allocs (C), also built without PIE holding malloc's address: malloc, calloc, realloc (grow, move, shrink), reallocarray,
   posix_memalign, aligned_alloc, memalign, valloc, pvalloc, anonymous mmap,
   munmap of a middle page, mremap; exactly the events it expects, in order,
   and none for small blocks, PROT_NONE reservations or file mappings.
@@ -36,6 +36,7 @@ import pytrace as pt
 
 def extra(p):
     p.add_argument("--host-allocs", required=True)
+    p.add_argument("--host-allocs-nopie", required=True)
     p.add_argument("--own-malloc", required=True)
     p.add_argument("--fork-blocks", required=True)
 
@@ -76,13 +77,14 @@ def got_of(run):
             for e in host_events(run)]
 
 
-def check_entry_points():
-    run = pt.run_traced([args.host_allocs], args.preload, args.pylog)
+def check_entry_points(program):
+    run = pt.run_traced([program], args.preload, args.pylog)
     fails.check(run.proc.returncode == 0 and not run.events and not SANITIZED or SANITIZED,
                 "host_allocs without TRACE_HOST_BUFFERS=1 (not a Python or CUDA program) recorded %d "
                 "events" % len(run.events))
-    run = pt.run_traced([args.host_allocs], args.preload, args.pylog, env=FORCE)
-    if not fails.check(run.proc.returncode == 0, "host_allocs failed: %s" % run.proc.stderr[-500:]):
+    run = pt.run_traced([program], args.preload, args.pylog, env=FORCE)
+    name = os.path.basename(program)
+    if not fails.check(run.proc.returncode == 0, "%s failed: %s" % (name, run.proc.stderr[-500:])):
         return
     if SANITIZED:
         # The sanitizer build hooks neither malloc nor mmap (the sanitizer
@@ -93,14 +95,15 @@ def check_entry_points():
     # Exactly these, nothing else: the "none" blocks (small, PROT_NONE, file)
     # and the C library's own buffers must not appear.
     got = got_of(run)
-    fails.check(got == expected, "host_allocs: events differ\n  expected %s\n  got      %s"
-                % (expected, got))
+    fails.check(got == expected, "%s: events differ\n  expected %s\n  got      %s"
+                % (name, expected, got))
     fails.check(all(e["native_depth"] > 0 for e in host_events(run)),
-                "host_allocs: an event without a native stack")
+                "%s: an event without a native stack" % name)
     fails.check(all(e["domain"] in (MALLOC, MMAP) for e in host_events(run)),
-                "host_allocs: unexpected domains %s" % {e["domain"] for e in host_events(run)})
+                "%s: unexpected domains %s" % (name, {e["domain"] for e in host_events(run)}))
+    fails.check(not run.info("not_watched"), "%s: not_watched %s" % (name, run.info("not_watched")))
     # Off: no blocks, and the log says what was not watched.
-    run = pt.run_traced([args.host_allocs], args.preload, args.pylog,
+    run = pt.run_traced([program], args.preload, args.pylog,
                         env={"TRACE_HOST_BUFFERS": "0", "TRACE_PY_ALLOCS": "0"})
     fails.check(not host_events(run), "TRACE_HOST_BUFFERS=0 still records blocks")
 
@@ -345,7 +348,10 @@ def check_torch(python, tag):
     check_cycles(python, tag, script, 4 << 20, 20, "torch")
 
 
-check_entry_points()
+check_entry_points(args.host_allocs)
+# Without PIE, holding malloc's address: dlsym gives the program's PLT stub,
+# whose calls still reach our hooks (a false not_watched before).
+check_entry_points(args.host_allocs_nopie)
 check_own_malloc()
 check_other_allocators()
 check_fork()
