@@ -197,9 +197,15 @@ static int any_tracked(void)
 
 /* --------------------------------------------------------------- entry */
 
+/* host_mmap_start's probe (family_is_ours): calls that reached our hooks on
+ * this thread while it is set. */
+static __thread __attribute__((tls_model("initial-exec"))) int probing, probe_hits;
+
 static void *mapped(mmap_fn *which, void *addr, size_t len, int prot, int flags, int fd, off_t off,
                     const void *caller)
 {
+    if (__builtin_expect(probing, 0))
+        probe_hits++;
     cut taken[CUTS_MAX];
     unsigned n = 0;
     uintptr_t lo = (uintptr_t)addr, hi = lo + page_round(len);
@@ -230,6 +236,8 @@ static void *hook_mmap64(void *addr, size_t len, int prot, int flags, int fd, of
 
 static int hook_munmap(void *addr, size_t len)
 {
+    if (__builtin_expect(probing, 0))
+        probe_hits++;
     if (!any_tracked() || host_guard)
         return call_munmap(addr, len);
     cut taken[CUTS_MAX];
@@ -291,11 +299,38 @@ EXPORT(munmap, hook_munmap)
 EXPORT(mremap, hook_mremap)
 
 
+/* Whether the program's mmap and munmap are ours: dlsym's answer, or, when
+ * that is a program's PLT stub (linked without PIE, holding mmap's address:
+ * host_malloc.c says more), a call through it that our hooks count.  The
+ * probe maps one inaccessible page, not a block anyone records, and unmaps
+ * it while it is still mapped (never an address another thread may since
+ * have been given). */
+static int family_is_ours(void)
+{
+    void *m = dl_real_dlsym(RTLD_DEFAULT, "mmap");
+    void *u = dl_real_dlsym(RTLD_DEFAULT, "munmap");
+    if (m == (void *)hook_mmap && u == (void *)hook_munmap)
+        return 1;
+    if (!m || !u)
+        return 0;
+    probe_hits = 0;
+    probing = 1;
+    void *page = ((mmap_fn)m)(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    probing = 0;
+    int mmap_ours = probe_hits == 1;
+    if (page == MAP_FAILED)
+        return 0;
+    probe_hits = 0;
+    probing = 1;
+    int rc = ((int (*)(void *, size_t))u)(page, 4096);
+    probing = 0;
+    return mmap_ours && rc == 0 && probe_hits == 1;
+}
+
 void host_mmap_start(void)
 {
     resolve();
-    if (dl_real_dlsym(RTLD_DEFAULT, "mmap") != (void *)hook_mmap ||
-        dl_real_dlsym(RTLD_DEFAULT, "munmap") != (void *)hook_munmap)
+    if (!family_is_ours())
         host_gap("large anonymous mappings (mmap)",
                  "another definition of mmap comes before libtrace.so (the program itself, or "
                  "a library preloaded before it, such as a sanitizer runtime)");

@@ -22,9 +22,12 @@
 /* host_allocs_nopie: built without PIE, a program that holds malloc's and
  * free's addresses gets canonical PLT entries for them, and dlsym(RTLD_DEFAULT,
  * "malloc") gives the program's stub, not the definition it jumps to (as in
- * Ubuntu's /usr/bin/python3.12).  Its calls still reach libtrace.so's. */
+ * Ubuntu's /usr/bin/python3.12).  Its calls still reach libtrace.so's.  The
+ * same for mmap and munmap. */
 void *(*volatile malloc_address)(size_t);
 void (*volatile free_address)(void *);
+void *(*volatile mmap_address)(void *, size_t, int, int, int, off_t);
+int (*volatile munmap_address)(void *, size_t);
 #endif
 
 #define BIG (2u << 20)
@@ -56,6 +59,8 @@ int main(int argc, char **argv)
      * instruction is what makes the linker give the program the symbol. */
     malloc_address = malloc;
     free_address = free;
+    mmap_address = mmap;
+    munmap_address = munmap;
 #endif
 
     p = keep(malloc(BIG));
