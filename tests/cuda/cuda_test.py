@@ -900,6 +900,27 @@ def test_causal_order():
     print("%d runs of %d threads x %d rounds: no overlap" % (RACE_RUNS, RACE_THREADS, RACE_ROUNDS))
 
 
+def test_static_runtime_site():
+    """A program with CUDA's static runtime (nvcc's default) is seen through
+    the driver calls its runtime makes: the report's allocation site is the
+    program's line that called cudaMalloc, not the runtime's function that
+    called the driver (prog_static_runtime.c)."""
+    rc, out, err = run([prog("prog_static_runtime")], env_for())
+    check(rc == 0, "exit %d: %s %s" % (rc, out, err))
+    calls = printed_calls(out)
+    check(len(calls) == 6, "calls: %s" % out)
+    path = only_log()
+    match_calls(decode(path), calls, "prog_static_runtime")
+    p = subprocess.run([ARGS.trace_replay, "report", path, "--json"], capture_output=True, text=True)
+    check(p.returncode == 0, "report: exit %d %s" % (p.returncode, p.stderr[-300:]))
+    doc = json.loads(p.stdout)
+    sites = [doc["sites"][i] for i in doc["top_device_sites"]]
+    natives = [s["native"] for s in sites]
+    check(len(sites) == 1 and sites[0]["device_count"] == 3, "sites: %s" % sites)
+    check(natives and natives[0].startswith("user_site (") and "prog_static_runtime.c:" in natives[0],
+          "the site is not the program's line: %s" % natives)
+
+
 def test_crash_in_free():
     """A free that crashes inside the real call is in the log."""
     rc, out, err = run([prog("prog_race"), "crash_in_free"], malloc_runtime_env())

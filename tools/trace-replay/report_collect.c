@@ -7,6 +7,7 @@
  * charged to its allocation site), whether a free ran inside a collection,
  * and the memory figures over time.
  */
+#include <ctype.h>
 #include "report.h"
 
 #include <stdlib.h>
@@ -113,21 +114,44 @@ static int is_tracer(const tf_module *m)
     return base && !strncmp(base, "libtrace.so", 11);
 }
 
+/* CUDA's static runtime (nvcc links it by default) is the program's own
+ * code: its internal functions are named libcudart_static_<hash>, its entry
+ * points cudaMalloc and so on, and the hooks see the driver calls it makes
+ * beneath them.  The frame that says where is the one that called the entry
+ * point.  Known by symbol only, so a stripped program keeps the runtime's
+ * frame. */
+static uint32_t past_static_runtime(rpt *r, uint32_t stack, uint32_t i)
+{
+    const rn_native_frame *f[RPT_MAX_FRAMES];
+    uint32_t n = rn_stacks_native(r->stacks, stack, f, RPT_MAX_FRAMES), j = i;
+    while (j < n && f[j]->function && !strncmp(f[j]->function, "libcudart_static_", 17))
+        j++;
+    if (j == i)
+        return i;
+    if (j < n && f[j]->function && !strncmp(f[j]->function, "cuda", 4) && isupper((unsigned char)f[j]->function[4]))
+        j++;
+    return j < n ? j : i;
+}
+
 /* The innermost frame outside the tracer itself (its hooks are on every
- * stack and tell nothing about the program): 1 with its index and address. */
-static int native_site_of(rpt *r, pass *ps, uint32_t stack, uint32_t *index, uint64_t *ip)
+ * stack and tell nothing about the program), and for CUDA calls outside a
+ * static CUDA runtime: 1 with its index and address. */
+static int native_site_of(rpt *r, pass *ps, uint32_t stack, int cuda, uint32_t *index, uint64_t *ip)
 {
     const uint64_t *ips;
     uint32_t n;
     if (!tf_reader_native_stack(r->reader, stack, &ips, &n))
         return 0;
-    uint64_t *cached = rp_ptrmap_get(&ps->native_site, stack);
+    uint64_t key = stack | (uint64_t)!!cuda << 32;
+    uint64_t *cached = rp_ptrmap_get(&ps->native_site, key);
     if (!cached) {
         uint32_t i = 0;
         while (i < n && is_tracer(tf_reader_module_for(r->reader, ips[i])))
             i++;
-        rp_ptrmap_put(&ps->native_site, stack, i);
-        cached = rp_ptrmap_get(&ps->native_site, stack);
+        if (cuda && i < n)
+            i = past_static_runtime(r, stack, i);
+        rp_ptrmap_put(&ps->native_site, key, i);
+        cached = rp_ptrmap_get(&ps->native_site, key);
     }
     if (*cached >= n)
         return 0;
@@ -189,7 +213,8 @@ static uint32_t site_of(rpt *r, pass *ps, const tf_event *e)
         }
     }
     uint32_t index = 0;
-    if (e->native_stack && !native_site_of(r, ps, e->native_stack, &index, &k.ip))
+    int cuda = e->kind == TF_EV_CUDA_ALLOC || e->kind == TF_EV_CUDA_FREE;
+    if (e->native_stack && !native_site_of(r, ps, e->native_stack, cuda, &index, &k.ip))
         k.ip = 0;
     uint64_t key;
     uint64_t *idx = index_slot(&ps->site_index,
