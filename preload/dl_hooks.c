@@ -19,6 +19,7 @@
 #include "dl_search.h"
 #include "host_blocks.h"
 #include "modules.h"
+#include "python.h"
 #include "recorder.h"
 
 #include <dlfcn.h>
@@ -148,6 +149,7 @@ void *dlopen(const char *file, int mode)
     if (handle && rec_active()) {
         modules_rescan();
         host_on_dlopen();
+        python_on_dlopen();
     }
     return handle;
 }

@@ -10,4 +10,9 @@
  * double-init check) and says once on stderr if it cannot. */
 void python_start(void);
 
+/* After each dlopen: in a static interpreter, point the newly loaded
+ * extension modules' PyObject_Init/PyObject_InitVar at the double
+ * initialisation check (python_init_check.c); nothing otherwise. */
+void python_on_dlopen(void);
+
 #endif

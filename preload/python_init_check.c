@@ -8,25 +8,31 @@
  * We export PyObject_Init and PyObject_InitVar from libtrace.so.  Extension
  * modules call them through a shared libpython's dynamic symbols, so the
  * preloaded definitions win and we forward to the real ones (RTLD_NEXT).
- * In a static interpreter the executable's own definitions win the lookup
- * and ours are never called.  There the reference tracer of 3.13.3+ takes
- * over (python_reftracer.c); 3.13.0 to 3.13.2 miss DESTROY events, so it is
- * used on those only when TRACE_PY_REFTRACER=on forces it.  Interposition is
- * preferred where it works: it costs nothing outside PyObject_Init, while
- * the tracer runs on every object creation and destruction (7% to 19% more
- * CPU time on an allocation-heavy loop, 3.13.0).  Exactly one of the two
- * reports, and an INFO record says which (or why neither).
+ * In a static interpreter (Debian's and Ubuntu's python3) the executable's
+ * own definitions win the lookup and ours are never called that way: there
+ * the extension modules' GOT slots for the two are pointed at ours
+ * (got_redirect.c), at attach for the modules loaded by then and after each
+ * dlopen for the others, and ours call the executable's.  Where neither
+ * works, the reference tracer of 3.13.3+ takes over (python_reftracer.c);
+ * 3.13.0 to 3.13.2 miss DESTROY events, so it is used on those only when
+ * TRACE_PY_REFTRACER=on forces it.  Interposition is preferred where it
+ * works: it costs nothing outside PyObject_Init, while the tracer runs on
+ * every object creation and destruction (7% to 19% more CPU time on an
+ * allocation-heavy loop, 3.13.0).  Exactly one of the two reports, and an
+ * INFO record says which (or why neither).
  *
  * "Already initialised" means: the refcount is exactly 1 and ob_type is
  * already the type being set - the state tp_alloc leaves.  Memory fresh from
  * an allocator never looks like that: a freed block's first word holds the
  * allocator's free-list link (pymalloc, glibc) or is zero (calloc), never 1.
  */
+#include "got_redirect.h"
 #include "python_internal.h"
 #include "recorder.h"
 #include "warn.h"
 
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +45,11 @@ typedef py_object *(*init_fn)(py_object *op, py_object *type);
 typedef py_object *(*init_var_fn)(py_object *op, py_object *type, ssize_t size);
 
 static int checking;            /* set once attached and the interposition works */
+/* The definitions ours call: the next after libtrace.so (a shared
+ * libpython's), or in a static interpreter the program's. */
+static init_fn real_init;
+static init_var_fn real_init_var;
+static _Atomic int redirecting; /* static interpreter: GOT slots point at ours */
 /* 3.8's PyObject_InitVar calls PyObject_Init through the PLT: that inner call
  * is the same initialisation, not a second one. */
 static __thread int in_real_init __attribute__((tls_model("initial-exec")));
@@ -61,9 +72,11 @@ void python_double_init_record(py_object *op, py_object *type)
  * comparing with them tells our definition from one that won the lookup. */
 static py_object *checked_init(py_object *op, py_object *type)
 {
-    static init_fn real;
-    if (!real)
+    init_fn real = __atomic_load_n(&real_init, __ATOMIC_ACQUIRE);
+    if (!real) {
         *(void **)&real = dlsym(RTLD_NEXT, "PyObject_Init");
+        __atomic_store_n(&real_init, real, __ATOMIC_RELEASE);
+    }
     if (checking && op && !in_real_init && already_initialised(op, type))
         python_double_init_record(op, type);
     return real ? real(op, type) : op;
@@ -71,9 +84,11 @@ static py_object *checked_init(py_object *op, py_object *type)
 
 static py_object *checked_init_var(py_object *op, py_object *type, ssize_t size)
 {
-    static init_var_fn real;
-    if (!real)
+    init_var_fn real = __atomic_load_n(&real_init_var, __ATOMIC_ACQUIRE);
+    if (!real) {
         *(void **)&real = dlsym(RTLD_NEXT, "PyObject_InitVar");
+        __atomic_store_n(&real_init_var, real, __ATOMIC_RELEASE);
+    }
     if (checking && op && !in_real_init && already_initialised(op, type))
         python_double_init_record(op, type);
     if (!real)
@@ -137,11 +152,51 @@ static const char *tracer_refusal(enum setting setting, int interposable)
     return NULL;
 }
 
+/* Point the loaded extension modules' slots for the two at ours. */
+static unsigned redirect(void)
+{
+    got_target targets[] = {
+        { .name = "PyObject_Init", .from = (void *)real_init, .to = (void *)checked_init },
+        { .name = "PyObject_InitVar", .from = (void *)real_init_var, .to = (void *)checked_init_var },
+    };
+    return got_redirect(targets, 2);
+}
+
+void python_on_dlopen(void)
+{
+    if (atomic_load_explicit(&redirecting, memory_order_acquire))
+        redirect();
+}
+
+/* A static interpreter's own PyObject_Init and PyObject_InitVar, for ours to
+ * call once the modules' slots point at ours; 0 if it lacks one. */
+static int take_program_definitions(void)
+{
+    init_fn init;
+    init_var_fn init_var;
+    *(void **)&init = dlsym(RTLD_DEFAULT, "PyObject_Init");
+    *(void **)&init_var = dlsym(RTLD_DEFAULT, "PyObject_InitVar");
+    if (!got_redirect_supported() || !init || !init_var || (void *)init == (void *)checked_init ||
+        (void *)init_var == (void *)checked_init_var)
+        return 0;
+    __atomic_store_n(&real_init, init, __ATOMIC_RELEASE);
+    __atomic_store_n(&real_init_var, init_var, __ATOMIC_RELEASE);
+    return 1;
+}
+
 void python_init_check_install(void)
 {
+    const char *wanted = getenv("TRACE_PY_DOUBLE_INIT");
+    if (wanted && !strcmp(wanted, "0")) {
+        say("off", "TRACE_PY_DOUBLE_INIT=0");
+        return;
+    }
+    if (wanted && *wanted && strcmp(wanted, "1"))
+        trace_warn("ignoring TRACE_PY_DOUBLE_INIT=%s (expected 0 or 1)", wanted);
     enum setting setting = read_setting();
     int interposable = dlsym(RTLD_DEFAULT, "PyObject_Init") == (void *)checked_init;
-    const char *why = tracer_refusal(setting, interposable);
+    int redirectable = !interposable && take_program_definitions();
+    const char *why = tracer_refusal(setting, interposable || redirectable);
     if (!why && !(why = python_reftracer_start())) {
         say("on: reference tracer", reftracer_complete() ? NULL :
             "forced before 3.13.3: an address freed without a DESTROY event and "
@@ -152,6 +207,12 @@ void python_init_check_install(void)
         checking = 1;
         say("on: extension modules' PyObject_Init/PyObject_InitVar are interposed",
             setting == REFTRACER_ON ? why : NULL);
+    } else if (redirectable) {
+        checking = 1;
+        atomic_store_explicit(&redirecting, 1, memory_order_release);
+        redirect();
+        say("on: extension modules' PyObject_Init/PyObject_InitVar are redirected (static "
+            "interpreter: their GOT slots point at ours)", setting == REFTRACER_ON ? why : NULL);
     } else {
         say("off: the interpreter's own PyObject_Init wins the symbol lookup (static "
             "interpreter), so extension modules' calls cannot be interposed", why);
