@@ -10,10 +10,10 @@
  * module's calls to our wrapper, which calls the program's definition: the
  * same effect as interposition, for the objects that import the name.
  *
- * Only a slot that holds the definition that won (or the object's own PLT:
- * lazy binding, not resolved yet) is rewritten; one bound elsewhere (the
- * object's own definition, a library opened RTLD_LOCAL with its own) is left
- * as it is.  The program's own calls are direct and have no slot to take.
+ * Only a slot that holds the definition that won (or, for a name the object
+ * does not define, its own PLT: lazy binding, not resolved yet) is
+ * rewritten; one bound elsewhere (the object's own definition, a library
+ * opened RTLD_LOCAL with its own) is left as it is.  The program's own calls are direct and have no slot to take.
  *
  * All of it runs inside dl_iterate_phdr's callback, under the loader's lock:
  * no object can be loaded or unloaded meanwhile, two threads' calls cannot
@@ -116,7 +116,11 @@ static void scan_relocations(const object *o, const ElfW(Rela) *rel, size_t byte
                 continue;
             void **slot = (void **)(o->base + rel[i].r_offset);
             uintptr_t now = (uintptr_t)__atomic_load_n(slot, __ATOMIC_ACQUIRE);
-            int unresolved = type == R_JUMP_SLOT && now >= o->lo && now < o->hi;
+            /* Lazy binding leaves a slot at the object's own PLT until the
+             * first call; an object that defines the name itself may be
+             * bound to that definition, inside it too, and keeps it. */
+            int unresolved = type == R_JUMP_SLOT && now >= o->lo && now < o->hi &&
+                             o->symtab[sym].st_shndx == SHN_UNDEF;
             if (now != (uintptr_t)t->to && (now == (uintptr_t)t->from || unresolved))
                 ps->rewritten += (unsigned)write_slot(o, slot, t->to);
             break;
