@@ -101,10 +101,14 @@ static int write_slot(const object *o, void **slot, void *value)
     return 1;
 }
 
-static void scan_relocations(const object *o, const ElfW(Rela) *rel, size_t bytes, pass *ps)
+/* Returns how many slots for a target were left in a state that is neither
+ * ours, the winner's, nor the object's PLT: bound elsewhere, or an object
+ * another thread's dlopen has listed but not relocated yet. */
+static unsigned scan_relocations(const object *o, const ElfW(Rela) *rel, size_t bytes, pass *ps)
 {
+    unsigned undecided = 0;
     if (!rel)
-        return;
+        return 0;
     for (size_t i = 0; i < bytes / sizeof *rel; i++) {
         unsigned long type = ELF64_R_TYPE(rel[i].r_info), sym = ELF64_R_SYM(rel[i].r_info);
         if ((type != R_JUMP_SLOT && type != R_GLOB_DAT) || !sym)
@@ -121,14 +125,20 @@ static void scan_relocations(const object *o, const ElfW(Rela) *rel, size_t byte
              * bound to that definition, inside it too, and keeps it. */
             int unresolved = type == R_JUMP_SLOT && now >= o->lo && now < o->hi &&
                              o->symtab[sym].st_shndx == SHN_UNDEF;
-            if (now != (uintptr_t)t->to && (now == (uintptr_t)t->from || unresolved))
+            if (now == (uintptr_t)t->to)
+                break;
+            if (now == (uintptr_t)t->from || unresolved)
                 ps->rewritten += (unsigned)write_slot(o, slot, t->to);
+            else
+                undecided++;
             break;
         }
     }
+    return undecided;
 }
 
-static void scan_object(const struct dl_phdr_info *info, pass *ps)
+/* Returns scan_relocations' count of undecided slots. */
+static unsigned scan_object(const struct dl_phdr_info *info, pass *ps)
 {
     object o = { .base = info->dlpi_addr, .lo = UINTPTR_MAX };
     const ElfW(Dyn) *dyn = NULL;
@@ -147,7 +157,7 @@ static void scan_object(const struct dl_phdr_info *info, pass *ps)
         }
     }
     if (!dyn)
-        return;
+        return 0;
     const ElfW(Rela) *jmprel = NULL, *rela = NULL;
     size_t jmprel_bytes = 0, rela_bytes = 0;
     int plt_rela = 1;
@@ -164,10 +174,9 @@ static void scan_object(const struct dl_phdr_info *info, pass *ps)
         }
     }
     if (!o.symtab || !o.strtab)
-        return;
-    if (plt_rela)
-        scan_relocations(&o, jmprel, jmprel_bytes, ps);
-    scan_relocations(&o, rela, rela_bytes, ps);
+        return 0;
+    unsigned undecided = plt_rela ? scan_relocations(&o, jmprel, jmprel_bytes, ps) : 0;
+    return undecided + scan_relocations(&o, rela, rela_bytes, ps);
 }
 
 static int already_seen(const struct dl_phdr_info *info)
@@ -175,8 +184,6 @@ static int already_seen(const struct dl_phdr_info *info)
     for (unsigned i = 0; i < nseen; i++)
         if (seen[i].base == info->dlpi_addr && seen[i].phdr == info->dlpi_phdr)
             return 1;
-    if (nseen < SEEN_MAX)
-        seen[nseen++] = (seen_object){ .base = info->dlpi_addr, .phdr = info->dlpi_phdr };
     return 0;
 }
 
@@ -191,7 +198,12 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
     /* The program (named ""): its calls of its own functions are direct. */
     if (!info->dlpi_name || !info->dlpi_name[0] || info->dlpi_addr == ps->self || already_seen(info))
         return 0;
-    scan_object(info, ps);
+    /* An object with an undecided slot is looked at again next time: it may
+     * be one that another thread is loading, listed before its relocation
+     * (the list's lock is not the one dlopen holds while relocating); that
+     * thread's own dlopen calls us again once it is done. */
+    if (!scan_object(info, ps) && nseen < SEEN_MAX)
+        seen[nseen++] = (seen_object){ .base = info->dlpi_addr, .phdr = info->dlpi_phdr };
     return 0;
 }
 

@@ -24,7 +24,10 @@ int got_redirect_supported(void);
  * object, other than the program and libtrace.so, that import one of the
  * targets by name and hold its `from` address, or the address of their own
  * PLT (lazy binding, not resolved yet).  Objects seen by an earlier call are
- * skipped until one is unloaded.  Returns the number of slots rewritten.
+ * skipped until one is unloaded, except those with a slot for a target in
+ * neither state (bound elsewhere, or not relocated yet: another thread's
+ * dlopen under way), looked at again each time.  Returns the number of slots
+ * rewritten.
  * Safe to call from several threads: the loader's lock serialises it. */
 unsigned got_redirect(const got_target *targets, unsigned n);
 
