@@ -56,7 +56,24 @@ typedef struct domain_wrapper {
      * frame per call it was 2 to 3 % of a regex-heavy program (_sre's
      * data stack grows through PyMem_RawMalloc millions of times). */
     int direct;
+    /* Another malloc comes before ours (jemalloc preloaded first, ASan), so
+     * our hook does not clear the first word of fresh blocks: the wrapper
+     * does, for the domain objects' blocks come from (see fresh_block). */
+    int clear_fresh;
 } domain_wrapper;
+
+/* A fresh block's first word is cleared, as host_malloc.c's hook does for
+ * the blocks of its own malloc: a block may still hold the header of an
+ * object released with its count at 1 (an allocator that keeps no free list
+ * inside freed blocks, jemalloc's, leaves it whole), and an extension's
+ * PyObject_Init over it would look like a double initialisation: a false
+ * report (python_init_check.c). */
+static inline void *fresh_block(const domain_wrapper *w, void *p, size_t size)
+{
+    if (__builtin_expect(w->clear_fresh, 0) && p && size >= sizeof(uintptr_t))
+        *(uintptr_t *)p = 0;
+    return p;
+}
 
 static domain_wrapper wrappers[3];
 static uint32_t sample_every;                  /* OBJ domain: GIL held, no atomics */
@@ -148,11 +165,12 @@ static void *wrapped_malloc(void *ctx, size_t size)
      * forwarded and nothing else (about 12 instructions instead of 50).
      * Only the OBJ domain samples small blocks. */
     if (__builtin_expect((size < host_threshold || host_guard) && w->domain != PY_DOMAIN_OBJ, 1))
-        return w->direct ? host_malloc_call(size ? size : 1) : w->prev.malloc(w->prev.ctx, size);
+        return w->direct ? host_malloc_call(size ? size : 1)
+                         : fresh_block(w, w->prev.malloc(w->prev.ctx, size), size);
     if (w->domain == PY_DOMAIN_OBJ)
         py_alloc_sites_observe();
     int entered = enter_large(size);
-    void *p = w->prev.malloc(w->prev.ctx, size);
+    void *p = fresh_block(w, w->prev.malloc(w->prev.ctx, size), size);
     leave_large(entered);
     after_allocation(w, TF_HOST_API_MALLOC, p, size, entered, RETURN_ADDRESS());
     return p;
@@ -267,7 +285,7 @@ static void *obj_malloc(void *ctx, size_t size)
         return wrapped_malloc(ctx, size);
     uintptr_t site = RETURN_ADDRESS();
     py_alloc_sites_observe();
-    void *p = w->prev.malloc(w->prev.ctx, size);
+    void *p = fresh_block(w, w->prev.malloc(w->prev.ctx, size), size);
     if (p)
         sample_object_allocation(p, size, site);
     return p;
@@ -293,6 +311,14 @@ static int cpython_raw_allocator(void)
     return name && (strcmp(name, "malloc") == 0 || strcmp(name, "pymalloc") == 0);
 }
 
+/* PYTHONMALLOC=malloc (or malloc_debug): MEM and OBJ go straight to malloc,
+ * not through the RAW domain. */
+static int python_malloc_bypasses_raw(void)
+{
+    const char *m = getenv("PYTHONMALLOC");
+    return m && strncmp(m, "malloc", 6) == 0;
+}
+
 static void wrap_domain(int domain)
 {
     domain_wrapper *w = &wrappers[domain];
@@ -310,6 +336,11 @@ static void wrap_domain(int domain)
     w->domain = domain;
     w->prev = current;
     w->direct = domain == PY_DOMAIN_RAW && cpython_raw_allocator() && host_malloc_is_ours();
+    /* Objects' blocks: pymalloc's (it keeps its free list in freed blocks)
+     * or, for large ones and under PYTHONMALLOC=malloc, the RAW domain's or
+     * OBJ's own straight from malloc. */
+    w->clear_fresh = !host_malloc_is_ours() &&
+                     (domain == PY_DOMAIN_RAW || (domain == PY_DOMAIN_OBJ && python_malloc_bypasses_raw()));
     py_allocator ours = { w, wrapped_malloc, wrapped_calloc, wrapped_realloc, wrapped_free };
     if (w->direct) {
         ours.malloc = raw_direct_malloc;
@@ -321,13 +352,6 @@ static void wrap_domain(int domain)
     py.PyMem_SetAllocator(domain, &ours);
 }
 
-/* PYTHONMALLOC=malloc (or malloc_debug): MEM and OBJ go straight to malloc,
- * not through the RAW domain. */
-static int python_malloc_bypasses_raw(void)
-{
-    const char *m = getenv("PYTHONMALLOC");
-    return m && strncmp(m, "malloc", 6) == 0;
-}
 
 /* Whether the filter works in this interpreter: a str made through
  * PyUnicode_New must reach our wrapper with a return address inside

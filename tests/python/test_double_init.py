@@ -7,8 +7,12 @@ met).  The same on a static interpreter (Debian's python3.11), where the
 executable's own PyObject_Init wins the symbol lookup and the extension's GOT
 slots are redirected instead (the INFO record says which).  The fixture is
 built twice: calls through the PLT with lazy binding (JUMP_SLOT), and with
--fno-plt and -z now (GLOB_DAT slots in read-only RELRO pages).  numpy, when
-installed, must give no event at all."""
+-fno-plt and -z now (GLOB_DAT slots in read-only RELRO pages).  With another
+allocator preloaded before libtrace.so (jemalloc, tcmalloc, mimalloc: malloc
+is then not ours, and jemalloc leaves a freed block's contents whole),
+make_over_stale must still give no event: the Python wrappers clear fresh
+blocks' first word themselves.  numpy, when installed, must give no event at
+all."""
 import os
 import subprocess
 import sys
@@ -70,6 +74,36 @@ def check(python, version, build):
                 % (tag, run.proc.stdout.strip()[-40:]))
 
 
+# Debian's packages (scripts/lib/setup.sh installs them).
+ALLOCATORS = ["/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
+              "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"]
+STALE = """
+import double_init as d
+print("reused", sum(d.make_over_stale() for i in range(200)))
+"""
+
+
+def check_foreign_malloc(python, version):
+    if "libasan" in args.preload:   # the sanitizer's runtime must come first
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        build_fixture(python, tmp, [])
+        for lib in ALLOCATORS:
+            if not os.path.exists(lib):
+                print("%s: %s not installed, skipped" % (version, lib))
+                continue
+            run = pt.run_traced([python, "-c", STALE], lib + " " + args.preload, args.pylog,
+                                env={"PYTHONPATH": tmp})
+            tag = "%s, %s before libtrace.so" % (version, os.path.basename(lib))
+            if not fails.check(run.proc.returncode == 0, "%s: program failed: %s"
+                               % (tag, run.proc.stderr[-500:])):
+                continue
+            events = run.of("py_double_init")
+            if fails.check(not events, "%s: %d false double initialisations over stale blocks"
+                           % (tag, len(events))):
+                print("  %s: %s, no report" % (tag, run.proc.stdout.strip()))
+
+
 def check_numpy(python, version):
     has = subprocess.run([python, "-c", "import numpy"], capture_output=True).returncode == 0
     if not has:
@@ -89,5 +123,6 @@ for python, version in interpreters:
     print("==", version, python)
     for build in BUILDS:
         check(python, version, build)
+    check_foreign_malloc(python, version)
     check_numpy(python, version)
 fails.finish()
