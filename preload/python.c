@@ -53,8 +53,8 @@ static void install_hooks(void)
         py.PyErr_Clear();
         say_once("GC events off: could not append to gc.callbacks");
     }
-    python_alloc_install();
     python_init_check_install();
+    python_alloc_install();
     python_cupy_prepare();
     python_mark_install();
     python_threads_install();

@@ -413,12 +413,19 @@ void python_alloc_install(void)
         known = py_alloc_sites_install(!strstr(py.Py_GetVersion(), "free-threading"));
         filter_plain = known > 0;   /* the wrapper asks from its first call */
     }
-    int all_domains = c->host_buffers && python_malloc_bypasses_raw();
-    if (c->host_buffers)
+    /* The domains objects' blocks come from are wrapped for the double
+     * initialisation check alone when another malloc comes first: without
+     * large host buffers recorded (TRACE_HOST_BUFFERS=0) nothing else would
+     * clear their fresh blocks (fresh_block), and jemalloc's stale headers
+     * were 168 false reports in 200 calls of test_double_init's
+     * make_over_stale. */
+    int for_blocks = c->host_buffers || (python_init_check_reads_headers() && !host_malloc_is_ours());
+    int bypass = python_malloc_bypasses_raw();
+    if (for_blocks)
         wrap_domain(PY_DOMAIN_RAW);
-    if (all_domains)
+    if (c->host_buffers && bypass)
         wrap_domain(PY_DOMAIN_MEM);
-    if (all_domains || sample_every)
+    if ((for_blocks && bypass) || sample_every)
         wrap_domain(PY_DOMAIN_OBJ);
     if (sample_every)
         choose_filter(c, known);

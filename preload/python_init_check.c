@@ -162,6 +162,11 @@ static unsigned redirect(void)
     return got_redirect(targets, 2);
 }
 
+int python_init_check_reads_headers(void)
+{
+    return checking;
+}
+
 void python_on_dlopen(void)
 {
     if (atomic_load_explicit(&redirecting, memory_order_acquire))

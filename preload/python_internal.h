@@ -68,13 +68,19 @@ static inline int python_gc_frees_collected(const void *block)
     return __builtin_expect(python_gc_collecting != 0, 0) && python_gc_frees_collected_slow(block);
 }
 
-/* python_alloc.c: wrap the allocator domains (after initialisation). */
+/* python_alloc.c: wrap the allocator domains (after initialisation, and
+ * after python_init_check_install: see python_init_check_reads_headers). */
 void python_alloc_install(void);
 
 /* python_init_check.c: choose how to detect double initialisation
  * (TRACE_PY_REFTRACER), start it and say which in an INFO record;
- * record() writes one py_double_init event with both stacks. */
+ * record() writes one py_double_init event with both stacks.
+ * reads_headers(): the check judges a block by the object header in it
+ * (interposed or redirected PyObject_Init), so fresh blocks must not hold
+ * a freed object's whole header (python_alloc.c clears them when malloc is
+ * not ours). */
 void python_init_check_install(void);
+int python_init_check_reads_headers(void);
 void python_double_init_record(py_object *op, py_object *type);
 
 /* python_reftracer.c: the reference-tracer check (3.13+).  prepare() and
