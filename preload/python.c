@@ -117,6 +117,7 @@ static int on_audit_event(const char *event, py_object *args, void *user)
 
 static void register_hook(void)
 {
+    python_early_hook_registering();
     if (py.PySys_AddAuditHook(on_audit_event, python_early_hook_user_data()) != 0)
         say_once("Python hooks off: PySys_AddAuditHook refused the hook");
     else
@@ -145,7 +146,6 @@ static int python_wanted(void)
 static void before_round(void)
 {
     if (python_wanted() && !hook_registered && attach_state != PY_GAVE_UP) {
-        python_early_hook_registering_again();
         register_hook();
     }
 }

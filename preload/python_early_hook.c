@@ -3,12 +3,17 @@
  * that made it.
  *
  * The constructor registers the audit hook before the interpreter's
- * pre-initialisation, so CPython allocates the hook's list entry with plain
- * malloc (the raw allocator of that moment).  Pre-initialisation may then
- * install another raw allocator: the debug one (PYTHONMALLOC=debug,
- * PYTHONDEVMODE=1, -X dev, debug builds) or mimalloc.  At exit,
- * _PySys_ClearAuditHooks frees every entry with PyMem_RawFree, and the debug
- * allocator, finding no header of its own, aborts the process.
+ * pre-initialisation, so CPython allocates the hook's list entry with the
+ * raw allocator of that moment: plain malloc in a release build, the debug
+ * hooks over malloc in a debug build (python3.11-dbg), whose blocks start
+ * 16 bytes into malloc's.  Pre-initialisation may then install another raw
+ * allocator: the debug one (PYTHONMALLOC=debug, PYTHONDEVMODE=1, -X dev) or
+ * mimalloc in a release build, plain malloc in a debug build under
+ * PYTHONMALLOC=malloc.  At exit, _PySys_ClearAuditHooks frees every entry
+ * with PyMem_RawFree: the debug allocator, finding no header of its own,
+ * aborts the process, and so does libc's free given a debug block.  So the
+ * allocator in place is read just before each registration
+ * (python_early_hook_registering), and the entry goes back to it.
  *
  * _PySys_ClearAuditHooks raises the audit event "cpython._PySys_ClearAuditHooks"
  * just before it frees the entries (3.8 to 3.13).  On that event we put a
@@ -29,9 +34,8 @@
 static char entry_cookie;               /* our entry's userData */
 static py_audit_hook our_hook;
 static py_allocator raw_before;
-/* Who allocated our entry: libc's malloc before the first round (free is
- * NULL then); in a later round of an embedding program, the raw allocator
- * in place when the hook was registered again. */
+/* Who allocated our entry: the raw allocator in place when the hook was
+ * registered (libc's free if none was read: free is NULL then). */
 static py_allocator entry_allocator;
 static atomic_int frees_to_inspect;
 
@@ -107,7 +111,7 @@ void python_early_hook_see_through(py_allocator *a)
         *a = raw_before;
 }
 
-void python_early_hook_registering_again(void)
+void python_early_hook_registering(void)
 {
     py_allocator a;
     py.PyMem_GetAllocator(PY_DOMAIN_RAW, &a);

@@ -108,8 +108,10 @@ void python_early_hook_on_audit_event(const char *event, py_audit_hook hook);
 /* An embedding program's next round: the rescue installed at the previous
  * round's exit is still the raw allocator; *a becomes what it forwards to. */
 void python_early_hook_see_through(py_allocator *a);
-/* Before registering the hook again for a later round: its entry will come
- * from the raw allocator of that moment, not libc's. */
-void python_early_hook_registering_again(void);
+/* Before each registration of the hook: its entry will come from the raw
+ * allocator of that moment (libc's malloc, or a debug build's debug hooks
+ * over it; in a later round of an embedding program, whatever is then in
+ * place). */
+void python_early_hook_registering(void);
 
 #endif

@@ -6,7 +6,7 @@
 # Debian packages the build and the tests need.
 TRACE_PACKAGES="build-essential cmake pkg-config libunwind-dev libzstd-dev libdw-dev \
 libelf-dev zstd clang libclang-rt-14-dev heaptrack python3 python3.11-dev chromium \
-libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 python3-numpy"
+libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 python3-numpy python3.11-dbg"
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

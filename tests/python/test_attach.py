@@ -2,9 +2,12 @@
 customisation, records from the first audit event after initialisation on,
 leaves the program's output and exit status alone, stays out with
 TRACE_PYTHON=0, works under the debug allocator (PYTHONMALLOC=debug,
-PYTHONDEVMODE=1, -X dev) without the crash at exit an early audit hook
-causes there, and leaves non-Python processes to CUDA tracing."""
+PYTHONDEVMODE=1, -X dev) and in debug builds (python3.X-dbg, with any
+allocator) without the crash at exit an early audit hook causes there, and
+leaves non-Python processes to CUDA tracing."""
+import glob
 import os
+import re
 import tempfile
 
 import pytrace as pt
@@ -67,13 +70,21 @@ def check_switched_off(python, version):
                 % (version, run.header_python))
 
 
-def check_debug_allocator(python, version):
-    """The audit hook's entry, allocated before pre-initialisation, must not
-    reach the debug allocator at exit (it would abort): the tracer attaches
+DEBUG_ALLOCATOR = [("PYTHONMALLOC=debug", [], {"PYTHONMALLOC": "debug"}),
+                   ("PYTHONDEVMODE=1", [], {"PYTHONDEVMODE": "1"}),
+                   ("-X dev", ["-X", "dev"], {})]
+# A debug build allocates the entry with its debug hooks already: the
+# default, and plain malloc or pymalloc chosen at pre-initialisation.
+DEBUG_BUILD = [("default allocator", [], {}),
+               ("PYTHONMALLOC=malloc", [], {"PYTHONMALLOC": "malloc"}),
+               ("PYTHONMALLOC=pymalloc", [], {"PYTHONMALLOC": "pymalloc"})] + DEBUG_ALLOCATOR
+
+
+def check_debug_allocator(python, version, cases=DEBUG_ALLOCATOR):
+    """The audit hook's entry, allocated before pre-initialisation, must go
+    back at exit to the allocator that made it, not to the one in place
+    then (either way round, the process would abort): the tracer attaches
     and the program ends as it does bare."""
-    cases = [("PYTHONMALLOC=debug", [], {"PYTHONMALLOC": "debug"}),
-             ("PYTHONDEVMODE=1", [], {"PYTHONDEVMODE": "1"}),
-             ("-X dev", ["-X", "dev"], {})]
     for name, extra, env in cases:
         bare = pt.run_traced([python, *extra, hello], args.preload, args.pylog, env=env, trace=False)
         run = traced(python, extra, dict(env, TRACE_QUIET="1"))
@@ -106,5 +117,18 @@ for python, version in interpreters:
     check_without_site(python, version)
     check_switched_off(python, version)
     check_debug_allocator(python, version)
+# Debian's debug builds (python3.X-dbg, installed by scripts/lib/setup.sh):
+# python3.11d used to abort at exit under the preload.
+debug_builds = [c for c in sorted(glob.glob("/usr/bin/python3.[0-9]*d"))
+                if re.search(r"python3\.\d+d$", c) and os.access(c, os.X_OK)]
+if not debug_builds:
+    print("no debug build (/usr/bin/python3.Xd) found: its checks skipped")
+for python in debug_builds:
+    version = pt.version_of(python)
+    if not pt.supported(version):
+        continue
+    print("==", version, python, "(debug build)")
+    check_attached(python, version)
+    check_debug_allocator(python, version + " debug build", DEBUG_BUILD)
 check_not_python()
 fails.finish()
