@@ -32,6 +32,7 @@
 #include "warn.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -173,14 +174,36 @@ void python_on_dlopen(void)
         redirect();
 }
 
+/* Where the lookup that binds every object's calls of `name` ends: our
+ * definition, another one, or NULL.  dlsym answers with the program's
+ * canonical PLT entry when a program linked without PIE takes the
+ * function's address (its symbol is undefined there, with a value); calls
+ * through that entry are bound like any object's, to the first definition,
+ * which is ours when libtrace.so is preloaded in front of libpython.  So an
+ * answer that is no definition is read as ours if one comes after us. */
+static void *lookup_winner(const char *name, void *ours)
+{
+    void *found = dlsym(RTLD_DEFAULT, name);
+    if (!found || found == ours)
+        return found;
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (dladdr1(found, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && info.dli_saddr == found &&
+        sym->st_shndx != SHN_UNDEF)
+        return found;
+    return dlsym(RTLD_NEXT, name) ? ours : NULL;
+}
+
 /* A static interpreter's own PyObject_Init and PyObject_InitVar, for ours to
- * call once the modules' slots point at ours; 0 if it lacks one. */
+ * call once the modules' slots point at ours; 0 if it lacks one.  Only a
+ * definition will do: a canonical PLT entry taken for one would lead back to
+ * ours, which would call it again, for ever. */
 static int take_program_definitions(void)
 {
     init_fn init;
     init_var_fn init_var;
-    *(void **)&init = dlsym(RTLD_DEFAULT, "PyObject_Init");
-    *(void **)&init_var = dlsym(RTLD_DEFAULT, "PyObject_InitVar");
+    *(void **)&init = lookup_winner("PyObject_Init", (void *)checked_init);
+    *(void **)&init_var = lookup_winner("PyObject_InitVar", (void *)checked_init_var);
     if (!got_redirect_supported() || !init || !init_var || (void *)init == (void *)checked_init ||
         (void *)init_var == (void *)checked_init_var)
         return 0;
@@ -199,7 +222,7 @@ void python_init_check_install(void)
     if (wanted && *wanted && strcmp(wanted, "1"))
         trace_warn("ignoring TRACE_PY_DOUBLE_INIT=%s (expected 0 or 1)", wanted);
     enum setting setting = read_setting();
-    int interposable = dlsym(RTLD_DEFAULT, "PyObject_Init") == (void *)checked_init;
+    int interposable = lookup_winner("PyObject_Init", (void *)checked_init) == (void *)checked_init;
     int redirectable = !interposable && take_program_definitions();
     const char *why = tracer_refusal(setting, interposable || redirectable);
     if (!why && !(why = python_reftracer_start())) {

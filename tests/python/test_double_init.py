@@ -12,7 +12,9 @@ allocator preloaded before libtrace.so (jemalloc, tcmalloc, mimalloc: malloc
 is then not ours, and jemalloc leaves a freed block's contents whole),
 make_over_stale must still give no event: the Python wrappers clear fresh
 blocks' first word themselves, with large host buffers recorded or not
-(TRACE_HOST_BUFFERS=0).  numpy, when installed, must give no event at
+(TRACE_HOST_BUFFERS=0).  A program linked without PIE that embeds a shared
+libpython and takes the two functions' addresses (canonical PLT entries)
+gets the check, interposed, and ends.  numpy, when installed, must give no event at
 all."""
 import os
 import subprocess
@@ -109,6 +111,63 @@ def check_foreign_malloc(python, version):
                     print("  %s: %s, no report" % (tag, run.proc.stdout.strip()))
 
 
+EMBED = os.path.join(pt.HERE, "..", "fixtures", "double_init", "embed_plt.c")
+
+
+def check_canonical_plt(python, version):
+    """A program linked without PIE that embeds a shared libpython and takes
+    PyObject_Init's and PyObject_InitVar's addresses (canonical PLT entries):
+    the check is on, interposed, reports each double initialisation once,
+    and the program ends (it used to loop for ever in the first one)."""
+    info = subprocess.run([python, "-c",
+                           "import sysconfig as s, sys; print(s.get_paths()['include']); "
+                           "print(s.get_config_var('LIBDIR')); print(s.get_config_var('LDVERSION')); "
+                           "print(s.get_config_var('Py_ENABLE_SHARED')); print(sys.base_prefix)"],
+                          capture_output=True, text=True).stdout.split("\n")
+    include, libdir, ldversion, shared, home = info[:5]
+    if shared != "1" or not os.path.exists(os.path.join(libdir, "libpython%s.so" % ldversion)):
+        print("%s: no shared libpython, the canonical PLT check skipped" % version)
+        return
+    tag = "%s, non-PIE program embedding libpython" % version
+    with tempfile.TemporaryDirectory() as tmp:
+        build_fixture(python, tmp, [])
+        exe = os.path.join(tmp, "embed_plt")
+        cc = subprocess.run([os.environ.get("CC", "cc"), "-O1", "-no-pie", "-fno-pie", "-fno-pic",
+                             "-I", include, EMBED, "-L", libdir, "-lpython" + ldversion,
+                             "-Wl,-rpath," + libdir, "-o", exe], capture_output=True, text=True)
+        if not fails.check(cc.returncode == 0, "%s: cc failed: %s" % (tag, cc.stderr[-500:])):
+            return
+        syms = subprocess.run(["readelf", "--dyn-syms", "-W", exe], capture_output=True, text=True).stdout
+        canonical = [l for l in syms.splitlines() if "PyObject_Init" in l and " UND " in l
+                     and not l.split()[1].strip("0") == ""]
+        if not fails.check(len(canonical) == 2, "%s: no canonical PLT entries were made (%s): the check "
+                           "proves nothing" % (tag, canonical)):
+            return
+        env = {"PYTHONPATH": tmp, "PYTHONHOME": home}
+        # First a bounded run whose log is not read: the loop this guards
+        # against writes events without end, and a minute of them takes
+        # long to read.
+        try:
+            subprocess.run([exe, PROGRAM], env=dict(os.environ, LD_PRELOAD=args.preload, TRACE_QUIET="1",
+                                                    TRACE_OUTPUT=os.path.join(tmp, "bounded-%p.tlog"), **env),
+                           capture_output=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            fails.check(False, "%s: still running after 30 s (the PLT entry loop)" % tag)
+            return
+        run = pt.run_traced([exe, PROGRAM], args.preload, args.pylog, env=env)
+    if not fails.check(run.proc.returncode == 0, "%s: program failed (%d): %s"
+                       % (tag, run.proc.returncode, run.proc.stderr[-800:])):
+        return
+    state = run.info("py_double_init")
+    fails.check(state and state[0].startswith("on") and "interposed" in state[0],
+                "%s: check not on, interposed (INFO %s)" % (tag, state))
+    types = sorted(e["type"] for e in run.of("py_double_init"))
+    want = sorted(["double_init.Thing"] * N + ["double_init.VarThing"] * N)
+    if fails.check(types == want, "%s: expected %d events per buggy constructor, got %s"
+                   % (tag, N, {t: types.count(t) for t in set(types)})):
+        print("  %s: %d and %d events, as made" % (tag, N, N))
+
+
 def check_numpy(python, version):
     has = subprocess.run([python, "-c", "import numpy"], capture_output=True).returncode == 0
     if not has:
@@ -129,5 +188,6 @@ for python, version in interpreters:
     for build in BUILDS:
         check(python, version, build)
     check_foreign_malloc(python, version)
+    check_canonical_plt(python, version)
     check_numpy(python, version)
 fails.finish()
