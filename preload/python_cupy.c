@@ -393,6 +393,16 @@ void python_cupy_on_audit_event(const char *event, py_object *args)
     }
 }
 
+void python_cupy_on_collection(void)
+{
+    if (cupy_state != CUPY_READY || registered_here)
+        return;
+    py_object *type, *value, *traceback;
+    py.PyErr_Fetch(&type, &value, &traceback);
+    register_on_this_thread();
+    py.PyErr_Restore(type, value, traceback);
+}
+
 void python_cupy_prepare(void)
 {
     hook_name = py.PyUnicode_InternFromString(HOOK_NAME);

@@ -186,8 +186,12 @@ static py_object *gc_callback(py_object *self, py_object *args)
     if (phase && info && i >= 0 && i < MAX_INTERPRETERS && atomic_load(&slots[i].interp)) {
         if (py.PyUnicode_CompareWithASCIIString(phase, "start") == 0)
             on_start(&slots[i], args, phase, info);
-        else if (py.PyUnicode_CompareWithASCIIString(phase, "stop") == 0)
+        else if (py.PyUnicode_CompareWithASCIIString(phase, "stop") == 0) {
             on_stop(&slots[i], info);
+            /* A thread CuPy's hook is not registered on yet (one started
+             * before CuPy was imported, raising no audit event since). */
+            python_cupy_on_collection();
+        }
     }
     if (py.PyErr_Occurred())
         py.PyErr_Clear();

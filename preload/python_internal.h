@@ -94,6 +94,10 @@ void python_reftracer_poll(void);
  * on_audit_event(), which installs CuPy's MemoryHook once cupy is imported. */
 void python_cupy_prepare(void);
 void python_cupy_on_audit_event(const char *event, py_object *args);
+/* After each collection, on the thread that ran it: register the MemoryHook
+ * there if CuPy is ready and it is not yet (a thread that raises no audit
+ * event would otherwise make pool requests unseen). */
+void python_cupy_on_collection(void);
 
 /* python_mark.c: the audit events "gputrace.mark" (a mark whose text is read
  * in place) and "gputrace.flush" (write the log now), for gputrace.mark() and

@@ -1,8 +1,9 @@
 """CuPy's memory pool through its MemoryHook, against a stand-in cupy package
 (fake_cupy/) that calls the hooks as CuPy does: every request gives
 pool_op_begin / pool_alloc or pool_free / pool_op_end with requested and
-granted sizes and pointers, on every thread that allocates, with no change to
-the program; a collection that frees pooled memory during a malloc is nested
+granted sizes and pointers, on every thread that allocates (one started before
+the import too, from its first collection on), with no change to the program;
+a collection that frees pooled memory during a malloc is nested
 in that malloc."""
 import os
 
@@ -11,6 +12,7 @@ import pytrace as pt
 args = pt.parse_args()
 fails = pt.Failures()
 script = pt.workload("cupy_pool.py")
+early = pt.workload("cupy_early_thread.py")
 FAKE = os.path.join(pt.HERE, "fake_cupy")
 ALLOC, FREE = 1, 2
 
@@ -65,6 +67,19 @@ def check(python, version):
                 "%s: the malloc holding the collection is not at cupy_pool.py:%d" % (tag, ladder))
     threads = {b["tid"] for b, _, _ in mallocs}
     fails.check(len(threads) == 2, "%s: mallocs recorded on %d threads, expected 2" % (tag, len(threads)))
+    # A thread that predates the import and raises no audit event: its
+    # requests are recorded from its first collection on.
+    run = pt.run_traced([python, early], args.preload, args.pylog, env=env)
+    if not fails.check(run.proc.returncode == 0, "%s: cupy_early_thread failed: %s"
+                       % (tag, run.proc.stderr[-600:])):
+        return
+    all_ops, _ = ops(run)
+    by_thread = {}
+    for b, _, _ in all_ops:
+        by_thread.setdefault(b["tid"], []).append(b["op"])
+    worker = [ops_ for tid, ops_ in by_thread.items() if tid != run.of("pool_op_begin")[0]["tid"]]
+    fails.check(worker == [[ALLOC, FREE] * 3], "%s: the early thread's requests: %s, expected 3 mallocs "
+                "and 3 frees" % (tag, worker))
 
 
 pt.for_each_interpreter(args.python, check, fails)
