@@ -58,12 +58,17 @@ static size_t compress(const tf_chunk *c, void *cctx)
                                      LOG_COMPRESSION_LEVEL, frame, frame_cap);
 }
 
-static void give_up(const char *what, int err)
+static void give_up_because(const char *what, const char *why)
 {
     failed = 1;
     rec_stop();
     trace_warn("%s %s: %s; tracing stopped, the program continues", what, path[0] ? path : log_path(),
-               strerror(err));
+               why);
+}
+
+static void give_up(const char *what, int err)
+{
+    give_up_because(what, strerror(err));
 }
 
 const char *log_path(void)
@@ -136,10 +141,19 @@ static int create(void)
         if (out_of_descriptors(err))
             return -EAGAIN;
         /* Taken (an earlier image of this process, an old log with the
-         * same pid, a symlink): a later name.  A directory: a mistake. */
-        if (err != EEXIST || (lstat(name, &st) == 0 && S_ISDIR(st.st_mode))) {
+         * same pid, a symlink): a later name.  A directory: a mistake.  A
+         * device, a FIFO or a socket (TRACE_OUTPUT=/dev/null): no log, and
+         * no regular file made beside it (/dev/null.1 in /dev, which is
+         * memory). */
+        int exists = err == EEXIST && lstat(name, &st) == 0;
+        if (err != EEXIST || (exists && S_ISDIR(st.st_mode))) {
             snprintf(path, sizeof path, "%s", name);
             give_up("cannot create", err == EEXIST ? EISDIR : err);
+            return -1;
+        }
+        if (exists && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+            snprintf(path, sizeof path, "%s", name);
+            give_up_because("will not write", "not a regular file (a device, a FIFO or a socket)");
             return -1;
         }
         if (!(n = free_number_after(n)))

@@ -351,7 +351,8 @@ def untraced_baseline():
 def test_unwritable():
     """A bad path costs one warning and the app runs on unchanged; an
     existing file or symlink is never written to or followed: the log goes
-    beside it under the next free name."""
+    beside it under the next free name; a device or a FIFO is no place for
+    a log, nor beside it."""
     base_rc, base_out, base_err = untraced_baseline()
     check(base_rc == 3, "baseline exit %d" % base_rc)
     for output in ("/nonexistent-dir/sub/trace.tlog", ARGS.work):
@@ -376,6 +377,23 @@ def test_unwritable():
     with open(existing) as f:
         check(f.read() == "keep me", "an existing file was written to")
     check(not os.path.exists(os.path.join(ARGS.work, "symlink-target")), "followed a symlink")
+    # A device or a FIFO (TRACE_OUTPUT=/dev/null): one warning, no log, and
+    # no regular file made beside it (it once wrote /dev/null.1, in /dev).
+    fifo = os.path.join(ARGS.work, "fifo.tlog")
+    os.mkfifo(fifo)
+    for output in ("/dev/null", fifo):
+        beside = output + ".1" if output == "/dev/null" else os.path.join(ARGS.work, "fifo.1.tlog")
+        existed = os.path.exists(beside)
+        rc, out, err = run([prog("prog_exit")], env_for(TRACE_OUTPUT=output))
+        made = not existed and os.path.exists(beside)
+        if made:
+            os.unlink(beside)
+        check(rc == base_rc and out == base_out, "%s: exit %d, output %r" % (output, rc, out))
+        lines = err.splitlines()
+        check(len(lines) == 1 and "not a regular file" in lines[0],
+              "%s: expected one warning, got %r" % (output, err))
+        check(not made, "%s: a log was written beside it (%s)" % (output, beside))
+    os.unlink(fifo)
 
 
 def test_pool_api():
