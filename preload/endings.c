@@ -106,7 +106,7 @@ static void finish(void *arg)
     rec_end(how);
     if (f->at_exit)
         flusher_stop();
-    flush_now(!f->at_exit);
+    flush_final(!f->at_exit);
     say_end(how);
 }
 

@@ -24,6 +24,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -147,6 +148,29 @@ int flush_now(int bounded)
     host_guard_enter();
     int rc = flush_under_guard(bounded);
     host_guard_leave();
+    return rc;
+}
+
+int flush_final(int bounded)
+{
+    int rc = flush_now(bounded);
+    if (rc != -EAGAIN)
+        return rc;
+    /* A program that ran out of descriptors ends with them all taken (a
+     * server leaking sockets up to its soft limit): without this its log
+     * would end at the last frame written before, without END. */
+    struct rlimit old;
+    if (getrlimit(RLIMIT_NOFILE, &old) == 0 && old.rlim_cur < old.rlim_max) {
+        struct rlimit more = old;
+        more.rlim_cur = old.rlim_max - old.rlim_cur > 8 ? old.rlim_cur + 8 : old.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &more) == 0) {
+            rc = flush_now(bounded);
+            setrlimit(RLIMIT_NOFILE, &old);
+        }
+    }
+    if (rc == -EAGAIN)
+        trace_warn("no descriptor free at the end of the process: the log's last events were not "
+                   "written (%s)", log_path());
     return rc;
 }
 

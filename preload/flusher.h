@@ -24,6 +24,12 @@ void flusher_kick(void);
  * Returns 0 when the data reached the file. */
 int flush_now(int bounded);
 
+/* The process's last flush (its ending): flush_now, and when no descriptor
+ * is free (a program at its RLIMIT_NOFILE), once more with the soft limit
+ * raised a little for that write alone, where the hard limit allows; if the
+ * log still cannot be opened, one warning says so. */
+int flush_final(int bounded);
+
 /* Does this thread hold the write token (a signal handler interrupted it
  * inside a flush)? */
 int flusher_token_held_here(void);

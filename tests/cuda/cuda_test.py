@@ -820,16 +820,18 @@ def app_files_clean():
             os.unlink(os.path.join(ARGS.work, name))
 
 
-def low_limit(n):
+def low_limit(n, hard=None):
     def set_limit():
         import resource
-        resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n, hard or n))
     return set_limit
 
 
 def test_closerange():
     """The app closes every descriptor from 3 up and opens files of its
-    own, up to its limit: the log survives, and never lands in them."""
+    own, up to its limit: the log survives, and never lands in them.  An app
+    that ends with every descriptor taken still gets its whole log where
+    its hard limit lets the tracer raise the soft one for the last write."""
     for limit in (None, 64):
         for how in ("close_range", "closefrom", "loop", "syscall"):
             what = "%s (limit %s)" % (how, limit)
@@ -845,7 +847,25 @@ def test_closerange():
     rc, out, err = run([prog("prog_endings"), "dup2"], env_for())
     check(rc == 0 and printed_pairs(out) == [4], "dup2: %d %r %r" % (rc, out, err))
     check_whole(only_log(), 4, "exit", "dup2 over every descriptor")
+    os.unlink(only_log())
     app_files_clean()
+    # Every descriptor taken at exit: the last frames are written with the
+    # soft limit raised for that write alone; where the hard limit is the
+    # soft one, one warning says what was not written.
+    for soft, hard in ((64, 128), (64, 64)):
+        what = "exit with every descriptor taken (limit %d, hard %d)" % (soft, hard)
+        p = subprocess.run([prog("prog_endings"), "fill_all"], env=env_for(), cwd=ARGS.work,
+                           capture_output=True, text=True, timeout=120, preexec_fn=low_limit(soft, hard))
+        check(p.returncode == 0 and printed_pairs(p.stdout) == [4] and "filled" in p.stdout,
+              "%s: %d %r %r" % (what, p.returncode, p.stdout, p.stderr))
+        if hard > soft:
+            check(p.stderr == "", "%s: stderr %r" % (what, p.stderr))
+            check_whole(only_log(), 4, "exit", what)
+        else:
+            lines = p.stderr.splitlines()
+            check(len(lines) == 1 and "no descriptor free" in lines[0], "%s: stderr %r" % (what, p.stderr))
+            check(status(decode(only_log()))["clean_end"] == 0, "%s: END written without a descriptor?" % what)
+        os.unlink(only_log())
 
 
 def test_segv_recover():

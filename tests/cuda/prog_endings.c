@@ -29,6 +29,9 @@
  *                      files that take the freed numbers, 2 more pairs;
  *                      print "files" and each file's first bytes
  *   dup2               2 pairs; dup2 onto every high descriptor; 2 pairs
+ *   fill_all           2 pairs; open /dev/null until no descriptor is
+ *                      left (the soft limit), 2 pairs, exit with them
+ *                      all taken; print "filled N"
  *   first_fd           print the first descriptor open() returns
  *   thread_exit        2 pairs, a thread that makes 3 more, and main()
  *                      ends with pthread_exit: the process ends (exit 0)
@@ -350,6 +353,20 @@ static int closerange(const char *how)
     return 0;
 }
 
+/* A program that ends with every descriptor taken (a server leaking
+ * sockets up to its limit): the tracer's last frames need one. */
+static int fill_all(void)
+{
+    make_pairs(2);
+    usleep(300 * 1000);   /* the flusher has written a frame */
+    int filled = 0;
+    while (open("/dev/null", O_RDONLY) >= 0)
+        filled++;
+    make_pairs(2);
+    say("filled %d\npairs %d\n", filled, pairs);
+    return 0;
+}
+
 static int dup2_over(void)
 {
     make_pairs(2);
@@ -477,6 +494,8 @@ int main(int argc, char **argv)
         return closerange(arg);
     if (!strcmp(mode, "dup2"))
         return dup2_over();
+    if (!strcmp(mode, "fill_all"))
+        return fill_all();
     if (!strcmp(mode, "first_fd"))
         return first_fd();
     if (!strcmp(mode, "stack_use"))
