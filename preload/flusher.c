@@ -14,16 +14,19 @@
 #include "endings.h"
 #include "host_blocks.h"
 #include "log_file.h"
+#include "private_files.h"
+#include "futex.h"
 #include "recorder.h"
 #include "recorder_core.h"
 #include "warn.h"
 
-#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -71,17 +74,6 @@ void flusher_init(void)
     void *space = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (space != MAP_FAILED)
         cctx = ZSTD_initStaticCCtx(space, size);
-}
-
-static void futex_wait(_Atomic int *word, int value, long timeout_ns)
-{
-    struct timespec ts = { timeout_ns / 1000000000L, timeout_ns % 1000000000L };
-    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, &ts, NULL, 0);
-}
-
-static void futex_wake(_Atomic int *word)
-{
-    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 static int token_take(int bounded)
@@ -197,29 +189,48 @@ void flush_exec_failed(void)
     token_release();
 }
 
-/* Is this thread the process's last?  /proc/self/stat, read through a
- * descriptor open for the time of one read: its state (field 3, the main
- * thread's) and its count of threads (field 20).  A main thread that ended
- * while others live stays a zombie, and counted, until the last ends: this
- * one is the last when it is the only thread, or one of two with the main
- * thread a zombie.  (Fields 3 on follow the last ')': the command name may
- * hold anything.) */
+/* /proc/self/stat, read through a descriptor of our own (pf_run: the
+ * helper's table where it runs), read with pread so that a number the
+ * program took meanwhile does not lose its offset. */
+typedef struct stat_read { char buf[1024]; ssize_t n; } stat_read;
+
+static int read_stat(void *arg)
+{
+    stat_read *r = arg;
+    pf_file f = { .fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC) };
+    struct stat st;
+    r->n = -1;
+    if (f.fd < 0)
+        return -1;
+    if (fstat(f.fd, &st) == 0) {
+        f.dev = st.st_dev;
+        f.ino = st.st_ino;
+        r->n = pread(f.fd, r->buf, sizeof r->buf - 1, 0);
+        pf_close(&f);
+    }
+    return 0;
+}
+
+/* Is this thread the process's last?  /proc/self/stat: its state (field 3,
+ * the main thread's) and its count of threads (field 20), less the helper
+ * (private_files.h) where it runs.  A main thread that ended while others
+ * live stays a zombie, and counted, until the last ends: this one is the
+ * last when it is the only thread, or one of two with the main thread a
+ * zombie.  (Fields 3 on follow the last ')': the command name may hold
+ * anything.) */
 static int last_thread_left(void)
 {
-    char buf[1024];
-    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    stat_read r;
+    pf_run(read_stat, &r);
+    if (r.n <= 0)
         return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
+    char *buf = r.buf;
+    buf[r.n] = '\0';
     char *p = strrchr(buf, ')');
     char state = p && p[1] == ' ' ? p[2] : '?';
     for (int field = 2; p && field < 20; field++)
         p = strchr(p + 1, ' ');
-    long threads = p ? strtol(p + 1, NULL, 10) : 0;
+    long threads = p ? strtol(p + 1, NULL, 10) - pf_helper_running() : 0;
     return threads == 1 || (threads == 2 && state == 'Z');
 }
 
@@ -231,6 +242,11 @@ static void *flusher_main(void *arg)
     (void)arg;
     on_flusher = 1;
     host_guard_enter();         /* for the thread's life: everything here is ours */
+    /* Named here: naming it from the starting thread opens
+     * /proc/self/task/TID/comm in the program's table; its own name is a
+     * prctl. */
+    prctl(PR_SET_NAME, "trace-flush");
+    pf_start();
     /* TRACE_FLUSH_MS: how far behind the program a follower of the log
      * can be (check --follow); 100 ms by default. */
     long interval_ns = (long)trace_config_get()->flush_ms * 1000000L;
@@ -261,6 +277,7 @@ static void *flusher_main(void *arg)
             exit(0);
         }
     }
+    pf_stop();
     return NULL;
 }
 
@@ -288,7 +305,6 @@ void flusher_ensure_started(void)
         trace_warn("cannot start the flusher thread; the log is written at exit");
         return;
     }
-    pthread_setname_np(thread, "trace-flush");
     atomic_store(&started, RUNNING);
     starting_here = 0;
 }
@@ -372,6 +388,7 @@ void flusher_release(void)
 
 void flusher_fork_child(void)
 {
+    pf_fork_child();
     chunk_waiting = 0;   /* the parent's data, for the parent's log */
     atomic_store(&started, NOT_STARTED);
     atomic_store(&stopping, 0);

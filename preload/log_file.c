@@ -5,6 +5,7 @@
 #include "log_file.h"
 #include "columns.h"
 #include "config.h"
+#include "private_files.h"
 #include "recorder_core.h"
 #include "warn.h"
 
@@ -115,8 +116,89 @@ static unsigned free_number_after(unsigned n)
     return hi;
 }
 
+/* The file work of one write: open (create: a new file by that name;
+ * else the file we created, checked by device and inode), append, close.
+ * Run by pf_run, so possibly on the helper thread (private_files.h): no
+ * warning and no state of ours changed here, only what happened. */
+typedef struct file_job {
+    const char *name;
+    int create;
+    const void *data;
+    size_t n;
+    dev_t dev;        /* in: the file expected (not create); out: the file */
+    ino_t ino;
+    int open_err;     /* errno of the open, ESTALE for another file */
+    int write_err;    /* errno of the write */
+} file_job;
+
+/* Open the job's file: a descriptor on it, its identity checked, or -1 with
+ * open_err set.  In the program's table a number can change hands between
+ * the open and the fstat (the program closing every descriptor): the
+ * identity is the name's (lstat: O_NOFOLLOW opened no link), and a
+ * descriptor that does not hold it is opened again. */
+static int job_open(file_job *j, pf_file *f, int create)
+{
+    int flags = O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0);
+    for (int tries = 0; tries < 8; tries++, flags &= ~(O_CREAT | O_EXCL)) {
+        f->fd = open(j->name, flags, 0600);
+        if (f->fd < 0) {
+            j->open_err = errno;
+            return -1;
+        }
+        struct stat st;
+        if (lstat(j->name, &st) != 0) {
+            j->open_err = errno;
+            f->dev = 0, f->ino = 0;
+            pf_close(f);
+            return -1;
+        }
+        if (create && tries == 0) {
+            j->dev = st.st_dev;
+            j->ino = st.st_ino;
+        } else if (st.st_dev != j->dev || st.st_ino != j->ino) {
+            j->open_err = ESTALE;   /* replaced by another file: not ours to write */
+            f->dev = 0, f->ino = 0;
+            pf_close(f);
+            return -1;
+        }
+        f->dev = j->dev;
+        f->ino = j->ino;
+        if (pf_still_ours(f))
+            return 0;
+    }
+    j->open_err = EBADF;
+    return -1;
+}
+
+static int run_file_job(void *arg)
+{
+    file_job *j = arg;
+    pf_file f;
+    if (job_open(j, &f, j->create) < 0)
+        return -1;
+    size_t done = 0;
+    for (int tries = 0; tries < 8; tries++) {
+        size_t wrote = 0;
+        int rc = pf_write_all(&f, (const char *)j->data + done, j->n - done, &wrote);
+        done += wrote;
+        if (rc != -EBADF) {
+            j->write_err = -rc;
+            pf_close(&f);
+            return rc;
+        }
+        /* The program closed our number (and may hold it now): the rest
+         * goes through a new descriptor; O_APPEND puts it after what got
+         * out. */
+        if (job_open(j, &f, 0) < 0)
+            return -1;
+    }
+    pf_close(&f);
+    j->write_err = EBADF;
+    return -1;
+}
+
 /* The first write: a free name, created, never an existing file. */
-static int create(void)
+static int create(const void *data, size_t len)
 {
     char name[sizeof path];
     unsigned n = 0;
@@ -125,19 +207,21 @@ static int create(void)
             give_up("cannot create", ENAMETOOLONG);
             return -1;
         }
-        int fd = open(name, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        struct stat st;
-        if (fd >= 0 && fstat(fd, &st) == 0) {
+        file_job j = { .name = name, .create = 1, .data = data, .n = len };
+        pf_run(run_file_job, &j);
+        if (!j.open_err) {
             snprintf(path, sizeof path, "%s", name);
             snprintf(log_name, sizeof log_name, "%s", name);
-            file_dev = st.st_dev;
-            file_ino = st.st_ino;
+            file_dev = j.dev;
+            file_ino = j.ino;
             created = 1;
-            return fd;
+            if (j.write_err) {
+                give_up("cannot write", j.write_err);
+                return -1;
+            }
+            return 0;
         }
-        int err = fd >= 0 ? errno : errno;
-        if (fd >= 0)
-            close(fd);
+        int err = j.open_err;
         if (out_of_descriptors(err))
             return -EAGAIN;
         /* Taken (an earlier image of this process, an old log with the
@@ -145,6 +229,7 @@ static int create(void)
          * device, a FIFO or a socket (TRACE_OUTPUT=/dev/null): no log, and
          * no regular file made beside it (/dev/null.1 in /dev, which is
          * memory). */
+        struct stat st;
         int exists = err == EEXIST && lstat(name, &st) == 0;
         if (err != EEXIST || (exists && S_ISDIR(st.st_mode))) {
             snprintf(path, sizeof path, "%s", name);
@@ -164,22 +249,21 @@ static int create(void)
 }
 
 /* Later writes: the file we created, by its path, or nothing. */
-static int reopen(int flags)
+static int append(const void *data, size_t len)
 {
-    int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        if (out_of_descriptors(errno))
+    file_job j = { .name = path, .data = data, .n = len, .dev = file_dev, .ino = file_ino };
+    pf_run(run_file_job, &j);
+    if (j.open_err) {
+        if (out_of_descriptors(j.open_err))
             return -EAGAIN;
-        give_up("lost", errno);
+        give_up("lost", j.open_err);
         return -1;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_dev != file_dev || st.st_ino != file_ino) {
-        close(fd);
-        give_up("lost", ESTALE);   /* replaced by another file: not ours to write */
+    if (j.write_err) {
+        give_up("cannot write", j.write_err);
         return -1;
     }
-    return fd;
+    return 0;
 }
 
 static int reserve_frame(size_t need)
@@ -210,15 +294,9 @@ int log_write(const tf_chunk *c, void *cctx)
         give_up("cannot compress for", ENOMEM);
         return -1;
     }
-    int fd = created ? reopen(O_WRONLY | O_APPEND) : create();
-    if (fd < 0)
-        return fd;
-    int rc = tf_write_all(fd, frame, n);
-    close(fd);
-    if (rc < 0) {
-        give_up("cannot write", -rc);
-        return -1;
-    }
+    int rc = created ? append(frame, n) : create(frame, n);
+    if (rc < 0)
+        return rc;
     if (segment)
         kept[nkept - 1].bytes += n;
     else
@@ -291,32 +369,27 @@ int log_rotate(const tf_chunk *restated, void *cctx)
         stop_rotating("cannot compress a segment's opening", ENOMEM);
         return -1;
     }
-    int fd = open(name, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        int err = errno;
-        if (fd >= 0)
-            close(fd);
-        if (out_of_descriptors(err))
+    file_job j = { .name = name, .create = 1, .data = frame, .n = n };
+    pf_run(run_file_job, &j);
+    if (j.open_err) {
+        if (out_of_descriptors(j.open_err))
             return -1;   /* still due: the next flush tries again */
         snprintf(path, sizeof path, "%s", name);
-        stop_rotating("cannot create the next segment", err);
+        stop_rotating("cannot create the next segment", j.open_err);
         return -1;
     }
-    int rc = tf_write_all(fd, frame, n);
-    close(fd);
-    if (rc < 0) {
+    if (j.write_err) {
         snprintf(path, sizeof path, "%s", name);
-        give_up("cannot write", -rc);
+        give_up("cannot write", j.write_err);
         return -1;
     }
     if (nkept == KEPT_MAX)
         delete_oldest();
     snprintf(path, sizeof path, "%s", name);
-    file_dev = st.st_dev;
-    file_ino = st.st_ino;
+    file_dev = j.dev;
+    file_ino = j.ino;
     segment++;
-    kept[nkept++] = (kept_segment){ .number = segment, .dev = st.st_dev, .ino = st.st_ino, .bytes = n };
+    kept[nkept++] = (kept_segment){ .number = segment, .dev = j.dev, .ino = j.ino, .bytes = n };
     /* The files together, with the new segment grown to its limit, within
      * the budget: the oldest segments after the first go, but never the one
      * just finished (the latest events, whatever the budget). */
@@ -340,15 +413,18 @@ void log_truncate(off_t size)
 {
     if (!created || failed || size < 0)
         return;
-    off_t before = log_size();
-    int fd = reopen(O_WRONLY);
-    if (fd < 0)
+    /* By path, the file checked first: no descriptor at all (exec's
+     * ending runs on the program's thread, in its table). */
+    struct stat st;
+    int err = lstat(path, &st) != 0 ? errno : st.st_dev != file_dev || st.st_ino != file_ino ? ESTALE : 0;
+    if (err) {
+        give_up("lost", err);
         return;
-    if (ftruncate(fd, size) != 0)
+    }
+    if (truncate(path, size) != 0)
         give_up("cannot truncate", errno);
-    else if (before > size)
-        *(segment ? &kept[nkept - 1].bytes : &first_bytes) -= (uint64_t)(before - size);
-    close(fd);
+    else if (st.st_size > size)
+        *(segment ? &kept[nkept - 1].bytes : &first_bytes) -= (uint64_t)(st.st_size - size);
 }
 
 void log_fork_child(void)

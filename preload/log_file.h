@@ -3,12 +3,16 @@
  *
  * No descriptor is kept: each frame is compressed in memory, then the file
  * is opened by its path, checked to be the very file we created (device and
- * inode), appended to and closed.  So the program never sees a descriptor of
- * ours while it runs (a child listing its descriptors, a daemon closing them
- * all and opening its own on the same numbers), and we never write through a
- * number the program reused.  Created on the first write, so a process that
- * execs before recording anything leaves no empty log behind.  Writes happen
- * under the flusher's token.
+ * inode), appended to and closed, by the flusher's helper in a descriptor
+ * table of its own where there is one, and otherwise with every write and
+ * close checked against the program's reuse of the number
+ * (private_files.h).  So the program never sees a descriptor of ours while
+ * it runs (a child listing its descriptors, a daemon closing them all and
+ * opening its own on the same numbers), and we never write through a number
+ * the program reused.  Created on the first write, so a process that execs
+ * before recording anything leaves no empty log behind.  Writes happen
+ * under the flusher's token, and warnings are given here, on the caller's
+ * thread (the helper's stderr is not the program's).
  */
 #ifndef TRACE_LOG_FILE_H
 #define TRACE_LOG_FILE_H

@@ -38,6 +38,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -228,11 +229,22 @@ static void maps_char(maps_scan *s, char c)
     }
 }
 
+/* Does descriptor fd still hold the file it was opened on (dev, ino)?  The
+ * program's other threads may close every descriptor and open their own on
+ * the freed numbers at any moment: a number that holds another file now is
+ * the program's, not to be read or closed. */
+static int still_holds(long fd, const struct stat *opened)
+{
+    struct stat st;
+    return syscall(SYS_fstat, fd, &st) == 0 && st.st_dev == opened->st_dev && st.st_ino == opened->st_ino;
+}
+
 /* [*lo, to) lies in readable memory, mapped as one piece with `from` (a
  * split mapping's pieces joined).  0: not so, or the file cannot be read.
  * Open, read and close here, in one call, with O_CLOEXEC and with the fork
  * gate passed, so the descriptor is never there for a fork's child, an exec
- * or the program's next open to find. */
+ * or the program's next open to find.  It is in the program's table for
+ * that call (the thread's first capture), on the lowest free number. */
 static __attribute__((noinline)) int maps_run(uintptr_t from, uintptr_t to, uintptr_t *lo)
 {
     char buf[512];
@@ -242,8 +254,9 @@ static __attribute__((noinline)) int maps_run(uintptr_t from, uintptr_t to, uint
     /* syscall(), whose arguments are read as longs: not open() and read(),
      * which other preloaded libraries may wrap (with locks of their own). */
     long fd = syscall(SYS_openat, (long)AT_FDCWD, "/proc/self/maps", (long)(O_RDONLY | O_CLOEXEC));
-    if (fd >= 0) {
-        while (!s.done) {
+    struct stat opened;
+    if (fd >= 0 && syscall(SYS_fstat, fd, &opened) == 0) {
+        while (!s.done && still_holds(fd, &opened)) {
             long n = syscall(SYS_read, fd, buf, sizeof buf);
             if (n < 0 && errno == EINTR)
                 continue;
@@ -252,7 +265,10 @@ static __attribute__((noinline)) int maps_run(uintptr_t from, uintptr_t to, uint
             for (long i = 0; i < n && !s.done; i++)
                 maps_char(&s, buf[i]);
         }
-        syscall(SYS_close, fd);
+        if (still_holds(fd, &opened))
+            syscall(SYS_close, fd);
+        else
+            s.found = 0;   /* what was read may be the program's file's */
     }
     fork_gate_leave();
     errno = saved_errno;

@@ -29,10 +29,18 @@
  *                      files that take the freed numbers, 2 more pairs;
  *                      print "files" and each file's first bytes
  *   dup2               2 pairs; dup2 onto every high descriptor; 2 pairs
- *   fill_all           2 pairs; open /dev/null until no descriptor is
- *                      left (the soft limit), 2 pairs, exit with them
- *                      all taken; print "filled N"
+ *   fill_all [_exit]   2 pairs; open /dev/null until no descriptor is
+ *                      left (the soft limit), 2 pairs, exit (or _exit)
+ *                      with them all taken; print "filled N"
  *   first_fd           print the first descriptor open() returns
+ *   fd_race MS         a thread makes pairs for MS milliseconds while the
+ *                      main thread, over and over, closes every descriptor
+ *                      from 3 up, opens a file of its own (its number must
+ *                      be 3), and checks that the number still holds that
+ *                      file and that nothing was written into it; prints
+ *                      "rounds R moved M lost L written W" (the rounds
+ *                      whose number was not 3, whose file was closed or
+ *                      replaced under it, and that found bytes in it)
  *   thread_exit        2 pairs, a thread that makes 3 more, and main()
  *                      ends with pthread_exit: the process ends (exit 0)
  *                      when that thread returns
@@ -59,8 +67,10 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static int pairs;
@@ -355,7 +365,7 @@ static int closerange(const char *how)
 
 /* A program that ends with every descriptor taken (a server leaking
  * sockets up to its limit): the tracer's last frames need one. */
-static int fill_all(void)
+static int fill_all(const char *how)
 {
     make_pairs(2);
     usleep(300 * 1000);   /* the flusher has written a frame */
@@ -364,6 +374,8 @@ static int fill_all(void)
         filled++;
     make_pairs(2);
     say("filled %d\npairs %d\n", filled, pairs);
+    if (!strcmp(how, "_exit"))
+        _exit(0);
     return 0;
 }
 
@@ -417,6 +429,63 @@ static int first_fd(void)
     make_pairs(1);
     int fd = open("/dev/null", O_RDONLY);
     say("first fd %d\n", fd);
+    return 0;
+}
+
+static _Atomic int racing = 1, pairing;
+
+/* Its first pair before the race: a thread's first capture reads
+ * /proc/self/maps through a descriptor of its own thread's, in the app's
+ * table (native_stack.c); the race is about the flusher's. */
+static void *pairs_while_racing(void *arg)
+{
+    (void)arg;
+    make_pairs(1);
+    pairing = 1;
+    while (racing) {
+        make_pairs(8);   /* something for every flush (TRACE_FLUSH_MS=1) */
+        usleep(500);
+    }
+    return NULL;
+}
+
+/* The flusher writes a frame every TRACE_FLUSH_MS while the app, over and
+ * over, closes every descriptor from 3 up and opens its own file: the
+ * tracer's descriptors must never take the app's number, be closed by it
+ * and leave the app's file in their place to be written into and closed. */
+static int fd_race(long ms)
+{
+    make_pairs(1);   /* the runtime's dlopen of the driver is done before the race */
+    pthread_t t;
+    if (pthread_create(&t, NULL, pairs_while_racing, NULL) != 0)
+        return 1;
+    while (!pairing)
+        usleep(1000);
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    long rounds = 0, moved = 0, lost = 0, written = 0;
+    for (;; rounds++) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - start.tv_sec) * 1000L + (now.tv_nsec - start.tv_nsec) / 1000000L >= ms)
+            break;
+        syscall(SYS_close_range, 3, ~0u, 0);
+        int fd = open("app-file-race", O_RDWR | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0)
+            return 3;
+        if (fd != 3)
+            moved++;
+        struct stat mine, later;
+        fstat(fd, &mine);
+        for (volatile int spin = 0; spin < 2000; spin++)
+            ;
+        if (fstat(fd, &later) != 0 || later.st_ino != mine.st_ino || later.st_dev != mine.st_dev)
+            lost++;
+        else if (later.st_size != 0)
+            written++;
+    }
+    racing = 0;
+    pthread_join(t, NULL);
+    say("rounds %ld moved %ld lost %ld written %ld\npairs %d\n", rounds, moved, lost, written, pairs);
     return 0;
 }
 
@@ -495,9 +564,11 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "dup2"))
         return dup2_over();
     if (!strcmp(mode, "fill_all"))
-        return fill_all();
+        return fill_all(arg);
     if (!strcmp(mode, "first_fd"))
         return first_fd();
+    if (!strcmp(mode, "fd_race"))
+        return fd_race(atol(arg));
     if (!strcmp(mode, "stack_use"))
         return stack_use();
     if (!strcmp(mode, "thread_exit"))

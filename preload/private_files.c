@@ -1,0 +1,162 @@
+/*
+ * private_files.c - a helper thread with a descriptor table of its own,
+ * and the checks that guard our descriptors where there is none (see
+ * private_files.h for why).
+ */
+#include "private_files.h"
+#include "futex.h"
+#include "host_blocks.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The helper's word: what the flusher asked of it (futex). */
+enum { IDLE, ASKED, DONE, QUIT };
+/* The helper's start: unknown yet, its table its own, or given up. */
+enum { STARTING, READY, FAILED };
+
+static pthread_t helper;
+static _Atomic int running;
+static _Atomic int word;
+static _Atomic int start_state;
+static int (*job_op)(void *);
+static void *job_arg;
+static int job_result;
+/* This thread started the helper (the flusher): its work goes there. */
+static __thread __attribute__((tls_model("initial-exec"))) int starter;
+
+/* Its copy of the program's table, emptied: a copy holds each file open, so
+ * a pipe the program closes would never see its end while the copy lived.
+ * Without close_range (Linux before 5.9, a seccomp policy that does not
+ * know it) the helper ends, and its copy with it. */
+static int table_of_its_own(void)
+{
+    return syscall(SYS_unshare, (long)CLONE_FILES) == 0 &&
+           syscall(SYS_close_range, 0L, (long)~0u, 0L) == 0;
+}
+
+static void *helper_main(void *unused)
+{
+    (void)unused;
+    host_guard_enter();   /* for the thread's life: everything here is ours */
+    prctl(PR_SET_NAME, "trace-files");
+    if (!table_of_its_own()) {
+        atomic_store(&start_state, FAILED);
+        futex_wake(&start_state);
+        return NULL;
+    }
+    atomic_store(&start_state, READY);
+    futex_wake(&start_state);
+    for (;;) {
+        int w = atomic_load(&word);
+        if (w == QUIT)
+            return NULL;
+        if (w != ASKED) {
+            futex_wait(&word, w, 0);
+            continue;
+        }
+        job_result = job_op(job_arg);
+        atomic_store(&word, DONE);
+        futex_wake(&word);
+    }
+}
+
+void pf_start(void)
+{
+    if (atomic_load(&running))
+        return;
+    atomic_store(&word, IDLE);
+    atomic_store(&start_state, STARTING);
+    /* Called on the flusher, whose signals are all blocked: so are the
+     * helper's (no handler of the program's ever runs on it).  The
+     * default attributes: glibc caches thread stacks, and a small one
+     * would be one more mapping to make for each flusher. */
+    if (pthread_create(&helper, NULL, helper_main, NULL) != 0)
+        return;
+    int s;
+    while ((s = atomic_load(&start_state)) == STARTING)
+        futex_wait(&start_state, STARTING, 0);
+    if (s != READY) {
+        pthread_join(helper, NULL);
+        return;
+    }
+    starter = 1;
+    atomic_store(&running, 1);
+}
+
+void pf_stop(void)
+{
+    if (!starter || !atomic_load(&running))
+        return;
+    atomic_store(&running, 0);
+    atomic_store(&word, QUIT);
+    futex_wake(&word);
+    pthread_join(helper, NULL);
+    starter = 0;
+}
+
+int pf_run(int (*op)(void *arg), void *arg)
+{
+    if (!starter || !atomic_load(&running))
+        return op(arg);
+    job_op = op;
+    job_arg = arg;
+    atomic_store(&word, ASKED);
+    futex_wake(&word);
+    int w;
+    while ((w = atomic_load(&word)) == ASKED)
+        futex_wait(&word, ASKED, 0);
+    atomic_store(&word, IDLE);
+    return job_result;
+}
+
+int pf_helper_running(void)
+{
+    return atomic_load(&running);
+}
+
+void pf_fork_child(void)
+{
+    atomic_store(&running, 0);
+    atomic_store(&word, IDLE);
+    starter = 0;
+}
+
+int pf_still_ours(const pf_file *f)
+{
+    struct stat st;
+    return fstat(f->fd, &st) == 0 && st.st_dev == f->dev && st.st_ino == f->ino;
+}
+
+int pf_write_all(const pf_file *f, const void *buf, size_t n, size_t *written)
+{
+    const char *p = buf;
+    *written = 0;
+    while (n) {
+        if (!pf_still_ours(f))
+            return -EBADF;
+        ssize_t k = write(f->fd, p, n);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += k;
+        n -= (size_t)k;
+        *written += (size_t)k;
+    }
+    return 0;
+}
+
+void pf_close(const pf_file *f)
+{
+    if (f->fd >= 0 && pf_still_ours(f))
+        close(f->fd);
+}
