@@ -32,14 +32,21 @@ static int job_result;
 /* This thread started the helper (the flusher): its work goes there. */
 static __thread __attribute__((tls_model("initial-exec"))) int starter;
 
-/* Its copy of the program's table, emptied: a copy holds each file open, so
- * a pipe the program closes would never see its end while the copy lived.
- * Without close_range (Linux before 5.9, a seccomp policy that does not
- * know it) the helper ends, and its copy with it. */
+/* A table of its own, empty: close_range with CLOSE_RANGE_UNSHARE over
+ * every number makes the thread a new table and copies none of the
+ * program's descriptors into it (Linux 5.9).  Not unshare(CLONE_FILES)
+ * then a close of everything: the copy would take a reference to each of
+ * the program's files, and each close would run the file's flush (an NFS
+ * file's write-back, a FUSE daemon's FLUSH request) for the program's
+ * files, as if the program had closed a descriptor.  A kernel without it,
+ * or a seccomp policy that refuses it: no helper. */
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1U << 1)
+#endif
+
 static int table_of_its_own(void)
 {
-    return syscall(SYS_unshare, (long)CLONE_FILES) == 0 &&
-           syscall(SYS_close_range, 0L, (long)~0u, 0L) == 0;
+    return syscall(SYS_close_range, 0L, (long)~0u, (long)CLOSE_RANGE_UNSHARE) == 0;
 }
 
 static void *helper_main(void *unused)

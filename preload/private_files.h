@@ -12,15 +12,16 @@
  * write and close would then go to.
  *
  * So the flusher hands its file work to a helper thread whose descriptor
- * table is its own (unshare(CLONE_FILES), then every inherited descriptor
- * closed in that copy): nothing the helper opens is in the program's table,
- * and nothing the program closes is the helper's.  The flusher itself keeps
+ * table is its own, and starts empty (close_range with
+ * CLOSE_RANGE_UNSHARE): nothing the helper opens is in the program's
+ * table, nothing the program closes is the helper's, and the helper holds
+ * none of the program's files.  The flusher itself keeps
  * the program's table: it may end the process (exit() when it is the last
  * thread), which must flush the program's stdio into the program's files.
  *
  * Where there is no helper (the flusher's file work at the process's
- * ending, which runs on the program's own thread; a kernel or seccomp
- * policy that refuses unshare or close_range; no thread to be had), the
+ * ending, which runs on the program's own thread; a kernel before 5.9, or
+ * a seccomp policy that refuses close_range; no thread to be had), the
  * work runs on the calling thread, in the program's table, guarded: every
  * write and every close of ours first checks (fstat) that the number still
  * holds the file we opened, and a number the program took meanwhile is

@@ -853,9 +853,9 @@ def test_closerange():
     # its own, where descriptors are free: exit's last flush (the flusher's,
     # joined) writes everything.  _exit's is on the app's thread, in the
     # app's table: written with the soft limit raised for that write alone
-    # where the hard limit allows.  Where unshare is refused (no_unshare,
-    # like a container's seccomp policy) and the hard limit is the soft one,
-    # one warning says what was not written.
+    # where the hard limit allows.  Where the table cannot be unshared
+    # (no_unshare: a seccomp policy that does not know close_range) and the
+    # hard limit is the soft one, one warning says what was not written.
     for soft, hard, how, wrap, whole in ((64, 128, "exit", [], True), (64, 64, "exit", [], True),
                                          (64, 128, "_exit", [], True),
                                          (64, 128, "exit", [prog("no_unshare")], True),
@@ -884,7 +884,7 @@ def test_fd_race():
     over and over, while the flusher writes a frame every millisecond.  The
     flusher's descriptors live in its helper's table: the app's file always
     gets number 3, is never closed under it nor written into, and the log
-    is whole.  Where unshare is refused they live in the app's table for
+    is whole.  Where the table cannot be unshared they live in the app's table for
     microseconds: the app's number can then be another, but each write and
     close checks its number still holds the log first (the log is whole:
     before, the app's close made the next write fail and tracing stop)."""

@@ -1,8 +1,12 @@
 /*
- * no_unshare.c - run a program where unshare(2) fails with EPERM, as under
- * the default seccomp policy of container runtimes: the tracer's flusher
- * then has no helper thread with a descriptor table of its own and does
- * its file work in the program's table (preload/private_files.h).
+ * no_unshare.c - run a program that cannot unshare its descriptor table:
+ * unshare(2), and close_range(2) with CLOSE_RANGE_UNSHARE, fail with EPERM,
+ * as under a seccomp policy that does not know close_range (container
+ * runtimes' default ones before 2021, which also refuse unshare).  The
+ * tracer's flusher then has no helper thread with a table of its own and
+ * does its file work in the program's table (preload/private_files.h).
+ * close_range without that flag still works (the programs under test
+ * close their descriptors with it).
  *
  *   no_unshare PROGRAM [ARG...]
  *
@@ -11,6 +15,7 @@
  */
 #include <errno.h>
 #include <linux/audit.h>
+#include <linux/close_range.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
@@ -37,9 +42,13 @@ int main(int argc, char **argv)
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, THIS_ARCH, 1, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unshare, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unshare, 4, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_close_range, 0, 2),
+        /* the flags' low word (little-endian) */
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLOSE_RANGE_UNSHARE, 1, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
     };
     struct sock_fprog prog = { .len = sizeof code / sizeof code[0], .filter = code };
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
