@@ -932,6 +932,54 @@ def test_crash_empty():
     check(not logs(), "a process with no events left %s" % logs())
 
 
+def on_pty(cmd, env):
+    """cmd on a new terminal (pty.fork: the child leads a session whose
+    controlling terminal is the pty): everything it wrote there, and its
+    exit status."""
+    import pty
+    pid, master = pty.fork()
+    if pid == 0:
+        try:
+            os.chdir(ARGS.work)
+            os.execve(cmd[0], cmd, env)
+        finally:
+            os._exit(127)
+    out = b""
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:   # EIO: the terminal's last writer is gone
+            break
+        if not data:
+            break
+        out += data
+    os.close(master)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), out.decode(errors="replace")
+
+
+def test_exit_line():
+    """TRACE_EXIT_LINE=auto: the line at exit goes to a terminal only when
+    it is the terminal the process was started from (its parent's): a
+    program that runs a child on a pty of its own (pty.spawn, pexpect,
+    script) reads that output as data.  CPython's
+    test_pty.test_spawn_doesnt_hang failed under the preload for that
+    line."""
+    shell = ["/bin/sh", "-c", "%s first_fd; exit 0" % prog("prog_endings")]
+    direct = [prog("prog_endings"), "first_fd"]
+    for what, cmd, setting, expect in (("started from a shell on the terminal", shell, None, True),
+                                       ("the terminal its parent made for it", direct, None, False),
+                                       ("the terminal its parent made for it, TRACE_EXIT_LINE=1", direct, "1", True),
+                                       ("started from a shell on the terminal, TRACE_EXIT_LINE=0", shell, "0", False)):
+        env = env_for() if setting is None else env_for(TRACE_EXIT_LINE=setting)
+        rc, out = on_pty(cmd, env)
+        check(rc == 0 and "first fd " in out, "%s: exit %d: %r" % (what, rc, out))
+        said = "trace: 3 events -> " in out
+        check(said == expect, "%s: the line %s: %r" % (what, "missing" if expect else "printed", out))
+        check_whole(only_log(), 1, "exit", what)
+        os.unlink(only_log())
+
+
 def test_first_fd():
     """No descriptor of ours where the app could see it: its first open()
     returns 3, and the descriptors a process lists are the same traced,
