@@ -133,38 +133,45 @@ typedef struct file_job {
 
 /* Open the job's file: a descriptor on it, its identity checked, or -1 with
  * open_err set.  In the program's table a number can change hands between
- * the open and the fstat (the program closing every descriptor): the
- * identity is the name's (lstat: O_NOFOLLOW opened no link), and a
- * descriptor that does not hold it is opened again. */
+ * our open and our fstat (the program closing every descriptor and opening
+ * its own): what the number holds is compared with what the name names
+ * (lstat: O_NOFOLLOW opened no link).  The same file: the descriptor is
+ * ours, and it is the log's, or another file now has the log's name
+ * (ESTALE).  Not the same: our descriptor was closed and the number is the
+ * program's now, not to be closed; open again. */
 static int job_open(file_job *j, pf_file *f, int create)
 {
     int flags = O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0);
+    int known = !create;   /* the log's identity: the job's, or the file just created */
     for (int tries = 0; tries < 8; tries++, flags &= ~(O_CREAT | O_EXCL)) {
         f->fd = open(j->name, flags, 0600);
         if (f->fd < 0) {
             j->open_err = errno;
             return -1;
         }
-        struct stat st;
-        if (lstat(j->name, &st) != 0) {
+        struct stat held, named;
+        if (fstat(f->fd, &held) != 0)
+            continue;   /* closed already: nothing of ours to close */
+        f->dev = held.st_dev;
+        f->ino = held.st_ino;
+        if (lstat(j->name, &named) != 0) {
             j->open_err = errno;
-            f->dev = 0, f->ino = 0;
             pf_close(f);
             return -1;
         }
-        if (create && tries == 0) {
-            j->dev = st.st_dev;
-            j->ino = st.st_ino;
-        } else if (st.st_dev != j->dev || st.st_ino != j->ino) {
+        if (!known) {   /* O_EXCL made it: the name names our new file */
+            j->dev = named.st_dev;
+            j->ino = named.st_ino;
+            known = 1;
+        }
+        if (named.st_dev != held.st_dev || named.st_ino != held.st_ino)
+            continue;   /* the number changed hands */
+        if (held.st_dev != j->dev || held.st_ino != j->ino) {
             j->open_err = ESTALE;   /* replaced by another file: not ours to write */
-            f->dev = 0, f->ino = 0;
             pf_close(f);
             return -1;
         }
-        f->dev = j->dev;
-        f->ino = j->ino;
-        if (pf_still_ours(f))
-            return 0;
+        return 0;
     }
     j->open_err = EBADF;
     return -1;
