@@ -8,6 +8,7 @@
 #include "flusher.h"
 #include "log_file.h"
 #include "own_stack.h"
+#include "proc_stat.h"
 #include "recorder.h"
 #include "recorder_core.h"
 #include "warn.h"
@@ -75,11 +76,9 @@ static void read_parent_tty(void)
     if (n <= 0)
         return;
     buf[n] = '\0';
-    char *p = strrchr(buf, ')');   /* fields 3 on follow the last ')' */
-    for (int field = 2; p && field < 7; field++)
-        p = strchr(p + 1, ' ');
-    if (p)
-        parent_tty = strtol(p + 1, NULL, 10);
+    const char *tty = proc_stat_field(buf, 7);
+    if (tty)
+        parent_tty = strtol(tty, NULL, 10);
 }
 
 /* Is stderr the terminal of the program that started us?  A terminal on

@@ -15,6 +15,7 @@
 #include "host_blocks.h"
 #include "log_file.h"
 #include "private_files.h"
+#include "proc_stat.h"
 #include "futex.h"
 #include "recorder.h"
 #include "recorder_core.h"
@@ -216,22 +217,18 @@ static int read_stat(void *arg)
  * (private_files.h) where it runs.  A main thread that ended while others
  * live stays a zombie, and counted, until the last ends: this one is the
  * last when it is the only thread, or one of two with the main thread a
- * zombie.  (Fields 3 on follow the last ')': the command name may hold
- * anything.) */
+ * zombie. */
 static int last_thread_left(void)
 {
     stat_read r;
     pf_run(read_stat, &r);
     if (r.n <= 0)
         return 0;
-    char *buf = r.buf;
-    buf[r.n] = '\0';
-    char *p = strrchr(buf, ')');
-    char state = p && p[1] == ' ' ? p[2] : '?';
-    for (int field = 2; p && field < 20; field++)
-        p = strchr(p + 1, ' ');
-    long threads = p ? strtol(p + 1, NULL, 10) - pf_helper_running() : 0;
-    return threads == 1 || (threads == 2 && state == 'Z');
+    r.buf[r.n] = '\0';
+    const char *state = proc_stat_field(r.buf, 3), *count = proc_stat_field(r.buf, 20);
+    long threads = count ? strtol(count, NULL, 10) - pf_helper_running() : 0;
+    char st = state ? *state : '?';
+    return threads == 1 || (threads == 2 && st == 'Z');
 }
 
 /* How often an idle flusher looks whether it is the last thread. */
