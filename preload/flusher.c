@@ -274,6 +274,12 @@ static void *flusher_main(void *arg)
             exit(0);
         }
     }
+    /* A stop (exit, fork): what is pending goes now, from here, through
+     * the helper's table.  At exit that is END: a program ending with every
+     * descriptor of its own taken still gets it written (the helper's
+     * table has free numbers), whatever point of the loop the stop found
+     * this thread at. */
+    flush_now(0);
     pf_stop();
     return NULL;
 }

@@ -42,8 +42,10 @@ int flusher_token_held_here(void);
 int flush_exec_begin(const char *how);
 void flush_exec_failed(void);
 
-/* Stop the thread (the next event starts it again).  At exit and before
- * fork the caller then flushes on its own thread. */
+/* Stop the thread (the next event starts it again).  Its last act is a
+ * flush of what is pending, through its helper's descriptor table
+ * (private_files.h); at exit and before fork the caller then flushes what
+ * came after, on its own thread. */
 void flusher_stop(void);
 
 /* fork_prepare: stop the thread and start none until flusher_release

@@ -129,6 +129,7 @@ typedef struct file_job {
     ino_t ino;
     int open_err;     /* errno of the open, ESTALE for another file */
     int write_err;    /* errno of the write */
+    int made;         /* create: the file was made (dev, ino are its) */
 } file_job;
 
 /* Open the job's file: a descriptor on it, its identity checked, or -1 with
@@ -162,7 +163,7 @@ static int job_open(file_job *j, pf_file *f, int create)
         if (!known) {   /* O_EXCL made it: the name names our new file */
             j->dev = named.st_dev;
             j->ino = named.st_ino;
-            known = 1;
+            known = j->made = 1;
         }
         if (named.st_dev != held.st_dev || named.st_ino != held.st_ino)
             continue;   /* the number changed hands */
@@ -195,9 +196,16 @@ static int run_file_job(void *arg)
         }
         /* The program closed our number (and may hold it now): the rest
          * goes through a new descriptor; O_APPEND puts it after what got
-         * out. */
-        if (job_open(j, &f, 0) < 0)
+         * out.  Part of the frame out and no way to add the rest: a write
+         * that failed (the frame must not be written again whole after its
+         * own beginning). */
+        if (job_open(j, &f, 0) < 0) {
+            if (done) {
+                j->write_err = j->open_err;
+                j->open_err = 0;
+            }
             return -1;
+        }
     }
     pf_close(&f);
     j->write_err = EBADF;
@@ -216,14 +224,18 @@ static int create(const void *data, size_t len)
         }
         file_job j = { .name = name, .create = 1, .data = data, .n = len };
         pf_run(run_file_job, &j);
-        if (!j.open_err) {
+        if (j.made) {
+            /* Ours from here on, even when the frame could not go in yet
+             * (a later write appends to it by path). */
             snprintf(path, sizeof path, "%s", name);
             snprintf(log_name, sizeof log_name, "%s", name);
             file_dev = j.dev;
             file_ino = j.ino;
             created = 1;
-            if (j.write_err) {
-                give_up("cannot write", j.write_err);
+            if (j.open_err && out_of_descriptors(j.open_err))
+                return -EAGAIN;
+            if (j.open_err || j.write_err) {
+                give_up(j.open_err ? "lost" : "cannot write", j.open_err ? j.open_err : j.write_err);
                 return -1;
             }
             return 0;
