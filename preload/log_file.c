@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -132,6 +133,37 @@ typedef struct file_job {
     int made;         /* create: the file was made (dev, ino are its) */
 } file_job;
 
+/* A program closing every descriptor in a loop can close ours between
+ * our open and our check, or our check and our write, again and again:
+ * each try is a few microseconds. */
+#define OPEN_TRIES 64
+#define WRITE_TRIES 1024
+
+/* In the program's table (no helper), the descriptor goes up to a high
+ * number for its writes: a program that closes every descriptor and opens
+ * its own gets the lowest free numbers, so the instant between our check
+ * and our write no longer meets one of its files, unless it holds a
+ * thousand.  Not above 1024 (the table would grow for good), nor in the
+ * upper half of a small limit; where no number is free there, it stays. */
+static void move_high(pf_file *f)
+{
+    struct rlimit rl;
+    if (pf_in_private_table() || getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    long floor = rl.rlim_cur >= 2048 ? 1024 : (long)rl.rlim_cur / 2;
+    if (f->fd >= floor)
+        return;
+    pf_file high = { .fd = fcntl(f->fd, F_DUPFD_CLOEXEC, floor), .dev = f->dev, .ino = f->ino };
+    if (high.fd < 0)
+        return;
+    if (!pf_still_ours(&high)) {
+        pf_close(&high);   /* the low number was swapped before the dup: left alone */
+        return;
+    }
+    pf_close(f);
+    *f = high;
+}
+
 /* Open the job's file: a descriptor on it, its identity checked, or -1 with
  * open_err set.  In the program's table a number can change hands between
  * our open and our fstat (the program closing every descriptor and opening
@@ -144,7 +176,7 @@ static int job_open(file_job *j, pf_file *f, int create)
 {
     int flags = O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0);
     int known = !create;   /* the log's identity: the job's, or the file just created */
-    for (int tries = 0; tries < 8; tries++, flags &= ~(O_CREAT | O_EXCL)) {
+    for (int tries = 0; tries < OPEN_TRIES; tries++, flags &= ~(O_CREAT | O_EXCL)) {
         f->fd = open(j->name, flags, 0600);
         if (f->fd < 0) {
             j->open_err = errno;
@@ -172,9 +204,10 @@ static int job_open(file_job *j, pf_file *f, int create)
             pf_close(f);
             return -1;
         }
+        move_high(f);
         return 0;
     }
-    j->open_err = EBADF;
+    j->open_err = EINTR;   /* the number kept changing hands: later */
     return -1;
 }
 
@@ -185,7 +218,20 @@ static int run_file_job(void *arg)
     if (job_open(j, &f, j->create) < 0)
         return -1;
     size_t done = 0;
-    for (int tries = 0; tries < 8; tries++) {
+    int open = 1;
+    for (int tries = 0; tries < WRITE_TRIES; tries++) {
+        if (!open) {
+            /* The program closed our number (and may hold it now): the
+             * rest goes through a new descriptor; O_APPEND puts it after
+             * what got out. */
+            if (job_open(j, &f, 0) < 0) {
+                if (j->open_err != EINTR)
+                    break;
+                j->open_err = 0;
+                continue;
+            }
+            open = 1;
+        }
         size_t wrote = 0;
         int rc = pf_write_all(&f, (const char *)j->data + done, j->n - done, &wrote);
         done += wrote;
@@ -194,21 +240,16 @@ static int run_file_job(void *arg)
             pf_close(&f);
             return rc;
         }
-        /* The program closed our number (and may hold it now): the rest
-         * goes through a new descriptor; O_APPEND puts it after what got
-         * out.  Part of the frame out and no way to add the rest: a write
-         * that failed (the frame must not be written again whole after its
-         * own beginning). */
-        if (job_open(j, &f, 0) < 0) {
-            if (done) {
-                j->write_err = j->open_err;
-                j->open_err = 0;
-            }
-            return -1;
-        }
+        open = 0;
     }
-    pf_close(&f);
-    j->write_err = EBADF;
+    /* Out of tries (a program closing every descriptor over and over), or
+     * the file could not be opened again.  Nothing out: the frame waits
+     * for the next flush (EINTR, like a process out of descriptors).  Part
+     * of it out: a write that failed, for the frame must not be written
+     * again whole after its own beginning. */
+    int err = j->open_err ? j->open_err : EINTR;
+    j->open_err = done ? 0 : err;
+    j->write_err = done ? err : 0;
     return -1;
 }
 

@@ -256,12 +256,16 @@ static __attribute__((noinline)) int maps_run(uintptr_t from, uintptr_t to, uint
     long fd = syscall(SYS_openat, (long)AT_FDCWD, "/proc/self/maps", (long)(O_RDONLY | O_CLOEXEC));
     struct stat opened;
     if (fd >= 0 && syscall(SYS_fstat, fd, &opened) == 0) {
+        /* pread: a number the program took in the instant after the
+         * check keeps its file's offset. */
+        long at = 0;
         while (!s.done && still_holds(fd, &opened)) {
-            long n = syscall(SYS_read, fd, buf, sizeof buf);
+            long n = syscall(SYS_pread64, fd, buf, sizeof buf, at);
             if (n < 0 && errno == EINTR)
                 continue;
             if (n <= 0)
                 break;
+            at += n;
             for (long i = 0; i < n && !s.done; i++)
                 maps_char(&s, buf[i]);
         }

@@ -31,6 +31,8 @@ static void *job_arg;
 static int job_result;
 /* This thread started the helper (the flusher): its work goes there. */
 static __thread __attribute__((tls_model("initial-exec"))) int starter;
+/* This thread is the helper. */
+static __thread __attribute__((tls_model("initial-exec"))) int helper_here;
 
 /* A table of its own, empty: close_range with CLOSE_RANGE_UNSHARE over
  * every number makes the thread a new table and copies none of the
@@ -59,6 +61,7 @@ static void *helper_main(void *unused)
         futex_wake(&start_state);
         return NULL;
     }
+    helper_here = 1;
     atomic_store(&start_state, READY);
     futex_wake(&start_state);
     for (;;) {
@@ -127,6 +130,11 @@ int pf_run(int (*op)(void *arg), void *arg)
 int pf_helper_running(void)
 {
     return atomic_load(&running);
+}
+
+int pf_in_private_table(void)
+{
+    return helper_here;
 }
 
 void pf_fork_child(void)

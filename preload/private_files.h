@@ -45,6 +45,9 @@ int pf_run(int (*op)(void *arg), void *arg);
 /* Is the helper running (it is one of the process's threads)? */
 int pf_helper_running(void);
 
+/* Is this thread the helper (its descriptors are its own)? */
+int pf_in_private_table(void);
+
 /* In a forked child: no helper came along. */
 void pf_fork_child(void);
 
