@@ -24,6 +24,15 @@ Both can be watched from /proc while the test waits to kill:
     The period is 100 ms; longest_sleep() is for the test to hold to a
     bound.
 
+The flusher hands its file work to a helper, `trace-files`, and waits for
+it in futex(2) as well: asleep there means nothing while the helper works
+(the frame it writes was sealed before the sample; what was recorded since
+is not in it).  So a sample says asleep only when the helper, where there
+is one, was idle all along too: in futex(2), in state S, not run between a
+schedstat read before the flusher's and one after.  A job handed over
+wakes the helper before the flusher waits (pf_run), so a flusher waiting on
+a job finds the helper running, runnable or in its write, never idle.
+
 A sample reads the thread's schedstat, its syscall, its state and its
 schedstat again, and says asleep only when the thread sat in futex(2) in
 state S and did not run between the two schedstats.  Reading syscall needs
@@ -35,6 +44,9 @@ import os
 import time
 
 FLUSHER = "trace-flush"
+# The flusher's helper (preload/private_files.c); named so as it starts,
+# after a moment under the flusher's name.
+HELPER = "trace-files"
 SYS_FUTEX = {"x86_64": 202, "aarch64": 98}.get(os.uname().machine)
 
 
@@ -50,15 +62,42 @@ class Watch:
         self.samples = []          # (monotonic ns, asleep, times scheduled in)
         self.supported = SYS_FUTEX is not None and os.path.exists(f"/proc/{pid}/schedstat")
 
-    def _find(self):
+    def _threads(self):
+        """(tid, name) of the process's threads, by tid."""
         base = f"/proc/{self.pid}/task"
+        found = []
         try:
-            for tid in os.listdir(base):
-                if _read(f"{base}/{tid}/comm").strip() == FLUSHER:
-                    self.tid = tid
-                    return
+            for tid in sorted(os.listdir(base), key=int):
+                try:
+                    found.append((tid, _read(f"{base}/{tid}/comm").strip()))
+                except OSError:
+                    pass
         except OSError:
             pass
+        return found
+
+    def _find(self):
+        for tid, name in self._threads():
+            if name == FLUSHER:
+                self.tid = tid
+                return
+
+    def _look(self, tid):
+        """Whether a thread of the process sits in futex(2) in state S;
+        raises OSError when it is gone."""
+        base = f"/proc/{self.pid}/task/{tid}"
+        syscall = _read(f"{base}/syscall").split()
+        state = _read(f"{base}/stat").rsplit(")", 1)[1].split()[0]
+        return state == "S" and syscall[:1] == [str(SYS_FUTEX)]
+
+    def _ran(self, tid):
+        return int(_read(f"/proc/{self.pid}/task/{tid}/schedstat").split()[2])
+
+    def _helpers(self):
+        """The flusher's helpers: every other thread under its name or the
+        helper's (one starting still wears the flusher's)."""
+        return [tid for tid, name in self._threads()
+                if tid != self.tid and name in (FLUSHER, HELPER)]
 
     def sample(self):
         """One look at the flusher; returns the time it was taken (before
@@ -68,18 +107,21 @@ class Watch:
             self._find()
         if self.tid is None:
             return now
-        base = f"/proc/{self.pid}/task/{self.tid}"
         try:
-            before = int(_read(f"{base}/schedstat").split()[2])
-            syscall = _read(f"{base}/syscall").split()
-            state = _read(f"{base}/stat").rsplit(")", 1)[1].split()[0]
-            after = int(_read(f"{base}/schedstat").split()[2])
+            helpers = [(tid, self._ran(tid)) for tid in self._helpers()]
+            before = self._ran(self.tid)
+            in_futex = self._look(self.tid)
+            after = self._ran(self.tid)
+            # A helper started meanwhile (the flusher waits for its start
+            # in futex(2) too) is not idle.
+            idle = (all(self._look(tid) and self._ran(tid) == ran for tid, ran in helpers)
+                    and set(self._helpers()) <= {tid for tid, _ in helpers})
         except PermissionError:
             self.supported = False
             return now
         except (OSError, ValueError, IndexError):
             return now
-        asleep = before == after and state == "S" and syscall[:1] == [str(SYS_FUTEX)]
+        asleep = before == after and in_futex and idle
         self.samples.append((now, asleep, after))
         return now
 
