@@ -29,16 +29,15 @@
 
 #include "native_stack.h"
 #include "fork_gate.h"
+#include "readable_run.h"
 #include "recorder.h"
 #include "unwind_pipe.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -84,12 +83,14 @@ TLS thread_memos *memos;
 TLS int memos_failed;
 TLS uintptr_t stack_lo, stack_hi;/* this thread's stack; hi == 0: not known yet */
 TLS int stack_unknown;           /* could not be found: no memo on this thread */
+TLS int stack_floor;             /* nothing readable joins below stack_lo */
 static pthread_key_t memos_key;
 static int memos_key_ok;
 static void release_memos(void *p);
 
 static uintptr_t own_lo, own_hi;
 static uintptr_t main_stack_lo, main_stack_hi;
+static size_t page_size = 4096;
 
 static int find_own_text(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -141,6 +142,9 @@ void native_stack_init(void)
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     dl_iterate_phdr(find_own_text, (void *)(uintptr_t)native_stack_init);
     memos_key_ok = pthread_key_create(&memos_key, release_memos) == 0;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page > 0 && (page & (page - 1)) == 0)
+        page_size = (size_t)page;
     if (syscall(SYS_gettid) == getpid())
         find_main_stack();
 }
@@ -156,129 +160,22 @@ int native_stack_is_ours(uintptr_t ip)
     return ip >= own_lo && ip < own_hi;
 }
 
-/* A pass over /proc/self/maps, fed a character at a time (lines of any
- * length, split anywhere between reads), looking for the readable mappings
- * that follow each other without a gap from the one holding `from` up past
- * `to`.  The kernel lists mappings by address: the pass ends at the first
- * line that tells. */
-enum { MAPS_START, MAPS_END, MAPS_PERMS, MAPS_SKIP };
+/* How far below a frame its thread's stack is checked (readable_run):
+ * deeper frames later check further down.  Every page checked costs a
+ * lookup, and an untouched one of the stack gets the zero page mapped. */
+#define STACK_BELOW (16 * 1024)
+/* A frame further below the checked part than this is not looked for on
+ * the thread's stack (a signal stack or a coroutine's in memory that
+ * happens to join it): it would take a walk over all that memory. */
+#define STACK_EXTEND_MAX (16 * 1024 * 1024)
 
-typedef struct maps_scan {
-    uintptr_t from, to;
-    uintptr_t start, end;   /* the line being read */
-    int state, digits;
-    uintptr_t lo, hi;       /* the run found so far; hi == 0: none yet */
-    int done, found;
-} maps_scan;
-
-static void maps_line(maps_scan *s, int readable)
+/* [*lo, top) readable, *lo at most `here`: the run of readable memory
+ * ending at top, down to STACK_BELOW under here (or to its end: *floor). */
+static int readable_down(uintptr_t here, uintptr_t top, uintptr_t *lo, int *floor)
 {
-    if (!s->hi) {
-        if (s->start > s->from) {            /* past it: not listed */
-            s->done = 1;
-            return;
-        }
-        if (s->from >= s->end)
-            return;
-        if (!readable) {
-            s->done = 1;
-            return;
-        }
-        s->lo = s->start;
-        s->hi = s->end;
-    } else if (s->start == s->hi && readable) {   /* the same stack, split */
-        s->hi = s->end;
-    } else {
-        s->done = 1;
-        return;
-    }
-    if (s->hi > s->to)
-        s->done = s->found = 1;
-}
-
-static void maps_char(maps_scan *s, char c)
-{
-    if (c == '\n') {
-        s->state = MAPS_START;
-        s->start = s->end = 0;
-        s->digits = 0;
-        return;
-    }
-    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    switch (s->state) {
-    case MAPS_START:
-    case MAPS_END: {
-        uintptr_t *field = s->state == MAPS_START ? &s->start : &s->end;
-        if (v >= 0 && s->digits < (int)(2 * sizeof(uintptr_t))) {
-            *field = *field << 4 | (uintptr_t)v;
-            s->digits++;
-        } else if (s->digits && c == (s->state == MAPS_START ? '-' : ' ')) {
-            s->state++;
-            s->digits = 0;
-        } else {
-            s->state = MAPS_SKIP;
-        }
-        break;
-    }
-    case MAPS_PERMS:
-        maps_line(s, c == 'r');
-        s->state = MAPS_SKIP;
-        break;
-    default:
-        break;
-    }
-}
-
-/* Does descriptor fd still hold the file it was opened on (dev, ino)?  The
- * program's other threads may close every descriptor and open their own on
- * the freed numbers at any moment: a number that holds another file now is
- * the program's, not to be read or closed. */
-static int still_holds(long fd, const struct stat *opened)
-{
-    struct stat st;
-    return syscall(SYS_fstat, fd, &st) == 0 && st.st_dev == opened->st_dev && st.st_ino == opened->st_ino;
-}
-
-/* [*lo, to) lies in readable memory, mapped as one piece with `from` (a
- * split mapping's pieces joined).  0: not so, or the file cannot be read.
- * Open, read and close here, in one call, with O_CLOEXEC and with the fork
- * gate passed, so the descriptor is never there for a fork's child, an exec
- * or the program's next open to find.  It is in the program's table for
- * that call (the thread's first capture), on the lowest free number. */
-static __attribute__((noinline)) int maps_run(uintptr_t from, uintptr_t to, uintptr_t *lo)
-{
-    char buf[512];
-    maps_scan s = { .from = from, .to = to, .state = MAPS_START };
-    int saved_errno = errno;
-    fork_gate_enter();
-    /* syscall(), whose arguments are read as longs: not open() and read(),
-     * which other preloaded libraries may wrap (with locks of their own). */
-    long fd = syscall(SYS_openat, (long)AT_FDCWD, "/proc/self/maps", (long)(O_RDONLY | O_CLOEXEC));
-    struct stat opened;
-    if (fd >= 0 && syscall(SYS_fstat, fd, &opened) == 0) {
-        /* pread: a number the program took in the instant after the
-         * check keeps its file's offset. */
-        long at = 0;
-        while (!s.done && still_holds(fd, &opened)) {
-            long n = syscall(SYS_pread64, fd, buf, sizeof buf, at);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                break;
-            at += n;
-            for (long i = 0; i < n && !s.done; i++)
-                maps_char(&s, buf[i]);
-        }
-        if (still_holds(fd, &opened))
-            syscall(SYS_close, fd);
-        else
-            s.found = 0;   /* what was read may be the program's file's */
-    }
-    fork_gate_leave();
-    errno = saved_errno;
-    if (s.found)
-        *lo = s.lo;
-    return s.found;
+    uintptr_t want = here > STACK_BELOW ? here - STACK_BELOW : 0;
+    *floor = !readable_run_down(top, want, page_size, lo);
+    return *lo <= here;
 }
 
 /* The first capture on a thread may well be in a signal handler, which may
@@ -290,29 +187,38 @@ static __attribute__((noinline)) int maps_run(uintptr_t from, uintptr_t to, uint
  * reads /proc/self/maps with stdio.  Instead: the thread's descriptor
  * (pthread_self) sits at the top of its stack block, above every frame
  * (glibc puts it there, for stacks it maps and for stacks the program
- * gives), so the stack is the run of readable memory from the mapping
- * holding this frame up to it.  Up to the descriptor and no further: the
- * kernel may show a neighbouring mapping with the same protections as one
- * with the stack, and the memos read up to stack_hi (still_there) for as
- * long as the thread lives.  A frame that is not below its thread's
- * descriptor in one run of memory (a signal stack, a coroutine's, a thread
- * not made by pthread_create) is not on the thread's stack: unknown, no
- * memos, as when /proc cannot be read.  One pass, once per thread. */
+ * gives), so the stack is the run of readable memory from below this frame
+ * up to it.  Up to the descriptor and no further: the memory above it may
+ * be a neighbouring mapping that happens to join the stack, and the memos
+ * read up to stack_hi (still_there) for as long as the thread lives.  A frame that is not below its thread's descriptor in one
+ * run of memory (a signal stack, a coroutine's, a thread not made by
+ * pthread_create) is not on the thread's stack: unknown, no memos.  The
+ * run is checked down to a little below the frame, and further once a
+ * deeper frame asks (until the run ends: a stack's guard page). */
 static int know_stack_bounds(void)
 {
-    if (stack_hi)
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0), lo;
+    if (stack_hi) {
+        /* Deeper than checked so far: check on down (where the run ends
+         * above here, entry_point finds this frame off the stack). */
+        if (here < stack_lo && !stack_floor && stack_lo - here <= STACK_EXTEND_MAX) {
+            readable_down(here, stack_lo, &lo, &stack_floor);
+            if (lo < stack_lo)
+                stack_lo = lo;
+        }
         return 1;
+    }
     if (stack_unknown)
         return 0;
-    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
     if (here >= main_stack_lo && here < main_stack_hi) {
         stack_lo = main_stack_lo;
         stack_hi = main_stack_hi;
+        stack_floor = 1;
         return 1;
     }
     stack_unknown = 1;
-    uintptr_t top = (uintptr_t)pthread_self(), lo;
-    if (syscall(SYS_gettid) == getpid() || here >= top || !maps_run(here, top, &lo))
+    uintptr_t top = (uintptr_t)pthread_self();
+    if (syscall(SYS_gettid) == getpid() || here >= top || !readable_down(here, top, &lo, &stack_floor))
         return 0;
     stack_lo = lo;
     stack_hi = top;

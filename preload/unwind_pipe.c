@@ -12,14 +12,15 @@
  * (its GOT entries, nobody else's) are pointed here: the "pipe" is two
  * numbers no descriptor can have (the kernel caps descriptors below
  * 2^31 - 64), reading it says "empty", closing it succeeds, and the write
- * is answered by process_vm_readv of the same byte, which fails with EFAULT
- * exactly where the write would have.  Calls on any other descriptor go to
+ * is answered by readable_run.h's check of the same bytes, which fails
+ * with EFAULT exactly where the write would have.  Calls on any other descriptor go to
  * the real functions.
  */
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
 #include "unwind_pipe.h"
+#include "readable_run.h"
 #include "real_fns.h"
 
 #include <dlfcn.h>
@@ -32,7 +33,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #define FAKE_READ_END (INT_MAX - 1)
@@ -43,16 +43,13 @@ static int is_fake(int fd)
     return fd == FAKE_READ_END || fd == FAKE_WRITE_END;
 }
 
-/* Would write(fd, addr, n) find addr readable?  As write, -1/EFAULT if not. */
+/* Would write(fd, addr, n) find addr readable?  As write, -1/EFAULT if not
+ * (libunwind asks about at most a word). */
 static ssize_t readable(const void *addr, size_t n)
 {
-    char byte[8];
-    size_t k = n < sizeof byte ? n : sizeof byte;
-    struct iovec here = { byte, k }, there = { (void *)addr, k };
-    long got = syscall(SYS_process_vm_readv, (pid_t)syscall(SYS_getpid), &here, 1UL, &there, 1UL, 0UL);
-    if (got > 0)
-        return (ssize_t)got;
-    errno = EFAULT;   /* unreadable, or no way to tell: not to be loaded from */
+    if (readable_bytes(addr, n < 8 ? n : 8))
+        return (ssize_t)(n < 8 ? n : 8);
+    errno = EFAULT;
     return -1;
 }
 

@@ -434,9 +434,10 @@ static int first_fd(void)
 
 static _Atomic int racing = 1, pairing;
 
-/* Its first pair before the race: a thread's first capture reads
- * /proc/self/maps through a descriptor of its own thread's, in the app's
- * table (native_stack.c); the race is about the flusher's. */
+/* Its first pair before the race, which is about the flusher's
+ * descriptors (a thread's first capture, which took one of its own to read
+ * /proc/self/maps before readable_run.h, has its own test:
+ * cuda.stack_memo_thread). */
 static void *pairs_while_racing(void *arg)
 {
     (void)arg;

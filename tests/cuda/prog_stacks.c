@@ -9,12 +9,25 @@
  *   prog_stacks N    N cudaMalloc+cudaFree pairs; pair i allocates 1000 + i
  *                    bytes through outer_a, outer_b or outer_c (an alloca of
  *                    a size that varies), chosen by a hash of i
+ *   prog_stacks N thread
+ *                    the same on a second thread that may not open a file
+ *                    (a seccomp filter kills the process at open or openat:
+ *                    a thread's first capture finds its stack's bounds
+ *                    without a descriptor), each pair 0, 1 or 2 MiB deeper
+ *                    down its stack than the one before it; one pair of 1
+ *                    byte on the main thread first.  Exit 77 where no filter
+ *                    can be installed.
  */
 #include <alloca.h>
 #include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+
+#include "deny_syscalls.h"
 
 #define KEEP() __asm__ volatile("" ::: "memory")
 
@@ -66,15 +79,65 @@ __attribute__((noinline, noipa)) static void via_y(int i)
     KEEP();
 }
 
+static void one_pair(int i)
+{
+    if ((i / 7) % 2)
+        via_y(i);
+    else
+        via_x(i);
+}
+
+/* d frames of 4 KiB each above pair i. */
+__attribute__((noinline, noipa)) static void deep(int d, int i)
+{
+    volatile char pad[4096];
+    pad[0] = (char)d;
+    pad[sizeof pad - 1] = (char)i;
+    if (d > 0)
+        deep(d - 1, i);
+    else
+        one_pair(i);
+    KEEP();
+}
+
+/* open and openat kill the process, on this thread (and any it starts). */
+static int no_open(void)
+{
+    int nrs[] = { SYS_open, SYS_openat };
+    return deny_syscalls(nrs, 2, SECCOMP_RET_KILL_PROCESS);
+}
+
+static int pairs;
+
+static void *pairs_thread(void *unused)
+{
+    (void)unused;
+    if (!no_open())
+        return (void *)(intptr_t)77;
+    for (int i = 0; i < pairs; i++)
+        deep(((i / 50) % 3) * 256, i);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
-    int n = argc > 1 ? atoi(argv[1]) : 1000;
-    for (int i = 0; i < n; i++) {
-        if ((i / 7) % 2)
-            via_y(i);
-        else
-            via_x(i);
+    pairs = argc > 1 ? atoi(argv[1]) : 1000;
+    if (argc > 2 && strcmp(argv[2], "thread") == 0) {
+        void *p;
+        if (cudaMalloc(&p, 1) != cudaSuccess || cudaFree(p) != cudaSuccess)
+            abort();
+        pthread_t t;
+        void *rc;
+        if (pthread_create(&t, NULL, pairs_thread, NULL) != 0 || pthread_join(t, &rc) != 0)
+            abort();
+        if (rc) {
+            fprintf(stderr, "prog_stacks: no seccomp filter here\n");
+            return 77;
+        }
+    } else {
+        for (int i = 0; i < pairs; i++)
+            one_pair(i);
     }
-    printf("done %d\n", n);
+    printf("done %d\n", pairs);
     return 0;
 }
