@@ -304,7 +304,8 @@ static thread_memos *thread_memos_get(void)
     return memos = p;
 }
 
-/* libunwind's fast walk (its own per-frame cache), our frames cut off. */
+/* libunwind's fast walk (its own per-frame cache), our frames cut off.
+ * Not for a thread's first walks (walk_stack). */
 static int fast_walk(uint64_t *ips, int depth)
 {
     void *raw[NATIVE_STACK_MAX + OWN_FRAMES_MAX];
@@ -320,7 +321,8 @@ static int fast_walk(uint64_t *ips, int depth)
     return kept;
 }
 
-/* The step-by-step walk, which also tells each frame's stack pointer. */
+/* The step-by-step walk, which also tells each frame's stack pointer
+ * (sps NULL: not wanted). */
 static int step_walk(uint64_t *ips, uint64_t *sps, int depth)
 {
     unw_context_t ctx;
@@ -337,7 +339,8 @@ static int step_walk(uint64_t *ips, uint64_t *sps, int depth)
             continue;
         }
         ips[n] = ip;
-        sps[n] = sp;
+        if (sps)
+            sps[n] = sp;
         n++;
     } while (n < depth && unw_step(&cur) > 0);
     return n;
@@ -349,6 +352,23 @@ static int slow_walk(uint64_t *ips, uint64_t *sps, int depth)
     int n = step_walk(ips, sps, depth);
     fork_gate_leave();
     return n;
+}
+
+/* A thread's first walks go step by step.  unw_backtrace's first call on a
+ * thread makes libunwind's per-thread cache of frames, 256 KiB written in
+ * full: 64 page faults, about 120 us, and the memory kept for the thread's
+ * life.  Worth it for a thread that walks often; a thread that records an
+ * event or two (a thread per task or request, a worker's GC) pays about
+ * 3 us a walk instead. */
+#define STEP_WALKS_FIRST 32
+TLS unsigned step_walks;
+
+static int walk_stack(uint64_t *ips, int depth)
+{
+    if (step_walks >= STEP_WALKS_FIRST)
+        return fast_walk(ips, depth);
+    step_walks++;
+    return slow_walk(ips, NULL, depth);
 }
 
 static uint32_t hash_ips(const uint64_t *ips, int n, uint64_t sp0)
@@ -415,12 +435,12 @@ int native_stack_capture(native_capture *c, int depth, uint32_t generation, int 
             }
             return c->n;
         }
-        c->n = fast_walk(c->ips, depth);
+        c->n = walk_stack(c->ips, depth);
         if (c->n > 0 && c->ips[0] == ip0)
             maybe_memoize(t, c, depth, ip0, sp0, fp0);
         return c->n;
     }
-    c->n = fast_walk(c->ips, depth);
+    c->n = walk_stack(c->ips, depth);
     return c->n;
 }
 

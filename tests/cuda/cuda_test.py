@@ -1192,6 +1192,21 @@ def test_stack_memo_no_vm_readv():
     check_stack_memo(["thread"], deep=True, wrap=[prog("refuse"), "process_vm_readv"])
 
 
+def test_thread_faults():
+    """Short-lived threads, each recording one pair: the page faults a
+    thread costs are about a bare thread's.  A thread's first walks go step
+    by step; unw_backtrace's first call on a thread wrote libunwind's
+    256 KiB cache of frames in full (64 faults, about 120 us a thread)."""
+    got = {}
+    for traced in (False, True):
+        rc, out, err = run([prog("prog_stacks"), "200", "threads"], env_for(traced=traced))
+        check(rc == 0 and out.startswith("faults "), "traced %s: exit %d %r %r" % (traced, rc, out, err))
+        got[traced] = float(out.split()[1])
+    check(got[True] <= got[False] + 16, "page faults per thread: %.1f traced, %.1f bare" % (got[True], got[False]))
+    made = len(cuda_events(decode(only_log())))
+    check(made == 2 * 202, "%d CUDA events in the log, 404 made" % made)
+
+
 def check_stack_memo(mode, deep=False, wrap=()):
     pairs = 20000 if not deep else 6000
     rc, out, err = run(list(wrap) + [prog("prog_stacks"), str(pairs)] + mode, env_for())

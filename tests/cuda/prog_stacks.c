@@ -17,6 +17,11 @@
  *                    down its stack than the one before it; one pair of 1
  *                    byte on the main thread first.  Exit 77 where no filter
  *                    can be installed.
+ *   prog_stacks N threads
+ *                    N threads one after another, each making pair i (its
+ *                    first capture), then prints "faults F": the page faults
+ *                    per thread (getrusage), one pair of 1 byte on the main
+ *                    thread first
  */
 #include <alloca.h>
 #include <cuda_runtime_api.h>
@@ -25,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 
 #include "deny_syscalls.h"
@@ -109,6 +115,19 @@ static int no_open(void)
 
 static int pairs;
 
+static void *one_pair_thread(void *arg)
+{
+    one_pair((int)(intptr_t)arg);
+    return NULL;
+}
+
+static long minor_faults(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt;
+}
+
 static void *pairs_thread(void *unused)
 {
     (void)unused;
@@ -122,7 +141,19 @@ static void *pairs_thread(void *unused)
 int main(int argc, char **argv)
 {
     pairs = argc > 1 ? atoi(argv[1]) : 1000;
-    if (argc > 2 && strcmp(argv[2], "thread") == 0) {
+    if (argc > 2 && strcmp(argv[2], "threads") == 0) {
+        void *p;
+        if (cudaMalloc(&p, 1) != cudaSuccess || cudaFree(p) != cudaSuccess)
+            abort();
+        pthread_t t;
+        if (pthread_create(&t, NULL, one_pair_thread, (void *)(intptr_t)0) != 0 || pthread_join(t, NULL) != 0)
+            abort();   /* glibc's stack cache holds a stack from here on */
+        long before = minor_faults();
+        for (int i = 1; i <= pairs; i++)
+            if (pthread_create(&t, NULL, one_pair_thread, (void *)(intptr_t)i) != 0 || pthread_join(t, NULL) != 0)
+                abort();
+        printf("faults %.1f\n", (double)(minor_faults() - before) / pairs);
+    } else if (argc > 2 && strcmp(argv[2], "thread") == 0) {
         void *p;
         if (cudaMalloc(&p, 1) != cudaSuccess || cudaFree(p) != cudaSuccess)
             abort();
