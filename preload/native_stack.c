@@ -166,8 +166,11 @@ int native_stack_is_ours(uintptr_t ip)
 #define STACK_BELOW (16 * 1024)
 /* A frame further below the checked part than this is not looked for on
  * the thread's stack (a signal stack or a coroutine's in memory that
- * happens to join it): it would take a walk over all that memory. */
+ * happens to join it): it would take a walk over all that memory.  Nor,
+ * at a thread's first capture, a frame further below its descriptor than
+ * STACK_FIRST_MAX (a walk of 256 MiB asks 2,048 times). */
 #define STACK_EXTEND_MAX (16 * 1024 * 1024)
+#define STACK_FIRST_MAX (256 * 1024 * 1024)
 
 /* [*lo, top) readable, *lo at most `here`: the run of readable memory
  * ending at top, down to STACK_BELOW under here (or to its end: *floor). */
@@ -218,7 +221,8 @@ static int know_stack_bounds(void)
     }
     stack_unknown = 1;
     uintptr_t top = (uintptr_t)pthread_self();
-    if (syscall(SYS_gettid) == getpid() || here >= top || !readable_down(here, top, &lo, &stack_floor))
+    if (syscall(SYS_gettid) == getpid() || here >= top || top - here > STACK_FIRST_MAX ||
+        !readable_down(here, top, &lo, &stack_floor))
         return 0;
     stack_lo = lo;
     stack_hi = top;
