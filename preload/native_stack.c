@@ -308,13 +308,31 @@ static thread_memos *thread_memos_get(void)
     return memos = p;
 }
 
+/* This thread is inside libunwind for one of our walks.  libunwind blocks
+ * every signal around its lookups (dozens of times in a walk on a cold
+ * cache), and while the program's main thread blocks them a signal sent to
+ * the process goes to another thread: CPython handles signals on the main
+ * thread alone, so its main thread, waiting in a lock, was not woken (a
+ * SIGCHLD, a Ctrl-C).  So libunwind's sigprocmask leaves the mask alone
+ * during our walks (unwind_pipe.c), and what the masking protected, the
+ * walk's state against a walk in a signal handler on the same thread, is
+ * kept here: a capture that interrupted a walk takes no native stack. */
+TLS int walking;
+
+int native_stack_walking(void)
+{
+    return walking;
+}
+
 /* libunwind's fast walk (its own per-frame cache), our frames cut off.
  * Not for a thread's first walks (walk_stack). */
 static int fast_walk(uint64_t *ips, int depth)
 {
     void *raw[NATIVE_STACK_MAX + OWN_FRAMES_MAX];
     fork_gate_enter();
+    walking = 1;
     int n = unw_backtrace(raw, depth + OWN_FRAMES_MAX);
+    walking = 0;
     fork_gate_leave();
     int skip = 0;
     while (skip < n && skip < OWN_FRAMES_MAX && native_stack_is_ours((uintptr_t)raw[skip]))
@@ -353,7 +371,9 @@ static int step_walk(uint64_t *ips, uint64_t *sps, int depth)
 static int slow_walk(uint64_t *ips, uint64_t *sps, int depth)
 {
     fork_gate_enter();
+    walking = 1;
     int n = step_walk(ips, sps, depth);
+    walking = 0;
     fork_gate_leave();
     return n;
 }
@@ -415,7 +435,7 @@ int native_stack_capture(native_capture *c, int depth, uint32_t generation, int 
 {
     c->id = 0;
     c->n = 0;
-    if (depth <= 0)
+    if (depth <= 0 || walking)
         return 0;
     thread_memos *t = NULL;
     uint64_t ip0, sp0, fp0;

@@ -37,4 +37,8 @@ void native_stack_note(void);
 /* Nonzero when ip is inside libtrace.so. */
 int native_stack_is_ours(uintptr_t ip);
 
+/* Nonzero while this thread is in one of our walks (inside libunwind):
+ * libunwind's own signal masking is skipped then (unwind_pipe.c). */
+int native_stack_walking(void);
+
 #endif

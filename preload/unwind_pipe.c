@@ -20,6 +20,7 @@
 #include <libunwind.h>
 
 #include "unwind_pipe.h"
+#include "native_stack.h"
 #include "readable_run.h"
 #include "real_fns.h"
 
@@ -29,6 +30,7 @@
 #include <limits.h>
 #include <link.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -102,6 +104,21 @@ static long fake_syscall(long number, ...)
     return syscall(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
+/* During our own walks a change of the mask is left out (native_stack.c
+ * says why); `old` is then the mask as it is, for the restore libunwind
+ * makes, also left out, before our walk ends.  Anyone else's use of
+ * libunwind masks as it always did. */
+static int fake_sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+    if (!native_stack_walking())
+        return sigprocmask(how, set, old);
+    if (!set)
+        return sigprocmask(how, NULL, old);
+    if (old)
+        sigemptyset(old);
+    return 0;
+}
+
 static const struct {
     const char *name;
     void *fn;
@@ -109,6 +126,7 @@ static const struct {
     { "pipe2", (void *)fake_pipe2 }, { "pipe", (void *)fake_pipe },
     { "read", (void *)fake_read },   { "close", (void *)fake_close },
     { "write", (void *)fake_write }, { "syscall", (void *)fake_syscall },
+    { "sigprocmask", (void *)fake_sigprocmask }, { "pthread_sigmask", (void *)fake_sigprocmask },
 };
 
 #if defined(__x86_64__)

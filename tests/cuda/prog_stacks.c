@@ -22,16 +22,30 @@
  *                    first capture), then prints "faults F": the page faults
  *                    per thread (getrusage), one pair of 1 byte on the main
  *                    thread first
+ *   prog_stacks N sigmask
+ *                    N pairs, 20 on each of N / 20 new threads (cold caches),
+ *                    each thread under a seccomp filter that traps its
+ *                    rt_sigprocmask(SIG_SETMASK) calls: prints "mask_sets
+ *                    M", how many the threads made while making their
+ *                    pairs (a bare run makes none)
  */
 #include <alloca.h>
 #include <cuda_runtime_api.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 #include "deny_syscalls.h"
 
@@ -121,6 +135,83 @@ static void *one_pair_thread(void *arg)
     return NULL;
 }
 
+/* sigmask: rt_sigprocmask(SIG_SETMASK, ...) on a counting thread traps
+ * (seccomp) into this handler, which counts it and skips it. */
+static __thread int counting;
+static _Atomic long mask_sets;
+
+static void on_sigsys(int sig, siginfo_t *si, void *context)
+{
+    (void)sig;
+    (void)si;
+#if defined(__x86_64__)
+    ucontext_t *uc = context;
+    uc->uc_mcontext.gregs[REG_RAX] = 0;
+#else
+    (void)context;
+#endif
+    if (counting)
+        mask_sets++;
+}
+
+static int trap_mask_sets(void)
+{
+#if defined(__x86_64__)
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_rt_sigprocmask, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SIG_SETMASK, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = { .len = sizeof code / sizeof code[0], .filter = code };
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+#else
+    return 0;
+#endif
+}
+
+/* A new thread (cold caches) that counts the signal-mask changes made on
+ * it while it makes 20 pairs. */
+static void *mask_counting_thread(void *arg)
+{
+    int first = (int)(intptr_t)arg;
+    if (!trap_mask_sets())
+        return (void *)(intptr_t)77;
+    counting = 1;
+    for (int i = first; i < first + 20; i++)
+        deep(i % 7, i);
+    counting = 0;
+    return NULL;
+}
+
+static int mask_sets_while_walking(void)
+{
+    struct sigaction sa = { .sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSYS, &sa, NULL);
+    void *p;
+    if (cudaMalloc(&p, 1) != cudaSuccess || cudaFree(p) != cudaSuccess)
+        abort();
+    for (int k = 0; k < pairs / 20; k++) {
+        pthread_t t;
+        void *rc;
+        if (pthread_create(&t, NULL, mask_counting_thread, (void *)(intptr_t)(k * 20)) != 0 ||
+            pthread_join(t, &rc) != 0)
+            abort();
+        if (rc) {
+            fprintf(stderr, "prog_stacks: no seccomp filter here\n");
+            return 77;
+        }
+    }
+    printf("mask_sets %ld\n", (long)mask_sets);
+    return 0;
+}
+
 static long minor_faults(void)
 {
     struct rusage ru;
@@ -141,6 +232,8 @@ static void *pairs_thread(void *unused)
 int main(int argc, char **argv)
 {
     pairs = argc > 1 ? atoi(argv[1]) : 1000;
+    if (argc > 2 && strcmp(argv[2], "sigmask") == 0)
+        return mask_sets_while_walking();
     if (argc > 2 && strcmp(argv[2], "threads") == 0) {
         void *p;
         if (cudaMalloc(&p, 1) != cudaSuccess || cudaFree(p) != cudaSuccess)
