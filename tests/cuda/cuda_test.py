@@ -1213,10 +1213,11 @@ def test_signals_unblocked():
     them changes its mask (rt_sigprocmask(SIG_SETMASK) trapped and counted
     under a seccomp filter).  libunwind blocked every signal around its
     lookups, dozens of times in a walk on a cold cache; meanwhile the
-    kernel gave the process's signals to another thread than main, and
-    CPython, which runs handlers on the main thread alone, did not wake a
-    main thread waiting in a lock (a 3.11 test hung on a SIGCHLD taken by
-    another thread)."""
+    kernel gave the process's signals to another thread than main, where
+    CPython, which runs handlers on the main thread alone, leaves a main
+    thread waiting in a lock asleep.  (This was looked into for a 3.11
+    test that hung in a traced run; the same test hangs bare too: it is
+    not this.)"""
     for traced in (False, True):
         rc, out, err = run([prog("prog_stacks"), "3000", "sigmask"], env_for(traced=traced))
         if rc == 77:
