@@ -88,6 +88,7 @@ int py_api_resolve(const char **why)
     py.none = dlsym(RTLD_DEFAULT, "_Py_NoneStruct");
     py.code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
     py.type_type = dlsym(RTLD_DEFAULT, "PyType_Type");
+    py.bytes_type = dlsym(RTLD_DEFAULT, "PyBytes_Type");
     resolve_current_tstate();
     RESOLVE(PyInterpreterState_Get, "PyInterpreterState_Get");
     if (!py.PyInterpreterState_Get)

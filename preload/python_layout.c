@@ -6,6 +6,7 @@
 #include "python_layout.h"
 #include "python_api.h"
 #include "python_layout_tables.h"
+#include "python_lines.h"
 
 #include <dlfcn.h>
 #include <string.h>
@@ -42,6 +43,7 @@ static const py_layout *read_debug_offsets(void)
         .owner_cstack = 3,
         .code_filename = d->code.filename, .code_name = d->code.qualname,
         .code_firstlineno = d->code.firstlineno, .code_bytecode = d->code.co_code_adaptive,
+        .code_linetable = d->code.linetable, .line_format = PY_LINES_LOCATIONS,
         STR_WITHOUT_WSTR,
         /* generations[0].count sits 44 bytes into 3.13's gc state */
         .tstate_interp = d->thread_state.interp,

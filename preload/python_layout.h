@@ -23,8 +23,10 @@ typedef struct py_layout {
     int instr_is_lasti;        /* f_lasti (an int) rather than a pointer */
     int lasti_unit;            /* bytes per f_lasti step: 1 (3.8/3.9), 2 (3.10) */
     int owner_cstack;          /* owner value of C-stack shim frames, -1 if none */
-    /* Code objects. */
-    size_t code_filename, code_name, code_firstlineno, code_bytecode;
+    /* Code objects.  linetable: co_lnotab (3.8, 3.9) or co_linetable, a
+     * bytes object in the format line_format names (python_lines.h). */
+    size_t code_filename, code_name, code_firstlineno, code_bytecode, code_linetable;
+    int line_format;
     /* str objects: PyASCIIObject size, PyCompactUnicodeObject size, the
      * cached UTF-8 pointer and its length. */
     size_t str_length, str_state, ascii_size, compact_size, compact_utf8, compact_utf8_length;

@@ -8,12 +8,14 @@
 #define TRACE_PYTHON_LAYOUT_TABLES_H
 
 #include "python_layout.h"
+#include "python_lines.h"
 
-#define FRAME_OBJECTS(lasti_offset, unit) \
+#define FRAME_OBJECTS(lasti_offset, unit, lines) \
     .tstate_frame = 24, .tstate_cframe = PY_NO_FIELD, .cframe_frame = PY_NO_FIELD, \
     .frame_code = 32, .frame_back = 24, .frame_instr = lasti_offset, \
     .frame_owner = PY_NO_FIELD, .instr_is_lasti = 1, .lasti_unit = unit, .owner_cstack = -1, \
-    .code_filename = 104, .code_name = 112, .code_firstlineno = 40, .code_bytecode = PY_NO_FIELD
+    .code_filename = 104, .code_name = 112, .code_firstlineno = 40, .code_bytecode = PY_NO_FIELD, \
+    .code_linetable = 120, .line_format = lines
 
 #define STR_WITH_WSTR \
     .str_length = 16, .str_state = 32, .ascii_size = 48, .compact_size = 72, \
@@ -25,17 +27,17 @@
 #define GC_COUNT(offset) .tstate_interp = 16, .gc_young_count = offset
 
 static const py_layout layout_3_8 = {
-    FRAME_OBJECTS(104, 1), STR_WITH_WSTR, GC_COUNT(388), .gc_in_runtime = 1
+    FRAME_OBJECTS(104, 1, PY_LINES_LNOTAB), STR_WITH_WSTR, GC_COUNT(388), .gc_in_runtime = 1
 };
-static const py_layout layout_3_9 = { FRAME_OBJECTS(104, 1), STR_WITH_WSTR, GC_COUNT(660) };
-static const py_layout layout_3_10 = { FRAME_OBJECTS(96, 2), STR_WITH_WSTR, GC_COUNT(660) };
+static const py_layout layout_3_9 = { FRAME_OBJECTS(104, 1, PY_LINES_LNOTAB), STR_WITH_WSTR, GC_COUNT(660) };
+static const py_layout layout_3_10 = { FRAME_OBJECTS(96, 2, PY_LINES_310), STR_WITH_WSTR, GC_COUNT(660) };
 
 static const py_layout layout_3_11 = {
     .tstate_frame = PY_NO_FIELD, .tstate_cframe = 56, .cframe_frame = 8,
     .frame_code = 32, .frame_back = 48, .frame_instr = 56, .frame_owner = 69,
     .owner_cstack = -1,
     .code_filename = 112, .code_name = 128 /* co_qualname */, .code_firstlineno = 72,
-    .code_bytecode = 184,
+    .code_bytecode = 184, .code_linetable = 136, .line_format = PY_LINES_LOCATIONS,
     STR_WITH_WSTR, GC_COUNT(692)
 };
 
@@ -44,6 +46,7 @@ static const py_layout layout_3_12 = {
     .frame_code = 0, .frame_back = 8, .frame_instr = 56, .frame_owner = 70,
     .owner_cstack = 3,
     .code_filename = 112, .code_name = 128, .code_firstlineno = 68, .code_bytecode = 192,
+    .code_linetable = 136, .line_format = PY_LINES_LOCATIONS,
     STR_WITHOUT_WSTR, GC_COUNT(156)
 };
 

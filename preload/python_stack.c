@@ -11,14 +11,15 @@
  * call until we return: no other thread pushes or pops its frames, and the
  * code objects they hold stay alive, so its stack is stable while we read it.
  * Turning a pair into file, line and function happens right after, under the
- * recorder's lock, with PyCode_Addr2Line (public, allocation-free, reads only
- * the immutable line table) and the str objects read in place.  Nothing here
+ * recorder's lock, with the code object's immutable line table and its str
+ * objects read in place (python_lines.c, python_text.c).  Nothing here
  * creates a Python object: the public frame API does on 3.11+, which could
  * start a collection inside our hook.
  */
 #include "python_internal.h"
 #include "python_layout.h"
 #include "python_layout_tables.h"
+#include "python_lines.h"
 #include "python_text.h"
 #include "recorder.h"
 
@@ -161,7 +162,11 @@ static int (*pick_capture(const py_layout *running))(rec_py_raw *restrict, int)
  * cannot outlive it.  A new writer, a new segment or a fork empties all. */
 #define CODE_CACHE 4096u
 #define LINE_CACHE 8192u
-typedef struct code_entry { uintptr_t code; uint32_t id, serial; } code_entry;
+typedef struct code_entry {
+    uintptr_t code;
+    uint32_t id, serial;
+    py_line_cursor lines;      /* where the last look-up of a line left off */
+} code_entry;
 typedef struct line_entry { uintptr_t code; int64_t where; uint32_t serial; int line; } line_entry;
 static code_entry code_cache[CODE_CACHE];
 static line_entry line_cache[LINE_CACHE];
@@ -193,7 +198,7 @@ static uint32_t intern_code(tf_writer *w, void *code)
 
 /* The live code object's entry.  With `cached` 0 (deaths are not watched)
  * nothing is kept: a scratch entry is filled every time. */
-static const code_entry *code_of(tf_writer *w, void *code, int cached)
+static code_entry *code_of(tf_writer *w, void *code, int cached)
 {
     static code_entry scratch;
     code_entry *e = cached ? &code_cache[slot_of((uintptr_t)code, 0, CODE_CACHE)] : &scratch;
@@ -202,18 +207,36 @@ static const code_entry *code_of(tf_writer *w, void *code, int cached)
     uint32_t serial = ++last_serial ? last_serial : ++last_serial;
     if (cached)
         caches_used = 1;
-    *e = (code_entry){ .code = (uintptr_t)code, .id = intern_code(w, code), .serial = serial };
+    *e = (code_entry){ .code = (uintptr_t)code, .id = intern_code(w, code), .serial = serial,
+                       .lines = PY_LINE_CURSOR_NEW };
     return e;
 }
 
-static int line_of(void *code, const code_entry *c, int64_t where, int cached)
+#define BYTES_SIZE 16           /* offsetof(PyBytesObject, ob_size) */
+#define BYTES_DATA 32           /* offsetof(PyBytesObject, ob_sval) */
+
+/* PyCode_Addr2Line's answer, from the table itself where it is a bytes
+ * object of a format we know (python_lines.h says why). */
+static int code_line(void *code, int where, py_line_cursor *cursor)
+{
+    void *table = layout->line_format ? FIELD(code, layout->code_linetable, void *) : NULL;
+    if (table && py.bytes_type && FIELD(table, OB_TYPE, const void *) == py.bytes_type) {
+        int64_t size = FIELD(table, BYTES_SIZE, int64_t);
+        if (size >= 0 && size <= INT32_MAX)
+            return py_line_find(layout->line_format, (const uint8_t *)table + BYTES_DATA, (uint32_t)size,
+                                FIELD(code, layout->code_firstlineno, int), where, cursor);
+    }
+    return py.PyCode_Addr2Line(code, where);
+}
+
+static int line_of(void *code, code_entry *c, int64_t where, int cached)
 {
     line_entry *e = &line_cache[slot_of((uintptr_t)code, (uint64_t)where, LINE_CACHE)];
     if (cached && e->code == (uintptr_t)code && e->where == where && e->serial == c->serial)
         return e->line;
     /* Before the first instruction, or on one with no line (3.11+'s
      * prologue), the frame is at its first line. */
-    int line = where < 0 ? -1 : py.PyCode_Addr2Line(code, (int)where);
+    int line = where < 0 ? -1 : code_line(code, (int)where, &c->lines);
     if (line <= 0)
         line = FIELD(code, layout->code_firstlineno, int);
     if (cached) {
@@ -395,7 +418,7 @@ static uint32_t path_child(tf_writer *w, uint64_t parent, uintptr_t code, int64_
             break;              /* a code object at this address died since */
         }
     }
-    const code_entry *c = code_of(w, (void *)code, 1);
+    code_entry *c = code_of(w, (void *)code, 1);
     int line = line_of((void *)code, c, where, 1);
     *e = (path_node){ .parent = parent, .code = code, .where = where, .stamp = ++path_stamps,
                       .born = buried, .frame = { .code = c->id, .line = line > 0 ? (uint32_t)line : 0 } };
@@ -421,7 +444,7 @@ static uint32_t intern_fresh(tf_writer *w, const rec_py_raw *raw, int n, int cac
     tf_py_frame frames[n > 0 ? n : 1];
     for (int i = 0; i < n; i++) {
         void *code = (void *)(uintptr_t)raw[i].code;
-        const code_entry *c = code_of(w, code, cached);
+        code_entry *c = code_of(w, code, cached);
         int line = line_of(code, c, (int64_t)raw[i].where, cached);
         frames[i].code = c->id;
         frames[i].line = line > 0 ? (uint32_t)line : 0;

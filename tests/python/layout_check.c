@@ -87,6 +87,14 @@ int main(void)
 #endif
     CHECK(code_filename, offsetof(PyCodeObject, co_filename));
     CHECK(code_firstlineno, offsetof(PyCodeObject, co_firstlineno));
+#if PY_VERSION_HEX >= 0x030A0000
+    CHECK(code_linetable, offsetof(PyCodeObject, co_linetable));
+    check("line_format", (size_t)L->line_format,
+          PY_VERSION_HEX >= 0x030B0000 ? PY_LINES_LOCATIONS : PY_LINES_310);
+#else
+    CHECK(code_linetable, offsetof(PyCodeObject, co_lnotab));
+    check("line_format", (size_t)L->line_format, PY_LINES_LNOTAB);
+#endif
 
     CHECK(str_length, offsetof(PyASCIIObject, length));
     CHECK(str_state, offsetof(PyASCIIObject, state));
@@ -102,6 +110,9 @@ int main(void)
     CHECK(gc_young_count, offsetof(_PyRuntimeState, gc.generations[0].count));
 #endif
 #endif
+    /* python_stack.c reads line tables in place: BYTES_SIZE, BYTES_DATA */
+    check("bytes ob_size", 16, offsetof(PyBytesObject, ob_base.ob_size));
+    check("bytes ob_sval", 32, offsetof(PyBytesObject, ob_sval));
     if (!failed)
         printf("%d.%d: every offset matches\n", PY_MAJOR_VERSION, PY_MINOR_VERSION);
     return failed;
