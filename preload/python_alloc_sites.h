@@ -25,8 +25,9 @@ unsigned py_alloc_sites_install(int may_learn);
 unsigned py_alloc_site_verdict_slow(uintptr_t ra, const void *block);
 
 /* Verdicts by call site: return address << PY_ALLOC_V_SHIFT | state, 0 an
- * empty slot; the wrapper's hit on a site already decided is inline (every
- * object allocation asks). */
+ * empty slot; a site's slot is its home slot or one of the next few
+ * (python_alloc_sites.c).  The wrapper's hit on a site already decided in
+ * its home slot is inline (every object allocation asks). */
 #define PY_ALLOC_V_PLAIN 1u       /* leave its allocations out */
 #define PY_ALLOC_V_GENERAL 2u     /* record them: named general allocator, or made something else */
 #define PY_ALLOC_V_NOTOBJ 4u      /* leave them out, marked: they are not objects */

@@ -1,0 +1,140 @@
+/*
+ * test_alloc_sites.c - how preload/python_alloc_sites.c learns call sites
+ * that make no GC object, against sites of our choosing.  The program
+ * defines the symbols the module looks up (the four plain types, one plain
+ * allocator) and exports them (-rdynamic), as an interpreter would; blocks
+ * are arrays shaped like what each kind of site makes.  The wrapper's order
+ * is kept: observe (look at the previous call's block), then ask.
+ *
+ *  - a site making key tables is left out, marked, after LEARN_AFTER (48)
+ *    recorded blocks; one making strs is left out plain; one making
+ *    something that looks like a GC header is recorded for good at once;
+ *  - an OBJ-domain free between a block and the look at it means no look;
+ *  - a site inside a named plain allocator is left out from its first call;
+ *  - sites whose addresses share a home slot, two and PROBES (4) of them,
+ *    allocating in turn, are each learnt once: with one slot per site they
+ *    took it from each other at every call and none was ever decided.
+ */
+#include "python_alloc_sites.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* What an interpreter exports, as far as the module looks. */
+struct fake_type { uint64_t words[8]; };
+struct fake_type PyUnicode_Type, PyLong_Type, PyFloat_Type, PyBytes_Type;
+__attribute__((noinline, used)) void *PyUnicode_New(long n, unsigned max)
+{
+    static volatile long sink;
+    sink = n + max;
+    return (void *)&sink;
+}
+
+static int failures;
+
+static void expect(int ok, const char *what)
+{
+    if (!ok) {
+        printf("FAIL: %s\n", what);
+        failures++;
+    }
+}
+
+/* Fake call sites: addresses no named range covers. */
+static char sites[1 << 16];
+
+/* One wrapper call: look at the previous block, then ask about this one. */
+static unsigned call(uintptr_t ra, const void *block)
+{
+    py_alloc_sites_observe();
+    return py_alloc_site_verdict(ra, block);
+}
+
+static uint64_t key_table[4] = { 1, 8, 0, 0 };   /* refcount 1, 8 slots (3.8-3.10) */
+static uint64_t str_object[4];                    /* refcount, &PyUnicode_Type */
+static uint64_t gc_object[4];                     /* a GC header: two links */
+
+/* n calls at `ra` with `block`: how many were recorded (verdict 0), and the last verdict. */
+static unsigned run(uintptr_t ra, const void *block, int n, int *recorded)
+{
+    unsigned v = 0;
+    *recorded = 0;
+    for (int i = 0; i < n; i++)
+        if ((v = call(ra, block)) == 0)
+            (*recorded)++;
+    return v;
+}
+
+/* `count` distinct sites with the same home slot as `base`. */
+static int colliding(uintptr_t base, uintptr_t *out, int count)
+{
+    int n = 0;
+    uint32_t home = py_alloc_verdict_slot(base);
+    for (uintptr_t a = base; n < count && a < (uintptr_t)sites + sizeof sites; a++)
+        if (py_alloc_verdict_slot(a) == home)
+            out[n++] = a;
+    return n == count;
+}
+
+int main(void)
+{
+    str_object[0] = 1;
+    str_object[1] = (uint64_t)(uintptr_t)&PyUnicode_Type;
+    gc_object[0] = (uint64_t)(uintptr_t)&gc_object[2];
+    gc_object[1] = (uint64_t)(uintptr_t)&gc_object[2];
+    if (py_alloc_sites_install(1) == 0) {
+        printf("FAIL: py_alloc_sites_install found no plain allocator (is the program linked with -rdynamic?)\n");
+        return 1;
+    }
+    int recorded;
+
+    unsigned v = run((uintptr_t)&sites[1], key_table, 100, &recorded);
+    expect(v == PY_ALLOC_V_NOTOBJ, "a site of key tables is left out, marked");
+    expect(recorded == 48, "a site of key tables is recorded while learnt, 48 times");
+    printf("key tables: verdict %u, %d of 100 recorded\n", v, recorded);
+
+    v = run((uintptr_t)&sites[2], str_object, 100, &recorded);
+    expect(v == PY_ALLOC_V_PLAIN && recorded == 48, "a site of strs is left out after 48");
+
+    v = run((uintptr_t)&sites[3], gc_object, 100, &recorded);
+    expect(v == 0 && recorded == 100, "a site of GC objects is recorded");
+    (void)call((uintptr_t)&sites[4], key_table);     /* learns sites[3]'s last block */
+
+    /* A free between the block and the look: no look, nothing learnt. */
+    for (int i = 0; i < 100; i++) {
+        v = call((uintptr_t)&sites[5], key_table);
+        py_alloc_sites_freeing();
+    }
+    expect(v == 0, "a site whose blocks may have been freed before the look is not learnt");
+
+    uintptr_t in_plain = (uintptr_t)&PyUnicode_New + 2;
+    v = run(in_plain, gc_object, 1, &recorded);
+    expect(v == PY_ALLOC_V_PLAIN && recorded == 0, "a named plain allocator's site is left out at once");
+
+    /* Two, then four sites with one home slot, in turn. */
+    for (int count = 2; count <= 4; count += 2) {
+        uintptr_t same[4];
+        if (!colliding((uintptr_t)&sites[1024 * count], same, count)) {
+            printf("FAIL: no %d sites with one home slot in %zu addresses\n", count, sizeof sites);
+            return 1;
+        }
+        int rec[4] = { 0 };
+        unsigned last[4] = { 0 };
+        for (int round = 0; round < 100; round++)
+            for (int s = 0; s < count; s++)
+                if ((last[s] = call(same[s], key_table)) == 0)
+                    rec[s]++;
+        for (int s = 0; s < count; s++) {
+            char what[160];
+            snprintf(what, sizeof what, "%d sites sharing home slot %u: site %d is learnt (verdict %u, "
+                     "%d of 100 recorded)", count, py_alloc_verdict_slot(same[0]), s, last[s], rec[s]);
+            expect(last[s] == PY_ALLOC_V_NOTOBJ && rec[s] == 48, what);
+        }
+    }
+
+    if (failures)
+        printf("%d check(s) failed\n", failures);
+    else
+        printf("all checks passed\n");
+    return failures ? 1 : 0;
+}
