@@ -162,11 +162,7 @@ static int (*pick_capture(const py_layout *running))(rec_py_raw *restrict, int)
  * cannot outlive it.  A new writer, a new segment or a fork empties all. */
 #define CODE_CACHE 4096u
 #define LINE_CACHE 8192u
-typedef struct code_entry {
-    uintptr_t code;
-    uint32_t id, serial;
-    py_line_cursor lines;      /* where the last look-up of a line left off */
-} code_entry;
+typedef struct code_entry { uintptr_t code; uint32_t id, serial; } code_entry;
 typedef struct line_entry { uintptr_t code; int64_t where; uint32_t serial; int line; } line_entry;
 static code_entry code_cache[CODE_CACHE];
 static line_entry line_cache[LINE_CACHE];
@@ -198,7 +194,7 @@ static uint32_t intern_code(tf_writer *w, void *code)
 
 /* The live code object's entry.  With `cached` 0 (deaths are not watched)
  * nothing is kept: a scratch entry is filled every time. */
-static code_entry *code_of(tf_writer *w, void *code, int cached)
+static const code_entry *code_of(tf_writer *w, void *code, int cached)
 {
     static code_entry scratch;
     code_entry *e = cached ? &code_cache[slot_of((uintptr_t)code, 0, CODE_CACHE)] : &scratch;
@@ -207,9 +203,26 @@ static code_entry *code_of(tf_writer *w, void *code, int cached)
     uint32_t serial = ++last_serial ? last_serial : ++last_serial;
     if (cached)
         caches_used = 1;
-    *e = (code_entry){ .code = (uintptr_t)code, .id = intern_code(w, code), .serial = serial,
-                       .lines = PY_LINE_CURSOR_NEW };
+    *e = (code_entry){ .code = (uintptr_t)code, .id = intern_code(w, code), .serial = serial };
     return e;
+}
+
+/* Where the last look-up of a line in a code object left off in its table
+ * (python_lines.h), by code entry serial: a serial is never given twice,
+ * so a cursor cannot outlive the entry it was made for.  Apart from the
+ * code entries: 16 bytes more in each of those was 48 more page faults in
+ * a bare start of 3.11, most code objects' lines being looked up once or
+ * twice. */
+#define CURSORS 256u
+typedef struct cursor_entry { uintptr_t code; uint32_t serial; py_line_cursor cursor; } cursor_entry;
+static cursor_entry cursors[CURSORS];
+
+static py_line_cursor *cursor_of(const code_entry *c)
+{
+    cursor_entry *e = &cursors[slot_of(c->code, 0, CURSORS)];
+    if (e->code != c->code || e->serial != c->serial)
+        *e = (cursor_entry){ .code = c->code, .serial = c->serial, .cursor = PY_LINE_CURSOR_NEW };
+    return &e->cursor;
 }
 
 #define BYTES_SIZE 16           /* offsetof(PyBytesObject, ob_size) */
@@ -229,14 +242,14 @@ static int code_line(void *code, int where, py_line_cursor *cursor)
     return py.PyCode_Addr2Line(code, where);
 }
 
-static int line_of(void *code, code_entry *c, int64_t where, int cached)
+static int line_of(void *code, const code_entry *c, int64_t where, int cached)
 {
     line_entry *e = &line_cache[slot_of((uintptr_t)code, (uint64_t)where, LINE_CACHE)];
     if (cached && e->code == (uintptr_t)code && e->where == where && e->serial == c->serial)
         return e->line;
     /* Before the first instruction, or on one with no line (3.11+'s
      * prologue), the frame is at its first line. */
-    int line = where < 0 ? -1 : code_line(code, (int)where, &c->lines);
+    int line = where < 0 ? -1 : code_line(code, (int)where, cursor_of(c));
     if (line <= 0)
         line = FIELD(code, layout->code_firstlineno, int);
     if (cached) {
@@ -418,7 +431,7 @@ static uint32_t path_child(tf_writer *w, uint64_t parent, uintptr_t code, int64_
             break;              /* a code object at this address died since */
         }
     }
-    code_entry *c = code_of(w, (void *)code, 1);
+    const code_entry *c = code_of(w, (void *)code, 1);
     int line = line_of((void *)code, c, where, 1);
     *e = (path_node){ .parent = parent, .code = code, .where = where, .stamp = ++path_stamps,
                       .born = buried, .frame = { .code = c->id, .line = line > 0 ? (uint32_t)line : 0 } };
@@ -444,7 +457,7 @@ static uint32_t intern_fresh(tf_writer *w, const rec_py_raw *raw, int n, int cac
     tf_py_frame frames[n > 0 ? n : 1];
     for (int i = 0; i < n; i++) {
         void *code = (void *)(uintptr_t)raw[i].code;
-        code_entry *c = code_of(w, code, cached);
+        const code_entry *c = code_of(w, code, cached);
         int line = line_of(code, c, (int64_t)raw[i].where, cached);
         frames[i].code = c->id;
         frames[i].line = line > 0 ? (uint32_t)line : 0;
