@@ -159,11 +159,15 @@ static int (*pick_capture(const py_layout *running))(rec_py_raw *restrict, int)
  * name or lines (and often with its strings at the dead ones' addresses
  * too): each death empties the code's entry (python_code_deaths.c), and a
  * line entry holds the serial of the code entry it was made with, so it
- * cannot outlive it.  A new writer, a new segment or a fork empties all. */
+ * cannot outlive it: a serial names one code entry (they are not given
+ * twice; when they wrap, line entries and cursors are emptied), so a line
+ * entry needs no code address of its own.  12 bytes instead of 32 keep the
+ * pages a short process touches fewer (its look-ups fall all over the
+ * table).  A new writer, a new segment or a fork empties all. */
 #define CODE_CACHE 4096u
 #define LINE_CACHE 8192u
 typedef struct code_entry { uintptr_t code; uint32_t id, serial; } code_entry;
-typedef struct line_entry { uintptr_t code; int64_t where; uint32_t serial; int line; } line_entry;
+typedef struct line_entry { uint32_t serial; int32_t where; int32_t line; } line_entry;
 static code_entry code_cache[CODE_CACHE];
 static line_entry line_cache[LINE_CACHE];
 static int caches_used;        /* an entry was made since they were last cleared */
@@ -192,6 +196,8 @@ static uint32_t intern_code(tf_writer *w, void *code)
                             first_line > 0 ? (uint32_t)first_line : 0);
 }
 
+static void forget_lines(void);
+
 /* The live code object's entry.  With `cached` 0 (deaths are not watched)
  * nothing is kept: a scratch entry is filled every time. */
 static const code_entry *code_of(tf_writer *w, void *code, int cached)
@@ -200,7 +206,11 @@ static const code_entry *code_of(tf_writer *w, void *code, int cached)
     code_entry *e = cached ? &code_cache[slot_of((uintptr_t)code, 0, CODE_CACHE)] : &scratch;
     if (cached && e->code == (uintptr_t)code)
         return e;
-    uint32_t serial = ++last_serial ? last_serial : ++last_serial;
+    if (++last_serial == 0) {
+        forget_lines();
+        ++last_serial;
+    }
+    uint32_t serial = last_serial;
     if (cached)
         caches_used = 1;
     *e = (code_entry){ .code = (uintptr_t)code, .id = intern_code(w, code), .serial = serial };
@@ -216,6 +226,12 @@ static const code_entry *code_of(tf_writer *w, void *code, int cached)
 #define CURSORS 256u
 typedef struct cursor_entry { uintptr_t code; uint32_t serial; py_line_cursor cursor; } cursor_entry;
 static cursor_entry cursors[CURSORS];
+
+static void forget_lines(void)
+{
+    memset(line_cache, 0, sizeof line_cache);
+    memset(cursors, 0, sizeof cursors);
+}
 
 static py_line_cursor *cursor_of(const code_entry *c)
 {
@@ -245,7 +261,8 @@ static int code_line(void *code, int where, py_line_cursor *cursor)
 static int line_of(void *code, const code_entry *c, int64_t where, int cached)
 {
     line_entry *e = &line_cache[slot_of((uintptr_t)code, (uint64_t)where, LINE_CACHE)];
-    if (cached && e->code == (uintptr_t)code && e->where == where && e->serial == c->serial)
+    cached = cached && where >= INT32_MIN && where <= INT32_MAX;
+    if (cached && e->serial == c->serial && e->where == where)
         return e->line;
     /* Before the first instruction, or on one with no line (3.11+'s
      * prologue), the frame is at its first line. */
@@ -254,7 +271,7 @@ static int line_of(void *code, const code_entry *c, int64_t where, int cached)
         line = FIELD(code, layout->code_firstlineno, int);
     if (cached) {
         caches_used = 1;
-        *e = (line_entry){ .code = (uintptr_t)code, .where = where, .serial = c->serial, .line = line };
+        *e = (line_entry){ .serial = c->serial, .where = (int32_t)where, .line = line };
     }
     return line;
 }
