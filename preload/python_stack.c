@@ -21,6 +21,7 @@
 #include "python_layout_tables.h"
 #include "python_lines.h"
 #include "python_text.h"
+#include "host_blocks.h"
 #include "recorder.h"
 
 #include <pthread.h>
@@ -368,12 +369,20 @@ typedef struct path_node {
  * hash table of their numbers: a process touches the pages of the nodes it
  * made, one after another, and of the table's slots it used (8 bytes
  * each), not a page of 56-byte nodes per frame spread over the whole table
- * (about 300 page faults, 1.2 MiB, in a bare `python -c pass`). */
+ * (about 300 page faults, 1.2 MiB, in a bare `python -c pass`).  The slot
+ * table starts at 1024 slots (static, 8 KiB) and doubles into mapped
+ * memory whenever it would pass half full, up to PATH_NODES (which the
+ * tree fills to three quarters): a few hundred nodes hashed over 16384
+ * slots touched all 32 pages of them (60 of a short process's page
+ * faults), a table sized to them touches two. */
 typedef struct path_slot {
     uint32_t node;
     uint32_t generation;       /* path_generation; else empty */
 } path_slot;
-static path_slot path_slots[PATH_NODES];
+#define PATH_SLOTS_FIRST 1024u
+static path_slot path_slots_first[PATH_SLOTS_FIRST];
+static path_slot *path_slots = path_slots_first;
+static uint32_t path_slot_count = PATH_SLOTS_FIRST;   /* a power of two */
 static path_node path_tree[PATH_FULL];
 static uint32_t path_count;
 static uint32_t path_generation = 1;
@@ -427,13 +436,56 @@ static void path_forget_all(void)
 
 /* The node of frame (code, where) below the node stamped `parent`: found,
  * made again when its code may have died since, or made. */
-static uint32_t path_child(tf_writer *w, uint64_t parent, uintptr_t code, int64_t where)
+static uint32_t path_home(uint64_t parent, uintptr_t code, int64_t where, uint32_t slots)
 {
     uint64_t h = ((parent * 0x9E3779B97F4A7C15ull ^ code) * 0xff51afd7ed558ccdull ^ (uint64_t)where) *
                  0xc4ceb9fe1a85ec53ull;
-    uint32_t i = (uint32_t)(h >> 40) & (PATH_NODES - 1);
+    return (uint32_t)(h >> 40) & (slots - 1);
+}
+
+/* Doubles the slot table and puts every node in again (the nodes are the
+ * table's whole content); 0 when there is no memory for it (the caller
+ * then empties the tree).  Past the first, static table, the slots live in
+ * one mapping of PATH_NODES slots, reserved at the first doubling and used
+ * from its start: a doubling clears the part in use and hashes the nodes
+ * over twice as much, so the pages touched are those of the largest table
+ * used, not of every size on the way.  Mapped with the host-buffer hooks
+ * kept out, as block_marks.c does. */
+static path_slot *path_slots_mapped;
+
+static int path_grow(void)
+{
+    uint32_t count = path_slot_count * 2;
+    if (!path_slots_mapped) {
+        host_guard_enter();
+        void *p = mmap(NULL, PATH_NODES * sizeof(path_slot), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        host_guard_leave();
+        if (p == MAP_FAILED)
+            return 0;
+        path_slots_mapped = p;      /* zeroed: generation 0 is no tree's */
+    } else {
+        memset(path_slots_mapped, 0, path_slot_count * sizeof(path_slot));
+    }
+    path_slot *slots = path_slots_mapped;
+    for (uint32_t j = 0; j < path_count; j++) {
+        const path_node *e = &path_tree[j];
+        uint32_t i = path_home(e->parent, e->code, e->where, count);
+        while (slots[i].generation == path_generation)
+            i = (i + 1) & (count - 1);
+        slots[i] = (path_slot){ .node = j, .generation = path_generation };
+    }
+    path_slots = slots;
+    path_slot_count = count;
+    return 1;
+}
+
+static uint32_t path_child(tf_writer *w, uint64_t parent, uintptr_t code, int64_t where)
+{
+    uint32_t mask = path_slot_count - 1;
+    uint32_t i = path_home(parent, code, where, path_slot_count);
     path_node *e;
-    for (;; i = (i + 1) & (PATH_NODES - 1)) {
+    for (;; i = (i + 1) & mask) {
         path_slot *slot = &path_slots[i];
         if (slot->generation != path_generation) {
             /* intern keeps path_count + the frames to come <= PATH_FULL */
@@ -501,6 +553,11 @@ static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
         return intern_fresh(w, raw, n, 1);
     if (path_count + (uint32_t)n > PATH_FULL)
         path_forget_all();
+    while ((path_count + (uint32_t)n) * 2 > path_slot_count && path_slot_count < PATH_NODES)
+        if (!path_grow()) {
+            path_forget_all();
+            break;
+        }
     /* The frames the previous stack shares from the outermost keep their
      * nodes, unless the tree was emptied or a code object died since. */
     int same = 0;
