@@ -24,8 +24,8 @@
 #include "walk.h"
 #include "xalloc.h"
 
-/* Replays stop being worth it past this many: the result is still valid,
- * only less small. */
+/* Replays stop being worth it past this many (unless the caller says
+ * otherwise): the result is still valid, only less small. */
 #define MAX_TESTS 20000
 
 /* Once every event the search can still keep fits in this many, they are
@@ -48,7 +48,7 @@ typedef struct search {
     unsigned char *on;         /* group -> in the candidate */
     uint32_t *group_events;    /* group -> events it held at the last join (at most what it keeps) */
     uint8_t *dropped;          /* per event, a bit: cut from a unit by drop_nested */
-    size_t tests;
+    size_t tests, max_tests;
     rp_progress *pg;
     size_t kept;               /* events in the candidate last kept */
     /* Every event the search can still keep, with its index and unit, once
@@ -389,14 +389,14 @@ static void ddmin(search *s)
         for (uint32_t g = 0; g < n; g++)
             if (s->on[g])
                 list[len++] = g;
-        if (len < 2 || s->tests >= MAX_TESTS)
+        if (len < 2 || s->tests >= s->max_tests)
             break;
         if (parts > len)
             parts = len;
         int reduced = 0;
         memcpy(saved, s->on, n);
         for (int complement = 0; complement < 2 && !reduced; complement++) {
-            for (uint32_t p = 0; p < parts && !reduced && s->tests < MAX_TESTS; p++) {
+            for (uint32_t p = 0; p < parts && !reduced && s->tests < s->max_tests; p++) {
                 uint32_t lo = (uint32_t)((uint64_t)len * p / parts), hi = (uint32_t)((uint64_t)len * (p + 1) / parts);
                 memset(s->on, 0, n);
                 for (uint32_t k = 0; k < len; k++)
@@ -464,7 +464,7 @@ static void drop_nested(search *s)
 {
     nested_list l = {0};
     each_event(s, collect_nested, &l);
-    for (size_t k = 0; k < l.n && s->tests < MAX_TESTS; k++) {
+    for (size_t k = 0; k < l.n && s->tests < s->max_tests; k++) {
         nested *op = &l.op[k];
         if (!op->closed || bit(s->dropped, op->events[0]))
             continue;
@@ -524,7 +524,7 @@ size_t rp_minimize_events(const rp_options *o, const tf_event *ev, size_t n, con
 {
     rp_source src;
     rp_source_array(&src, ev, n, 0);
-    search s = {.o = o, .src = &src, .n = n, .invariant = invariant};
+    search s = {.o = o, .src = &src, .n = n, .invariant = invariant, .max_tests = MAX_TESTS};
     search_run(&s);
     memset(keep, 0, n);
     marks m = {&s, keep};
@@ -786,8 +786,8 @@ static int write_log(search *s, const char *path, char *err, size_t errlen)
     return rc ? -1 : 0;
 }
 
-int rp_minimize(const rp_options *o, rp_source *src, const rp_checkpoint *start, const char *out, rp_minimized *m,
-                char *err, size_t errlen)
+int rp_minimize(const rp_options *o, rp_source *src, const rp_checkpoint *start, size_t max_replays,
+                const char *out, rp_minimized *m, char *err, size_t errlen)
 {
     tf_event e;
     rp_options first = *o;
@@ -821,7 +821,8 @@ int rp_minimize(const rp_options *o, rp_source *src, const rp_checkpoint *start,
         rp_progress pg;
         rp_progress_start(&pg, "trace-replay minimize");
         search s = {.o = o, .src = src, .start = start, .n = (size_t)(res->events - before),
-                    .invariant = res->violation.invariant, .pg = &pg};
+                    .invariant = res->violation.invariant, .pg = &pg,
+                    .max_tests = max_replays ? max_replays : MAX_TESTS};
         search_run(&s);
         rc = write_log(&s, out, err, errlen) < 0 ? 2 : 1;
         rp_progress_done(&pg);

@@ -35,9 +35,11 @@ typedef struct rp_minimized {
  * a replay's state after an event of the log (a cut log's checkpoint, or
  * the log's own CHECKPOINT record): every replay starts from it, the events
  * after it are minimized, and the small log carries the state (stack ids
- * left out) in its CHECKPOINT record before its first event. */
-int rp_minimize(const rp_options *o, rp_source *src, const rp_checkpoint *start, const char *out, rp_minimized *m,
-                char *err, size_t errlen);
+ * left out) in its CHECKPOINT record before its first event.  The search
+ * stops after max_replays replays (0: 20,000), keeping what it has: a
+ * valid result, only less small. */
+int rp_minimize(const rp_options *o, rp_source *src, const rp_checkpoint *start, size_t max_replays,
+                const char *out, rp_minimized *m, char *err, size_t errlen);
 
 /* The search alone, over events in memory: marks keep[i] for the events of
  * a small log breaking `invariant`.  Returns how many replays it ran. */

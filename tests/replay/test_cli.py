@@ -75,6 +75,8 @@ def exit_codes(tmp):
     check(run(["frobnicate", story]).returncode == 2, "unknown command: exit 2")
     check(run(["check"]).returncode == 2, "no log: exit 2")
     check(run(["minimize", story]).returncode == 2, "minimize without -o: exit 2")
+    check(run(["minimize", story, "--max-replays", "0", "-o", os.path.join(tmp, "m0.log")]).returncode == 2,
+          "minimize --max-replays 0: exit 2")
     for name, inv in [("overlap.txt", "overlap"), ("double_free.txt", "double_free"),
                       ("unknown_free.txt", "free_unknown"), ("outside_segment.txt", "outside_segment"),
                       ("segment_in_use.txt", "segment_in_use")]:

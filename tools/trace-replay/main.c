@@ -41,6 +41,7 @@ typedef struct cli {
     const char *model_options[MAX_MODEL_OPTIONS];   /* KEY=VALUE */
     int nmodel_options;
     uint64_t restart_at;   /* --restart-at N: through a saved state after event N (0: no) */
+    size_t max_replays;    /* minimize --max-replays N (0: its default) */
 } cli;
 
 static void usage(FILE *f)
@@ -72,6 +73,8 @@ static void usage(FILE *f)
             "                   cupy_version=5.2.0; see docs/models.md)\n"
             "  --run N          the N-th log of a file that holds several (logs joined with cat)\n"
             "  -o OUT           minimize: where to write the smaller log (never the log itself)\n"
+            "  --max-replays N  minimize: stop the search after N replays (default 20000), keeping\n"
+            "                   what it has: still breaking the invariant, only less small\n"
             "check --follow LOG: check the log while it is written; wait for it to appear, read each\n"
             "  frame as the recorder writes it, end at END or once the writer is gone (docs/follow.md)\n"
             "  --on-violation=report|stop|abort|continue\n"
@@ -124,6 +127,7 @@ static int parse_args(cli *c, int argc, char **argv)
         {"follow", no_argument, NULL, 'W'},      {"on-violation", required_argument, NULL, 'X'},
         {"pid", required_argument, NULL, 'I'},
         {"restart-at", required_argument, NULL, 'R'},
+        {"max-replays", required_argument, NULL, 'M'},
         {NULL, 0, NULL, 0},
     };
     int ch;
@@ -178,6 +182,16 @@ static int parse_args(cli *c, int argc, char **argv)
             break;
         case 'I': c->pid = atoi(optarg); break;
         case 'R': c->restart_at = strtoull(optarg, NULL, 10); break;
+        case 'M': {
+            char *end;
+            unsigned long long n = strtoull(optarg, &end, 10);
+            if (!*optarg || *end || n == 0 || optarg[0] == '-') {
+                fprintf(stderr, "trace-replay: --max-replays wants a number from 1, got '%s'\n", optarg);
+                return -2;
+            }
+            c->max_replays = (size_t)n;
+            break;
+        }
         case 'h': usage(stdout); exit(0);
         case 'V': version(); exit(0);
         default: return -1;
@@ -458,7 +472,8 @@ int main(int argc, char **argv)
             snprintf(err, sizeof err, "%s: the log no longer reads", c.log);
             rc = -1;
         } else {
-            rc = rp_minimize(&c.o, &src, from.ckpt.state ? &from.ckpt : NULL, c.out_path, &m, err, sizeof err);
+            rc = rp_minimize(&c.o, &src, from.ckpt.state ? &from.ckpt : NULL, c.max_replays, c.out_path, &m, err,
+                             sizeof err);
         }
         rp_checkpoint_free(&from.ckpt);
         if (rc == 1) {
