@@ -124,6 +124,43 @@ static int absorb_py_stack(tf_defs *d, tf_cursor *c)
     return TF_REC_OK;
 }
 
+/* A frame called from a stack (2.1): the stack is that frame, then the outer
+ * one's frames, copied so that a stack's frames are one array whichever
+ * record defined it.  An outer stack not defined (lost to damage, or in a
+ * deleted segment) leaves this one undefined too, as its own record would
+ * have been: a stack is whole or unknown.  A chain deeper than
+ * TF_PY_PUSH_DEPTH is refused, which bounds what one record of a few bytes
+ * can make the reader hold (TF_PY_PUSH_DEPTH frames). */
+static int absorb_py_stack_push(tf_defs *d, tf_cursor *c)
+{
+    uint32_t id = tf_get_u32(c), outer_id = tf_get_u32(c);
+    tf_py_frame frame;
+    frame.code = tf_get_u32(c);
+    frame.line = tf_get_u32(c);
+    if (c->bad)
+        return TF_REC_BAD;
+    tf_span outer = { NULL, 0 };
+    if (outer_id) {
+        const tf_span *o = lookup(&d->py_stacks, &d->py_stack_ids, outer_id, sizeof *o);
+        if (!o)
+            return TF_REC_OK;
+        outer = *o;
+    }
+    if (outer.n >= TF_PY_PUSH_DEPTH)
+        return TF_REC_BAD;
+    tf_py_frame *frames = tf_arena_alloc(&d->arena, (outer.n + 1) * sizeof *frames);
+    if (!frames)
+        return TF_REC_NOMEM;
+    frames[0] = frame;
+    if (outer.n)
+        memcpy(frames + 1, outer.items, outer.n * sizeof *frames);
+    tf_span *e = define(&d->py_stacks, &d->py_stack_ids, id, sizeof *e);
+    if (!e)
+        return TF_REC_NOMEM;
+    *e = (tf_span){ frames, outer.n + 1 };
+    return TF_REC_OK;
+}
+
 static int absorb_py_code(tf_defs *d, tf_cursor *c)
 {
     tf_py_code code;
@@ -262,6 +299,7 @@ int tf_defs_absorb(tf_defs *d, uint32_t kind, tf_cursor *c)
     case TF_REC_STRING: return absorb_string(d, c);
     case TF_REC_NATIVE_STACK: return absorb_native_stack(d, c);
     case TF_REC_PY_STACK: return absorb_py_stack(d, c);
+    case TF_REC_PY_STACK_PUSH: return absorb_py_stack_push(d, c);
     case TF_REC_PY_CODE: return absorb_py_code(d, c);
     case TF_REC_MODULE_LOAD: return absorb_module_load(d, c);
     case TF_REC_MODULE_UNLOAD: return absorb_module_unload(d, c);

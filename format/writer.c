@@ -358,8 +358,35 @@ static uint8_t *encode_py_stack(uint8_t *p, const void *key, size_t len)
     return p;
 }
 
+/* A pushed frame's key: the outer stack's id and the frame, 12 bytes, which
+ * no whole stack's key (8 bytes a frame) can equal; both kinds of key share
+ * the table, so a stack's id is one whichever call names it. */
+static uint8_t *encode_py_stack_push(uint8_t *p, const void *key, size_t len)
+{
+    uint32_t v[3];
+    memcpy(v, key, len);
+    for (int i = 0; i < 3; i++)
+        p = tf_put_uv(p, v[i]);
+    return p;
+}
+
+uint32_t tf_write_py_stack_push(tf_writer *w, uint32_t outer, tf_py_frame frame)
+{
+    uint32_t key[3] = { outer, frame.code, frame.line };
+    _Static_assert(sizeof key % sizeof(tf_py_frame) != 0, "a push key is no whole stack's");
+    return intern(w, &w->py_stacks, TF_REC_PY_STACK_PUSH, key, sizeof key, 3 * TF_VARINT_MAX,
+                  encode_py_stack_push);
+}
+
 uint32_t tf_write_py_stack(tf_writer *w, const tf_py_frame *frames, uint32_t n)
 {
+    if (n && n <= TF_PY_PUSH_DEPTH) {
+        uint32_t id = 0;
+        for (uint32_t i = n; i-- > 0;)
+            if (!(id = tf_write_py_stack_push(w, id, frames[i])))
+                return 0;
+        return id;
+    }
     size_t len = (size_t)n * sizeof *frames;
     return intern(w, &w->py_stacks, TF_REC_PY_STACK, n ? (const void *)frames : "", len,
                   TF_VARINT_MAX * (1 + 2 * (size_t)n), encode_py_stack);

@@ -507,17 +507,30 @@ static uint32_t path_child(tf_writer *w, uint64_t parent, uintptr_t code, int64_
     return (uint32_t)(e - path_tree);
 }
 
-/* The id of the stack whose frames' nodes are nodes[0..n), outermost first. */
+/* The id of the stack whose frames' nodes are nodes[0..n), outermost first.
+ * A node's stack is its frame called from its parent's (PY_STACK_PUSH), so
+ * a new stack costs the writer a look-up, and perhaps a record of a few
+ * bytes, for each node without an id yet, from the innermost one that has
+ * one: the frames a new stack shares with stacks met before cost nothing.
+ * Whole-stack records cost the depth every time instead (importing sympy on
+ * 3.11, 47 frames deep on average: 1,600 instructions and 150 bytes of
+ * records before compression for each of 109,000 new stacks). */
 static uint32_t path_stack_id(tf_writer *w, const uint32_t *nodes, int n)
 {
     path_node *inner = &path_tree[nodes[n - 1]];
     if (inner->id)
         return inner->id;
-    tf_py_frame frames[PATH_FRAMES];
-    for (int i = 0; i < n; i++)
-        frames[i] = path_tree[nodes[n - 1 - i]].frame;   /* innermost first */
-    inner->id = tf_write_py_stack(w, frames, (uint32_t)n);
-    return inner->id;
+    int j = n - 1;
+    while (j > 0 && !path_tree[nodes[j - 1]].id)
+        j--;
+    uint32_t id = j ? path_tree[nodes[j - 1]].id : 0;
+    for (; j < n; j++) {
+        path_node *e = &path_tree[nodes[j]];
+        if (!(id = tf_write_py_stack_push(w, id, e->frame)))
+            return 0;           /* out of memory: nothing kept, asked again next time */
+        e->id = id;
+    }
+    return id;
 }
 
 /* The stack's ids, each frame looked up in the caches (no tree). */

@@ -580,6 +580,14 @@ def read_log(path, stats):
         elif kind == 8:
             sid, n = rec.uv(), rec.uv()
             defs["py"][sid] = [(rec.uv(), rec.uv()) for _ in range(n)]
+        elif kind == 14:
+            # 2.1: a frame called from a stack defined before; nothing when
+            # that stack is not defined.
+            sid, outer, code, line = rec.uv(), rec.uv(), rec.uv(), rec.uv()
+            if outer == 0:
+                defs["py"][sid] = [(code, line)]
+            elif outer in defs["py"] and len(defs["py"][outer]) < 256:
+                defs["py"][sid] = [(code, line)] + defs["py"][outer]
         elif kind == 4:
             mid, path, base, build_id = rec.uv(), rec.str(), rec.uv(), rec.bytes()
             segs = [{"vaddr": rec.uv(), "memsz": rec.uv(), "flags": rec.uv()} for _ in range(rec.uv())]

@@ -1,0 +1,134 @@
+/*
+ * test_py_push.c - Python stacks defined frame by frame (PY_STACK_PUSH,
+ * FORMAT.md section 6): a stack that shares its outer frames with one
+ * written before costs a record per frame it does not share, the same
+ * frames get the same id however they are named, and a reader gives every
+ * stack's whole frame list back.  A push whose outer stack is unknown
+ * defines nothing; one past TF_PY_PUSH_DEPTH frames is damage.
+ */
+#include "tf_test.h"
+
+static const tf_header header = {
+    .version_major = TF_VERSION_MAJOR, .version_minor = TF_VERSION_MINOR,
+    .pid = 77, .ppid = 1, .wall_start_ns = 1, .mono_start_ns = 1,
+    .cmdline = "py_push", .exe = "py_push", .hostname = "h", .tracer_version = "t",
+    .settings = "", .python_version = "3.11",
+};
+
+#define DEEP 40
+
+static tf_py_frame frame(uint32_t code, uint32_t line)
+{
+    return (tf_py_frame){ code, line };
+}
+
+/* A stack of n frames, innermost first: outer frames (code 1..) shared by
+ * every stack of this test, the innermost one's line `inner`. */
+static void make_stack(tf_py_frame *f, uint32_t n, uint32_t inner)
+{
+    for (uint32_t i = 0; i < n; i++)
+        f[i] = frame(1 + (n - 1 - i) % 3, 100 + (n - 1 - i));
+    f[0].line = inner;
+}
+
+static int same_frames(const tf_reader *r, uint32_t id, const tf_py_frame *want, uint32_t n)
+{
+    const tf_py_frame *f;
+    uint32_t got;
+    return tf_reader_py_stack(r, id, &f, &got) && got == n &&
+           (n == 0 || memcmp(f, want, n * sizeof *f) == 0);
+}
+
+int main(void)
+{
+    tf_test_file file = tf_test_file_new();
+    tf_chunk chunk = { 0 };
+    tf_writer *w = tf_writer_new(&header);
+    uint32_t s_file = tf_write_string(w, "app.py", 6), s_func = tf_write_string(w, "f", 1);
+    for (int i = 0; i < 3; i++)
+        CHECK(tf_write_py_code(w, s_file, s_func, 1 + (uint32_t)i) == (uint32_t)i + 1);
+
+    /* A deep stack: a push per frame, each a few bytes. */
+    tf_py_frame a[DEEP], b[DEEP], mid[DEEP - 1];
+    make_stack(a, DEEP, 7);
+    size_t before = tf_writer_pending(w);
+    uint32_t ida = tf_write_py_stack(w, a, DEEP);
+    size_t cost_a = tf_writer_pending(w) - before;
+    CHECK(ida == DEEP);                               /* one id per frame, the innermost last */
+    CHECK(cost_a <= DEEP * 8);
+
+    /* Another stack under the same callers: one more record, one more id. */
+    make_stack(b, DEEP, 8);
+    before = tf_writer_pending(w);
+    uint32_t idb = tf_write_py_stack(w, b, DEEP);
+    size_t cost_b = tf_writer_pending(w) - before;
+    CHECK(idb == DEEP + 1);
+    CHECK(cost_b > 0 && cost_b <= 8);
+
+    /* The same frames, named again whole or by a push: the same ids, no record. */
+    before = tf_writer_pending(w);
+    CHECK(tf_write_py_stack(w, a, DEEP) == ida);
+    memcpy(mid, a + 1, sizeof mid);                   /* a's callers: a without its innermost */
+    uint32_t idmid = tf_write_py_stack(w, mid, DEEP - 1);
+    CHECK(idmid == DEEP - 1);
+    CHECK(tf_write_py_stack_push(w, idmid, a[0]) == ida);
+    CHECK(tf_write_py_stack_push(w, idmid, b[0]) == idb);
+    CHECK(tf_writer_pending(w) == before);
+
+    /* The empty stack and one deeper than a chain may go: whole records. */
+    uint32_t idempty = tf_write_py_stack(w, NULL, 0);
+    static tf_py_frame huge[TF_PY_PUSH_DEPTH + 44];
+    make_stack(huge, TF_PY_PUSH_DEPTH + 44, 9);
+    uint32_t idhuge = tf_write_py_stack(w, huge, TF_PY_PUSH_DEPTH + 44);
+    CHECK(idempty && idhuge && idempty != idhuge && idhuge != ida);
+    CHECK(tf_write_py_stack(w, huge, TF_PY_PUSH_DEPTH + 44) == idhuge);
+
+    /* A push whose outer stack was never defined: no stack for a reader. */
+    uint32_t idorphan = tf_write_py_stack_push(w, 50000, frame(1, 5));
+    tf_test_flush(w, file.fd, &chunk);
+
+    /* The deepest chain a reader takes, in a frame of its own; then one
+     * frame more, in the next frame, which the reader counts as damage. */
+    uint32_t chain = 0;
+    static tf_py_frame deepest[TF_PY_PUSH_DEPTH];
+    for (uint32_t i = 0; i < TF_PY_PUSH_DEPTH; i++) {
+        deepest[TF_PY_PUSH_DEPTH - 1 - i] = frame(2, 1000 + i);
+        chain = tf_write_py_stack_push(w, chain, deepest[TF_PY_PUSH_DEPTH - 1 - i]);
+    }
+    tf_test_flush(w, file.fd, &chunk);
+    uint32_t idtoo = tf_write_py_stack_push(w, chain, frame(3, 1));
+    tf_test_flush(w, file.fd, &chunk);
+    tf_event ev = { .kind = TF_EV_MARK, .seq = 1, .t_ns = 10, .tid = 1, .py_stack = ida };
+    tf_write_event(w, &ev);
+    tf_event end = { .kind = TF_EV_END, .seq = 2, .t_ns = 11, .tid = 1 };
+    tf_write_event(w, &end);
+    tf_test_flush(w, file.fd, &chunk);
+    tf_writer_free(w);
+    tf_chunk_free(&chunk);
+
+    char err[256];
+    tf_reader *r = tf_reader_open(file.path, err, sizeof err);
+    CHECK(r != NULL);
+    if (!r)
+        return tf_test_done("py_push");
+    tf_event got;
+    CHECK(tf_reader_next(r, &got) == 1 && got.kind == TF_EV_MARK && got.py_stack == ida);
+    CHECK(tf_reader_next(r, &got) == 1 && got.kind == TF_EV_END);
+    CHECK(same_frames(r, ida, a, DEEP));
+    CHECK(same_frames(r, idb, b, DEEP));
+    CHECK(same_frames(r, idmid, mid, DEEP - 1));
+    CHECK(same_frames(r, 1, a + DEEP - 1, 1));        /* the outermost frame alone */
+    CHECK(same_frames(r, idempty, NULL, 0));
+    CHECK(same_frames(r, idhuge, huge, TF_PY_PUSH_DEPTH + 44));
+    CHECK(same_frames(r, chain, deepest, TF_PY_PUSH_DEPTH));
+    const tf_py_frame *f;
+    uint32_t n;
+    CHECK(!tf_reader_py_stack(r, idorphan, &f, &n));
+    CHECK(!tf_reader_py_stack(r, idtoo, &f, &n));
+    const char *damage = tf_reader_damage(r);
+    CHECK(damage && strstr(damage, "corrupt"));
+    CHECK(tf_reader_status(r)->corrupt_frames == 1);
+    tf_reader_close(r);
+    close(file.fd);
+    return tf_test_done("py_push");
+}
