@@ -8,7 +8,8 @@ in trace-replay's report.  Code compiled where dead code lived (exec of
 compile() in a loop) is named as it is, not as the dead code was, also when
 another tool wraps the code type's deallocator after ours and when other
 threads' code dies between a thread's events.  More distinct stacks than the
-recorder keeps are each named in full."""
+recorder keeps are each named in full, and defined a frame at a time
+(PY_STACK_PUSH), never as whole stacks."""
 import subprocess
 
 import pytrace as pt
@@ -151,6 +152,54 @@ def check_many_stacks(python, tag):
                 % (tag, seen, 2 * 2 ** depth))
     fails.check(not wrong, "%s: %d of %d marks from many_stacks.py with a wrong stack "
                 "(text, innermost frames, depth), e.g. %s" % (tag, len(wrong), seen, wrong[:2]))
+    check_stack_definitions(python, tag)
+
+
+def record_kinds(log):
+    """{kind: (records, bytes)} of a log written as records (TRACE_COLUMNS=0)."""
+    data = subprocess.run(["zstd", "-dcq", log], capture_output=True, check=True).stdout
+    kinds, pos = {}, 0
+
+    def uv():
+        nonlocal pos
+        v = shift = 0
+        while True:
+            b = data[pos]
+            pos += 1
+            v |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return v
+    while pos < len(data):
+        start = pos
+        kind, n = uv(), uv()
+        pos += n
+        count, size = kinds.get(kind, (0, 0))
+        kinds[kind] = (count + 1, size + pos - start)
+    return kinds
+
+
+def check_stack_definitions(python, tag):
+    """The recorder defines Python stacks a frame at a time (PY_STACK_PUSH,
+    FORMAT.md section 6): many_stacks.py's 2**14 stacks, 16 frames deep,
+    share their outer frames, so their definitions are one push per node of
+    the tree they make (49,151: 1 + 2 + ... + 2**14 calls and 2**14 marking
+    frames), never a whole stack, each push a few bytes."""
+    run, log = pt.run_traced_keep([python, many_stacks], args.preload, args.pylog,
+                                  env={"TRACE_COLUMNS": "0"})
+    try:
+        if not fails.check(run.proc.returncode == 0, "%s: many_stacks.py (records) failed: %s"
+                           % (tag, run.proc.stderr[-800:])):
+            return
+        kinds = record_kinds(log)
+        whole, push = kinds.get(8, (0, 0)), kinds.get(14, (0, 0))
+        fails.check(whole[0] == 0, "%s: %d Python stacks defined whole (PY_STACK)" % (tag, whole[0]))
+        nodes = 1 + sum(2 ** p for p in range(1, 15)) + 2 ** 14
+        fails.check(nodes <= push[0] <= nodes + 2000 and push[1] <= 12 * push[0],
+                    "%s: %d PY_STACK_PUSH records of %d bytes, for %d nodes of many_stacks.py"
+                    % (tag, push[0], push[1], nodes))
+    finally:
+        pt.discard(log)
 
 
 def check_double_free(python, tag):
