@@ -329,7 +329,9 @@ uint32_t tf_write_native_stack(tf_writer *w, const uint64_t *ips, uint32_t n)
                   TF_VARINT_MAX * (1 + (size_t)n), encode_native_stack);
 }
 
-static uint8_t *encode_py_code(uint8_t *p, const void *key, size_t len)
+/* A key of three 32-bit numbers (a code object's, a pushed frame's), each
+ * as a uv. */
+static uint8_t *encode_three(uint8_t *p, const void *key, size_t len)
 {
     uint32_t v[3];
     memcpy(v, key, len);
@@ -342,7 +344,7 @@ uint32_t tf_write_py_code(tf_writer *w, uint32_t file, uint32_t function, uint32
 {
     uint32_t key[3] = { file, function, first_line };
     return intern(w, &w->py_codes, TF_REC_PY_CODE, key, sizeof key, 3 * TF_VARINT_MAX,
-                  encode_py_code);
+                  encode_three);
 }
 
 static uint8_t *encode_py_stack(uint8_t *p, const void *key, size_t len)
@@ -358,24 +360,15 @@ static uint8_t *encode_py_stack(uint8_t *p, const void *key, size_t len)
     return p;
 }
 
-/* A pushed frame's key: the outer stack's id and the frame, 12 bytes, which
+/* A pushed frame's key is the outer stack's id and the frame, 12 bytes, which
  * no whole stack's key (8 bytes a frame) can equal; both kinds of key share
  * the table, so a stack's id is one whichever call names it. */
-static uint8_t *encode_py_stack_push(uint8_t *p, const void *key, size_t len)
-{
-    uint32_t v[3];
-    memcpy(v, key, len);
-    for (int i = 0; i < 3; i++)
-        p = tf_put_uv(p, v[i]);
-    return p;
-}
-
 uint32_t tf_write_py_stack_push(tf_writer *w, uint32_t outer, tf_py_frame frame)
 {
     uint32_t key[3] = { outer, frame.code, frame.line };
     _Static_assert(sizeof key % sizeof(tf_py_frame) != 0, "a push key is no whole stack's");
     return intern(w, &w->py_stacks, TF_REC_PY_STACK_PUSH, key, sizeof key, 3 * TF_VARINT_MAX,
-                  encode_py_stack_push);
+                  encode_three);
 }
 
 uint32_t tf_write_py_stack(tf_writer *w, const tf_py_frame *frames, uint32_t n)

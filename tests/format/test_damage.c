@@ -178,13 +178,7 @@ static void test_unknown_kinds(void)
     e.seq = 3;
     e.t_ns = 110;
     tf_write_event(w, &e);
-    tf_test_flush(w, f.fd, &chunk);
-    tf_writer_free(w);
-    tf_chunk_free(&chunk);
-
-    char err[256];
-    tf_reader *r = tf_reader_open(f.path, err, sizeof err);
-    CHECK(r != NULL);
+    tf_reader *r = tf_test_close_and_read(w, &f, &chunk);
     if (!r)
         return;
     tf_event got;

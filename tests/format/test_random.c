@@ -20,13 +20,7 @@ int main(void)
         if (tf_test_rand(&seal_rng) % 3000 == 0)
             tf_test_flush(w, file.fd, &chunk);
     }
-    tf_test_flush(w, file.fd, &chunk);
-    tf_writer_free(w);
-    tf_chunk_free(&chunk);
-
-    char err[256];
-    tf_reader *r = tf_reader_open(file.path, err, sizeof err);
-    CHECK(r != NULL);
+    tf_reader *r = tf_test_close_and_read(w, &file, &chunk);
     if (!r)
         return tf_test_done("random");
     s = 12345;

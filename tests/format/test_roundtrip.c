@@ -158,13 +158,7 @@ int main(void)
     tf_write_module_unload(w, d.mod1);
     tf_event end = { .kind = TF_EV_END, .seq = ++seq, .t_ns = t + 1 };
     tf_write_event(w, &end);
-    tf_test_flush(w, file.fd, &chunk);
-    tf_writer_free(w);
-    tf_chunk_free(&chunk);
-
-    char err[256];
-    tf_reader *r = tf_reader_open(file.path, err, sizeof err);
-    CHECK(r != NULL);
+    tf_reader *r = tf_test_close_and_read(w, &file, &chunk);
     if (!r)
         return tf_test_done("roundtrip");
     check_header(tf_reader_header(r));

@@ -60,6 +60,20 @@ static inline void tf_test_flush(tf_writer *w, int fd, tf_chunk *chunk)
     }
 }
 
+/* Flush what the writer holds as a last frame, free the writer and the
+ * chunk, and open the file for reading (NULL, with a failed check, when it
+ * does not open). */
+static inline tf_reader *tf_test_close_and_read(tf_writer *w, tf_test_file *f, tf_chunk *chunk)
+{
+    tf_test_flush(w, f->fd, chunk);
+    tf_writer_free(w);
+    tf_chunk_free(chunk);
+    char err[256];
+    tf_reader *r = tf_reader_open(f->path, err, sizeof err);
+    CHECK(r != NULL);
+    return r;
+}
+
 /* The whole file, for tests that damage it in memory. */
 static inline uint8_t *tf_test_slurp(int fd, size_t *len)
 {
