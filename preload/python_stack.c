@@ -513,8 +513,9 @@ static uint32_t path_child(tf_writer *w, uint64_t parent, uintptr_t code, int64_
  * bytes, for each node without an id yet, from the innermost one that has
  * one: the frames a new stack shares with stacks met before cost nothing.
  * Whole-stack records cost the depth every time instead (importing sympy on
- * 3.11, 47 frames deep on average: 1,600 instructions and 150 bytes of
- * records before compression for each of 109,000 new stacks). */
+ * 3.11, 88,980 new stacks 48 frames deep on average: 150 bytes of records
+ * before compression and about 2,600 instructions each, against 118,637
+ * pushes of 11 bytes and about 400 instructions each). */
 static uint32_t path_stack_id(tf_writer *w, const uint32_t *nodes, int n)
 {
     path_node *inner = &path_tree[nodes[n - 1]];
