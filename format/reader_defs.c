@@ -77,7 +77,7 @@ static int absorb_string(tf_defs *d, tf_cursor *c)
     tf_span *e = s ? define(&d->strings, &d->string_ids, id, sizeof *e) : NULL;
     if (!e)
         return TF_REC_NOMEM;
-    *e = (tf_span){ s, len };
+    *e = (tf_span){ .items = s, .n = len };
     return TF_REC_OK;
 }
 
@@ -99,7 +99,7 @@ static int absorb_native_stack(tf_defs *d, tf_cursor *c)
     tf_span *e = define(&d->natives, &d->native_ids, id, sizeof *e);
     if (!e)
         return TF_REC_NOMEM;
-    *e = (tf_span){ ips, n };
+    *e = (tf_span){ .items = ips, .n = n };
     return TF_REC_OK;
 }
 
@@ -120,44 +120,45 @@ static int absorb_py_stack(tf_defs *d, tf_cursor *c)
     tf_span *e = define(&d->py_stacks, &d->py_stack_ids, id, sizeof *e);
     if (!e)
         return TF_REC_NOMEM;
-    *e = (tf_span){ frames, n };
+    *e = (tf_span){ .items = frames, .n = n };
     return TF_REC_OK;
 }
 
 /* A frame called from a stack (2.1): the stack is that frame, then the outer
- * one's frames, copied so that a stack's frames are one array whichever
- * record defined it.  An outer stack not defined (lost to damage, or in a
- * deleted segment) leaves this one undefined too, as its own record would
- * have been: a stack is whole or unknown.  A chain deeper than
- * TF_PY_PUSH_DEPTH is refused, which bounds what one record of a few bytes
- * can make the reader hold (TF_PY_PUSH_DEPTH frames). */
+ * one's frames.  Only the frame and where the outer stack is are kept here;
+ * the stack becomes one array of frames when first asked for (py_stack_of),
+ * so that the interior nodes of a program's stack tree, which events seldom
+ * name, cost 12 bytes each, not their depth.  An outer stack not defined
+ * (lost to damage, or in a deleted segment) leaves this one undefined too,
+ * as its own record would have been: a stack is whole or unknown.  A chain
+ * deeper than TF_PY_PUSH_DEPTH is refused, which bounds what one record of
+ * a few bytes can make the reader hold (TF_PY_PUSH_DEPTH frames). */
 static int absorb_py_stack_push(tf_defs *d, tf_cursor *c)
 {
     uint32_t id = tf_get_u32(c), outer_id = tf_get_u32(c);
-    tf_py_frame frame;
-    frame.code = tf_get_u32(c);
-    frame.line = tf_get_u32(c);
+    tf_py_push push = { .outer = UINT32_MAX };
+    push.frame.code = tf_get_u32(c);
+    push.frame.line = tf_get_u32(c);
     if (c->bad)
         return TF_REC_BAD;
-    tf_span outer = { NULL, 0 };
+    uint32_t depth = 1;
     if (outer_id) {
-        const tf_span *o = lookup(&d->py_stacks, &d->py_stack_ids, outer_id, sizeof *o);
-        if (!o)
+        if (!tf_idmap_get(&d->py_stack_ids, outer_id, &push.outer))
             return TF_REC_OK;
-        outer = *o;
+        depth += ((const tf_span *)list_at(&d->py_stacks, push.outer, sizeof(tf_span)))->n;
     }
-    if (outer.n >= TF_PY_PUSH_DEPTH)
+    if (depth > TF_PY_PUSH_DEPTH)
         return TF_REC_BAD;
-    tf_py_frame *frames = tf_arena_alloc(&d->arena, (outer.n + 1) * sizeof *frames);
-    if (!frames)
+    tf_py_push *p = list_push(&d->py_pushes, sizeof *p);
+    if (!p)
         return TF_REC_NOMEM;
-    frames[0] = frame;
-    if (outer.n)
-        memcpy(frames + 1, outer.items, outer.n * sizeof *frames);
+    *p = push;
     tf_span *e = define(&d->py_stacks, &d->py_stack_ids, id, sizeof *e);
-    if (!e)
+    if (!e) {
+        d->py_pushes.count--;
         return TF_REC_NOMEM;
-    *e = (tf_span){ frames, outer.n + 1 };
+    }
+    *e = (tf_span){ .items = NULL, .n = depth, .push = d->py_pushes.count };
     return TF_REC_OK;
 }
 
@@ -338,7 +339,7 @@ int tf_defs_absorb_restated(tf_defs *d, uint32_t kind, tf_cursor *c)
 
 void tf_defs_free(tf_defs *d)
 {
-    tf_list *lists[] = { &d->strings, &d->natives, &d->py_stacks, &d->py_codes,
+    tf_list *lists[] = { &d->strings, &d->natives, &d->py_stacks, &d->py_pushes, &d->py_codes,
                          &d->modules, &d->threads, &d->pools, &d->infos, &d->unloads };
     tf_idmap *maps[] = { &d->string_ids, &d->native_ids, &d->py_stack_ids, &d->py_code_ids,
                          &d->module_ids, &d->thread_ids, &d->pool_ids };
@@ -369,13 +370,49 @@ int tf_reader_native_stack(const tf_reader *r, uint32_t id, const uint64_t **ips
     return 1;
 }
 
+/* The frames of the stack at position pos, made one array the first time a
+ * pushed stack is asked for: its pushed frames from the innermost out, then
+ * the frames of the first stack on the way that has them (a whole record's,
+ * or one made before).  NULL when out of memory. */
+static const tf_py_frame *py_stack_of(tf_defs *d, uint32_t pos)
+{
+    tf_span *s = list_at(&d->py_stacks, pos, sizeof *s);
+    if (s->items)
+        return s->items;
+    tf_py_frame *frames = tf_arena_alloc(&d->arena, (size_t)s->n * sizeof *frames);
+    if (!frames)
+        return NULL;
+    uint32_t i = 0;
+    const tf_span *at = s;
+    while (i < s->n && !at->items) {
+        const tf_py_push *p = list_at(&d->py_pushes, at->push - 1, sizeof *p);
+        frames[i++] = p->frame;
+        if (p->outer == UINT32_MAX)
+            break;
+        at = list_at(&d->py_stacks, p->outer, sizeof *at);
+    }
+    /* Depths were added up when the pushes were read: what is left is the
+     * made stack's frames exactly. */
+    if (i < s->n)
+        memcpy(frames + i, at->items, (size_t)(s->n - i) * sizeof *frames);
+    s->items = frames;
+    return frames;
+}
+
+/* A reader is used by one thread at a time: a look-up may make a pushed
+ * stack's array (py_stack_of), the one thing that changes under a const
+ * reader. */
 int tf_reader_py_stack(const tf_reader *r, uint32_t id, const tf_py_frame **frames, uint32_t *n)
 {
-    const tf_span *s = lookup(&r->defs.py_stacks, &r->defs.py_stack_ids, id, sizeof *s);
-    if (!s)
+    tf_defs *d = (tf_defs *)&r->defs;
+    uint32_t pos;
+    if (!tf_idmap_get(&d->py_stack_ids, id, &pos))
         return 0;
-    *frames = s->items;
-    *n = s->n;
+    const tf_py_frame *f = py_stack_of(d, pos);
+    if (!f)
+        return 0;
+    *frames = f;
+    *n = ((const tf_span *)list_at(&d->py_stacks, pos, sizeof(tf_span)))->n;
     return 1;
 }
 

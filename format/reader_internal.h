@@ -22,7 +22,12 @@ typedef struct tf_list {
     uint32_t count, cap;
 } tf_list;
 
-typedef struct tf_span { const void *items; uint32_t n; } tf_span;    /* stacks, strings */
+/* Stacks, strings.  A Python stack defined by a push (2.1) has no items
+ * until first asked for: `push` is its entry in py_pushes plus one. */
+typedef struct tf_span { const void *items; uint32_t n, push; } tf_span;
+/* A pushed frame and where its outer stack is in py_stacks (UINT32_MAX:
+ * none, the frame is the outermost). */
+typedef struct tf_py_push { tf_py_frame frame; uint32_t outer; } tf_py_push;
 typedef struct tf_module_entry { tf_module *m; int loaded; } tf_module_entry;
 typedef struct tf_named { uint32_t num; const char *name, *py_name; } tf_named; /* threads, pools */
 typedef struct tf_info { const char *key, *value; } tf_info;
@@ -33,6 +38,7 @@ typedef struct tf_defs {
     tf_list strings;    tf_idmap string_ids;    /* tf_span of char */
     tf_list natives;    tf_idmap native_ids;    /* tf_span of uint64_t */
     tf_list py_stacks;  tf_idmap py_stack_ids;  /* tf_span of tf_py_frame */
+    tf_list py_pushes;                          /* tf_py_push */
     tf_list py_codes;   tf_idmap py_code_ids;   /* tf_py_code * */
     tf_list modules;    tf_idmap module_ids;    /* tf_module_entry */
     tf_list threads;    tf_idmap thread_ids;    /* tf_named */

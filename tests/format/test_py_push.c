@@ -3,8 +3,9 @@
  * FORMAT.md section 6): a stack that shares its outer frames with one
  * written before costs a record per frame it does not share, the same
  * frames get the same id however they are named, and a reader gives every
- * stack's whole frame list back.  A push whose outer stack is unknown
- * defines nothing; one past TF_PY_PUSH_DEPTH frames is damage.
+ * stack's whole frame list back, made when first asked for.  A push whose
+ * outer stack is unknown defines nothing; one past TF_PY_PUSH_DEPTH frames
+ * is damage.
  */
 #include "tf_test.h"
 
@@ -108,9 +109,13 @@ int main(void)
     tf_event got;
     CHECK(tf_reader_next(r, &got) == 1 && got.kind == TF_EV_MARK && got.py_stack == ida);
     CHECK(tf_reader_next(r, &got) == 1 && got.kind == TF_EV_END);
+    /* A stack is made when first asked for: a's callers first, so that a's
+     * and b's are made from their array, then the outermost frame alone,
+     * made from its push though a deeper stack holds it. */
+    CHECK(same_frames(r, idmid, mid, DEEP - 1));
     CHECK(same_frames(r, ida, a, DEEP));
     CHECK(same_frames(r, idb, b, DEEP));
-    CHECK(same_frames(r, idmid, mid, DEEP - 1));
+    CHECK(same_frames(r, ida, a, DEEP));
     CHECK(same_frames(r, 1, a + DEEP - 1, 1));        /* the outermost frame alone */
     CHECK(same_frames(r, idempty, NULL, 0));
     CHECK(same_frames(r, idhuge, huge, TF_PY_PUSH_DEPTH + 44));
