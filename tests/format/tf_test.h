@@ -60,6 +60,27 @@ static inline void tf_test_flush(tf_writer *w, int fd, tf_chunk *chunk)
     }
 }
 
+/* Seal what the writer holds, with raw records (bytes[0..n)) after it, and
+ * append it to fd as one frame: records no writer call makes (other
+ * versions', damaged ones). */
+static inline void tf_test_flush_with(tf_writer *w, int fd, tf_chunk *chunk, const uint8_t *bytes,
+                                      size_t n)
+{
+    tf_writer_seal(w, chunk);
+    tf_chunk longer = { malloc(chunk->len + n), chunk->len + n, chunk->len + n };
+    if (!longer.data) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    memcpy(longer.data, chunk->data, chunk->len);
+    memcpy(longer.data + chunk->len, bytes, n);
+    if (tf_chunk_write(fd, &longer, NULL, 1) != 0) {
+        fprintf(stderr, "tf_chunk_write failed\n");
+        exit(1);
+    }
+    free(longer.data);
+}
+
 /* Flush what the writer holds as a last frame, free the writer and the
  * chunk, and open the file for reading (NULL, with a failed check, when it
  * does not open). */
