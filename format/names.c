@@ -72,6 +72,7 @@ static const char *const kind_names[TF_KIND_MAX] = {
     [TF_REC_CHECKPOINT] = "checkpoint",
     [TF_REC_COLUMNS] = "columns",
     [TF_REC_PY_STACK_PUSH] = "py_stack_push",
+    [TF_REC_PY_STACK_CHAIN] = "py_stack_chain",
     [TF_EV_CUDA_ALLOC] = "cuda_alloc",
     [TF_EV_CUDA_FREE] = "cuda_free",
     [TF_EV_POOL_ALLOC] = "pool_alloc",

@@ -311,6 +311,7 @@ static int absorb_frame_record(tf_reader *r, tf_cursor *c)
     if (c->bad)
         return TF_REC_BAD;
     tf_bases_frame(&r->b, seq, t);
+    tf_defs_frame(&r->defs);
     r->frame_has_bases = 1;
     return TF_REC_OK;
 }

@@ -117,6 +117,7 @@ static int absorb_py_stack(tf_defs *d, tf_cursor *c)
     }
     if (c->bad)
         return TF_REC_BAD;
+    d->py_next = id + 1;
     tf_span *e = define(&d->py_stacks, &d->py_stack_ids, id, sizeof *e);
     if (!e)
         return TF_REC_NOMEM;
@@ -124,42 +125,75 @@ static int absorb_py_stack(tf_defs *d, tf_cursor *c)
     return TF_REC_OK;
 }
 
-/* A frame called from a stack (2.1): the stack is that frame, then the outer
- * one's frames.  Only the frame and where the outer stack is are kept here;
- * the stack becomes one array of frames when first asked for (py_stack_of),
- * so that the interior nodes of a program's stack tree, which events seldom
- * name, cost 12 bytes each, not their depth.  An outer stack not defined
- * (lost to damage, or in a deleted segment) leaves this one undefined too,
- * as its own record would have been: a stack is whole or unknown.  A chain
- * deeper than TF_PY_PUSH_DEPTH is refused, which bounds what one record of
- * a few bytes can make the reader hold (TF_PY_PUSH_DEPTH frames). */
+/* Stacks id, id + 1, ... id + n - 1: frames[0] called from stack outer_id
+ * (0: none), then each next frame called from the stack before it (2.1's
+ * PY_STACK_PUSH defines one, 2.2's PY_STACK_CHAIN several).  Only each
+ * frame and where its outer stack is are kept here; a stack becomes one
+ * array of frames when first asked for (py_stack_of), so that the interior
+ * nodes of a program's stack tree, which events seldom name, cost 12 bytes
+ * each, not their depth.  An outer stack not defined (lost to damage, or in
+ * a deleted segment) leaves these undefined too, as their own records would
+ * have been: a stack is whole or unknown.  A chain deeper than
+ * TF_PY_PUSH_DEPTH is refused whole, which bounds what a record can make the
+ * reader hold (TF_PY_PUSH_DEPTH frames for each stack it defines). */
+static int define_pushes(tf_defs *d, uint32_t id, uint32_t outer_id, const tf_py_frame *frames,
+                         uint32_t n)
+{
+    uint32_t depth = 0, outer = UINT32_MAX;
+    if (outer_id) {
+        if (!tf_idmap_get(&d->py_stack_ids, outer_id, &outer))
+            return TF_REC_OK;
+        depth = ((const tf_span *)list_at(&d->py_stacks, outer, sizeof(tf_span)))->n;
+    }
+    if (depth + n > TF_PY_PUSH_DEPTH)
+        return TF_REC_BAD;
+    for (uint32_t k = 0; k < n; k++) {
+        tf_py_push *p = list_push(&d->py_pushes, sizeof *p);
+        if (!p)
+            return TF_REC_NOMEM;
+        *p = (tf_py_push){ .frame = frames[k], .outer = outer };
+        tf_span *e = define(&d->py_stacks, &d->py_stack_ids, id + k, sizeof *e);
+        if (!e) {
+            d->py_pushes.count--;
+            return TF_REC_NOMEM;
+        }
+        *e = (tf_span){ .items = NULL, .n = ++depth, .push = d->py_pushes.count };
+        outer = d->py_stacks.count - 1;
+    }
+    return TF_REC_OK;
+}
+
 static int absorb_py_stack_push(tf_defs *d, tf_cursor *c)
 {
     uint32_t id = tf_get_u32(c), outer_id = tf_get_u32(c);
-    tf_py_push push = { .outer = UINT32_MAX };
-    push.frame.code = tf_get_u32(c);
-    push.frame.line = tf_get_u32(c);
+    tf_py_frame frame;
+    frame.code = tf_get_u32(c);
+    frame.line = tf_get_u32(c);
     if (c->bad)
         return TF_REC_BAD;
-    uint32_t depth = 1;
-    if (outer_id) {
-        if (!tf_idmap_get(&d->py_stack_ids, outer_id, &push.outer))
-            return TF_REC_OK;
-        depth += ((const tf_span *)list_at(&d->py_stacks, push.outer, sizeof(tf_span)))->n;
-    }
-    if (depth > TF_PY_PUSH_DEPTH)
+    d->py_next = id + 1;
+    return define_pushes(d, id, outer_id, &frame, 1);
+}
+
+/* 2.2: the ids follow the frame's last Python stack definition, by `gap`;
+ * the outer stack is `back` ids before the first (0: none). */
+static int absorb_py_stack_chain(tf_defs *d, tf_cursor *c)
+{
+    uint32_t gap = tf_get_u32(c), back = tf_get_u32(c), n = get_count(c, 2);
+    if (c->bad || n == 0 || n > TF_PY_PUSH_DEPTH || (uint64_t)d->py_next + gap + n > UINT32_MAX)
         return TF_REC_BAD;
-    tf_py_push *p = list_push(&d->py_pushes, sizeof *p);
-    if (!p)
-        return TF_REC_NOMEM;
-    *p = push;
-    tf_span *e = define(&d->py_stacks, &d->py_stack_ids, id, sizeof *e);
-    if (!e) {
-        d->py_pushes.count--;
-        return TF_REC_NOMEM;
+    uint32_t id = d->py_next + gap;
+    if (back >= id)
+        return TF_REC_BAD;
+    tf_py_frame frames[TF_PY_PUSH_DEPTH];
+    for (uint32_t k = 0; k < n; k++) {
+        frames[k].code = tf_get_u32(c);
+        frames[k].line = tf_get_u32(c);
     }
-    *e = (tf_span){ .items = NULL, .n = depth, .push = d->py_pushes.count };
-    return TF_REC_OK;
+    if (c->bad)
+        return TF_REC_BAD;
+    d->py_next = id + n;
+    return define_pushes(d, id, back ? id - back : 0, frames, n);
 }
 
 static int absorb_py_code(tf_defs *d, tf_cursor *c)
@@ -294,6 +328,11 @@ static int absorb_checkpoint(tf_defs *d, tf_cursor *c)
     return TF_REC_OK;
 }
 
+void tf_defs_frame(tf_defs *d)
+{
+    d->py_next = 0;
+}
+
 int tf_defs_absorb(tf_defs *d, uint32_t kind, tf_cursor *c)
 {
     switch (kind) {
@@ -301,6 +340,7 @@ int tf_defs_absorb(tf_defs *d, uint32_t kind, tf_cursor *c)
     case TF_REC_NATIVE_STACK: return absorb_native_stack(d, c);
     case TF_REC_PY_STACK: return absorb_py_stack(d, c);
     case TF_REC_PY_STACK_PUSH: return absorb_py_stack_push(d, c);
+    case TF_REC_PY_STACK_CHAIN: return absorb_py_stack_chain(d, c);
     case TF_REC_PY_CODE: return absorb_py_code(d, c);
     case TF_REC_MODULE_LOAD: return absorb_module_load(d, c);
     case TF_REC_MODULE_UNLOAD: return absorb_module_unload(d, c);

@@ -22,8 +22,9 @@ typedef struct tf_list {
     uint32_t count, cap;
 } tf_list;
 
-/* Stacks, strings.  A Python stack defined by a push (2.1) has no items
- * until first asked for: `push` is its entry in py_pushes plus one. */
+/* Stacks, strings.  A Python stack defined by a push (2.1) or a chain (2.2)
+ * has no items until first asked for: `push` is its entry in py_pushes plus
+ * one. */
 typedef struct tf_span { const void *items; uint32_t n, push; } tf_span;
 /* A pushed frame and where its outer stack is in py_stacks (UINT32_MAX:
  * none, the frame is the outermost). */
@@ -39,6 +40,7 @@ typedef struct tf_defs {
     tf_list natives;    tf_idmap native_ids;    /* tf_span of uint64_t */
     tf_list py_stacks;  tf_idmap py_stack_ids;  /* tf_span of tf_py_frame */
     tf_list py_pushes;                          /* tf_py_push */
+    uint32_t py_next;   /* one past the last Python stack id this frame defined (0: none) */
     tf_list py_codes;   tf_idmap py_code_ids;   /* tf_py_code * */
     tf_list modules;    tf_idmap module_ids;    /* tf_module_entry */
     tf_list threads;    tf_idmap thread_ids;    /* tf_named */
@@ -57,8 +59,10 @@ typedef struct tf_defs {
 /* Outcome of decoding one record. */
 enum { TF_REC_OK = 0, TF_REC_BAD = -1, TF_REC_NOMEM = -2 };
 
-/* Absorb one definition record (kind < 32); unknown kinds are ignored. */
+/* Absorb one definition record (kind < 32); unknown kinds are ignored.
+ * tf_defs_frame: a frame starts (what PY_STACK_CHAIN ids are read against). */
 int tf_defs_absorb(tf_defs *d, uint32_t kind, tf_cursor *payload);
+void tf_defs_frame(tf_defs *d);
 /* The same for a restatement read after a gap: what is known is skipped. */
 int tf_defs_absorb_restated(tf_defs *d, uint32_t kind, tf_cursor *payload);
 void tf_defs_free(tf_defs *d);

@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define TF_VERSION_MAJOR 2
-#define TF_VERSION_MINOR 1
+#define TF_VERSION_MINOR 2
 
 /* Record kinds.  Definitions (< 32) give ids meaning; events (>= 32) carry a
  * sequence number.  A reader skips kinds it does not know (records are
@@ -42,7 +42,9 @@ enum tf_kind {
     TF_REC_INFO = 11,         /* key, value: facts learnt after start */
     TF_REC_CHECKPOINT = 12,   /* 1.4: seq, producer, state: a replay's state after event seq */
     TF_REC_COLUMNS = 13,      /* 2.0: the whole frame as a column block (columns.h) */
-    TF_REC_PY_STACK_PUSH = 14, /* 2.1: id, outer stack id, code id, line: one frame called from a stack */
+    TF_REC_PY_STACK_PUSH = 14, /* 2.1: id, outer stack id, code id, line: a frame called from a stack */
+    TF_REC_PY_STACK_CHAIN = 15, /* 2.2: id gap, outer as id - outer, n, n (code id, line): frames each
+                                 * called from the stack before */
 
     TF_EV_CUDA_ALLOC = 32,
     TF_EV_CUDA_FREE = 33,
@@ -220,8 +222,8 @@ typedef struct tf_module {
 
 typedef struct tf_py_frame { uint32_t code; uint32_t line; } tf_py_frame;
 
-/* The deepest stack a chain of PY_STACK_PUSH records may define (FORMAT.md
- * section 6): what bounds a reader's memory per such record. */
+/* The deepest stack pushed frames (PY_STACK_PUSH, PY_STACK_CHAIN) may make
+ * (FORMAT.md section 6): what bounds a reader's memory per stack they define. */
 #define TF_PY_PUSH_DEPTH 256
 
 typedef struct tf_py_code {
@@ -254,17 +256,21 @@ void tf_writer_free(tf_writer *w);
 uint32_t tf_write_string(tf_writer *w, const char *s, size_t n);
 uint32_t tf_write_native_stack(tf_writer *w, const uint64_t *ips, uint32_t n);
 uint32_t tf_write_py_code(tf_writer *w, uint32_t file, uint32_t function, uint32_t first_line);
-/* A Python stack of 1 to TF_PY_PUSH_DEPTH frames is written as a chain of
- * PY_STACK_PUSH records, one per frame from the outermost (each stack a
- * frame called from the one before), of which only the frames not yet
- * defined under their callers cost a record; an empty or deeper stack is
+/* A Python stack of 1 to TF_PY_PUSH_DEPTH frames is written as pushes (each
+ * stack a frame called from the one before, from the outermost), of which
+ * only the frames not yet defined under their callers cost anything: one
+ * PY_STACK_CHAIN record for all of them.  An empty or deeper stack is
  * one PY_STACK record.  Either way the same frames get the same id. */
 uint32_t tf_write_py_stack(tf_writer *w, const tf_py_frame *frames, uint32_t n);
-/* The stack whose innermost frame is `frame`, called from stack `outer` (0:
- * none; an id this writer returned for a stack of fewer than
- * TF_PY_PUSH_DEPTH frames, since the last segment started): the id
- * tf_write_py_stack gives the same frames.  0 when out of memory. */
-uint32_t tf_write_py_stack_push(tf_writer *w, uint32_t outer, tf_py_frame frame);
+/* The stack frames[0..n) (innermost first, as above) called from stack
+ * `outer` (0: none; else an id this writer returned, since the last segment
+ * started, for a stack of at most TF_PY_PUSH_DEPTH - n frames): its id, the
+ * one tf_write_py_stack gives the same frames.  ids, unless NULL, gets each
+ * stack on the way: ids[i] is that of frames[i..n) called from outer.  0
+ * when out of memory (ids then holds the stacks defined before it ran out,
+ * from ids[n-1] inward). */
+uint32_t tf_write_py_stack_push(tf_writer *w, uint32_t outer, const tf_py_frame *frames,
+                                uint32_t n, uint32_t *ids);
 uint32_t tf_write_module_load(tf_writer *w, const char *path, uint64_t base,
                               const uint8_t *build_id, uint32_t build_id_len,
                               const tf_segment *segs, uint32_t nsegs);

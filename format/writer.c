@@ -55,6 +55,9 @@ struct tf_writer {
     uint8_t *journal;
     size_t journal_len, journal_cap;
     uint32_t epoch;          /* interned content forgotten this many times */
+    /* One more than the last Python stack id defined in the current frame
+     * (0 before any): what a PY_STACK_CHAIN's id is written against. */
+    uint32_t py_next;
 };
 
 static inline int reserve(tf_writer *w, size_t need)
@@ -93,6 +96,7 @@ static void write_frame_record(tf_writer *w)
     record_end(w, payload, p);
     tf_bases_frame(&w->b, w->b.seq, w->b.t_ns);
     w->frame_open = 1;
+    w->py_next = 0;
 }
 
 /* Makes room for a record of at most max_payload bytes, opening the frame
@@ -294,6 +298,8 @@ static uint32_t intern(tf_writer *w, tf_intern *t, uint32_t kind, const void *ke
         return 0;  /* the half-built record is abandoned: chunk.len is unchanged */
     uint8_t *p = tf_put_uv(payload, id);
     record_end(w, payload, encode(p, key, len));
+    if (kind == TF_REC_PY_STACK)
+        w->py_next = id + 1;
     return id;
 }
 
@@ -329,8 +335,7 @@ uint32_t tf_write_native_stack(tf_writer *w, const uint64_t *ips, uint32_t n)
                   TF_VARINT_MAX * (1 + (size_t)n), encode_native_stack);
 }
 
-/* A key of three 32-bit numbers (a code object's, a pushed frame's), each
- * as a uv. */
+/* A code object's key, three 32-bit numbers, each as a uv. */
 static uint8_t *encode_three(uint8_t *p, const void *key, size_t len)
 {
     uint32_t v[3];
@@ -362,24 +367,65 @@ static uint8_t *encode_py_stack(uint8_t *p, const void *key, size_t len)
 
 /* A pushed frame's key is the outer stack's id and the frame, 12 bytes, which
  * no whole stack's key (8 bytes a frame) can equal; both kinds of key share
- * the table, so a stack's id is one whichever call names it. */
-uint32_t tf_write_py_stack_push(tf_writer *w, uint32_t outer, tf_py_frame frame)
+ * the table, so a stack's id is one whichever call names it.  The frames
+ * found under their callers come first from the outermost; once one is not,
+ * none inward can be (its outer stack is new), so they are added without a
+ * look-up and defined by one PY_STACK_CHAIN record, whose ids follow each
+ * other from one the frame's definitions before it imply.  Should the table
+ * stop growing part way, the record defines the frames added so far: the
+ * table never holds an id the log does not define. */
+uint32_t tf_write_py_stack_push(tf_writer *w, uint32_t outer, const tf_py_frame *frames,
+                                uint32_t n, uint32_t *ids)
 {
-    uint32_t key[3] = { outer, frame.code, frame.line };
-    _Static_assert(sizeof key % sizeof(tf_py_frame) != 0, "a push key is no whole stack's");
-    return intern(w, &w->py_stacks, TF_REC_PY_STACK_PUSH, key, sizeof key, 3 * TF_VARINT_MAX,
-                  encode_three);
+    uint32_t id = outer, i = n;
+    for (; i > 0; i--) {
+        uint32_t key[3] = { id, frames[i - 1].code, frames[i - 1].line };
+        _Static_assert(sizeof key % sizeof(tf_py_frame) != 0, "a push key is no whole stack's");
+        uint32_t found = tf_intern_find(&w->py_stacks, key, sizeof key,
+                                        tf_intern_hash(key, sizeof key));
+        if (!found)
+            break;
+        id = found;
+        if (ids)
+            ids[i - 1] = id;
+    }
+    if (i == 0)
+        return id;
+    uint8_t *payload = record_begin(w, TF_REC_PY_STACK_CHAIN, TF_VARINT_MAX * (3 + 2 * (size_t)i));
+    if (!payload)
+        return 0;
+    uint32_t first = 0, added = 0, from = id;
+    for (uint32_t k = i; k > 0; k--, added++) {
+        uint32_t key[3] = { id, frames[k - 1].code, frames[k - 1].line };
+        uint32_t got = tf_intern_add(&w->py_stacks, key, sizeof key,
+                                     tf_intern_hash(key, sizeof key));
+        if (!got)
+            break;
+        first = first ? first : got;
+        id = got;
+        if (ids)
+            ids[k - 1] = id;
+    }
+    if (!added)
+        return 0;  /* the half-built record is abandoned: chunk.len is unchanged */
+    /* Ids only grow, and py_next is one past the largest defined in this
+     * frame: the gap is 0 unless something else took ids in between. */
+    uint8_t *p = tf_put_uv(payload, first - w->py_next);
+    p = tf_put_uv(p, from ? first - from : 0);
+    p = tf_put_uv(p, added);
+    for (uint32_t k = i; k > i - added; k--) {
+        p = tf_put_uv(p, frames[k - 1].code);
+        p = tf_put_uv(p, frames[k - 1].line);
+    }
+    record_end(w, payload, p);
+    w->py_next = id + 1;
+    return added == i ? id : 0;
 }
 
 uint32_t tf_write_py_stack(tf_writer *w, const tf_py_frame *frames, uint32_t n)
 {
-    if (n && n <= TF_PY_PUSH_DEPTH) {
-        uint32_t id = 0;
-        for (uint32_t i = n; i-- > 0;)
-            if (!(id = tf_write_py_stack_push(w, id, frames[i])))
-                return 0;
-        return id;
-    }
+    if (n && n <= TF_PY_PUSH_DEPTH)
+        return tf_write_py_stack_push(w, 0, frames, n, NULL);
     size_t len = (size_t)n * sizeof *frames;
     return intern(w, &w->py_stacks, TF_REC_PY_STACK, n ? (const void *)frames : "", len,
                   TF_VARINT_MAX * (1 + 2 * (size_t)n), encode_py_stack);

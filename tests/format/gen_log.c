@@ -48,7 +48,7 @@ static __attribute__((noinline)) void allocation_site(void)
     stack_ips[3] = 0xdead;      /* inside no module */
 }
 
-typedef struct ids { uint32_t native, py, mark, type, fake_module; } ids;
+typedef struct ids { uint32_t native, py, py_sibling, mark, type, fake_module; } ids;
 
 static ids define_all(tf_writer *w, const self_module *me)
 {
@@ -64,6 +64,8 @@ static ids define_all(tf_writer *w, const self_module *me)
     uint32_t code2 = tf_write_py_code(w, file, tf_write_string(w, "<module>", 8), 1);
     tf_py_frame frames[2] = { { code1, 15 }, { code2, 40 } };
     d.py = tf_write_py_stack(w, frames, 2);
+    frames[0].line = 16;        /* another line under the same caller: a push from its stack */
+    d.py_sibling = tf_write_py_stack(w, frames, 2);
     d.mark = tf_write_string(w, "epoch \"1\"\n", 10);
     d.type = tf_write_string(w, "Tensor", 6);
     tf_write_thread(w, 1001, "main");
@@ -97,6 +99,7 @@ static uint64_t write_events(tf_writer *w, int fd, tf_chunk *chunk, const ids *d
     tf_write_event(w, &e);
     flush(w, fd, chunk);
     EV(TF_EV_GC_START); e.tid = 1002; e.u.gc.generation = 2; e.u.gc.allocs[0] = 701;
+    e.py_stack = d->py_sibling;
     uint64_t gc = e.seq;
     tf_write_event(w, &e);
     EV(TF_EV_POOL_FREE); e.tid = 1002; e.parent = gc; e.u.pool.ptr = 0x7f0000000000;

@@ -544,6 +544,7 @@ def read_log(path, stats):
     pending = {"pool": [], "thread": [], "info": [], "module": [], "module_unload": []}
     defined = set()
     named = {"thread": set(), "pool": set()}
+    next_py = 0
     while c.pos < len(data):
         kind, length = c.uv(), c.uv()
         rec = Cursor(data, c.pos, c.pos + length)
@@ -565,6 +566,7 @@ def read_log(path, stats):
             rec.uv()
             bases = {"seq": rec.uv(), "time": rec.uv(), "tid": 0,
                      "device": 0, "host": 0, "stream": 0}
+            next_py = 0  # section 6: PY_STACK_CHAIN's ids start again
         elif kind == 3:
             sid = rec.uv()
             defs["string"][sid] = rec.bytes()
@@ -580,14 +582,25 @@ def read_log(path, stats):
         elif kind == 8:
             sid, n = rec.uv(), rec.uv()
             defs["py"][sid] = [(rec.uv(), rec.uv()) for _ in range(n)]
-        elif kind == 14:
-            # 2.1: a frame called from a stack defined before; nothing when
-            # that stack is not defined.
-            sid, outer, code, line = rec.uv(), rec.uv(), rec.uv(), rec.uv()
-            if outer == 0:
-                defs["py"][sid] = [(code, line)]
-            elif outer in defs["py"] and len(defs["py"][outer]) < 256:
-                defs["py"][sid] = [(code, line)] + defs["py"][outer]
+            next_py = sid + 1
+        elif kind in (14, 15):
+            # A pushed frame called from a stack defined before, nothing when
+            # that stack is not; damage (nothing either) past 256 frames.
+            # 2.1's PY_STACK_PUSH: id, outer, one frame. 2.2's PY_STACK_CHAIN:
+            # the ids follow `next` by gap, the outer stack is `back` before.
+            if kind == 14:
+                sid, outer, n = rec.uv(), rec.uv(), 1
+            else:
+                gap, back, n = rec.uv(), rec.uv(), rec.uv()
+                sid = next_py + gap
+                outer = sid - back if back else 0
+            frames = [(rec.uv(), rec.uv()) for _ in range(n)]
+            next_py = sid + n
+            below = [] if outer == 0 else defs["py"].get(outer)
+            if below is not None and len(below) + n <= 256:
+                for i, f in enumerate(frames):
+                    below = [f] + below
+                    defs["py"][sid + i] = below
         elif kind == 4:
             mid, path, base, build_id = rec.uv(), rec.str(), rec.uv(), rec.bytes()
             segs = [{"vaddr": rec.uv(), "memsz": rec.uv(), "flags": rec.uv()} for _ in range(rec.uv())]

@@ -156,9 +156,11 @@ def check_many_stacks(python, tag):
 
 
 def record_kinds(log):
-    """{kind: (records, bytes)} of a log written as records (TRACE_COLUMNS=0)."""
+    """{kind: (records, bytes)} of a log written as records (TRACE_COLUMNS=0),
+    and the number of stacks its PY_STACK_PUSH and PY_STACK_CHAIN records
+    define."""
     data = subprocess.run(["zstd", "-dcq", log], capture_output=True, check=True).stdout
-    kinds, pos = {}, 0
+    kinds, pos, pushed = {}, 0, 0
 
     def uv():
         nonlocal pos
@@ -173,31 +175,41 @@ def record_kinds(log):
     while pos < len(data):
         start = pos
         kind, n = uv(), uv()
-        pos += n
+        end = pos + n
+        if kind == 14:  # 2.1's PY_STACK_PUSH: id, outer, one frame
+            pushed += 1
+        elif kind == 15:  # 2.2's PY_STACK_CHAIN: gap, back, n frames
+            uv(), uv()
+            pushed += uv()
+        pos = end
         count, size = kinds.get(kind, (0, 0))
         kinds[kind] = (count + 1, size + pos - start)
-    return kinds
+    return kinds, pushed
 
 
 def check_stack_definitions(python, tag):
     """The recorder defines Python stacks a frame at a time (PY_STACK_PUSH,
     FORMAT.md section 6): many_stacks.py's 2**14 stacks, 16 frames deep,
-    share their outer frames, so their definitions are one push per node of
-    the tree they make (49,151: 1 + 2 + ... + 2**14 calls and 2**14 marking
-    frames), never a whole stack, each push a few bytes."""
+    share their outer frames, so their definitions are one pushed frame per
+    node of the tree they make (49,151: 1 + 2 + ... + 2**14 calls and 2**14
+    marking frames), never a whole stack, and one PY_STACK_CHAIN record for
+    each new stack's frames: about 2**14 records, under 5 bytes a frame
+    (2.1's PY_STACK_PUSH, a record a frame, took 9)."""
     run, log = pt.run_traced_keep([python, many_stacks], args.preload, args.pylog,
                                   env={"TRACE_COLUMNS": "0"})
     try:
         if not fails.check(run.proc.returncode == 0, "%s: many_stacks.py (records) failed: %s"
                            % (tag, run.proc.stderr[-800:])):
             return
-        kinds = record_kinds(log)
-        whole, push = kinds.get(8, (0, 0)), kinds.get(14, (0, 0))
+        kinds, pushed = record_kinds(log)
+        whole, push, chain = kinds.get(8, (0, 0)), kinds.get(14, (0, 0)), kinds.get(15, (0, 0))
         fails.check(whole[0] == 0, "%s: %d Python stacks defined whole (PY_STACK)" % (tag, whole[0]))
         nodes = 1 + sum(2 ** p for p in range(1, 15)) + 2 ** 14
-        fails.check(nodes <= push[0] <= nodes + 2000 and push[1] <= 12 * push[0],
-                    "%s: %d PY_STACK_PUSH records of %d bytes, for %d nodes of many_stacks.py"
-                    % (tag, push[0], push[1], nodes))
+        fails.check(nodes <= pushed <= nodes + 2000 and push[0] == 0
+                    and chain[0] <= 2 ** 14 + 2000 and chain[1] <= 5 * pushed,
+                    "%s: %d PY_STACK_PUSH and %d PY_STACK_CHAIN records of %d bytes defining %d"
+                    " stacks, for %d nodes of many_stacks.py"
+                    % (tag, push[0], chain[0], push[1] + chain[1], pushed, nodes))
     finally:
         pt.discard(log)
 
