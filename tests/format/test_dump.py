@@ -172,6 +172,14 @@ def main():
         expect = json.loads(out)
         check_json(dump, log, expect)
         check_summary(dump, log, expect)
+        many = os.path.join(tmp, "many.log")   # random events: hundreds of thread ids
+        rc, out, err = run(gen, many, "1", "600")
+        check(rc == 0, f"gen_log failed: {err}")
+        rc, out, err = run(dump, "--summary", many)
+        line = next((l for l in out.splitlines() if l.startswith("threads")), "")
+        count = int(line.split()[1].rstrip(":")) if line else 0
+        check(count > 16 and line.count(",") == 16 and line.endswith(f", and {count - 16} more"),
+              f"--summary names the first 16 threads of {count}: {line[:300]}")
         rc, out, err = run(dump, "--debug-dir", tmp, log)
         check(rc == 0 and re.match(r"trace log 2\.\d+: pid 4242", out) is not None, "text mode")
         check(" pool_alloc pool=0 ptr=0x7f0000000000 requested=4000" in out, "text fields")

@@ -174,8 +174,11 @@ static void summary_print(dump_ctx *d, summary *s, const char *path)
     for (uint32_t k = 32; k < TF_KIND_MAX; k++)
         if (s->per_kind[k])
             fprintf(f, "  %-16s %" PRIu64 "\n", tf_kind_name(k), s->per_kind[k]);
+    /* The first threads met, by name: a test suite's log may have
+     * thousands, which one line would not show any better. */
+    enum { THREADS_SHOWN = 16 };
     fprintf(f, "threads     %zu:", s->ntids);
-    for (size_t i = 0; i < s->ntids; i++) {
+    for (size_t i = 0; i < s->ntids && i < THREADS_SHOWN; i++) {
         const char *name = tf_reader_thread_name(d->r, s->tids[i]);
         const char *py_name = tf_reader_thread_py_name(d->r, s->tids[i]);
         char tname[128], pname[128];
@@ -183,6 +186,8 @@ static void summary_print(dump_ctx *d, summary *s, const char *path)
                 name ? rn_text(tname, sizeof tname, name) : "", *py_name ? " (" : "",
                 *py_name ? rn_text(pname, sizeof pname, py_name) : "", *py_name ? ")" : "");
     }
+    if (s->ntids > THREADS_SHOWN)
+        fprintf(f, ", and %zu more", s->ntids - THREADS_SHOWN);
     fputc('\n', f);
     uint32_t pool;
     const char *name;
