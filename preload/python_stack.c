@@ -508,10 +508,10 @@ static uint32_t path_child(tf_writer *w, uint64_t parent, uintptr_t code, int64_
 }
 
 /* The id of the stack whose frames' nodes are nodes[0..n), outermost first.
- * A node's stack is its frame called from its parent's (PY_STACK_PUSH), so
- * a new stack costs the writer a look-up for each node without an id yet,
- * from the innermost one that has one, and one record for the frames not
- * defined under their callers before: the frames a new stack shares with
+ * A node's stack is its frame called from its parent's (a push), so a new
+ * stack costs the writer a look-up for each node without an id yet, from the
+ * innermost one that has one, and one PY_STACK_CHAIN record for the frames
+ * not defined under their callers before: the frames a new stack shares with
  * stacks met before cost nothing.  Whole-stack records cost the depth every
  * time instead (importing sympy on 3.11, 88,980 new stacks 48 frames deep on
  * average: 150 bytes of records before compression and about 2,600
