@@ -5,6 +5,7 @@
  * bias 0, so lookups use the ELF virtual address (ip - the recorded bias)
  * and one module's file never shadows another's.
  */
+#include <dlfcn.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
@@ -23,7 +24,13 @@ typedef struct sym_module {
     Dwfl *dwfl;
 } sym_module;
 
+/* A C++ symbol's readable name, by the symbol's own string (libdw's, which
+ * stays put while its module is open). */
+typedef struct sym_name { const char *mangled; char *readable; } sym_name;
+
 struct sym_ctx {
+    sym_name *names;        /* open addressing; readable NULL: keep the symbol */
+    size_t names_used, names_cap;
     char **dirs;
     int ndirs;
     char *debuginfo_path;   /* for separate debug files of stripped binaries */
@@ -90,6 +97,9 @@ void sym_free(sym_ctx *s)
             dwfl_end(s->mods[i].dwfl);
     }
     free(s->mods);
+    for (size_t i = 0; i < s->names_cap; i++)
+        free(s->names[i].readable);
+    free(s->names);
     for (int i = 0; i < s->ndirs; i++)
         free(s->dirs[i]);
     free(s->dirs);
@@ -250,6 +260,65 @@ static void line_by_cu_scan(Dwfl_Module *dm, Dwarf_Addr addr, sym_info *out)
     }
 }
 
+/* C++ names as their author wrote them (`c10::cuda::...::malloc(...)`, not
+ * `_ZN3c104cuda...`): __cxa_demangle, looked up at run time in libstdc++ so
+ * that the tools need no C++ runtime to start; without one, or for a name it
+ * does not take, the symbol is shown as it is. */
+typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+
+static demangle_fn demangler(void)
+{
+    static int looked;
+    static demangle_fn fn;
+    if (!looked) {
+        looked = 1;
+        void *lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+        if (lib)
+            *(void **)&fn = dlsym(lib, "__cxa_demangle");
+    }
+    return fn;
+}
+
+static size_t name_slot(const sym_ctx *s, const char *mangled)
+{
+    size_t i = ((uintptr_t)mangled >> 3) * 0x9E3779B97F4A7C15ull & (s->names_cap - 1);
+    while (s->names[i].mangled && s->names[i].mangled != mangled)
+        i = (i + 1) & (s->names_cap - 1);
+    return i;
+}
+
+static const char *readable_name(sym_ctx *s, const char *name)
+{
+    if (!name || name[0] != '_' || name[1] != 'Z')
+        return name;
+    if (2 * (s->names_used + 1) > s->names_cap) {
+        size_t cap = s->names_cap ? 2 * s->names_cap : 256;
+        sym_name *old = s->names, *grown = calloc(cap, sizeof *grown);
+        if (!grown)
+            return name;
+        size_t old_cap = s->names_cap;
+        s->names = grown;
+        s->names_cap = cap;
+        for (size_t i = 0; i < old_cap; i++)
+            if (old[i].mangled)
+                s->names[name_slot(s, old[i].mangled)] = old[i];
+        free(old);
+    }
+    sym_name *e = &s->names[name_slot(s, name)];
+    if (!e->mangled) {
+        demangle_fn fn = demangler();
+        int status = -1;
+        char *text = fn ? fn(name, NULL, NULL, &status) : NULL;
+        if (status != 0) {
+            free(text);
+            text = NULL;
+        }
+        *e = (sym_name){ .mangled = name, .readable = text };
+        s->names_used++;
+    }
+    return e->readable ? e->readable : name;
+}
+
 const char *sym_function(sym_ctx *s, const tf_module *m, uint64_t ip)
 {
     sym_module *mod = m ? module_entry(s, m) : NULL;
@@ -257,7 +326,7 @@ const char *sym_function(sym_ctx *s, const tf_module *m, uint64_t ip)
         return NULL;
     Dwarf_Addr addr = ip - m->base;
     Dwfl_Module *dm = dwfl_addrmodule(mod->dwfl, addr);
-    return dm ? dwfl_module_addrname(dm, addr) : NULL;
+    return dm ? readable_name(s, dwfl_module_addrname(dm, addr)) : NULL;
 }
 
 int sym_lookup(sym_ctx *s, const tf_module *m, uint64_t ip, sym_info *out)
@@ -271,7 +340,7 @@ int sym_lookup(sym_ctx *s, const tf_module *m, uint64_t ip, sym_info *out)
     Dwfl_Module *dm = dwfl_addrmodule(mod->dwfl, addr);
     if (!dm)
         return 0;
-    out->function = dwfl_module_addrname(dm, addr);
+    out->function = readable_name(s, dwfl_module_addrname(dm, addr));
     Dwfl_Line *line = dwfl_module_getsrc(dm, addr);
     if (line) {
         int lineno = 0;

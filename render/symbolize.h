@@ -12,7 +12,7 @@
  * A candidate whose build-id differs from the recorded one is never used (a
  * module recorded without a build-id accepts the first ELF file found).
  * Stripped binaries get their DWARF from separate debug files found the same
- * way.  Results are cached per module; missing, unreadable or odd files just
+ * way.  C++ names come demangled where the system has libstdc++.  Results are cached per module; missing, unreadable or odd files just
  * give no answer.
  */
 #ifndef SYMBOLIZE_H
@@ -25,7 +25,7 @@
 typedef struct sym_ctx sym_ctx;
 
 typedef struct sym_info {
-    const char *function;   /* symbol name, NULL when unknown */
+    const char *function;   /* symbol name (C++ ones demangled), NULL when unknown */
     const char *file;       /* source file, NULL when unknown */
     int line;               /* 0 when unknown */
     const char *binary;     /* the file the answer came from, NULL if none */

@@ -1,8 +1,10 @@
 /*
  * test_symbolize.c - the symboliser on this very program: found by its
  * recorded path, by build-id and by basename in a debug directory; never
- * through a file whose build-id differs; unharmed by odd files.
+ * through a file whose build-id differs; unharmed by odd files; C++ names
+ * demangled.
  */
+#include <dlfcn.h>
 #include <sys/stat.h>
 
 #include "self_module.h"
@@ -21,6 +23,15 @@ static int call_line;
 static __attribute__((noinline)) void a_known_caller(void)
 {
     call_ip = return_address() - 1; call_line = __LINE__;
+}
+
+/* A function whose symbol is a C++ one (trace::demo::called(int)): the
+ * symboliser gives it back demangled. */
+static uint64_t cxx_ip;
+__attribute__((noinline)) void cxx_named(int x) __asm__("_ZN5trace4demo6calledEi");
+__attribute__((noinline)) void cxx_named(int x)
+{
+    cxx_ip = return_address() - 1 + (uint64_t)(x & 0);
 }
 
 static void check_found(sym_ctx *s, const tf_module *m, const char *how)
@@ -139,6 +150,17 @@ int main(void)
     snprintf(sub, sizeof sub, "%s/.build-id", dir);
     rmdir(sub);
     rmdir(dir);
+
+    /* 4b. a C++ symbol, demangled (as it is where libstdc++ is absent) */
+    cxx_named(1);
+    s = sym_new(NULL, 0);
+    const char *want = dlopen("libstdc++.so.6", RTLD_LAZY) ? "trace::demo::called(int)"
+                                                           : "_ZN5trace4demo6calledEi";
+    CHECK(sym_lookup(s, &me.m, cxx_ip, &si) == 1 && si.function && strcmp(si.function, want) == 0);
+    CHECK(sym_function(s, &me.m, cxx_ip) == si.function);   /* one string per symbol */
+    if (!si.function || strcmp(si.function, want) != 0)
+        fprintf(stderr, "  (C++ symbol: %s, want %s)\n", si.function ? si.function : "-", want);
+    sym_free(s);
 
     /* 5. no module, and an address outside every symbol */
     s = sym_new(NULL, 0);
