@@ -8,9 +8,12 @@ int rp_place_names(const char *function, const char *key)
 {
     if (!function || !key || !*key)
         return 0;
-    /* A compiler's clone suffix (".isra.0", ".constprop.1", ".part.0")
-     * is not part of the name. */
-    size_t n = strcspn(function, ".");
+    /* Neither a compiler's clone suffix (".isra.0", ".constprop.1",
+     * ".part.0") nor, in a demangled C++ name, the parameter list is part
+     * of the name: CuPy compiles its Cython as C++, whose static functions'
+     * symbols demangle to "__pyx_f_..._try_malloc(__pyx_obj_...*, unsigned
+     * long)", with " [clone .constprop.0]" after the list if cloned. */
+    size_t n = strcspn(function, ".(");
     size_t k = strlen(key);
     if (k > n)
         return 0;
@@ -19,8 +22,10 @@ int rp_place_names(const char *function, const char *key)
         if (tolower((unsigned char)tail[i]) != tolower((unsigned char)key[i]))
             return 0;
     /* The character before the name: the start, an underscore (C, Cython's
-     * module and class prefixes) or a digit (Cython's length prefixes). */
-    return tail == function || tail[-1] == '_' || isdigit((unsigned char)tail[-1]) || key[0] == '_';
+     * module and class prefixes), a digit (Cython's length prefixes), or in
+     * C++ a scope's "::" or the space after a template's return type. */
+    return tail == function || tail[-1] == '_' || isdigit((unsigned char)tail[-1]) || tail[-1] == ':' ||
+           tail[-1] == ' ' || key[0] == '_';
 }
 
 static rp_placement of_entry(const rp_place *e, const char *function)

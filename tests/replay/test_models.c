@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "placement.h"
 
 static int failures;
 #define CHECK(cond)                                                                                                \
@@ -349,6 +350,35 @@ static void next_queue(void)
     teardown(&f);
 }
 
+/* --- placement: the pool's functions named in a gc_start stack ---------- */
+
+static void placement_names(void)
+{
+    const rp_place *t = rp_model_cupy5.places;
+    static const char *const at_try_malloc[] = {
+        /* C, and a clone of it */
+        "__pyx_f_4cupy_4cuda_6memory_22SingleDeviceMemoryPool__try_malloc",
+        "__pyx_f_4cupy_4cuda_6memory_22SingleDeviceMemoryPool__try_malloc.constprop.0",
+        /* CuPy's Cython built as C++, its symbols demangled */
+        "__pyx_f_4cupy_4cuda_6memory_22SingleDeviceMemoryPool__try_malloc(__pyx_obj_4cupy_4cuda_6memory_"
+        "SingleDeviceMemoryPool*, unsigned long)",
+        "__pyx_f_4cupy_4cuda_6memory_22SingleDeviceMemoryPool__try_malloc(__pyx_obj_4cupy_4cuda_6memory_"
+        "SingleDeviceMemoryPool*, unsigned long) [clone .constprop.0]",
+        "cupy::memory::try_malloc(unsigned long)",
+    };
+    for (size_t i = 0; i < sizeof at_try_malloc / sizeof *at_try_malloc; i++) {
+        rp_placement p = rp_place_by_functions(t, &at_try_malloc[i], 1);
+        CHECK(p.where == RP_PLACED_POINT && rp_placement_at(&p, "_try_malloc: gc.collect()"));
+    }
+    static const char *const elsewhere[] = {
+        "xtry_malloc(unsigned long)",            /* another name ending the same way */
+        "log_call(try_malloc)",                  /* the name in a parameter list only */
+        "_ZL10try_mallocm",                      /* a symbol not demangled */
+    };
+    for (size_t i = 0; i < sizeof elsewhere / sizeof *elsewhere; i++)
+        CHECK(rp_place_by_functions(t, &elsewhere[i], 1).where == RP_PLACED_UNKNOWN);
+}
+
 int main(void)
 {
     cupy_story(&rp_model_cupy5, 1);
@@ -360,6 +390,7 @@ int main(void)
     torch_rules();
     bfc_rules();
     next_queue();
+    placement_names();
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);
     return failures != 0;
