@@ -17,11 +17,12 @@
  *    stack; the native stack too only with TRACE_PY_ALLOC_NATIVE=1 (a native
  *    walk per object was more than half of what this mode added on the
  *    bench's JSON workload).  Allocations made by CPython's own constructors
- *    of non-GC objects (str, int, float, bytes), and dict key tables (no
- *    objects at all), are told apart by their caller and left out, and so
- *    are their frees (python_alloc_sites.c; a key table's address is marked,
- *    block_marks.h), unless TRACE_PY_ALLOC_ALL=1 asks for every object
- *    allocation.
+ *    of non-GC objects (str, int, float, bytes), by its allocator of objects
+ *    without GC (_PyObject_New: range objects, extension types), and dict
+ *    key tables (no objects at all), are told apart by their caller and left
+ *    out, and so are their frees (python_alloc_sites.c; the address of a
+ *    block whose free cannot tell is marked, block_marks.h), unless
+ *    TRACE_PY_ALLOC_ALL=1 asks for every object allocation.
  *  - with every allocation recorded (TRACE_PY_ALLOCS=1), the OBJ-domain frees
  *    that happen while a collection runs on the thread (python_gc.c): one
  *    py_free each, before the block is given back, nested under the
@@ -106,8 +107,9 @@ static inline __attribute__((always_inline)) void sample_object_allocation(void 
         probe_plain |= left_out == PY_ALLOC_V_PLAIN;
         return;
     }
-    /* Most allocations: a str or int, left out.  One that is no object is
-     * left out only once its address is marked, so that its free in a
+    /* Most allocations: a str or int, left out.  One that is no object (a
+     * dict key table) or an object without GC (_PyObject_New's) is left
+     * out only once its address is marked, so that its free in a
      * collection is left out too (block_marks.h). */
     if (__builtin_expect(left_out != 0, 1) &&
         (left_out == PY_ALLOC_V_PLAIN || !record_gc_frees || block_marks_set(p)))
@@ -381,7 +383,7 @@ static int probe_filter(void)
  * record (python_alloc_sites.c). */
 static void choose_filter(const trace_config *c, unsigned known)
 {
-    char text[192];
+    char text[256];
     if (c->py_alloc_all) {
         filter_plain = 0;
         rec_info("py_allocs", "every object allocation (TRACE_PY_ALLOC_ALL=1)");
@@ -391,8 +393,8 @@ static void choose_filter(const trace_config *c, unsigned known)
         filter_plain = 0;
     if (filter_plain)
         snprintf(text, sizeof text, "GC objects: allocations by %u of CPython's constructors of str, "
-                 "int, float and bytes, and by call sites seen making only those or dict key tables, "
-                 "left out", known);
+                 "int, float and bytes,%s and by call sites seen making only those or dict key tables, "
+                 "left out", known, py_alloc_sites_nongc() ? " by its allocator of objects without GC," : "");
     else
         snprintf(text, sizeof text, "every object allocation: %s",
                  known ? "PyObject_Malloc does not return to its caller in this interpreter"

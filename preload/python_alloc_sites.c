@@ -23,7 +23,9 @@
  * makes its objects through a type's slot (an indirect call: exceptions on
  * their error paths); with link-time optimisation only a cold error path
  * could inline a GC allocation into them.  An allocation whose return
- * address falls inside one of them is not recorded.  Everything else is:
+ * address falls inside one of them is not recorded, nor one inside
+ * _PyObject_New or _PyObject_NewVar, which make objects of types without
+ * GC only (nongc_allocators below).  Everything else is:
  * the GC allocators, PyType_GenericAlloc (instances of both kinds), static
  * functions (dict key tables, str resizes), extension code, and every
  * allocation where PyObject_Malloc does not tail-jump (a statically linked
@@ -64,25 +66,47 @@ static const char *const plain_allocators[] = {
     "PyBytes_FromStringAndSize", "PyBytes_FromString", "_PyBytes_Resize",
 };
 /* What they make: exactly these types (a subclass's instance is made by
- * its type's tp_alloc, elsewhere). */
+ * its type's tp_alloc, elsewhere).  Objects of the range types, none a GC
+ * object either, are plain too: their type word says so at their free, and
+ * a site making only them is learnt as plain.  A shared libpython makes them
+ * in _PyObject_New (left out by name, below); a build with link-time
+ * optimisation inlines it into their constructors, whose sites are then
+ * learnt (Debian's static python3.11).  The first NREQUIRED must be found;
+ * the others are kept where found and PyType_GetFlags says they have no GC
+ * (checked, not assumed, for versions to come). */
 static const char *const plain_types[] = { "PyUnicode_Type", "PyLong_Type", "PyFloat_Type",
-                                           "PyBytes_Type" };
+                                           "PyBytes_Type", "PyRange_Type", "PyRangeIter_Type",
+                                           "PyLongRangeIter_Type" };
+#define NREQUIRED 4
 #define NTYPES (sizeof plain_types / sizeof plain_types[0])
+#define TPFLAGS_HAVE_GC (1ul << 14)    /* Py_TPFLAGS_HAVE_GC, 3.0 to 3.13 */
 static const void *types[NTYPES];
+static unsigned ntypes;
 
 /* The allocators that make GC objects, or objects of any type they are
  * given: a call site in them is never learnt (below). */
 static const char *const general_allocators[] = {
     "PyType_GenericAlloc", "_PyType_AllocNoTrack", "_PyObject_GC_Malloc", "_PyObject_GC_Calloc",
     "_PyObject_GC_New", "_PyObject_GC_NewVar", "_PyObject_GC_Resize",
-    "PyUnstable_Object_GC_NewWithExtraData", "_PyObject_New", "_PyObject_NewVar",
+    "PyUnstable_Object_GC_NewWithExtraData",
 };
+/* PyObject_New and PyObject_NewVar: objects of any type without
+ * Py_TPFLAGS_HAVE_GC, never a GC object (a GC type's object needs the GC
+ * header these do not allocate; PyObject_GC_Track on one would write
+ * before its block).  CPython makes range objects and their iterators this
+ * way, and so do extensions for their types without GC: a tenth of
+ * bench/workloads/churn_cycles' and threaded's object allocations were
+ * theirs (3.11).  Their type is none of the four plain ones, so
+ * their free cannot say it was left out: their blocks are marked, as dict
+ * key tables' are (PY_ALLOC_V_NOTOBJ). */
+static const char *const nongc_allocators[] = { "_PyObject_New", "_PyObject_NewVar" };
 #define NPLAIN (sizeof plain_allocators / sizeof plain_allocators[0])
 #define NGENERAL (sizeof general_allocators / sizeof general_allocators[0])
+#define NNONGC (sizeof nongc_allocators / sizeof nongc_allocators[0])
 
-typedef struct range { uintptr_t start, end; int plain; } range;
-static range ranges[NPLAIN + NGENERAL];
-static unsigned nranges, nplain;
+typedef struct range { uintptr_t start, end; uint64_t state; } range;
+static range ranges[NPLAIN + NGENERAL + NNONGC];
+static unsigned nranges, nplain, nnongc;
 
 /*
  * Call sites no name covers (static functions: int arithmetic in 3.11 and
@@ -132,7 +156,7 @@ static TLS uintptr_t pending_site;
 static TLS _Atomic uint64_t *pending_slot;    /* where pending_site's verdict was */
 static TLS uint64_t pending_frees;            /* py_alloc_frees when it was made */
 
-static int add_range(const char *name, int plain)
+static int add_range(const char *name, uint64_t state)
 {
     void *fn = dlsym(RTLD_DEFAULT, name);
     Dl_info info;
@@ -141,26 +165,40 @@ static int add_range(const char *name, int plain)
         sym->st_size == 0 || ELF64_ST_TYPE(sym->st_info) != STT_FUNC)
         return 0;
     ranges[nranges++] = (range){ .start = (uintptr_t)fn, .end = (uintptr_t)fn + sym->st_size,
-                                 .plain = plain };
+                                 .state = state };
     return 1;
 }
 
 unsigned py_alloc_sites_install(int may_learn)
 {
-    nranges = nplain = 0;
-    for (unsigned i = 0; i < NTYPES; i++)
-        if (!(types[i] = dlsym(RTLD_DEFAULT, plain_types[i])))
+    nranges = nplain = nnongc = 0;
+    ntypes = 0;
+    unsigned long (*get_flags)(const void *);
+    *(void **)&get_flags = dlsym(RTLD_DEFAULT, "PyType_GetFlags");
+    for (unsigned i = 0; i < NTYPES; i++) {
+        const void *t = dlsym(RTLD_DEFAULT, plain_types[i]);
+        if (i < NREQUIRED && !t)
             return 0;   /* frees could not be told apart: leave nothing out */
+        if (i < NREQUIRED || (t && get_flags && !(get_flags(t) & TPFLAGS_HAVE_GC)))
+            types[ntypes++] = t;
+    }
     for (unsigned i = 0; i < NPLAIN; i++)
-        nplain += (unsigned)add_range(plain_allocators[i], 1);
+        nplain += (unsigned)add_range(plain_allocators[i], V_PLAIN);
     for (unsigned i = 0; i < NGENERAL; i++)
-        add_range(general_allocators[i], 0);
+        add_range(general_allocators[i], V_GENERAL);
+    for (unsigned i = 0; i < NNONGC; i++)
+        nnongc += (unsigned)add_range(nongc_allocators[i], V_NOTOBJ);
     for (unsigned i = 0; i < VERDICTS; i++)
         atomic_store_explicit(&py_alloc_verdicts[i], 0, memory_order_relaxed);
     learning = nplain && may_learn;
     if (!nplain)
-        nranges = 0;
+        nranges = nnongc = 0;
     return nplain;
+}
+
+unsigned py_alloc_sites_nongc(void)
+{
+    return nnongc;
 }
 
 /*
@@ -182,7 +220,7 @@ int py_alloc_block_plain(const void *block)
     if (!nplain)
         return 0;
     const void *type = ((const void *const *)block)[1];
-    for (unsigned i = 0; i < NTYPES; i++)
+    for (unsigned i = 0; i < ntypes; i++)
         if (type == types[i])
             return 1;
     return 0;
@@ -227,7 +265,7 @@ static uint64_t first_state(uintptr_t ra)
      * that ends a function returns to the next one's first byte). */
     for (unsigned i = 0; i < nranges; i++)
         if (ra - 1 >= ranges[i].start && ra - 1 < ranges[i].end)
-            return ranges[i].plain ? V_PLAIN : V_GENERAL;
+            return ranges[i].state;
     return learning ? 0 : V_GENERAL;
 }
 

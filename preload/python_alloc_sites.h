@@ -16,12 +16,17 @@
  * be learnt (off in a free-threaded build). */
 unsigned py_alloc_sites_install(int may_learn);
 
+/* How many of CPython's allocators of objects without GC (_PyObject_New,
+ * _PyObject_NewVar) it found: their call sites are left out, marked. */
+unsigned py_alloc_sites_nongc(void);
+
 /* What to do with an OBJ-domain allocation whose wrapper returns to `ra`:
  * 0, record it (it may be a GC object; if the site is being learnt, `block`
  * is looked at by the wrapper's next call); PY_ALLOC_V_PLAIN, leave it out
  * (a str, int, float or bytes, which its free says too); PY_ALLOC_V_NOTOBJ,
- * leave it out and mark its address (not an object at all: a dict key
- * table, whose free cannot say so; block_marks.h). */
+ * leave it out and mark its address (no GC object, and its free cannot say
+ * so: a dict key table, which is no object at all, or an object made by
+ * _PyObject_New; block_marks.h). */
 unsigned py_alloc_site_verdict_slow(uintptr_t ra, const void *block);
 
 /* Verdicts by call site: return address << PY_ALLOC_V_SHIFT | state, 0 an
@@ -30,7 +35,7 @@ unsigned py_alloc_site_verdict_slow(uintptr_t ra, const void *block);
  * its home slot is inline (every object allocation asks). */
 #define PY_ALLOC_V_PLAIN 1u       /* leave its allocations out */
 #define PY_ALLOC_V_GENERAL 2u     /* record them: named general allocator, or made something else */
-#define PY_ALLOC_V_NOTOBJ 4u      /* leave them out, marked: they are not objects */
+#define PY_ALLOC_V_NOTOBJ 4u      /* leave them out, marked: no GC objects (or no objects) */
 #define PY_ALLOC_V_DECIDED (PY_ALLOC_V_PLAIN | PY_ALLOC_V_GENERAL | PY_ALLOC_V_NOTOBJ)
 #define PY_ALLOC_V_SHIFT 10
 #define PY_ALLOC_VERDICTS 1024u

@@ -11,6 +11,8 @@
  *    something that looks like a GC header is recorded for good at once;
  *  - an OBJ-domain free between a block and the look at it means no look;
  *  - a site inside a named plain allocator is left out from its first call;
+ *    one inside _PyObject_New (objects without GC) too, marked; one inside
+ *    a general allocator (PyType_GenericAlloc) is recorded, never learnt;
  *  - sites whose addresses share a home slot, two and PROBES (4) of them,
  *    allocating in turn, are each learnt once: with one slot per site they
  *    took it from each other at every call and none was ever decided.
@@ -27,6 +29,20 @@ __attribute__((noinline, used)) void *PyUnicode_New(long n, unsigned max)
 {
     static volatile long sink;
     sink = n + max;
+    return (void *)&sink;
+}
+
+/* An allocator of objects without GC, and a general one. */
+__attribute__((noinline, used)) void *_PyObject_New(void *type)
+{
+    static volatile void *sink;
+    sink = type;
+    return (void *)&sink;
+}
+__attribute__((noinline, used)) void *PyType_GenericAlloc(void *type, long n)
+{
+    static volatile long sink;
+    sink = (long)(uintptr_t)type + n;
     return (void *)&sink;
 }
 
@@ -110,6 +126,13 @@ int main(void)
     uintptr_t in_plain = (uintptr_t)&PyUnicode_New + 2;
     v = run(in_plain, gc_object, 1, &recorded);
     expect(v == PY_ALLOC_V_PLAIN && recorded == 0, "a named plain allocator's site is left out at once");
+
+    expect(py_alloc_sites_nongc() == 1, "_PyObject_New is found as an allocator of objects without GC");
+    v = run((uintptr_t)&_PyObject_New + 2, gc_object, 1, &recorded);
+    expect(v == PY_ALLOC_V_NOTOBJ && recorded == 0,
+           "a site in _PyObject_New is left out at once, marked (its free cannot say what it was)");
+    v = run((uintptr_t)&PyType_GenericAlloc + 2, str_object, 100, &recorded);
+    expect(v == 0 && recorded == 100, "a site in a general allocator is recorded, never learnt");
 
     /* Two, then four sites with one home slot, in turn. */
     for (int count = 2; count <= 4; count += 2) {

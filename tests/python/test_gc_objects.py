@@ -110,6 +110,35 @@ gc.collect()
 """
 
 
+# The same with objects of types without GC, which CPython makes with
+# _PyObject_New: range objects and their iterators, whose free says what
+# they are (their type word), and hashlib's HASH objects (32 bytes, as are
+# the smallest GC objects of line x), whose free does not: their blocks are
+# marked, as key tables' are.  Their allocations at lines r, i and h must be
+# in the report with TRACE_PY_ALLOC_ALL=1 and not without it.
+REUSE_NONGC = """\
+import gc, hashlib
+gc.disable()
+classes = [type("X%d" % k, (), {"__slots__": tuple("s%d" % j for j in range(k))}) for k in range(0, 9)]
+def churn():
+    xs = [c() for c in classes for _ in range(300)]  # LINE:x
+    del xs
+class C:
+    __slots__ = ("other", "r", "i", "h")
+def cycles(n):
+    for i in range(n):
+        c = C()  # LINE:c
+        c.other = c
+        c.r = range(i)  # LINE:r
+        c.i = iter(c.r)  # LINE:i
+        c.h = hashlib.md5()  # LINE:h
+        del c
+churn()
+cycles(1000)
+gc.collect()
+"""
+
+
 def line(marker, program=None):
     for number, text in enumerate((program or PROGRAM).splitlines(), 1):
         if text.endswith("# LINE:" + marker):
@@ -187,7 +216,7 @@ def check(python, version):
             pt.discard(log)
 
 
-def check_reuse(python, tag, program, what):
+def check_reuse(python, tag, program, what, left_out=()):
     with tempfile.TemporaryDirectory() as tmp:
         script = os.path.join(tmp, "reuse.py")
         with open(script, "w") as f:
@@ -210,6 +239,15 @@ def check_reuse(python, tag, program, what):
                     if m and m.group(1) == script:
                         counts[int(m.group(2))] = counts.get(int(m.group(2)), 0) + sites[i]["gc_object_count"]
                 got[len(env)] = (counts.get(line("c", program), 0), counts.get(line("x", program), 0))
+                # Allocations at the lines of objects the filter leaves out.
+                for marker in left_out:
+                    made = sum(s["object_count"] for s in data["sites"]
+                               if re.match(r"%s:%d " % (re.escape(script), line(marker, program)),
+                                           s["python"] or ""))
+                    want = "at least 1000" if len(env) == 2 else "none"
+                    fails.check(made >= 1000 if len(env) == 2 else made == 0,
+                                "%s: with %s, %d allocations of %s recorded at line %s, expected %s"
+                                % (tag, env, made, what, marker, want))
             finally:
                 pt.discard(log)
         reference = got.get(2, (None, None))
@@ -224,6 +262,8 @@ def check_all(python, version):
     check(python, version)
     check_reuse(python, "%s (%s)" % (version, python), REUSE, "strs")
     check_reuse(python, "%s (%s)" % (version, python), REUSE_DICTS, "dict key tables")
+    check_reuse(python, "%s (%s)" % (version, python), REUSE_NONGC, "objects without GC",
+                left_out=("r", "i", "h"))
 
 
 pt.for_each_interpreter(args.python, check_all, fails)
