@@ -48,6 +48,7 @@ static const py_layout *read_debug_offsets(void)
         /* generations[0].count sits 44 bytes into 3.13's gc state */
         .tstate_interp = d->thread_state.interp,
         .gc_young_count = d->interpreter_state.gc + 44,
+        .tstate_thread_id = d->thread_state.thread_id,
     };
     return &layout_3_13;
 }

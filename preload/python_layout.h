@@ -35,6 +35,9 @@ typedef struct py_layout {
      * _PyRuntime + gc_young_count when gc_in_runtime. */
     size_t tstate_interp, gc_young_count;
     int gc_in_runtime;
+    /* PyThreadState.thread_id: pthread_self() of the thread it was made on
+     * (python_stack.c's own_tstate, 3.8-3.11). */
+    size_t tstate_thread_id;
 } py_layout;
 
 /* The layout of the running interpreter (py.minor known); NULL if unknown. */

@@ -27,10 +27,15 @@
 #define GC_COUNT(offset) .tstate_interp = 16, .gc_young_count = offset
 
 static const py_layout layout_3_8 = {
-    FRAME_OBJECTS(104, 1, PY_LINES_LNOTAB), STR_WITH_WSTR, GC_COUNT(388), .gc_in_runtime = 1
+    FRAME_OBJECTS(104, 1, PY_LINES_LNOTAB), STR_WITH_WSTR, GC_COUNT(388), .gc_in_runtime = 1,
+    .tstate_thread_id = 176
 };
-static const py_layout layout_3_9 = { FRAME_OBJECTS(104, 1, PY_LINES_LNOTAB), STR_WITH_WSTR, GC_COUNT(660) };
-static const py_layout layout_3_10 = { FRAME_OBJECTS(96, 2, PY_LINES_310), STR_WITH_WSTR, GC_COUNT(660) };
+static const py_layout layout_3_9 = {
+    FRAME_OBJECTS(104, 1, PY_LINES_LNOTAB), STR_WITH_WSTR, GC_COUNT(660), .tstate_thread_id = 176
+};
+static const py_layout layout_3_10 = {
+    FRAME_OBJECTS(96, 2, PY_LINES_310), STR_WITH_WSTR, GC_COUNT(660), .tstate_thread_id = 176
+};
 
 static const py_layout layout_3_11 = {
     .tstate_frame = PY_NO_FIELD, .tstate_cframe = 56, .cframe_frame = 8,
@@ -38,7 +43,7 @@ static const py_layout layout_3_11 = {
     .owner_cstack = -1,
     .code_filename = 112, .code_name = 128 /* co_qualname */, .code_firstlineno = 72,
     .code_bytecode = 184, .code_linetable = 136, .line_format = PY_LINES_LOCATIONS,
-    STR_WITH_WSTR, GC_COUNT(692)
+    STR_WITH_WSTR, GC_COUNT(692), .tstate_thread_id = 152
 };
 
 static const py_layout layout_3_12 = {
@@ -47,7 +52,7 @@ static const py_layout layout_3_12 = {
     .owner_cstack = 3,
     .code_filename = 112, .code_name = 128, .code_firstlineno = 68, .code_bytecode = 192,
     .code_linetable = 136, .line_format = PY_LINES_LOCATIONS,
-    STR_WITHOUT_WSTR, GC_COUNT(156)
+    STR_WITHOUT_WSTR, GC_COUNT(156), .tstate_thread_id = 136
 };
 
 #endif

@@ -104,6 +104,7 @@ int main(void)
     CHECK(compact_utf8_length, offsetof(PyCompactUnicodeObject, utf8_length));
 
     CHECK(tstate_interp, offsetof(PyThreadState, interp));
+    CHECK(tstate_thread_id, offsetof(PyThreadState, thread_id));
 #if PY_VERSION_HEX >= 0x03090000
     CHECK(gc_young_count, offsetof(PyInterpreterState, gc.generations[0].count));
 #else
