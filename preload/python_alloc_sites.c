@@ -82,6 +82,9 @@ static const char *const plain_types[] = { "PyUnicode_Type", "PyLong_Type", "PyF
 #define TPFLAGS_HAVE_GC (1ul << 14)    /* Py_TPFLAGS_HAVE_GC, 3.0 to 3.13 */
 static const void *types[NTYPES];
 static unsigned ntypes;
+/* The lowest and highest of them: a GC header's second word (a heap
+ * pointer, most of a collection's frees) falls outside at once. */
+static uintptr_t types_lo, types_hi;
 
 /* The allocators that make GC objects, or objects of any type they are
  * given: a call site in them is never learnt (below). */
@@ -182,6 +185,12 @@ unsigned py_alloc_sites_install(int may_learn)
         if (i < NREQUIRED || (t && get_flags && !(get_flags(t) & TPFLAGS_HAVE_GC)))
             types[ntypes++] = t;
     }
+    types_lo = UINTPTR_MAX;
+    types_hi = 0;
+    for (unsigned i = 0; i < ntypes; i++) {
+        types_lo = (uintptr_t)types[i] < types_lo ? (uintptr_t)types[i] : types_lo;
+        types_hi = (uintptr_t)types[i] > types_hi ? (uintptr_t)types[i] : types_hi;
+    }
     for (unsigned i = 0; i < NPLAIN; i++)
         nplain += (unsigned)add_range(plain_allocators[i], V_PLAIN);
     for (unsigned i = 0; i < NGENERAL; i++)
@@ -220,6 +229,8 @@ int py_alloc_block_plain(const void *block)
     if (!nplain)
         return 0;
     const void *type = ((const void *const *)block)[1];
+    if ((uintptr_t)type - types_lo > types_hi - types_lo)
+        return 0;
     for (unsigned i = 0; i < ntypes; i++)
         if (type == types[i])
             return 1;
