@@ -12,6 +12,12 @@
  *    names;
  *  - PROT_NONE reservations, MAP_NORESERVE, stacks (MAP_STACK, MAP_GROWSDOWN)
  *    and file mappings.
+ * A large readable or writable MAP_NORESERVE mapping made outside any malloc
+ * we forwarded is an allocator's own heap (jemalloc's extents, mimalloc's
+ * arenas: pyarrow and other libraries bring theirs) or a sparse buffer: the
+ * blocks handed out of it are not seen unless they pass through malloc or
+ * Python's allocators, and the log says so (a not_watched record), rather
+ * than showing no host memory at all.
  * glibc's malloc maps its large blocks with internal calls, which never reach
  * this file: those are seen as malloc blocks (host_malloc.c).
  *
@@ -122,6 +128,21 @@ static int wanted(size_t len, int prot, int flags, const void *caller)
 
 /* --------------------------------------------------------- the table */
 
+static const char noreserve_what[] = "memory in mappings made with MAP_NORESERVE";
+static const char noreserve_why[] =
+    "an allocator's own heap (jemalloc or mimalloc inside a library: pyarrow's memory pool, polars) or "
+    "a sparse buffer; what is handed out of it is recorded only where it passes through malloc or "
+    "Python's allocators (pyarrow: ARROW_DEFAULT_MEMORY_POOL=system sends its buffers through malloc)";
+
+/* Told once (host_gap): see the top of this file. */
+static void note_noreserve(size_t len, int prot, int flags, const void *caller)
+{
+    if ((flags & (MAP_NORESERVE | MAP_ANONYMOUS)) == (MAP_NORESERVE | MAP_ANONYMOUS) &&
+        !(flags & (MAP_STACK | MAP_GROWSDOWN)) && (prot & (PROT_READ | PROT_WRITE)) &&
+        len >= host_threshold && !host_guard && !native_stack_is_ours((uintptr_t)caller))
+        host_gap(noreserve_what, noreserve_why);
+}
+
 static const char full_what[] = "some large anonymous mappings";
 static const char full_why[] = "too many live at once to track them all: those are not recorded";
 
@@ -221,6 +242,8 @@ static void *mapped(mmap_fn *which, void *addr, size_t len, int prot, int flags,
     }
     if (p != MAP_FAILED && wanted(len, prot, flags, caller))
         track(TF_HOST_API_MMAP, p, len);
+    else if (p != MAP_FAILED && __builtin_expect(flags & MAP_NORESERVE, 0))
+        note_noreserve(len, prot, flags, caller);
     return p;
 }
 

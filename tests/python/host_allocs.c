@@ -7,7 +7,9 @@
  * The test (test_host_allocators.py) runs it with TRACE_HOST_THRESHOLD=1048576.
  * pvalloc is glibc's alone: an allocator preloaded in front of glibc's that
  * lacks it (jemalloc) leaves it to glibc, whose block that allocator's free
- * cannot take.  The test passes "no-pvalloc" for those.
+ * cannot take.  The test passes "no-pvalloc" for those.  With "noreserve" it
+ * also maps a large region with MAP_NORESERVE, as an allocator inside a
+ * library maps its own heap (no event; a not_watched record instead).
  */
 
 #include <malloc.h>
@@ -54,6 +56,7 @@ int main(int argc, char **argv)
 {
     void *p, *q;
     int pvalloc_ok = !(argc > 1 && strcmp(argv[1], "no-pvalloc") == 0);
+    int noreserve = argc > 1 && strcmp(argv[1], "noreserve") == 0;
 #ifdef TAKE_ADDRESSES
     /* Taken in code, not in an initialiser: the absolute address in an
      * instruction is what makes the linker give the program the symbol. */
@@ -147,6 +150,15 @@ int main(int argc, char **argv)
     say("alloc", "mremap", q, 4 * BIG);
     say("free", "munmap", q, 0);
     munmap(q, 4 * BIG);
+
+    /* An allocator's own heap, as jemalloc and mimalloc map theirs: not a
+     * buffer, and what is carved from it is not seen either. */
+    if (noreserve) {
+        p = mmap(NULL, 16 * BIG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        say("none", "", p, 0);
+        memset(p, 1, BIG);
+        munmap(p, 16 * BIG);
+    }
 
     /* Not buffers: a reservation, a small mapping, a file mapping. */
     p = mmap(NULL, 16 * BIG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -102,6 +102,17 @@ def check_entry_points(program):
     fails.check(all(e["domain"] in (MALLOC, MMAP) for e in host_events(run)),
                 "%s: unexpected domains %s" % (name, {e["domain"] for e in host_events(run)}))
     fails.check(not run.info("not_watched"), "%s: not_watched %s" % (name, run.info("not_watched")))
+    # A heap an allocator maps for itself (MAP_NORESERVE, as jemalloc and
+    # mimalloc inside pyarrow do): no event, and the log says that what is
+    # handed out of it is not watched, once.
+    run = pt.run_traced([program, "noreserve"], args.preload, args.pylog, env=FORCE)
+    if fails.check(run.proc.returncode == 0, "%s noreserve failed: %s" % (name, run.proc.stderr[-500:])):
+        fails.check(got_of(run) == expected_of(run.proc.stdout), "%s noreserve: events differ\n  expected %s\n"
+                    "  got      %s" % (name, expected_of(run.proc.stdout), got_of(run)))
+        gaps = run.info("not_watched")
+        fails.check(len(gaps) == 1 and gaps[0].startswith("memory in mappings made with MAP_NORESERVE: ")
+                    and "ARROW_DEFAULT_MEMORY_POOL=system" in gaps[0],
+                    "%s noreserve: not_watched %s, expected one for MAP_NORESERVE" % (name, gaps))
     # Off: no blocks, and the log says what was not watched.
     run = pt.run_traced([program], args.preload, args.pylog,
                         env={"TRACE_HOST_BUFFERS": "0", "TRACE_PY_ALLOCS": "0"})
@@ -136,6 +147,10 @@ def check_other_allocators():
             expected, got = expected_of(run.proc.stdout), got_of(run)
             fails.check(got == expected, "host_allocs with %s after libtrace: events differ\n"
                         "  expected %s\n  got      %s" % (name, expected, got))
+            # The allocator's own arenas (jemalloc's and mimalloc's are
+            # MAP_NORESERVE) serve our malloc calls: nothing is unwatched.
+            fails.check(not run.info("not_watched"), "host_allocs with %s after libtrace: not_watched %s"
+                        % (name, run.info("not_watched")))
         # Before us: the program runs, and its log (if it recorded anything:
         # tcmalloc owns mmap too, and a process that records nothing leaves
         # no log) says malloc was not watched.
