@@ -89,6 +89,7 @@ static void frame_done(tf_reader *r)
 {
     r->buf_pos = r->buf_len = 0;
     r->item_pos = r->nitems = 0;
+    r->frees.p = r->frees.end = NULL;
 }
 
 static void frame_corrupt(tf_reader *r, const char *why)
@@ -326,6 +327,32 @@ TF_ALWAYS_INLINE int decode_event(tf_reader *r, uint32_t kind, tf_cursor *c, tf_
     return rc < 0 ? TF_REC_BAD : rc;
 }
 
+/* A PY_FREES record: its first py_free into e, the rest kept for the next
+ * calls (next_py_free). */
+static int decode_py_frees(tf_reader *r, tf_cursor *c, tf_event *e)
+{
+    if (tf_get_py_frees(&r->b, c, e) < 0)
+        return TF_REC_BAD;
+    r->frees = *c;
+    r->free_last = *e;
+    return 1;
+}
+
+/* The next py_free of the PY_FREES record being read: 1, or 0 when it has
+ * no more (or the rest is damaged: the frame is then corrupt). */
+static int next_py_free(tf_reader *r, tf_event *e)
+{
+    int rc = tf_get_py_frees_next(&r->frees, &r->free_last, e);
+    if (rc <= 0) {
+        r->frees.p = r->frees.end = NULL;
+        if (rc < 0)
+            frame_corrupt(r, "records");
+        return 0;
+    }
+    r->free_last = *e;
+    return 1;
+}
+
 /* ------------------------------------------------------------ the walk */
 
 static void finish(tf_reader *r)
@@ -382,6 +409,11 @@ int tf_reader_next(tf_reader *r, tf_event *e)
     tf_cursor c;
     r->st.waiting = 0;
     while (!r->finished) {
+        if (r->frees.p && next_py_free(r, e)) {
+            r->st.events++;
+            r->st.last_seq = e->seq;
+            return 1;
+        }
         /* A column block's records come decoded (expand_block). */
         const tf_event *decoded = NULL;
         if (r->item_pos < r->nitems) {
@@ -428,6 +460,8 @@ int tf_reader_next(tf_reader *r, tf_event *e)
             rc = TF_REC_BAD;  /* every frame opens with FRAME; HEADER only opens the file */
         else if (decoded)
             rc = (*e = *decoded, 1);
+        else if (kind == TF_EV_PY_FREES)
+            rc = decode_py_frees(r, &c, e);
         else if (kind >= 32)
             rc = decode_event(r, kind, &c, e);
         else if (r->restating)

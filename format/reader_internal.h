@@ -126,6 +126,8 @@ struct tf_reader {
     uint64_t frames_seen;       /* frames met so far, damaged ones included */
 
     tf_bases b;                 /* delta bases (records.h) */
+    tf_cursor frees;            /* the rest of a PY_FREES record's addresses */
+    tf_event free_last;         /* the py_free returned from it last */
 
     tf_read_status st;
     tf_header header;

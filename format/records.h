@@ -137,6 +137,39 @@ static inline uint8_t *tf_put_event(tf_bases *b, uint8_t *rec, const tf_event *e
     return p;
 }
 
+/* ------------------------------------------------------------ PY_FREES (2.3) */
+
+/* A PY_FREES record (FORMAT.md section 7): py_free events of consecutive
+ * seqs that share every other common field and their domain.  The payload
+ * is the first one's as an event record would hold it (presence map,
+ * common fields, `domain` at bit 6), then the blocks' addresses: the
+ * first as a uv, each later one as an sv from the one before, up to the
+ * payload's end.  The bases move as the first event moves them: a reader
+ * that skips the kind (2.2) keeps them right, and the event after the
+ * record writes its seq as a gap from the first. */
+#define TF_PY_FREES_PAYLOAD_MAX 127   /* the length prefix stays one byte */
+#define TF_PY_FREES_DOMAIN_BIT (1u << TF_COMMON_FIELDS)
+
+static inline uint8_t *tf_put_py_frees(tf_bases *b, uint8_t *rec, const tf_event *e)
+{
+    uint8_t *payload = rec + 2;
+    uint32_t present = 0;
+    uint8_t *p = tf_put_common(b, payload + 2, e, &present);
+    if (e->u.host.domain) {
+        present |= TF_PY_FREES_DOMAIN_BIT;
+        p = tf_put_uv(p, e->u.host.domain);
+    }
+    p = tf_put_uv(p, e->u.host.ptr);
+    rec[0] = (uint8_t)TF_EV_PY_FREES;
+    rec[1] = (uint8_t)(p - payload);
+    payload[0] = (uint8_t)present;
+    payload[1] = (uint8_t)(present >> 8);
+    b->seq = e->seq;
+    b->t_ns = e->t_ns;
+    b->tid = e->tid;
+    return p;
+}
+
 /* ------------------------------------------------------------ reading */
 
 TF_ALWAYS_INLINE void tf_get_field(tf_bases *b, tf_cursor *c, tf_event *e, const tf_field *f)
@@ -218,6 +251,47 @@ TF_ALWAYS_INLINE int tf_get_event(tf_bases *b, uint32_t kind, tf_cursor *c, tf_e
     b->t_ns = e->t_ns;
     b->tid = e->tid;
     return known;
+}
+
+/* The first py_free of a PY_FREES payload into e; c is left at the next
+ * address, if any (tf_get_py_frees_next).  1, or -1: invalid, which a
+ * presence bit past `domain` makes too (the addresses follow the fields,
+ * so the kind cannot gain any). */
+TF_ALWAYS_INLINE int tf_get_py_frees(tf_bases *b, tf_cursor *c, tf_event *e)
+{
+    tf_event_init(e, TF_EV_PY_FREE);
+    if (c->end - c->p < 2)
+        return -1;
+    uint32_t present = (uint32_t)c->p[0] | (uint32_t)c->p[1] << 8;
+    c->p += 2;
+    if (present >> (TF_COMMON_FIELDS + 1))
+        return -1;
+    tf_get_common(b, c, present, e);
+    if (present & TF_PY_FREES_DOMAIN_BIT)
+        e->u.host.domain = tf_get_u32(c);
+    e->u.host.ptr = tf_get_uv(c);
+    if (c->bad)
+        return -1;
+    b->seq = e->seq;
+    b->t_ns = e->t_ns;
+    b->tid = e->tid;
+    return 1;
+}
+
+/* The py_free after `prev` in the same record: 1, 0 at the payload's end,
+ * -1 invalid. */
+static inline int tf_get_py_frees_next(tf_cursor *c, const tf_event *prev, tf_event *e)
+{
+    if (c->p >= c->end)
+        return 0;
+    uint64_t d = tf_get_uv(c);
+    if (c->bad)
+        return -1;
+    *e = *prev;
+    e->flags = 0;
+    e->seq = prev->seq + 1;
+    e->u.host.ptr = prev->u.host.ptr + (uint64_t)tf_unzigzag(d);
+    return 1;
 }
 
 #endif

@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define TF_VERSION_MAJOR 2
-#define TF_VERSION_MINOR 2
+#define TF_VERSION_MINOR 3
 
 /* Record kinds.  Definitions (< 32) give ids meaning; events (>= 32) carry a
  * sequence number.  A reader skips kinds it does not know (records are
@@ -63,6 +63,8 @@ enum tf_kind {
     TF_EV_PY_ALLOC = 46,      /* opt-in: one GC-object allocation */
     TF_EV_RELEASE_FAILED = 47, /* 1.1: the release recorded at seq `release` failed */
     TF_EV_PY_FREE = 48,       /* 1.3, opt-in: an object freed inside a collection */
+    TF_EV_PY_FREES = 49,      /* 2.3: a run of py_free events in one record; the reader
+                               * returns them one by one, as py_free */
     TF_KIND_MAX = 64
 };
 
@@ -288,6 +290,15 @@ void tf_write_checkpoint(tf_writer *w, uint64_t seq, const char *producer, const
 
 /* Events: e->seq must be the previous event's seq + 1. */
 void tf_write_event(tf_writer *w, const tf_event *e);
+/* py_free events (kind TF_EV_PY_FREE), a collection's burst of them, as
+ * PY_FREES records (2.3): tf_write_py_free_joins appends e to the record the
+ * chunk ends with when e can join it (the next seq, the same thread,
+ * parent, stacks and domain, room left), giving e that record's time, and
+ * returns 1; else it writes nothing and returns 0, and tf_write_py_frees
+ * starts a new record with e (its t_ns set by the caller).  So only the
+ * first free of a run needs a clock reading. */
+int tf_write_py_free_joins(tf_writer *w, tf_event *e);
+void tf_write_py_frees(tf_writer *w, const tf_event *e);
 
 /* Bytes encoded since the last seal.  Seal well before 64 MiB: a frame's
  * content may not exceed that (FORMAT.md section 1). */

@@ -58,6 +58,16 @@ struct tf_writer {
     /* One more than the last Python stack id defined in the current frame
      * (0 before any): what a PY_STACK_CHAIN's id is written against. */
     uint32_t py_next;
+    /* The last event's seq.  b.seq is a delta base, which a PY_FREES record
+     * leaves at its first free; FRAME, marks and segments say this. */
+    uint64_t last_seq;
+    /* The PY_FREES record the chunk ends with, while frees may join it. */
+    struct {
+        int open;
+        size_t start, end;       /* the record's place in the chunk */
+        uint64_t parent, ptr;    /* its frees' parent; the last address */
+        uint32_t native_stack, py_stack, domain;
+    } frees;
 };
 
 static inline int reserve(tf_writer *w, size_t need)
@@ -91,10 +101,10 @@ static void write_frame_record(tf_writer *w)
 {
     uint8_t *payload = record_begin_raw(w, TF_REC_FRAME);
     uint8_t *p = tf_put_uv(payload, w->frames_sealed);
-    p = tf_put_uv(p, w->b.seq);
+    p = tf_put_uv(p, w->last_seq);
     p = tf_put_uv(p, w->b.t_ns);
     record_end(w, payload, p);
-    tf_bases_frame(&w->b, w->b.seq, w->b.t_ns);
+    tf_bases_frame(&w->b, w->last_seq, w->b.t_ns);
     w->frame_open = 1;
     w->py_next = 0;
 }
@@ -237,7 +247,7 @@ int tf_writer_restate(tf_writer *w, uint32_t segment, tf_chunk *out)
         return -1;
     tf_header h = w->header;
     h.segment = segment;
-    h.first_seq = w->b.seq + 1;
+    h.first_seq = w->last_seq + 1;
     out->len = 0;
     if (write_header(out, &h) < 0 ||
         tf_pages_reserve(&out->data, &out->cap, out->len, FRAME_RECORD_MAX + w->journal_len, FIRST_CHUNK_CAP) < 0)
@@ -247,7 +257,7 @@ int tf_writer_restate(tf_writer *w, uint32_t segment, tf_chunk *out)
      * HEADER is FRAME. */
     uint8_t *payload = tf_put_uv(out->data + out->len, TF_REC_FRAME) + 1;
     uint8_t *p = tf_put_uv(payload, w->frames_sealed);
-    p = tf_put_uv(p, w->b.seq);
+    p = tf_put_uv(p, w->last_seq);
     p = tf_put_uv(p, w->b.t_ns);
     payload[-1] = (uint8_t)(p - payload);  /* at most 30 bytes: one length byte */
     out->len = (size_t)(p - out->data);
@@ -540,11 +550,58 @@ void tf_write_event(tf_writer *w, const tf_event *ev)
         write_frame_record(w);
     w->chunk.len = (size_t)(tf_put_event(&w->b, w->chunk.data + w->chunk.len, ev) - w->chunk.data);
     w->events++;
+    w->last_seq = ev->seq;
+}
+
+/* A collection frees its objects one after another with nothing else
+ * recorded in between, and as py_free events each cost about 12 bytes
+ * before compression (kind, length, presence map, parent, the address
+ * whole) and a reading of the clock: in a PY_FREES record a free is its
+ * address's difference from the one before, two or three bytes, and
+ * shares the record's time (FORMAT.md section 7). */
+int tf_write_py_free_joins(tf_writer *w, tf_event *e)
+{
+    size_t len = w->chunk.len;
+    if (!w->frees.open || !w->frame_open || len != w->frees.end || e->seq != w->last_seq + 1 ||
+        e->tid != w->b.tid || e->parent != w->frees.parent || e->u.host.domain != w->frees.domain ||
+        e->native_stack != w->frees.native_stack || e->py_stack != w->frees.py_stack ||
+        len - w->frees.start - 2 + TF_VARINT_MAX > TF_PY_FREES_PAYLOAD_MAX ||
+        reserve(w, TF_VARINT_MAX) < 0)
+        return 0;
+    uint8_t *p = tf_put_uv(w->chunk.data + len, tf_zigzag((int64_t)(e->u.host.ptr - w->frees.ptr)));
+    w->chunk.len = (size_t)(p - w->chunk.data);
+    w->chunk.data[w->frees.start + 1] += (uint8_t)(w->chunk.len - len);
+    w->frees.end = w->chunk.len;
+    w->frees.ptr = e->u.host.ptr;
+    e->t_ns = w->b.t_ns;
+    w->events++;
+    w->last_seq = e->seq;
+    return 1;
+}
+
+void tf_write_py_frees(tf_writer *w, const tf_event *e)
+{
+    if (reserve(w, FRAME_RECORD_MAX + 2 + TF_EVENT_PAYLOAD_MAX) < 0)
+        return;
+    if (!w->frame_open)
+        write_frame_record(w);
+    size_t start = w->chunk.len;
+    w->chunk.len = (size_t)(tf_put_py_frees(&w->b, w->chunk.data + start, e) - w->chunk.data);
+    w->frees.open = 1;
+    w->frees.start = start;
+    w->frees.end = w->chunk.len;
+    w->frees.parent = e->parent;
+    w->frees.ptr = e->u.host.ptr;
+    w->frees.native_stack = e->native_stack;
+    w->frees.py_stack = e->py_stack;
+    w->frees.domain = e->u.host.domain;
+    w->events++;
+    w->last_seq = e->seq;
 }
 
 tf_writer_mark tf_writer_get_mark(const tf_writer *w)
 {
-    return (tf_writer_mark){ w->frames_sealed, w->b.seq, w->b.t_ns, w->events, w->journal_len };
+    return (tf_writer_mark){ w->frames_sealed, w->last_seq, w->b.t_ns, w->events, w->journal_len };
 }
 
 void tf_writer_rewind(tf_writer *w, const tf_writer_mark *m)
@@ -552,9 +609,10 @@ void tf_writer_rewind(tf_writer *w, const tf_writer_mark *m)
     w->chunk.len = 0;
     w->frame_open = 0;
     w->frames_sealed = m->frames_sealed;
-    w->b.seq = m->seq;
+    w->b.seq = w->last_seq = m->seq;
     w->b.t_ns = m->t_ns;
     w->events = m->events;
+    w->frees.open = 0;
     if (m->journal <= w->journal_len)
         w->journal_len = m->journal;
 }
@@ -581,4 +639,5 @@ void tf_writer_seal(tf_writer *w, tf_chunk *out)
     w->chunk = (tf_chunk){ old.data, 0, old.data ? old.cap : 0 };
     w->frames_sealed++;
     w->frame_open = 0;
+    w->frees.open = 0;
 }

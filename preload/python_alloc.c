@@ -226,7 +226,7 @@ static __attribute__((noinline)) void note_object_free_slow(const domain_wrapper
     tf_event_init(&e, TF_EV_PY_FREE);
     e.u.host.domain = TF_HOST_OBJ;
     e.u.host.ptr = (uint64_t)(uintptr_t)ptr;
-    rec_event(&e, 0);
+    rec_py_free(&e);
 }
 
 /* Most frees: no collection runs on the thread. */

@@ -106,6 +106,12 @@ static uint64_t write_events(tf_writer *w, int fd, tf_chunk *chunk, const ids *d
     tf_write_event(w, &e);
     EV(TF_EV_PY_FREE); e.tid = 1002; e.parent = gc; e.u.host.ptr = 0x5500002000; e.u.host.domain = TF_HOST_OBJ;
     tf_write_event(w, &e);
+    for (int i = 0; i < 3; i++) {   /* 2.3: a run of frees, one PY_FREES record */
+        EV(TF_EV_PY_FREE); e.tid = 1002; e.parent = gc; e.u.host.domain = TF_HOST_OBJ;
+        e.u.host.ptr = 0x5500003000 - 0x40 * (uint64_t)i + (i == 2 ? 0x1000 : 0);
+        if (!tf_write_py_free_joins(w, &e))
+            tf_write_py_frees(w, &e);
+    }
     EV(TF_EV_GC_STOP); e.tid = 1002; e.u.gc.generation = 2; e.u.gc.collected = 12;
     e.u.gc.duration_ns = 3000;
     tf_write_event(w, &e);

@@ -626,6 +626,9 @@ def read_log(path, stats):
         elif kind in EVENTS:
             lines.extend(take_definitions(pending))
             lines.append(decode_event(kind, rec, bases, defs))
+        elif kind == 49:
+            lines.extend(take_definitions(pending))
+            lines.extend(decode_py_frees(rec, bases, defs))
     return header, lines + take_definitions(pending)
 
 
@@ -639,8 +642,8 @@ def take_definitions(pending):
     return out
 
 
-def decode_event(kind, rec, bases, defs):
-    name, fields = EVENTS[kind]
+def decode_common(rec, bases):
+    """Section 7: the presence map and the common fields; moves the bases."""
     present = rec.raw(2)
     present = present[0] | present[1] << 8
     seq = bases["seq"] + 1 + (rec.uv() if present & 1 else 0)
@@ -650,6 +653,32 @@ def decode_event(kind, rec, bases, defs):
     native = rec.uv() if present & 16 else 0
     py = rec.uv() if present & 32 else 0
     bases.update(seq=seq, tid=tid, time=t_ns)
+    return present, seq, tid, t_ns, parent, native, py
+
+
+def decode_py_frees(rec, bases, defs):
+    """Section 7, py_frees (2.3): py_free events of consecutive seqs, the
+    first's common fields and domain, then the addresses to the end."""
+    present, seq, tid, t_ns, parent, native, py = decode_common(rec, bases)
+    if present >> 7:
+        raise Invalid("presence 0x%x past py_frees' fields" % present)
+    domain = rec.uv() if present & 64 else 0
+    ptr = rec.uv()
+    out = []
+    while True:
+        ev = {"seq": seq, "tid": tid, "t_ns": t_ns, "kind": "py_free", "parent": parent,
+              "ptr": ptr, "domain": domain}
+        finish_event(ev, defs, native, py)
+        out.append(ev)
+        if rec.pos >= rec.end:
+            return out
+        seq += 1
+        ptr = (ptr + rec.sv()) & MASK64
+
+
+def decode_event(kind, rec, bases, defs):
+    name, fields = EVENTS[kind]
+    present, seq, tid, t_ns, parent, native, py = decode_common(rec, bases)
     ev = {"seq": seq, "tid": tid, "t_ns": t_ns, "kind": name, "parent": parent}
     for bit, (field, enc) in enumerate(fields, start=6):
         value = 0

@@ -166,6 +166,33 @@ def run_traced_keep(args, preload, pylog, env=None):
     return Run(done, events, infos, pools), path
 
 
+def record_kinds(path):
+    """How many records of each kind the log holds (FORMAT.md section 3),
+    from its frames decompressed by the zstd program; None without one."""
+    import shutil
+    if not shutil.which("zstd"):
+        return None
+    data = subprocess.run(["zstd", "-dcq", path], capture_output=True, check=True).stdout
+
+    def uv(i):
+        v = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            v |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return v, i
+
+    kinds, i = {}, 0
+    while i < len(data):
+        kind, i = uv(i)
+        length, i = uv(i)
+        i += length
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return kinds
+
+
 def discard(path):
     import shutil
     shutil.rmtree(os.path.dirname(path), ignore_errors=True)

@@ -169,6 +169,15 @@ def check(python, version):
             outside = [e for e in frees if by_seq.get(e["parent"], {}).get("kind") != "gc_start"]
             fails.check(len(frees) >= 700 and not outside,
                         "%s: %d py_free events, %d not nested under a gc_start" % (tag, len(frees), len(outside)))
+            # Format 2.3: the recorder writes them as py_frees records (kind
+            # 49), many frees to a record, and none as a record of its own.
+            kinds = pt.record_kinds(log)
+            if kinds is None:
+                print("%s: no zstd program: the log's records not counted" % tag)
+            else:
+                fails.check(kinds.get(49, 0) and kinds.get(48, 0) == 0 and len(frees) >= 8 * kinds[49],
+                            "%s: %d py_free events in %d py_frees and %d py_free records" %
+                            (tag, len(frees), kinds.get(49, 0), kinds.get(48, 0)))
             # Other lines of the program may feed the collector too (a class
             # statement leaves a cycle or two behind): only the marked ones count.
             marked = [line(m) for m in ("a", "b1", "b2", "plain")]
