@@ -68,7 +68,7 @@ TF_ALWAYS_INLINE uint8_t *tf_put_field(tf_bases *b, uint8_t *p, const tf_event *
     }
 }
 
-static inline uint8_t *tf_put_common(const tf_bases *b, uint8_t *p, const tf_event *e, uint32_t *present)
+TF_ALWAYS_INLINE uint8_t *tf_put_common(const tf_bases *b, uint8_t *p, const tf_event *e, uint32_t *present)
 {
     if (e->seq != b->seq + 1) {
         *present |= 1u << 0;

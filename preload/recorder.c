@@ -187,7 +187,7 @@ struct captured {
  * interposed: thread_names.c); the Python name when the Python side says
  * its version changed (it looks now and then, with the GIL).  The names are
  * copied only when a record is due: most events pay two compares. */
-static void capture_names(struct captured *c, int nested)
+static inline __attribute__((always_inline)) void capture_names(struct captured *c, int nested)
 {
     c->name_due = 0;
     if (nested)
@@ -223,7 +223,7 @@ static void capture_names(struct captured *c, int nested)
     c->name_due = due;
 }
 
-static void capture(struct captured *c, unsigned flags, int nested)
+static inline __attribute__((always_inline)) void capture(struct captured *c, unsigned flags, int nested)
 {
     c->generation = atomic_load_explicit(&generation, memory_order_relaxed);
     /* A signal handler that interrupted rec_event could find the memo half
@@ -234,6 +234,13 @@ static void capture(struct captured *c, unsigned flags, int nested)
     c->provider = atomic_load_explicit(&py_provider, memory_order_acquire);
     c->npy = flags & REC_PY_STACK && c->provider ? c->provider->capture(c->py, MAX_PY_FRAMES) : 0;
     capture_names(c, nested);
+}
+
+/* capture() without stacks, kept out of line: rec_py_free needs it only
+ * when a THREAD record may be due. */
+static __attribute__((noinline)) void capture_names_only(struct captured *c, int nested)
+{
+    capture(c, 0, nested);
 }
 
 /* Under the lock: the thread's THREAD record, when one is due. */
@@ -334,7 +341,7 @@ static uint64_t record_py_free(tf_event *e)
     c.name_due = 0;
     if (my_named_generation != atomic_load_explicit(&generation, memory_order_relaxed) ||
         my_names_epoch != atomic_load_explicit(&names_epoch, memory_order_relaxed))
-        capture(&c, 0, nested);
+        capture_names_only(&c, nested);
     if (!lock_take(tid)) {
         in_rec_event--;
         atomic_fetch_add(&dropped, 1);
