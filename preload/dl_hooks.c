@@ -43,7 +43,7 @@ static _Atomic unsigned long loader_changes;
  * libraries look up their next definitions early; the sanitizer runtime
  * does it before its shadow memory exists, hence no instrumentation here).
  * dlvsym is not interposed, so RTLD_NEXT here skips to glibc. */
-__attribute__((visibility("hidden"), no_sanitize("address", "undefined")))
+__attribute__((visibility("hidden"), used, no_sanitize("address", "undefined")))
 dlsym_fn trace_dlsym_resolve(void)
 {
     static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17" };
@@ -59,7 +59,7 @@ void *dl_real_dlsym(void *handle, const char *name)
 }
 
 /* dlsym on an explicit handle (the assembly sends the rest to glibc). */
-__attribute__((visibility("hidden"))) void *trace_dlsym_on_handle(void *handle, const char *name)
+__attribute__((visibility("hidden"), used)) void *trace_dlsym_on_handle(void *handle, const char *name)
 {
     void *p = dl_real_dlsym(handle, name);
     return p ? cuda_symbol_wrap(name, p) : NULL;

@@ -11,8 +11,17 @@
 #include "symbolize.h"
 #include "tf_test.h"
 
+/* The functions whose names and lines are looked up keep them: not inlined,
+ * and not cloned by link-time optimisation (a constprop clone's symbol is
+ * "called(int) [clone .constprop.0]"). */
+#if defined(__clang__)
+#define KEEP_AS_WRITTEN __attribute__((noinline))
+#else
+#define KEEP_AS_WRITTEN __attribute__((noinline, noclone))
+#endif
+
 static self_module me;
-static __attribute__((noinline)) uint64_t return_address(void)
+static KEEP_AS_WRITTEN uint64_t return_address(void)
 {
     return (uint64_t)(uintptr_t)__builtin_return_address(0);
 }
@@ -20,7 +29,7 @@ static __attribute__((noinline)) uint64_t return_address(void)
 static uint64_t call_ip;
 static int call_line;
 
-static __attribute__((noinline)) void a_known_caller(void)
+static KEEP_AS_WRITTEN void a_known_caller(void)
 {
     call_ip = return_address() - 1; call_line = __LINE__;
 }
@@ -28,8 +37,8 @@ static __attribute__((noinline)) void a_known_caller(void)
 /* A function whose symbol is a C++ one (trace::demo::called(int)): the
  * symboliser gives it back demangled. */
 static uint64_t cxx_ip;
-__attribute__((noinline)) void cxx_named(int x) __asm__("_ZN5trace4demo6calledEi");
-__attribute__((noinline)) void cxx_named(int x)
+KEEP_AS_WRITTEN void cxx_named(int x) __asm__("_ZN5trace4demo6calledEi");
+KEEP_AS_WRITTEN void cxx_named(int x)
 {
     cxx_ip = return_address() - 1 + (uint64_t)(x & 0);
 }
