@@ -94,9 +94,10 @@ void python_threads_look(void)
  * allocation is recorded).  It lags only after a stretch without events:
  * then this event looks at the name as of that stretch's start and the
  * next one looks again.  A thread's first event always looks. */
-static uint32_t thread_name(uint32_t seen, char *buf, size_t cap)
+static uint32_t thread_name(uint32_t seen, char *buf, size_t cap, uint64_t *ask_after)
 {
     look(event_clock_latest_ns());
+    *ask_after = next_look_ns;   /* a name an audit event's look finds waits till then */
     if (known_version != seen && known_version) {
         strncpy(buf, known, cap - 1);
         buf[cap - 1] = '\0';

@@ -41,6 +41,7 @@ TLS uint32_t my_names_epoch;
 TLS char my_os_name[16];
 TLS char my_py_name[REC_THREAD_NAME_MAX];
 TLS uint32_t my_py_version;
+TLS uint64_t my_name_ask_after;   /* the namer's: no need to ask before this */
 TLS uint32_t open_count;
 TLS uint64_t open_ops[MAX_OPEN_OPS];
 TLS int in_rec_event;             /* set: a signal handler interrupted rec_event */
@@ -211,7 +212,9 @@ static inline __attribute__((always_inline)) void capture_names(struct captured 
     c->names_epoch = epoch;
     rec_thread_namer namer = atomic_load_explicit(&thread_namer, memory_order_acquire);
     char py[REC_THREAD_NAME_MAX];
-    c->py_version = namer ? namer(my_py_version, py, sizeof py) : my_py_version;
+    c->py_version = my_py_version;
+    if (namer && (due || event_clock_latest_ns() >= my_name_ask_after))
+        c->py_version = namer(my_py_version, py, sizeof py, &my_name_ask_after);
     int py_renamed = c->py_version != my_py_version;
     due |= py_renamed;
     if (due) {

@@ -84,7 +84,11 @@ void rec_set_py_provider(const rec_py_provider *p);
  * whenever one of them changed.
  */
 #define REC_THREAD_NAME_MAX 64
-typedef uint32_t (*rec_thread_namer)(uint32_t seen, char *buf, size_t cap);
+/* It also sets *ask_after: the recorder does not call it again for this
+ * thread before the latest event's time reaches that (unless a THREAD
+ * record is due anyway): a call per event was 40 instructions of about
+ * 1,500 with every GC allocation recorded (bench/workloads/threaded). */
+typedef uint32_t (*rec_thread_namer)(uint32_t seen, char *buf, size_t cap, uint64_t *ask_after);
 void rec_set_thread_namer(rec_thread_namer fn);
 /* Some thread's OS name changed (thread_names.c). */
 void rec_threads_renamed(void);
