@@ -41,10 +41,20 @@ static const py_layout *layout;
  * where the offset was seen to hold this thread's id at install. */
 static size_t thread_id_at = PY_NO_FIELD;
 
-static int holder_is_me(void *tstate)
+#define TLS static __thread __attribute__((tls_model("initial-exec")))
+TLS unsigned long my_pthread;   /* pthread_self(), kept: a call per event less */
+
+static __attribute__((noinline)) unsigned long my_pthread_first(void)
 {
-    if (thread_id_at != PY_NO_FIELD)
-        return FIELD(tstate, thread_id_at, unsigned long) == (unsigned long)pthread_self();
+    return my_pthread = (unsigned long)pthread_self();
+}
+
+static inline __attribute__((always_inline)) int holder_is_me(void *tstate)
+{
+    if (thread_id_at != PY_NO_FIELD) {
+        unsigned long me = my_pthread ? my_pthread : my_pthread_first();
+        return FIELD(tstate, thread_id_at, unsigned long) == me;
+    }
     return tstate == py.PyGILState_GetThisThreadState();
 }
 
@@ -408,7 +418,6 @@ typedef struct py_path {
     uint32_t node[PATH_FRAMES];      /* each frame's node */
 } py_path;
 
-#define TLS static __thread __attribute__((tls_model("initial-exec")))
 TLS py_path *path;
 TLS int path_failed;
 static pthread_key_t path_key;
@@ -528,11 +537,9 @@ static uint32_t path_child(tf_writer *w, uint64_t parent, uintptr_t code, int64_
  * time instead (importing sympy on 3.11, 88,980 new stacks 48 frames deep on
  * average: 150 bytes of records before compression and about 2,600
  * instructions each, against 118,637 pushed frames of about 400). */
-static uint32_t path_stack_id(tf_writer *w, const uint32_t *nodes, int n)
+static __attribute__((noinline)) uint32_t path_stack_define(tf_writer *w, const uint32_t *nodes, int n)
 {
     path_node *inner = &path_tree[nodes[n - 1]];
-    if (inner->id)
-        return inner->id;
     int j = n - 1;
     while (j > 0 && !path_tree[nodes[j - 1]].id)
         j--;
@@ -551,6 +558,13 @@ static uint32_t path_stack_id(tf_writer *w, const uint32_t *nodes, int n)
     for (uint32_t k = 0; k < m; k++)
         path_tree[nodes[n - 1 - k]].id = ids[k];
     return id;
+}
+
+/* Nearly always the innermost node has its id already. */
+static inline uint32_t path_stack_id(tf_writer *w, const uint32_t *nodes, int n)
+{
+    uint32_t id = path_tree[nodes[n - 1]].id;
+    return id ? id : path_stack_define(w, nodes, n);
 }
 
 /* The stack's ids, each frame looked up in the caches (no tree). */
