@@ -110,6 +110,21 @@ TF_ALWAYS_INLINE uint8_t *tf_put_kind_fields(tf_bases *b, uint8_t *p, const tf_e
     return p;
 }
 
+/* An event record's kind, length and presence map, its fields being
+ * written from rec + 4 up to end; the bases move to e.  Returns end. */
+TF_ALWAYS_INLINE uint8_t *tf_put_record_end(tf_bases *b, uint8_t *rec, uint32_t kind, uint8_t *end,
+                                            uint32_t present, const tf_event *e)
+{
+    rec[0] = (uint8_t)kind;
+    rec[1] = (uint8_t)(end - (rec + 2));
+    rec[2] = (uint8_t)present;
+    rec[3] = (uint8_t)(present >> 8);
+    b->seq = e->seq;
+    b->t_ns = e->t_ns;
+    b->tid = e->tid;
+    return end;
+}
+
 /* The event record of e (a kind this version defines) at rec: kind,
  * length, presence map, fields.  Returns its end; moves the bases.  The
  * kind fits one byte, the payload never exceeds TF_EVENT_PAYLOAD_MAX (< 128)
@@ -127,14 +142,7 @@ static inline uint8_t *tf_put_event(tf_bases *b, uint8_t *rec, const tf_event *e
 #undef TF_ENCODE
     default: break;
     }
-    rec[0] = (uint8_t)e->kind;
-    rec[1] = (uint8_t)(p - payload);
-    payload[0] = (uint8_t)present;
-    payload[1] = (uint8_t)(present >> 8);
-    b->seq = e->seq;
-    b->t_ns = e->t_ns;
-    b->tid = e->tid;
-    return p;
+    return tf_put_record_end(b, rec, e->kind, p, present, e);
 }
 
 /* ------------------------------------------------------------ PY_FREES (2.3) */
@@ -160,14 +168,7 @@ static inline uint8_t *tf_put_py_frees(tf_bases *b, uint8_t *rec, const tf_event
         p = tf_put_uv(p, e->u.host.domain);
     }
     p = tf_put_uv(p, e->u.host.ptr);
-    rec[0] = (uint8_t)TF_EV_PY_FREES;
-    rec[1] = (uint8_t)(p - payload);
-    payload[0] = (uint8_t)present;
-    payload[1] = (uint8_t)(present >> 8);
-    b->seq = e->seq;
-    b->t_ns = e->t_ns;
-    b->tid = e->tid;
-    return p;
+    return tf_put_record_end(b, rec, TF_EV_PY_FREES, p, present, e);
 }
 
 /* ------------------------------------------------------------ reading */

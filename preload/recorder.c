@@ -260,15 +260,21 @@ static void encode_names(const struct captured *c, pid_t tid)
     }
 }
 
+/* Under the lock: the event's place in the order, its thread and parent. */
+static inline void stamp(tf_event *e, pid_t tid)
+{
+    e->seq = last_seq + 1;
+    __atomic_store_n(&last_seq, e->seq, __ATOMIC_RELAXED);
+    e->tid = (uint32_t)tid;
+    e->parent = open_count ? open_ops[open_count - 1] : 0;
+}
+
 /* Under the lock: definitions this event refers to, then the event. */
 static uint64_t encode(tf_event *e, const struct captured *c, pid_t tid)
 {
     encode_names(c, tid);
-    e->seq = last_seq + 1;
-    __atomic_store_n(&last_seq, e->seq, __ATOMIC_RELAXED);
-    e->tid = (uint32_t)tid;
+    stamp(e, tid);
     e->t_ns = in_unit(event_clock_ns());   /* under the lock: event_clock.h */
-    e->parent = open_count ? open_ops[open_count - 1] : 0;
     e->native_stack = c->native.id;
     if (c->native.n && (!c->native.id || c->generation != atomic_load(&generation)))
         e->native_stack = tf_write_native_stack(writer, c->native.ips, (uint32_t)c->native.n);
@@ -279,29 +285,56 @@ static uint64_t encode(tf_event *e, const struct captured *c, pid_t tid)
     return e->seq;
 }
 
-static uint64_t record_event(tf_event *e, unsigned flags, uint32_t *text_id, const char *text)
+/* The calling thread's id when it may record now, else 0: not recording,
+ * or a signal handler interrupting this thread inside the recorder, whose
+ * event is dropped, and dropped before the costly stack capture, so a
+ * storm of such signals cannot keep the interrupted thread (and every
+ * thread waiting for the lock) from making progress. */
+static inline pid_t entering(void)
 {
     if (!rec_active())
         return 0;
     pid_t tid = rec_tid();
-    /* A signal handler interrupting this thread inside the recorder: its
-     * event is dropped, and dropped before the costly stack capture, so a
-     * storm of such signals cannot keep the interrupted thread (and every
-     * thread waiting for the lock) from making progress. */
     if (atomic_load_explicit(&lock_owner, memory_order_relaxed) == tid) {
         atomic_fetch_add(&dropped, 1);
         return 0;
     }
+    return tid;
+}
+
+/* The lock, or the event dropped (lock_take). */
+static inline int take_or_drop(pid_t tid)
+{
+    if (lock_take(tid))
+        return 1;
+    in_rec_event--;
+    atomic_fetch_add(&dropped, 1);
+    return 0;
+}
+
+/* After the lock: the flusher started, and woken (or its work done here)
+ * when the chunk has grown enough. */
+static inline void after_event(size_t pending)
+{
+    flusher_ensure_started();
+    if (pending >= flush_now_bytes)
+        flush_now(0);
+    else if (pending >= seal_bytes)
+        flusher_kick();
+}
+
+static uint64_t record_event(tf_event *e, unsigned flags, uint32_t *text_id, const char *text)
+{
+    pid_t tid = entering();
+    if (!tid)
+        return 0;
     int nested = in_rec_event++;
     struct captured c;
     capture(&c, flags, nested);
     c.text = text;
     c.text_id = text_id;
-    if (!lock_take(tid)) {
-        in_rec_event--;
-        atomic_fetch_add(&dropped, 1);
+    if (!take_or_drop(tid))
         return 0;
-    }
     uint64_t seq = 0;
     size_t pending = 0;
     if (rec_active()) {
@@ -314,11 +347,7 @@ static uint64_t record_event(tf_event *e, unsigned flags, uint32_t *text_id, con
     in_rec_event--;
     if (seq && flags & REC_OPEN && open_count < MAX_OPEN_OPS)
         open_ops[open_count++] = seq;
-    flusher_ensure_started();
-    if (pending >= flush_now_bytes)
-        flush_now(0);
-    else if (pending >= seal_bytes)
-        flusher_kick();
+    after_event(pending);
     return seq;
 }
 
@@ -332,32 +361,23 @@ static uint64_t record_event(tf_event *e, unsigned flags, uint32_t *text_id, con
  * 580 instructions, 190 so. */
 static uint64_t record_py_free(tf_event *e)
 {
-    if (!rec_active())
+    pid_t tid = entering();
+    if (!tid)
         return 0;
-    pid_t tid = rec_tid();
-    if (atomic_load_explicit(&lock_owner, memory_order_relaxed) == tid) {
-        atomic_fetch_add(&dropped, 1);
-        return 0;
-    }
     int nested = in_rec_event++;
     struct captured c;
     c.name_due = 0;
     if (my_named_generation != atomic_load_explicit(&generation, memory_order_relaxed) ||
         my_names_epoch != atomic_load_explicit(&names_epoch, memory_order_relaxed))
         capture_names_only(&c, nested);
-    if (!lock_take(tid)) {
-        in_rec_event--;
-        atomic_fetch_add(&dropped, 1);
+    if (!take_or_drop(tid))
         return 0;
-    }
     uint64_t seq = 0;
     size_t pending = 0;
     if (rec_active()) {
         encode_names(&c, tid);
-        e->seq = seq = last_seq + 1;
-        __atomic_store_n(&last_seq, seq, __ATOMIC_RELAXED);
-        e->tid = (uint32_t)tid;
-        e->parent = open_count ? open_ops[open_count - 1] : 0;
+        stamp(e, tid);
+        seq = e->seq;
         e->native_stack = e->py_stack = 0;
         if (!tf_write_py_free_joins(writer, e)) {
             e->t_ns = in_unit(event_clock_ns());
@@ -367,11 +387,7 @@ static uint64_t record_py_free(tf_event *e)
     }
     lock_release();
     in_rec_event--;
-    flusher_ensure_started();
-    if (pending >= flush_now_bytes)
-        flush_now(0);
-    else if (pending >= seal_bytes)
-        flusher_kick();
+    after_event(pending);
     return seq;
 }
 

@@ -166,29 +166,51 @@ def run_traced_keep(args, preload, pylog, env=None):
     return Run(done, events, infos, pools), path
 
 
-def record_kinds(path):
-    """How many records of each kind the log holds (FORMAT.md section 3),
-    from its frames decompressed by the zstd program; None without one."""
+def get_uv(data, pos):
+    """The unsigned LEB128 at data[pos] (FORMAT.md section 2): (value, where the next starts)."""
+    v = shift = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return v, pos
+
+
+def uv_bytes(v):
+    """v as an unsigned LEB128."""
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def log_records(path):
+    """(kind, payload) of every record of a log (FORMAT.md section 3), its
+    frames decompressed by the zstd program; None without one."""
     import shutil
     if not shutil.which("zstd"):
         return None
     data = subprocess.run(["zstd", "-dcq", path], capture_output=True, check=True).stdout
+    records, pos = [], 0
+    while pos < len(data):
+        kind, pos = get_uv(data, pos)
+        length, pos = get_uv(data, pos)
+        records.append((kind, data[pos:pos + length]))
+        pos += length
+    return records
 
-    def uv(i):
-        v = shift = 0
-        while True:
-            b = data[i]
-            i += 1
-            v |= (b & 0x7F) << shift
-            shift += 7
-            if b < 0x80:
-                return v, i
 
-    kinds, i = {}, 0
-    while i < len(data):
-        kind, i = uv(i)
-        length, i = uv(i)
-        i += length
+def record_kinds(path):
+    """How many records of each kind the log holds; None without the zstd program."""
+    records = log_records(path)
+    if records is None:
+        return None
+    kinds = {}
+    for kind, _ in records:
         kinds[kind] = kinds.get(kind, 0) + 1
     return kinds
 

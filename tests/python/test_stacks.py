@@ -159,31 +159,20 @@ def record_kinds(log):
     """{kind: (records, bytes)} of a log written as records (TRACE_COLUMNS=0),
     and the number of stacks its PY_STACK_PUSH and PY_STACK_CHAIN records
     define."""
-    data = subprocess.run(["zstd", "-dcq", log], capture_output=True, check=True).stdout
-    kinds, pos, pushed = {}, 0, 0
-
-    def uv():
-        nonlocal pos
-        v = shift = 0
-        while True:
-            b = data[pos]
-            pos += 1
-            v |= (b & 0x7F) << shift
-            shift += 7
-            if b < 0x80:
-                return v
-    while pos < len(data):
-        start = pos
-        kind, n = uv(), uv()
-        end = pos + n
+    records = pt.log_records(log)
+    if records is None:
+        raise AssertionError("no zstd program to read the log's records with")
+    kinds, pushed = {}, 0
+    for kind, payload in records:
         if kind == 14:  # 2.1's PY_STACK_PUSH: id, outer, one frame
             pushed += 1
         elif kind == 15:  # 2.2's PY_STACK_CHAIN: gap, back, n frames
-            uv(), uv()
-            pushed += uv()
-        pos = end
+            _, pos = pt.get_uv(payload, 0)
+            _, pos = pt.get_uv(payload, pos)
+            pushed += pt.get_uv(payload, pos)[0]
+        head = len(pt.uv_bytes(kind)) + len(pt.uv_bytes(len(payload)))
         count, size = kinds.get(kind, (0, 0))
-        kinds[kind] = (count + 1, size + pos - start)
+        kinds[kind] = (count + 1, size + head + len(payload))
     return kinds, pushed
 
 
