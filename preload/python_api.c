@@ -89,6 +89,7 @@ int py_api_resolve(const char **why)
     py.code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
     py.type_type = dlsym(RTLD_DEFAULT, "PyType_Type");
     py.bytes_type = dlsym(RTLD_DEFAULT, "PyBytes_Type");
+    py.list_type = dlsym(RTLD_DEFAULT, "PyList_Type");
     resolve_current_tstate();
     RESOLVE(PyInterpreterState_Get, "PyInterpreterState_Get");
     if (!py.PyInterpreterState_Get)

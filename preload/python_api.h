@@ -94,6 +94,7 @@ typedef struct py_api {
     py_object *code_type;      /* &PyCode_Type */
     py_object *type_type;      /* &PyType_Type */
     py_object *bytes_type;     /* &PyBytes_Type; NULL: line tables are not read (python_stack.c) */
+    py_object *list_type;      /* &PyList_Type */
 } py_api;
 
 extern py_api py;

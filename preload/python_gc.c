@@ -26,6 +26,23 @@
  * the phase string) are freed as our "start" returns.  on_start notes their
  * blocks, and the first free of each is passed over.
  *
+ * A collection's "stop" may never reach us: CPython calls gc.callbacks by
+ * index, so a callback before ours that removes itself in "stop" makes the
+ * list skip ours, and a finalizer the collection runs may empty the list.
+ * Left open, the collection would take in every later event of the thread
+ * (a buffer freed by reference counting reported as freed by the
+ * collector: the false finding this tool must not make).  So the
+ * interpreter's own flag, gc.collecting (set around the callbacks and the
+ * collection, cleared after the "stop" callbacks), is read before each
+ * event recorded while a collection is open (rec_set_open_check) and at
+ * each object free counted as the collection's; once it reads 0 the
+ * collection is closed there, with a gc_stop whose counts and duration are
+ * unknown (0), and a "start" on an interpreter whose collection is still
+ * open closes that one first (collections of an interpreter do not nest).
+ * The flag's offset is derived from the young count's (PY_GC_*) and trusted only once seen to read 0 outside a
+ * collection and 1 inside one; until then (or if it ever reads otherwise
+ * in a callback) only a "start" closes a stale collection.
+ *
  * gc_start also carries, per generation, the GC-tracked allocations since
  * that generation was last collected.  We read the interpreter's own young
  * count (generations[0].count: GC objects allocated minus those freed since
@@ -47,16 +64,25 @@
  * GIL), so one open collection per interpreter is all there is to remember. */
 typedef struct gc_slot {
     _Atomic int64_t interp;            /* interpreter id + 1; 0: free */
-    uint64_t open_seq;
+    _Atomic uint64_t open_id;          /* the collection started, its stop not seen; 0: none */
+    int32_t open_generation;
     uint64_t start_ns;
+    const volatile int *collecting;    /* the interpreter's gc.collecting, once known */
     uint64_t since_collected[3];       /* net GC allocations since gen g was collected */
 } gc_slot;
 
 static gc_slot slots[MAX_INTERPRETERS];
+static _Atomic uint64_t open_ids;
 /* Collections running on this thread: one, or more when a callback of an
- * interpreter's collection ends up collecting another one's. */
+ * interpreter's collection ends up collecting another one's; the first
+ * OPEN_MAX of them, innermost last, each with its slot's open_id then
+ * (another thread may find it ended: the entry is then stale) and the seq
+ * of its gc_start (0: not recorded). */
 #define TLS static __thread __attribute__((tls_model("initial-exec")))
 __thread int python_gc_collecting __attribute__((tls_model("initial-exec")));
+#define OPEN_MAX 8
+typedef struct open_gc { gc_slot *slot; uint64_t id, seq; } open_gc;
+TLS open_gc open_here[OPEN_MAX];
 #define PREAMBLE_MAX 8
 TLS const void *preamble[PREAMBLE_MAX];   /* blocks of the callback's arguments */
 
@@ -87,8 +113,13 @@ static void note_preamble(py_object *args, py_object *phase, py_object *info)
         preamble[n++] = NULL;
 }
 
+static void check_open(void);
+
 int python_gc_frees_collected_slow(const void *block)
 {
+    check_open();   /* a collection ended unseen frees nothing */
+    if (!python_gc_collecting)
+        return 0;
     for (int i = 0; i < PREAMBLE_MAX; i++) {
         if (preamble[i] == block) {
             preamble[i] = NULL;   /* the address may hold a collected object later */
@@ -123,15 +154,67 @@ static int64_t info_field(py_object *info, const char *name)
     return -1;
 }
 
+/* Where the current interpreter's gc state is read from: its interpreter
+ * state, or 3.8's _PyRuntime; NULL unknown. */
+static const char *gc_base(void)
+{
+    if (layout->gc_in_runtime)
+        return runtime;
+    const char *tstate = py.current_tstate();   /* ours: the collector holds the GIL */
+    return tstate ? *(const char *const *)(tstate + layout->tstate_interp) : NULL;
+}
+
 static uint64_t young_count(void)
 {
-    const char *base = runtime;
-    if (!layout->gc_in_runtime) {
-        const char *tstate = py.current_tstate();   /* ours: the collector holds the GIL */
-        base = tstate ? *(const char *const *)(tstate + layout->tstate_interp) : NULL;
-    }
+    const char *base = gc_base();
     int count = base ? *(const int *)(base + layout->gc_young_count) : 0;   /* an int */
     return count > 0 ? (uint64_t)count : 0;
+}
+
+/* Whether the flag is read right: seen 0 outside a collection (at attach),
+ * 1 in a callback, and never anything but 0 or 1. */
+static _Atomic int flag_seen_zero, flag_seen_one, flag_wrong;
+
+static int flag_trusted(void)
+{
+    return atomic_load_explicit(&flag_seen_zero, memory_order_relaxed) &&
+           atomic_load_explicit(&flag_seen_one, memory_order_relaxed) &&
+           !atomic_load_explicit(&flag_wrong, memory_order_relaxed);
+}
+
+/* The current interpreter's flag, or NULL. */
+static const volatile int *collecting_flag(void)
+{
+    const char *base = layout ? gc_base() : NULL;
+    return base ? (const volatile int *)(base + layout->gc_young_count + PY_GC_COLLECTING_FROM_YOUNG)
+                : NULL;
+}
+
+/* Read at attach, outside any collection (as far as we know). */
+static void flag_note_outside(void)
+{
+    const volatile int *flag = collecting_flag();
+    int v = flag ? *flag : -1;
+    if (v == 0)
+        atomic_store(&flag_seen_zero, 1);
+    else if (v != 1)
+        atomic_store(&flag_wrong, 1);
+}
+
+/* In a callback: 0 when the trusted flag says no collection runs (our
+ * callable called by hand, not by the collector), else 1. */
+static int flag_in_collection(const volatile int *flag)
+{
+    int v = flag ? *flag : -1;
+    if (v == 1) {
+        atomic_store(&flag_seen_one, 1);
+        return 1;
+    }
+    if (v == 0)
+        return !flag_trusted();
+    if (flag)
+        atomic_store(&flag_wrong, 1);
+    return 1;
 }
 
 static void allocation_counts(gc_slot *s, int generation, uint64_t allocs[3])
@@ -147,15 +230,97 @@ static void allocation_counts(gc_slot *s, int generation, uint64_t allocs[3])
         s->since_collected[g] = 0;
 }
 
-static void on_start(gc_slot *s, py_object *args, py_object *phase, py_object *info)
+/* Entry i of this thread's list (i below python_gc_collecting and
+ * OPEN_MAX) taken off, and its operation closed. */
+static void drop_entry(int i)
 {
+    int n = python_gc_collecting;
+    uint64_t seq = open_here[i].seq;
+    for (int j = i; j + 1 < n && j + 1 < OPEN_MAX; j++)
+        open_here[j] = open_here[j + 1];
+    python_gc_collecting = n - 1;
+    if (seq)
+        rec_close(seq);
+}
+
+/* This thread's entry of the slot's open collection, or -1. */
+static int entry_of(const gc_slot *s)
+{
+    int n = python_gc_collecting < OPEN_MAX ? python_gc_collecting : OPEN_MAX;
+    for (int i = n - 1; i >= 0; i--)
+        if (open_here[i].slot == s && open_here[i].id == s->open_id)
+            return i;
+    return -1;
+}
+
+/* The slot's open collection is over: off this thread's list (when it is
+ * there) and closed.  Past OPEN_MAX only the count goes down. */
+static void close_open(gc_slot *s)
+{
+    int i = entry_of(s);
+    if (i >= 0)
+        drop_entry(i);
+    else if (python_gc_collecting > OPEN_MAX)
+        python_gc_collecting--;
+    s->open_id = 0;
+    s->start_ns = 0;
+}
+
+/* A collection that ended without its "stop" reaching us: closed, and its
+ * gc_stop recorded now, its counts and duration unknown. */
+static void close_unfinished(gc_slot *s)
+{
+    static _Atomic int said;
+    tf_event e = { .kind = TF_EV_GC_STOP };
+    e.u.gc.generation = s->open_generation;
+    e.u.gc.interp = (uint64_t)(atomic_load(&s->interp) - 1);
+    close_open(s);
+    if (!atomic_exchange(&said, 1))
+        rec_info("gc_stop_unseen", "a collection's stop callback never came (gc.callbacks changed "
+                                   "during it): its gc_stop is recorded at the next event, with "
+                                   "collected, uncollectable and duration 0 (unknown)");
+    rec_event(&e, 0);
+}
+
+/* The collections open on this thread that have ended, closed: those
+ * closed by another thread (stale entries) silently, those the trusted flag
+ * says are over with their gc_stop (rec_set_open_check). */
+static void check_open(void)
+{
+    while (python_gc_collecting > 0 && python_gc_collecting <= OPEN_MAX) {
+        const open_gc *top = &open_here[python_gc_collecting - 1];
+        gc_slot *s = top->slot;
+        if (s->open_id != top->id) {
+            drop_entry(python_gc_collecting - 1);
+            continue;
+        }
+        if (!s->collecting || !flag_trusted() || *s->collecting)
+            return;
+        close_unfinished(s);
+    }
+}
+
+static void on_start(gc_slot *s, const volatile int *flag, py_object *args, py_object *phase,
+                     py_object *info)
+{
+    /* Collections of one interpreter do not nest: one still open ended,
+     * whichever thread ran it (its entry there goes stale). */
+    if (s->open_id)
+        close_unfinished(s);
+    s->collecting = flag;
     tf_event e = { .kind = TF_EV_GC_START };
     e.u.gc.generation = (int32_t)info_field(info, "generation");
     e.u.gc.interp = (uint64_t)(atomic_load(&s->interp) - 1);
     allocation_counts(s, e.u.gc.generation, e.u.gc.allocs);
     s->start_ns = monotonic_ns();
-    s->open_seq = rec_event(&e, REC_STACKS | REC_OPEN);
+    s->open_generation = e.u.gc.generation;
+    uint64_t seq = rec_event(&e, REC_STACKS | REC_OPEN);
+    s->open_id = atomic_fetch_add(&open_ids, 1) + 1;
     note_preamble(args, phase, info);
+    /* The entry first: a signal handler's event between the two sees a
+     * consistent list. */
+    if (python_gc_collecting < OPEN_MAX)
+        open_here[python_gc_collecting] = (open_gc){ .slot = s, .id = s->open_id, .seq = seq };
     python_gc_collecting++;
 }
 
@@ -169,23 +334,30 @@ static void on_stop(gc_slot *s, py_object *info)
     e.u.gc.collected = collected > 0 ? (uint64_t)collected : 0;
     e.u.gc.uncollectable = uncollectable > 0 ? (uint64_t)uncollectable : 0;
     e.u.gc.duration_ns = s->start_ns ? monotonic_ns() - s->start_ns : 0;
-    if (python_gc_collecting > 0)
-        python_gc_collecting--;
-    if (s->open_seq)
-        rec_close(s->open_seq);
-    s->open_seq = 0;
-    s->start_ns = 0;
+    if (s->open_id)
+        close_open(s);
     rec_event(&e, 0);
+}
+
+#define TPFLAGS_UNICODE_SUBCLASS (1ul << 28)
+#define TPFLAGS_DICT_SUBCLASS (1ul << 29)
+
+static int has_type_flag(py_object *o, unsigned long flag)
+{
+    return (py.PyType_GetFlags(py_type_of(o)) & flag) != 0;
 }
 
 static py_object *gc_callback(py_object *self, py_object *args)
 {
     ssize_t i = self ? py.PyLong_AsSsize_t(self) : -1;
-    py_object *phase = py.PyTuple_GetItem(args, 0);
-    py_object *info = py.PyTuple_GetItem(args, 1);
-    if (phase && info && i >= 0 && i < MAX_INTERPRETERS && atomic_load(&slots[i].interp)) {
+    py_object *phase = py.PyTuple_Size(args) == 2 ? py.PyTuple_GetItem(args, 0) : NULL;
+    py_object *info = phase ? py.PyTuple_GetItem(args, 1) : NULL;
+    /* As the collector calls it: (str, dict), during a collection. */
+    if (phase && info && has_type_flag(phase, TPFLAGS_UNICODE_SUBCLASS) &&
+        has_type_flag(info, TPFLAGS_DICT_SUBCLASS) && i >= 0 && i < MAX_INTERPRETERS &&
+        atomic_load(&slots[i].interp) && flag_in_collection(collecting_flag())) {
         if (py.PyUnicode_CompareWithASCIIString(phase, "start") == 0)
-            on_start(&slots[i], args, phase, info);
+            on_start(&slots[i], collecting_flag(), args, phase, info);
         else if (py.PyUnicode_CompareWithASCIIString(phase, "stop") == 0) {
             on_stop(&slots[i], info);
             /* A thread CuPy's hook is not registered on yet (one started
@@ -223,7 +395,8 @@ static ssize_t claim_slot(int64_t id)
     for (int i = 0; i < MAX_INTERPRETERS; i++) {
         int64_t expected = 0;
         if (atomic_compare_exchange_strong(&slots[i].interp, &expected, id + 1)) {
-            slots[i].open_seq = slots[i].start_ns = 0;
+            slots[i].open_id = slots[i].start_ns = 0;
+            slots[i].collecting = NULL;
             memset(slots[i].since_collected, 0, sizeof slots[i].since_collected);
             return i;
         }
@@ -231,16 +404,44 @@ static ssize_t claim_slot(int64_t id)
     return -1;
 }
 
+/* The current interpreter's own callbacks list, the one the collector
+ * calls (gc.callbacks is the same object): struct _gc_runtime_state holds
+ * garbage and then callbacks after collecting, from 3.8 to 3.13.  From 3.10
+ * the interpreter makes both lists when it starts; 3.8 and 3.9 make them
+ * when gc is first imported.  NULL when they are not there yet, do not
+ * look like lists, or a collection runs. */
+static py_object *interpreter_callbacks(void)
+{
+    const char *base = layout && py.list_type ? gc_base() : NULL;
+    if (!base)
+        return NULL;
+    const char *collecting = base + layout->gc_young_count + PY_GC_COLLECTING_FROM_YOUNG;
+    py_object *garbage = *(py_object *const *)(collecting + PY_GC_GARBAGE_FROM_COLLECTING);
+    py_object *callbacks = *(py_object *const *)(collecting + PY_GC_CALLBACKS_FROM_COLLECTING);
+    if (*(const int *)collecting != 0 || !garbage || !callbacks || py_type_of(garbage) != py.list_type ||
+        py_type_of(callbacks) != py.list_type)
+        return NULL;
+    return callbacks;
+}
+
 /* Append a callable to the current interpreter's gc.callbacks.  0 on
- * failure (the exception is cleared). */
+ * failure (the exception is cleared).  Taken from the interpreter where it
+ * is there, so that gc is not imported: the program would see it in
+ * sys.modules, and in what -X importtime and -v print. */
 static int append_callback(ssize_t slot)
 {
     py_object *self = py.PyLong_FromSsize_t(slot);
     py_object *callback = self ? py.PyCFunction_NewEx(&gc_callback_def, self, NULL) : NULL;
-    py_object *gc = callback ? py.PyImport_ImportModule("gc") : NULL;
-    py_object *callbacks = gc ? py.PyObject_GetAttrString(gc, "callbacks") : NULL;
+    py_object *callbacks = callback ? interpreter_callbacks() : NULL;
+    py_object *gc = NULL;
+    if (callbacks) {
+        py.Py_IncRef(callbacks);
+    } else if (callback) {
+        gc = py.PyImport_ImportModule("gc");
+        callbacks = gc ? py.PyObject_GetAttrString(gc, "callbacks") : NULL;
+    }
     int ok = callbacks && py.PyList_Append(callbacks, callback) == 0;
-    /* The list keeps the callable alive; gc stays in sys.modules. */
+    /* The list keeps the callable alive; gc, if imported, stays in sys.modules. */
     if (callbacks)
         py.Py_DecRef(callbacks);
     if (gc)
@@ -281,6 +482,9 @@ int python_gc_attach_current(void)
         atomic_store(&slots[slot].interp, 0);
         return 0;
     }
+    if (layout)
+        flag_note_outside();
+    rec_set_open_check(check_open);
     return 1;
 }
 
@@ -296,8 +500,16 @@ void python_gc_on_audit_event(const char *event)
     } else if (!strcmp(event, "cpython.PyInterpreterState_Clear")) {
         int64_t id = current_interpreter();
         gc_slot *s = id >= 0 ? slot_of(id) : NULL;
-        if (s)
+        if (s) {
+            /* Its state is about to go: a collection of it still open is
+             * closed here if it is this thread's, and its flag no longer
+             * read in any case. */
+            if (s->open_id && entry_of(s) >= 0)
+                close_unfinished(s);
+            s->open_id = 0;
+            s->collecting = NULL;
             atomic_store(&s->interp, 0);
+        }
     }
     if (py.PyErr_Occurred())
         py.PyErr_Clear();
@@ -305,6 +517,14 @@ void python_gc_on_audit_event(const char *event)
 
 void python_gc_forget_all(void)
 {
-    for (int i = 0; i < MAX_INTERPRETERS; i++)
-        atomic_store(&slots[i].interp, 0);
+    /* The interpreters' states go with the round: no flag of theirs is
+     * read again, and a collection left open here is closed. */
+    for (int i = 0; i < MAX_INTERPRETERS; i++) {
+        gc_slot *s = &slots[i];
+        if (s->open_id && entry_of(s) >= 0)
+            close_unfinished(s);
+        s->open_id = 0;
+        s->collecting = NULL;
+        atomic_store(&s->interp, 0);
+    }
 }

@@ -35,10 +35,20 @@ typedef struct py_layout {
      * _PyRuntime + gc_young_count when gc_in_runtime. */
     size_t tstate_interp, gc_young_count;
     int gc_in_runtime;
+    /* The rest of struct _gc_runtime_state read (python_gc.c) is placed by
+     * the young count: the same struct from 3.8 to 3.13 (PY_GC_*). */
     /* PyThreadState.thread_id: pthread_self() of the thread it was made on
      * (python_stack.c's own_tstate, 3.8-3.11). */
     size_t tstate_thread_id;
 } py_layout;
+
+/* In struct _gc_runtime_state, from 3.8 to 3.13: gc.collecting follows
+ * generations[0].count by the rest of generations[3], generation0,
+ * permanent_generation and generation_stats[3]; the garbage and callbacks
+ * lists follow collecting.  tests/python/layout_check.c checks them. */
+#define PY_GC_COLLECTING_FROM_YOUNG 156
+#define PY_GC_GARBAGE_FROM_COLLECTING 8
+#define PY_GC_CALLBACKS_FROM_COLLECTING 16
 
 /* The layout of the running interpreter (py.minor known); NULL if unknown. */
 const py_layout *py_layout_get(void);

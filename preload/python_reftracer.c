@@ -38,7 +38,6 @@
 enum { REF_CREATE = 0, REF_DESTROY = 1 };   /* PyRefTracerEvent */
 typedef int (*ref_tracer)(py_object *op, int event, void *data);
 
-#define OB_TYPE 8                 /* offsetof(PyObject, ob_type), GIL builds */
 #define GRAIN_SHIFT 3             /* one bit per 8 bytes */
 #define CHUNK_SHIFT 16            /* one bitmap per 64 KiB of address space */
 #define BITMAP_WORDS ((size_t)1 << (CHUNK_SHIFT - GRAIN_SHIFT - 6))
@@ -215,7 +214,7 @@ static void on_create(py_object *op)
         *word |= bit_of(addr);
         return;
     }
-    py_object *type = *(py_object **)((char *)op + OB_TYPE);
+    py_object *type = py_type_of(op);
     if (!exempt(type))
         python_double_init_record(op, type);
 }

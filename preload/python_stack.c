@@ -29,7 +29,6 @@
 #include <sys/mman.h>
 
 #define FIELD(obj, off, type) (*(type *)((char *)(obj) + (off)))
-#define OB_TYPE 8               /* offsetof(PyObject, ob_type) */
 
 static const py_layout *layout;
 
@@ -113,7 +112,7 @@ static inline __attribute__((always_inline)) int walk(const py_layout *L, void *
             FIELD(f, L->frame_owner, char) == L->owner_cstack)
             continue;           /* shim frame of a C call: no Python code */
         void *code = FIELD(f, L->frame_code, void *);
-        if (!code || FIELD(code, OB_TYPE, const void *) != code_type)
+        if (!code || py_type_of(code) != code_type)
             continue;
         out[n].code = (uint64_t)(uintptr_t)code;
         /* The byte offset of the frame's current instruction, -1 before
@@ -272,7 +271,7 @@ static py_line_cursor *cursor_of(const code_entry *c)
 static int code_line(void *code, int where, py_line_cursor *cursor)
 {
     void *table = layout->line_format ? FIELD(code, layout->code_linetable, void *) : NULL;
-    if (table && py.bytes_type && FIELD(table, OB_TYPE, const void *) == py.bytes_type) {
+    if (table && py.bytes_type && py_type_of(table) == py.bytes_type) {
         int64_t size = FIELD(table, BYTES_SIZE, int64_t);
         if (size >= 0 && size <= INT32_MAX)
             return py_line_find(layout->line_format, (const uint8_t *)table + BYTES_DATA, (uint32_t)size,

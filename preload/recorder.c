@@ -156,6 +156,24 @@ void rec_set_py_provider(const rec_py_provider *p)
     atomic_store(&py_provider, p);
 }
 
+static void (*_Atomic open_check)(void);
+
+void rec_set_open_check(void (*check)(void))
+{
+    atomic_store(&open_check, check);
+}
+
+/* Before an event that would nest in an open operation: the operation is
+ * checked first (rec_set_open_check). */
+static inline void check_open_ops(void)
+{
+    if (__builtin_expect(open_count != 0, 0)) {
+        void (*check)(void) = atomic_load_explicit(&open_check, memory_order_relaxed);
+        if (check)
+            check();
+    }
+}
+
 void rec_set_thread_namer(rec_thread_namer fn)
 {
     atomic_store(&thread_namer, fn);
@@ -403,6 +421,7 @@ uint64_t rec_py_free(tf_event *e)
  * way is the tracer's, not the application's (host_blocks.h). */
 uint64_t rec_event(tf_event *e, unsigned flags)
 {
+    check_open_ops();
     host_guard_enter();
     uint64_t seq = record_event(e, flags, NULL, NULL);
     host_guard_leave();
@@ -411,6 +430,7 @@ uint64_t rec_event(tf_event *e, unsigned flags)
 
 uint64_t rec_event_text(tf_event *e, unsigned flags, uint32_t *text_id, const char *text)
 {
+    check_open_ops();
     host_guard_enter();
     uint64_t seq = record_event(e, flags, text_id, text);
     host_guard_leave();

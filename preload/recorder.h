@@ -51,6 +51,13 @@ uint64_t rec_py_free(tf_event *e);
  * parent is then the operation's own parent. */
 void rec_close(uint64_t seq);
 
+/* A check of the operations open on this thread, run before each event
+ * recorded while one is (rec_event, rec_event_text): it may close one that
+ * has ended unseen (rec_close, and record its closing event), so that the
+ * event is not nested in it.  python_gc.c's: a collection whose "stop"
+ * callback never came (gc.callbacks changed during it). */
+void rec_set_open_check(void (*check)(void));
+
 /* Definitions, interned under the recorder's lock.  A string's id is good
  * until the log starts its next segment: events use rec_event_text. */
 uint32_t rec_string(const char *s);

@@ -111,6 +111,13 @@ int main(void)
     CHECK(gc_young_count, offsetof(_PyRuntimeState, gc.generations[0].count));
 #endif
 #endif
+    /* python_gc.c: the collecting flag and the two lists, placed by the young count */
+#define GC_FIELD(f) offsetof(struct _gc_runtime_state, f)
+    check("gc collecting - young count", PY_GC_COLLECTING_FROM_YOUNG,
+          GC_FIELD(collecting) - GC_FIELD(generations[0].count));
+    check("gc garbage - collecting", PY_GC_GARBAGE_FROM_COLLECTING, GC_FIELD(garbage) - GC_FIELD(collecting));
+    check("gc callbacks - collecting", PY_GC_CALLBACKS_FROM_COLLECTING,
+          GC_FIELD(callbacks) - GC_FIELD(collecting));
     /* python_stack.c reads line tables in place: BYTES_SIZE, BYTES_DATA */
     check("bytes ob_size", 16, offsetof(PyBytesObject, ob_base.ob_size));
     check("bytes ob_sval", 32, offsetof(PyBytesObject, ob_sval));

@@ -31,7 +31,14 @@ for i in range(%d):
 
 # A list's deallocation decrefs its items outside the evaluation loop, so
 # their DESTROY events come even before 3.13.3: every address is reused and
-# none may be reported (the live set forgets what is destroyed).
+# none may be reported (the live set forgets what is destroyed); a tracer
+# that forgot nothing would report nearly all 200,000 Things of rounds 2
+# and 3.  Before 3.13.3 a Thing may still be made where an object of
+# another type was freed without its DESTROY (interpreter start-up and the
+# -c compile free many so): one or two such reports, at addresses no Thing
+# held, come and go with the allocation pattern (one appeared when attaching
+# stopped importing gc).
+CHURN_BEFORE_3_13_3 = 10
 CHURN = """
 import double_init as d
 for rnd in range(3):
@@ -121,11 +128,12 @@ def check_default(tag, python, tmp, complete, static):
                         % (name, BUGGY, fixture_counts(run_)))
 
 
-def check_churn(tag, python, tmp):
+def check_churn(tag, python, tmp, complete):
     run_ = run(python, CHURN, tmp, "on")
-    fails.check(run_.proc.returncode == 0 and fixture_counts(run_)["double_init.Thing"] == 0,
-                "%s churn: rc %d, %s (destroyed objects still counted live?)"
-                % (tag, run_.proc.returncode, fixture_counts(run_)))
+    most = 0 if complete else CHURN_BEFORE_3_13_3
+    fails.check(run_.proc.returncode == 0 and fixture_counts(run_)["double_init.Thing"] <= most,
+                "%s churn: rc %d, %s, at most %d expected (destroyed objects still counted live?)"
+                % (tag, run_.proc.returncode, fixture_counts(run_), most))
 
 
 def check_replaced(tag, python, tmp):
@@ -167,7 +175,7 @@ def check(python, version):
         build_fixture(python, tmp)
         check_forced(tag, python, tmp, complete)
         check_default(tag, python, tmp, complete, pt.is_static(python))
-        check_churn(tag, python, tmp)
+        check_churn(tag, python, tmp, complete)
         check_replaced(tag, python, tmp)
         check_chained(tag, python, tmp)
     check_numpy(tag, python, complete)
