@@ -115,11 +115,25 @@ static void note_preamble(py_object *args, py_object *phase, py_object *info)
 
 static void check_open(void);
 
+/* Whether this thread's innermost collection may still run: its flag
+ * unknown or set (a few loads per free counted as a collection's; only a
+ * 0 asks check_open). */
+static inline int innermost_may_run(void)
+{
+    int n = python_gc_collecting;
+    if (n > OPEN_MAX)
+        return 1;
+    const volatile int *flag = open_here[n - 1].slot->collecting;
+    return !flag || *flag;
+}
+
 int python_gc_frees_collected_slow(const void *block)
 {
-    check_open();   /* a collection ended unseen frees nothing */
-    if (!python_gc_collecting)
-        return 0;
+    if (!innermost_may_run()) {
+        check_open();   /* a collection ended unseen frees nothing */
+        if (!python_gc_collecting)
+            return 0;
+    }
     for (int i = 0; i < PREAMBLE_MAX; i++) {
         if (preamble[i] == block) {
             preamble[i] = NULL;   /* the address may hold a collected object later */
