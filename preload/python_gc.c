@@ -68,6 +68,8 @@ typedef struct gc_slot {
     int32_t open_generation;
     uint64_t start_ns;
     const volatile int *collecting;    /* the interpreter's gc.collecting, once known */
+    const void *callable;              /* ours in its gc.callbacks (compared, never used) */
+    _Atomic int said_removed;          /* not_watched written for its removal */
     uint64_t since_collected[3];       /* net GC allocations since gen g was collected */
 } gc_slot;
 
@@ -280,6 +282,28 @@ static void close_open(gc_slot *s)
     s->start_ns = 0;
 }
 
+static py_object *interpreter_callbacks(void);
+
+/* PyListObject, GIL builds of 3.8 to 3.13: ob_size, then ob_item. */
+#define LIST_SIZE 16
+#define LIST_ITEMS 24
+
+/* Whether our callable is known gone from the interpreter's gc.callbacks
+ * (a finalizer emptied it, say): read in place, and only by a thread
+ * holding the GIL, outside a collection. */
+static int removed_from_list(const gc_slot *s)
+{
+    py_object *list = s->callable && python_tstate_if_holding_gil() ? interpreter_callbacks() : NULL;
+    if (!list)
+        return 0;
+    ssize_t n = *(const ssize_t *)((const char *)list + LIST_SIZE);
+    py_object *const *items = *(py_object *const *const *)((const char *)list + LIST_ITEMS);
+    for (ssize_t i = 0; i < n; i++)
+        if (items[i] == s->callable)
+            return 0;
+    return 1;
+}
+
 /* A collection that ended without its "stop" reaching us: closed, and its
  * gc_stop recorded now, its counts and duration unknown. */
 static void close_unfinished(gc_slot *s)
@@ -294,6 +318,8 @@ static void close_unfinished(gc_slot *s)
                                    "during it): its gc_stop is recorded at the next event, with "
                                    "collected, uncollectable and duration 0 (unknown)");
     rec_event(&e, 0);
+    if (removed_from_list(s) && !atomic_exchange(&s->said_removed, 1))
+        rec_info("not_watched", "collections after the program emptied gc.callbacks: ours went with it");
 }
 
 /* The collections open on this thread that have ended, closed: those
@@ -411,6 +437,8 @@ static ssize_t claim_slot(int64_t id)
         if (atomic_compare_exchange_strong(&slots[i].interp, &expected, id + 1)) {
             slots[i].open_id = slots[i].start_ns = 0;
             slots[i].collecting = NULL;
+            slots[i].callable = NULL;
+            atomic_store(&slots[i].said_removed, 0);
             memset(slots[i].since_collected, 0, sizeof slots[i].since_collected);
             return i;
         }
@@ -455,6 +483,7 @@ static int append_callback(ssize_t slot)
         callbacks = gc ? py.PyObject_GetAttrString(gc, "callbacks") : NULL;
     }
     int ok = callbacks && py.PyList_Append(callbacks, callback) == 0;
+    slots[slot].callable = ok ? callback : NULL;
     /* The list keeps the callable alive; gc, if imported, stays in sys.modules. */
     if (callbacks)
         py.Py_DecRef(callbacks);

@@ -6,8 +6,9 @@ gc_stop before the thread's next event outside the collection, so nothing
 freed by reference counting afterwards is nested in it (a large buffer so
 nested is reported as freed only by the collector: a false finding), no
 object freed by reference counting is recorded as the collector's
-(py_free), and a call by hand records no collection.  From 3.10, gc is not
-imported to put our callable in the list."""
+(py_free), a call by hand records no collection, and a list emptied with
+ours in it says so (INFO not_watched).  From 3.10, gc is not imported to put
+our callable in the list."""
 import pytrace as pt
 
 args = pt.parse_args()
@@ -85,6 +86,11 @@ def check(python, version):
                 fails.check(run.info("gc_stop_unseen"), "%s: no gc_stop_unseen info" % tag)
                 inferred = [b for a, b in spans if run.by_seq()[b]["duration_ns"] == 0]
                 fails.check(inferred, "%s: no gc_stop recorded for the collection whose stop was skipped" % tag)
+            removed = [v for v in run.info("not_watched") if "gc.callbacks" in v]
+            if mode == "finalizer":
+                fails.check(removed, "%s: no not_watched info for our callback's removal" % tag)
+            else:
+                fails.check(not removed, "%s: not_watched says our callback went: %s" % (tag, removed))
             if mode == "by_hand":
                 lines = {pt.line_of(script, "by_hand"), pt.line_of(script, "by_hand_none")}
                 by_hand = [e["seq"] for e in run.of("gc_start")
