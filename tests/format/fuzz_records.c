@@ -21,32 +21,12 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "fuzz_read_all.h"
 #include "trace_format.h"
 
 /* Between two pieces: eight bytes no seed's records hold (the seeds are
  * made with it, so they would be cut wrongly otherwise). */
 static const uint8_t SPLIT[8] = { 0xfe, 0xed, 0xfa, 0xce, 0x53, 0x50, 0x4c, 0x54 };
-
-static void touch(const tf_reader *r, const tf_event *e)
-{
-    const uint64_t *ips;
-    const tf_py_frame *frames;
-    uint32_t n;
-    if (tf_reader_native_stack(r, e->native_stack, &ips, &n))
-        for (uint32_t i = 0; i < n; i++)
-            tf_reader_module_for(r, ips[i]);
-    if (tf_reader_py_stack(r, e->py_stack, &frames, &n))
-        for (uint32_t i = 0; i < n; i++) {
-            const tf_py_code *c = tf_reader_py_code(r, frames[i].code);
-            if (c) {
-                tf_reader_string(r, c->file, NULL);
-                tf_reader_string(r, c->function, NULL);
-            }
-        }
-    tf_reader_string(r, e->u.mark.text, NULL);
-    tf_reader_thread_name(r, e->tid);
-    tf_reader_pool_name(r, e->u.pool.pool);
-}
 
 static const uint8_t *find_split(const uint8_t *p, const uint8_t *end)
 {
@@ -95,16 +75,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     char err[256];
     tf_reader *r = tf_reader_open_mem(log, len, err, sizeof err);
-    if (r) {
-        tf_event e;
-        while (tf_reader_next(r, &e))
-            touch(r, &e);
-        const char *key, *value;
-        for (uint32_t i = 0; tf_reader_info(r, i, &key, &value); i++)
-            ;
-        tf_reader_damage(r);
-        tf_reader_close(r);
-    }
+    if (r)
+        fuzz_read_all(r);
     free(log);
     return 0;
 }
