@@ -106,6 +106,7 @@ static int on_audit_event(const char *event, py_object *args, void *user)
             python_mark_on_audit_event(event, args);
         python_reftracer_poll();
         python_threads_look();
+        python_gc_look();
         return 0;
     }
     if (attach_state != PY_WAITING || !py.Py_IsInitialized())

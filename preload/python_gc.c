@@ -304,6 +304,12 @@ static int removed_from_list(const gc_slot *s)
     return 1;
 }
 
+static void say_if_removed(gc_slot *s)
+{
+    if (!atomic_load(&s->said_removed) && removed_from_list(s) && !atomic_exchange(&s->said_removed, 1))
+        rec_info("not_watched", "collections after the program emptied gc.callbacks: ours went with it");
+}
+
 /* A collection that ended without its "stop" reaching us: closed, and its
  * gc_stop recorded now, its counts and duration unknown. */
 static void close_unfinished(gc_slot *s)
@@ -318,8 +324,7 @@ static void close_unfinished(gc_slot *s)
                                    "during it): its gc_stop is recorded at the next event, with "
                                    "collected, uncollectable and duration 0 (unknown)");
     rec_event(&e, 0);
-    if (removed_from_list(s) && !atomic_exchange(&s->said_removed, 1))
-        rec_info("not_watched", "collections after the program emptied gc.callbacks: ours went with it");
+    say_if_removed(s);
 }
 
 /* The collections open on this thread that have ended, closed: those
@@ -556,6 +561,23 @@ void python_gc_on_audit_event(const char *event)
     }
     if (py.PyErr_Occurred())
         py.PyErr_Clear();
+}
+
+/* Every 64th audit event: some run per call of a hot function, and the
+ * list rarely changes. */
+void python_gc_look(void)
+{
+    static _Atomic uint32_t events;
+    if (atomic_fetch_add_explicit(&events, 1, memory_order_relaxed) % 64 != 0)
+        return;
+    int64_t id = current_interpreter();
+    if (id < 0) {
+        py.PyErr_Clear();   /* ours: no interpreter id */
+        return;
+    }
+    gc_slot *s = slot_of(id);
+    if (s)
+        say_if_removed(s);
 }
 
 void python_gc_forget_all(void)

@@ -64,6 +64,10 @@ void python_threads_look(void);
 int python_gc_install(void);
 int python_gc_attach_current(void);
 void python_gc_on_audit_event(const char *event);
+/* From the audit hook (GIL held), every audit event: now and then, whether
+ * the program has taken our callable out of gc.callbacks (then INFO
+ * not_watched says its collections are no longer recorded). */
+void python_gc_look(void);
 void python_gc_forget_all(void);
 /* Is this free of an OBJ-domain block (python_alloc.c) the collection's?
  * Nonzero while a collection runs on this thread (between our callback's

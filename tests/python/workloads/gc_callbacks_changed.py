@@ -8,7 +8,8 @@ once: a one-shot callback put before ours removes itself in "stop"
 (CPython calls the list by index: ours slides into its place and is
 skipped).  finalizer: a finalizer the collection runs empties the list.
 by_hand: our callable called directly, as a program re-dispatching
-gc.callbacks would, with and without the collector's arguments."""
+gc.callbacks would, with and without the collector's arguments.  cleared:
+the list emptied outside any collection."""
 import gc
 import sys
 
@@ -64,4 +65,11 @@ def by_hand():
     refcount_frees(2)
 
 
-{"once": once, "finalizer": finalizer, "by_hand": by_hand}[sys.argv[1]]()
+def cleared():
+    gc.callbacks.clear()       # outside any collection
+    for _ in range(200):
+        sys.audit("app.event")  # what notices it: the audit hook, now and then
+    refcount_frees(8)
+
+
+{"once": once, "finalizer": finalizer, "by_hand": by_hand, "cleared": cleared}[sys.argv[1]]()
