@@ -66,6 +66,7 @@ typedef struct gc_slot {
     _Atomic int64_t interp;            /* interpreter id + 1; 0: free */
     _Atomic uint64_t open_id;          /* the collection started, its stop not seen; 0: none */
     int32_t open_generation;
+    uint64_t open_interp;              /* the interpreter its gc_start named */
     uint64_t start_ns;
     const volatile int *collecting;    /* the interpreter's gc.collecting, once known */
     const void *callable;              /* ours in its gc.callbacks (compared, never used) */
@@ -317,7 +318,7 @@ static void close_unfinished(gc_slot *s)
     static _Atomic int said;
     tf_event e = { .kind = TF_EV_GC_STOP };
     e.u.gc.generation = s->open_generation;
-    e.u.gc.interp = (uint64_t)(atomic_load(&s->interp) - 1);
+    e.u.gc.interp = s->open_interp;
     close_open(s);
     if (!atomic_exchange(&said, 1))
         rec_info("gc_stop_unseen", "a collection's stop callback never came (gc.callbacks changed "
@@ -345,6 +346,17 @@ static void check_open(void)
     }
 }
 
+/* 3.8 keeps the collector's state, gc.callbacks included, in _PyRuntime:
+ * one list for every interpreter, whose collections are all the runtime's.
+ * The main interpreter's callable sees them all; one per subinterpreter
+ * would be called as many more times per collection. */
+static int runtime_wide(void)
+{
+    return py.minor < 9;
+}
+
+static int64_t current_interpreter(void);
+
 static void on_start(gc_slot *s, const volatile int *flag, py_object *args, py_object *phase,
                      py_object *info)
 {
@@ -356,9 +368,17 @@ static void on_start(gc_slot *s, const volatile int *flag, py_object *args, py_o
     tf_event e = { .kind = TF_EV_GC_START };
     e.u.gc.generation = (int32_t)info_field(info, "generation");
     e.u.gc.interp = (uint64_t)(atomic_load(&s->interp) - 1);
+    if (runtime_wide()) {
+        int64_t id = current_interpreter();   /* the one whose thread collects */
+        if (id >= 0)
+            e.u.gc.interp = (uint64_t)id;
+        else
+            py.PyErr_Clear();
+    }
     allocation_counts(s, e.u.gc.generation, e.u.gc.allocs);
     s->start_ns = monotonic_ns();
     s->open_generation = e.u.gc.generation;
+    s->open_interp = e.u.gc.interp;
     uint64_t seq = rec_event(&e, REC_STACKS | REC_OPEN);
     s->open_id = atomic_fetch_add(&open_ids, 1) + 1;
     note_preamble(args, phase, info);
@@ -373,7 +393,7 @@ static void on_stop(gc_slot *s, py_object *info)
 {
     tf_event e = { .kind = TF_EV_GC_STOP };
     e.u.gc.generation = (int32_t)info_field(info, "generation");
-    e.u.gc.interp = (uint64_t)(atomic_load(&s->interp) - 1);
+    e.u.gc.interp = s->open_id ? s->open_interp : (uint64_t)(atomic_load(&s->interp) - 1);
     int64_t collected = info_field(info, "collected");
     int64_t uncollectable = info_field(info, "uncollectable");
     e.u.gc.collected = collected > 0 ? (uint64_t)collected : 0;
@@ -474,8 +494,12 @@ static py_object *interpreter_callbacks(void)
 /* Append a callable to the current interpreter's gc.callbacks.  0 on
  * failure (the exception is cleared).  Taken from the interpreter where it
  * is there, so that gc is not imported: the program would see it in
- * sys.modules, and in what -X importtime and -v print. */
-static int append_callback(ssize_t slot)
+ * sys.modules, and in what -X importtime and -v print.  Else, with
+ * may_import, gc.callbacks: only for the main interpreter, because a 3.9
+ * subinterpreter's gc module is a copy of the main one's (single-phase
+ * init), its callbacks the main interpreter's list, and the subinterpreter's
+ * own collector has none to call. */
+static int append_callback(ssize_t slot, int may_import)
 {
     py_object *self = py.PyLong_FromSsize_t(slot);
     py_object *callback = self ? py.PyCFunction_NewEx(&gc_callback_def, self, NULL) : NULL;
@@ -483,7 +507,7 @@ static int append_callback(ssize_t slot)
     py_object *gc = NULL;
     if (callbacks) {
         py.Py_IncRef(callbacks);
-    } else if (callback) {
+    } else if (callback && may_import) {
         gc = py.PyImport_ImportModule("gc");
         callbacks = gc ? py.PyObject_GetAttrString(gc, "callbacks") : NULL;
     }
@@ -526,8 +550,11 @@ int python_gc_attach_current(void)
         rec_info("not_watched", "collections of some subinterpreters: more than 64 at once");
         return 0;
     }
-    if (!append_callback(slot)) {
-        atomic_store(&slots[slot].interp, 0);
+    if (!append_callback(slot, id == 0)) {
+        /* A subinterpreter keeps its slot, without a callable, so that
+         * its later imports do not try (and say so) again. */
+        if (id == 0)
+            atomic_store(&slots[slot].interp, 0);
         return 0;
     }
     if (layout)
@@ -540,11 +567,11 @@ void python_gc_on_audit_event(const char *event)
 {
     /* A subinterpreter's first import: its import system works, so gc can
      * be imported there.  Py_EndInterpreter clears it: its slot is free. */
-    if (!strcmp(event, "import")) {
+    if (!strcmp(event, "import") && !runtime_wide()) {
         int64_t id = current_interpreter();
         if (id > 0 && !slot_of(id) && !python_gc_attach_current())
-            rec_info("not_watched", "collections of a subinterpreter: could not append to its "
-                                    "gc.callbacks");
+            rec_info("not_watched", "collections of a subinterpreter: could not join its own "
+                                    "gc.callbacks list (Python 3.9 makes none)");
     } else if (!strcmp(event, "cpython.PyInterpreterState_Clear")) {
         int64_t id = current_interpreter();
         gc_slot *s = id >= 0 ? slot_of(id) : NULL;
