@@ -29,11 +29,17 @@ function(add_fuzz_test)
   endif()
   set(sources ${F_SOURCE})
   set(includes)
+  # Headers too, so that editing one rebuilds the fuzzer (the custom
+  # command knows no dependencies but these).
+  get_filename_component(source_dir ${F_SOURCE} DIRECTORY)
+  file(GLOB headers ${source_dir}/*.h)
   foreach(lib ${F_LIBRARIES})
     fuzz_target_sources(${lib} lib_sources)
     get_target_property(lib_dir ${lib} SOURCE_DIR)
     list(APPEND sources ${lib_sources})
     list(APPEND includes -I${lib_dir})
+    file(GLOB lib_headers ${lib_dir}/*.h)
+    list(APPEND headers ${lib_headers})
   endforeach()
   set(bin ${CMAKE_CURRENT_BINARY_DIR}/${F_NAME})
   add_custom_command(
@@ -41,7 +47,7 @@ function(add_fuzz_test)
     COMMAND ${TRACE_CLANG} -std=gnu11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
             -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
             ${includes} ${sources} ${ZSTD_LDFLAGS} -lm -o ${bin}
-    DEPENDS ${sources}
+    DEPENDS ${sources} ${headers}
     COMMENT "Building ${F_NAME} with clang (libFuzzer, ASan, UBSan)"
     VERBATIM)
   add_custom_target(${F_NAME} ALL DEPENDS ${bin})
