@@ -569,6 +569,11 @@ void python_gc_on_audit_event(const char *event)
      * be imported there.  Py_EndInterpreter clears it: its slot is free. */
     if (!strcmp(event, "import") && !runtime_wide()) {
         int64_t id = current_interpreter();
+        /* Not during one of its collections: its list is read in place
+         * only outside them (a later import tries again). */
+        const volatile int *flag = id > 0 ? collecting_flag() : NULL;
+        if (flag && *flag)
+            return;
         if (id > 0 && !slot_of(id) && !python_gc_attach_current())
             rec_info("not_watched", "collections of a subinterpreter: could not join its own "
                                     "gc.callbacks list (Python 3.9 makes none)");
