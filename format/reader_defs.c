@@ -462,6 +462,16 @@ const tf_py_code *tf_reader_py_code(const tf_reader *r, uint32_t id)
     return c ? *c : NULL;
 }
 
+int tf_reader_py_code_is_cut(const tf_reader *r, uint32_t id)
+{
+    const tf_py_code *c = tf_reader_py_code(r, id);
+    size_t flen, fnlen;
+    const char *file = c && c->first_line == 0 ? tf_reader_string(r, c->file, &flen) : NULL;
+    const char *function = file && flen == 0 ? tf_reader_string(r, c->function, &fnlen) : NULL;
+    return function && fnlen == sizeof TF_PY_CUT_FUNCTION - 1 &&
+           memcmp(function, TF_PY_CUT_FUNCTION, fnlen) == 0;
+}
+
 static const char *named_lookup(const tf_list *l, const tf_idmap *ids, uint32_t num)
 {
     const tf_named *e = lookup(l, ids, num, sizeof *e);

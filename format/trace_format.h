@@ -235,6 +235,11 @@ typedef struct tf_py_code {
     uint32_t first_line;
 } tf_py_code;
 
+/* The frame that ends a Python stack cut short (FORMAT.md section 6): it
+ * stands for the outer frames the writer did not record.  Its code has an
+ * empty file, this function name and first line 0; the frame's line is 0. */
+#define TF_PY_CUT_FUNCTION "<outer frames not recorded>"
+
 /* ------------------------------------------------------------------ writer */
 
 typedef struct tf_writer tf_writer;
@@ -258,6 +263,8 @@ void tf_writer_free(tf_writer *w);
 uint32_t tf_write_string(tf_writer *w, const char *s, size_t n);
 uint32_t tf_write_native_stack(tf_writer *w, const uint64_t *ips, uint32_t n);
 uint32_t tf_write_py_code(tf_writer *w, uint32_t file, uint32_t function, uint32_t first_line);
+/* The code of the frame that ends a stack cut short (TF_PY_CUT_FUNCTION). */
+uint32_t tf_write_py_cut_code(tf_writer *w);
 /* A Python stack of 1 to TF_PY_PUSH_DEPTH frames is written as pushes (each
  * stack a frame called from the one before, from the outermost), of which
  * only the frames not yet defined under their callers cost anything: one
@@ -441,6 +448,8 @@ const char *tf_reader_string(const tf_reader *r, uint32_t id, size_t *len);
 int tf_reader_native_stack(const tf_reader *r, uint32_t id, const uint64_t **ips, uint32_t *n);
 int tf_reader_py_stack(const tf_reader *r, uint32_t id, const tf_py_frame **frames, uint32_t *n);
 const tf_py_code *tf_reader_py_code(const tf_reader *r, uint32_t id);
+/* Whether code `id` is that of the frame ending a stack cut short. */
+int tf_reader_py_code_is_cut(const tf_reader *r, uint32_t id);
 const char *tf_reader_thread_name(const tf_reader *r, uint32_t tid);
 /* Its Python name (threading.Thread.name), "" when it has none or unknown. */
 const char *tf_reader_thread_py_name(const tf_reader *r, uint32_t tid);

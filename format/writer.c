@@ -362,6 +362,13 @@ uint32_t tf_write_py_code(tf_writer *w, uint32_t file, uint32_t function, uint32
                   encode_three);
 }
 
+uint32_t tf_write_py_cut_code(tf_writer *w)
+{
+    uint32_t file = tf_write_string(w, "", 0);
+    uint32_t function = tf_write_string(w, TF_PY_CUT_FUNCTION, sizeof TF_PY_CUT_FUNCTION - 1);
+    return file && function ? tf_write_py_code(w, file, function, 0) : 0;
+}
+
 static uint8_t *encode_py_stack(uint8_t *p, const void *key, size_t len)
 {
     uint32_t n = (uint32_t)(len / sizeof(tf_py_frame));

@@ -88,6 +88,29 @@ void *python_tstate_if_holding_gil(void)
     return tstate;
 }
 
+/* The raw frame that stands for the outer frames beyond the caller's room
+ * (max): no code object is at address 1.  Interned as the format's frame
+ * ending a stack cut short (TF_PY_CUT_FUNCTION), so a stack deeper than
+ * the recorder keeps says it is not whole, where before it ended at its
+ * 128th frame as if that one were the outermost (a recursion 300 deep lost
+ * its main and <module> without a word). */
+#define RAW_CUT 1
+
+/* Whether a frame with Python code lies at f or outside it. */
+static inline __attribute__((always_inline)) int code_frames_from(const py_layout *L, void *f,
+                                                                  const void *code_type)
+{
+    for (; f; f = FIELD(f, L->frame_back, void *)) {
+        if (L->frame_owner != PY_NO_FIELD && L->owner_cstack >= 0 &&
+            FIELD(f, L->frame_owner, char) == L->owner_cstack)
+            continue;
+        void *code = FIELD(f, L->frame_code, void *);
+        if (code && py_type_of(code) == code_type)
+            return 1;
+    }
+    return 0;
+}
+
 /*
  * The walk, written once and copied for each layout we know, with its
  * offsets as constants: the copy that reads them from the layout pays about
@@ -124,6 +147,10 @@ static inline __attribute__((always_inline)) int walk(const py_layout *L, void *
                                       ((char *)code + L->code_bytecode));
         n++;
     }
+    /* No room for the rest: the outermost frame kept gives its place to
+     * the cut (innermost frames are what says where an event came from). */
+    if (__builtin_expect(f != NULL, 0) && n == max && max > 1 && code_frames_from(L, f, code_type))
+        out[max - 1] = (rec_py_raw){ .code = RAW_CUT, .where = 0 };
     return n;
 }
 
@@ -500,6 +527,16 @@ static int path_grow(void)
     return 1;
 }
 
+/* A raw frame as the log names it: its code's id and line, or the cut. */
+static tf_py_frame frame_of(tf_writer *w, uintptr_t code, int64_t where, int cached)
+{
+    if (code == RAW_CUT)
+        return (tf_py_frame){ .code = tf_write_py_cut_code(w), .line = 0 };
+    const code_entry *c = code_of(w, (void *)code, cached);
+    int line = line_of((void *)code, c, where, cached);
+    return (tf_py_frame){ .code = c->id, .line = line > 0 ? (uint32_t)line : 0 };
+}
+
 static uint32_t path_child(tf_writer *w, uint64_t parent, uintptr_t code, int64_t where)
 {
     uint32_t mask = path_slot_count - 1;
@@ -520,10 +557,8 @@ static uint32_t path_child(tf_writer *w, uint64_t parent, uintptr_t code, int64_
             break;              /* a code object at this address died since */
         }
     }
-    const code_entry *c = code_of(w, (void *)code, 1);
-    int line = line_of((void *)code, c, where, 1);
     *e = (path_node){ .parent = parent, .code = code, .where = where, .stamp = ++path_stamps,
-                      .born = buried, .frame = { .code = c->id, .line = line > 0 ? (uint32_t)line : 0 } };
+                      .born = buried, .frame = frame_of(w, code, where, 1) };
     return (uint32_t)(e - path_tree);
 }
 
@@ -570,13 +605,8 @@ static inline uint32_t path_stack_id(tf_writer *w, const uint32_t *nodes, int n)
 static uint32_t intern_fresh(tf_writer *w, const rec_py_raw *raw, int n, int cached)
 {
     tf_py_frame frames[n > 0 ? n : 1];
-    for (int i = 0; i < n; i++) {
-        void *code = (void *)(uintptr_t)raw[i].code;
-        const code_entry *c = code_of(w, code, cached);
-        int line = line_of(code, c, (int64_t)raw[i].where, cached);
-        frames[i].code = c->id;
-        frames[i].line = line > 0 ? (uint32_t)line : 0;
-    }
+    for (int i = 0; i < n; i++)
+        frames[i] = frame_of(w, (uintptr_t)raw[i].code, (int64_t)raw[i].where, cached);
     return tf_write_py_stack(w, frames, (uint32_t)n);
 }
 

@@ -68,7 +68,8 @@ void rec_info(const char *key, const char *value);
  * The Python side plugs its stack reader in here.  capture() runs outside the
  * recorder's lock on the thread recording the event: it returns 0 when this
  * thread may not read Python state (no GIL, no interpreter), else the number
- * of raw frames written (innermost first, at most max).  intern() runs under
+ * of raw frames written (innermost first, at most max; a stack deeper than
+ * that ends with one standing for the rest).  intern() runs under
  * the lock, on the same thread right after, and turns raw frames into a
  * py_stack id with tf_write_py_code/tf_write_py_stack.
  */

@@ -425,9 +425,34 @@ void rn_json_stacks(rn_json *j, rn_stacks *s, uint32_t native, uint32_t py)
 
 /* ----------------------------------------------------------------- text */
 
+int rn_py_frame_is_cut(const rn_py_frame *f)
+{
+    return f->file && !*f->file && f->function && !strcmp(f->function, TF_PY_CUT_FUNCTION);
+}
+
+uint32_t rn_py_run(const rn_py_frame *const *f, uint32_t n, uint32_t i)
+{
+    /* Frames of one code object share its strings: compared by address. */
+    uint32_t k = 1;
+    while (i + k < n && f[i + k]->file == f[i]->file && f[i + k]->function == f[i]->function &&
+           f[i + k]->line == f[i]->line)
+        k++;
+    return k;
+}
+
+uint32_t rn_stacks_py_depth(rn_stacks *s, uint32_t id)
+{
+    const tf_py_frame *frames;
+    uint32_t n;
+    return s->reader && id && tf_reader_py_stack(s->reader, id, &frames, &n) ? n : 0;
+}
+
 void rn_py_frame_text(const rn_py_frame *f, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s:%u (%s)", f->file ? f->file : "?", f->line, f->function ? f->function : "?");
+    if (rn_py_frame_is_cut(f))
+        snprintf(buf, len, "... (outer frames not recorded)");
+    else
+        snprintf(buf, len, "%s:%u (%s)", f->file ? f->file : "?", f->line, f->function ? f->function : "?");
 }
 
 void rn_native_frame_text(const rn_native_frame *f, char *buf, size_t len)

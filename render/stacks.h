@@ -83,6 +83,17 @@ int rn_stacks_has_function(rn_stacks *s, uint32_t id, const char *key);
  * "file.py:12 (func)".  Raw: a text printer escapes it (text.h). */
 void rn_native_frame_text(const rn_native_frame *f, char *buf, size_t len);
 void rn_py_frame_text(const rn_py_frame *f, char *buf, size_t len);
+/* Whether f is the frame ending a stack cut short (TF_PY_CUT_FUNCTION):
+ * its text is "... (outer frames not recorded)". */
+int rn_py_frame_is_cut(const rn_py_frame *f);
+/* How many frames from f[i] on are the same frame as f[i] (a recursion
+ * repeats one call): 1 when the next differs.  A text printer shows the
+ * first RN_PY_RUN_SHOWN of a longer run and says how many more there are,
+ * as CPython's tracebacks do. */
+#define RN_PY_RUN_SHOWN 3
+uint32_t rn_py_run(const rn_py_frame *const *f, uint32_t n, uint32_t i);
+/* How many frames the Python stack has (0 for none or an unknown id). */
+uint32_t rn_stacks_py_depth(rn_stacks *s, uint32_t id);
 
 /* Folding for text output: runs of frames that are not the program's own
  * (interpreter, start-up, tracer) of at least 2 frames become one line.

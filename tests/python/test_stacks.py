@@ -34,6 +34,12 @@ code_reuse = pt.workload("code_reuse.py")
 code_reuse_threads = pt.workload("code_reuse_threads.py")
 many_stacks = pt.workload("many_stacks.py")
 MANY_LINES = {k: pt.line_of(many_stacks, k) for k in ("bottom", "one", "zero", "top")}
+deep_stack = pt.workload("deep_stack.py")
+DEEP_LINES = {k: pt.line_of(deep_stack, k) for k in ("bottom", "call", "top", "free")}
+# The recorder keeps this many frames of a stack; a deeper one keeps one
+# less and ends with the frame standing for the rest (FORMAT.md section 6).
+ROOM = 128
+CUT = ("", 0, "<outer frames not recorded>")
 
 
 def marks(run, text):
@@ -78,6 +84,8 @@ def check(python, version):
     check_code_reuse_threads(python, tag, {})
     check_code_reuse_threads(python, tag, {"TRACE_PY_ALLOCS": "1"})
     check_many_stacks(python, tag)
+    check_deep_stack(python, tag, {})
+    check_deep_stack(python, tag, {"TRACE_PY_ALLOCS": "1"})
 
 
 def check_code_reuse(python, tag, env, argv=()):
@@ -153,6 +161,53 @@ def check_many_stacks(python, tag):
     fails.check(not wrong, "%s: %d of %d marks from many_stacks.py with a wrong stack "
                 "(text, innermost frames, depth), e.g. %s" % (tag, len(wrong), seen, wrong[:2]))
     check_stack_definitions(python, tag)
+
+
+def check_deep_stack(python, tag, env):
+    """Marks made 2 to 2000 frames deep (workloads/deep_stack.py): a stack
+    that fits is whole, down to <module>; a deeper one has its innermost
+    ROOM - 1 frames, each right, and then the frame that says the outer ones
+    were not recorded, instead of ending as if its last frame were the
+    outermost.  The report names the cut as such."""
+    what = "%s %s" % (tag, " ".join("%s=%s" % kv for kv in env.items()) or "default")
+    argv, env = [], dict(env)
+    if args.cuda_doubles and args.replay:
+        argv, env["LD_LIBRARY_PATH"] = [args.cuda_doubles], args.cuda_doubles
+    run, log = pt.run_traced_keep([python, deep_stack] + argv, args.preload, args.pylog, env=env)
+    if not fails.check(run.proc.returncode == 0, "%s: deep_stack.py failed: %s"
+                       % (what, run.proc.stderr[-800:])):
+        pt.discard(log)
+        return
+    seen, wrong = 0, []
+    for e in run.of("mark"):
+        total = int(e["text"])
+        want = [("deep_stack.py", DEEP_LINES["bottom"], "rec")]
+        want += [("deep_stack.py", DEEP_LINES["call"], "rec")] * (total - 2)
+        want.append(("deep_stack.py", DEEP_LINES["top"], "<module>"))
+        if total > ROOM:
+            want = want[:ROOM - 1] + [CUT]
+        got = [(f[0].rsplit("/", 1)[-1], f[1], f[2]) for f in e["py"]]
+        seen += 1
+        if got != want:
+            wrong.append((total, len(got), got[-2:], len(want), want[-2:]))
+    fails.check(seen == 16, "%s: %d of 16 marks from deep_stack.py" % (what, seen))
+    fails.check(not wrong, "%s: %d of %d marks from deep_stack.py with a wrong stack "
+                "(depth, frames got, outermost got, frames wanted, outermost wanted), e.g. %s"
+                % (what, len(wrong), seen, wrong[:2]))
+    if env.get("TRACE_PY_ALLOCS"):
+        cut = [e for e in run.of("py_alloc") if e["py"] and tuple(e["py"][-1][:3]) == CUT]
+        fails.check(len(cut) >= 2 * (2000 - ROOM), "%s: %d allocations end with the cut, "
+                    "expected at least %d" % (what, len(cut), 2 * (2000 - ROOM)))
+    if argv:
+        out = subprocess.run([args.replay, "check", log], capture_output=True, text=True)
+        fails.check(out.returncode == 1 and "double_free" in out.stdout and
+                    "deep_stack.py:%d" % DEEP_LINES["free"] in out.stdout and
+                    out.stdout.count("... outer frames not recorded") == 1 and
+                    out.stdout.count("[the frame above repeated %d more times]" % (ROOM - 2 - 3)) == 1 and
+                    "<outer frames not recorded>" not in out.stdout,
+                    "%s: trace-replay check does not show the double free's deep stack as cut "
+                    "(exit %d):\n%s" % (what, out.returncode, out.stdout[-2500:]))
+    pt.discard(log)
 
 
 def record_kinds(log):

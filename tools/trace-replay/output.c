@@ -8,6 +8,7 @@
 #include "text.h"
 
 #define MAX_FRAMES 64
+#define MAX_PY_FRAMES TF_PY_PUSH_DEPTH   /* every frame a reader keeps of a pushed stack */
 #define TEXT_WARNINGS 10
 
 static const char *kind_name(uint32_t kind)
@@ -313,14 +314,27 @@ static void text_stacks(const rp_output *rep, const char *indent, uint32_t nativ
 {
     FILE *f = rep->out;
     const rn_native_frame *nf[MAX_FRAMES];
-    const rn_py_frame *pf[MAX_FRAMES];
+    const rn_py_frame *pf[MAX_PY_FRAMES];
     char a[512], b[512], c[256];
-    uint32_t n = rn_stacks_py(rep->stacks, py, pf, MAX_FRAMES);
+    uint32_t n = rn_stacks_py(rep->stacks, py, pf, MAX_PY_FRAMES), depth = rn_stacks_py_depth(rep->stacks, py);
     if (n)
         fprintf(f, "%spython stack:\n", indent);
-    for (uint32_t i = 0; i < n; i++)
-        fprintf(f, "%s  #%-2u %s:%u in %s\n", indent, i, rn_text(a, sizeof a, pf[i]->file), pf[i]->line,
-                rn_text(b, sizeof b, pf[i]->function));
+    for (uint32_t i = 0; i < n;) {
+        uint32_t run = rep->full_stacks ? 1 : rn_py_run(pf, n, i);
+        uint32_t shown = run > RN_PY_RUN_SHOWN ? RN_PY_RUN_SHOWN : run;
+        for (uint32_t k = i; k < i + shown; k++) {
+            if (rn_py_frame_is_cut(pf[k]))
+                fprintf(f, "%s  ... outer frames not recorded\n", indent);
+            else
+                fprintf(f, "%s  #%-2u %s:%u in %s\n", indent, k, rn_text(a, sizeof a, pf[k]->file),
+                        pf[k]->line, rn_text(b, sizeof b, pf[k]->function));
+        }
+        if (run > shown)
+            fprintf(f, "%s  [the frame above repeated %u more times]\n", indent, run - shown);
+        i += run;
+    }
+    if (depth > n)
+        fprintf(f, "%s  ... %u more frames not shown\n", indent, depth - n);
     n = rn_stacks_native(rep->stacks, native, nf, MAX_FRAMES);
     if (n)
         fprintf(f, "%snative stack:\n", indent);
@@ -342,6 +356,9 @@ static void text_stacks(const rp_output *rep, const char *indent, uint32_t nativ
         fputc('\n', f);
         i++;
     }
+    depth = rn_stacks_native_depth(rep->stacks, native);
+    if (depth > n)
+        fprintf(f, "%s  ... %u more frames not shown\n", indent, depth - n);
 }
 
 static void text_op(const rp_output *rep, const rp_opref *o)

@@ -183,7 +183,9 @@ static int library_code(rpt *r, pass *ps, uint32_t code)
         return *known == 2;
     const tf_py_code *c = tf_reader_py_code(r->reader, code);
     const char *file = c ? tf_reader_string(r->reader, c->file, NULL) : NULL;
-    int library = file && rpt_py_file_is_library(file);
+    /* The frame ending a stack cut short is nobody's line: passed over as
+     * a library's is. */
+    int library = (file && rpt_py_file_is_library(file)) || tf_reader_py_code_is_cut(r->reader, code);
     rp_ptrmap_put(&ps->library_code, code, library ? 2 : 1);
     return library;
 }

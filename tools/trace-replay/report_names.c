@@ -151,6 +151,10 @@ static void py_frame_text(const rpt *r, uint32_t code, uint32_t line, char *buf,
         snprintf(buf, len, "(code %u):%u", code, line);
         return;
     }
+    if (tf_reader_py_code_is_cut(r->reader, code)) {
+        snprintf(buf, len, "... (outer frames not recorded)");
+        return;
+    }
     snprintf(buf, len, "%s:%u (%s)", str(r, c->file), line, str(r, c->function));
 }
 

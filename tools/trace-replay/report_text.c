@@ -18,13 +18,22 @@ static void print_stacks(rn_stacks *st, FILE *out, uint32_t py, uint32_t native)
     const rn_py_frame *pf[RPT_MAX_FRAMES];
     const rn_native_frame *nf[RPT_MAX_FRAMES];
     char line[1024], shown[2048];
-    uint32_t n = rn_stacks_py(st, py, pf, RPT_MAX_FRAMES);
+    uint32_t n = rn_stacks_py(st, py, pf, RPT_MAX_FRAMES), depth = rn_stacks_py_depth(st, py);
     if (n)
         fprintf(out, "      Python stack (innermost first):\n");
-    for (uint32_t i = 0; i < n; i++) {
-        rn_py_frame_text(pf[i], line, sizeof line);
-        fprintf(out, "        %s\n", rn_text(shown, sizeof shown, line));
+    for (uint32_t i = 0; i < n;) {
+        uint32_t run = full_stacks ? 1 : rn_py_run(pf, n, i);
+        uint32_t seen = run > RN_PY_RUN_SHOWN ? RN_PY_RUN_SHOWN : run;
+        for (uint32_t k = i; k < i + seen; k++) {
+            rn_py_frame_text(pf[k], line, sizeof line);
+            fprintf(out, "        %s\n", rn_text(shown, sizeof shown, line));
+        }
+        if (run > seen)
+            fprintf(out, "        [the frame above repeated %u more times]\n", run - seen);
+        i += run;
     }
+    if (depth > n)
+        fprintf(out, "        ... %u more frames not shown\n", depth - n);
     n = rn_stacks_native(st, native, nf, RPT_MAX_FRAMES);
     if (n)
         fprintf(out, "      native stack (innermost first):\n");
@@ -39,6 +48,9 @@ static void print_stacks(rn_stacks *st, FILE *out, uint32_t py, uint32_t native)
         }
         i += k;
     }
+    depth = rn_stacks_native_depth(st, native);
+    if (depth > n)
+        fprintf(out, "        ... %u more frames not shown\n", depth - n);
 }
 
 static void print_header(const rpt *r, FILE *out)
