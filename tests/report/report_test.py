@@ -16,7 +16,9 @@ memory held by reference cycles, through the fake CuPy pool), cuda_cycles
 renders in headless Chromium without script errors), trace_run
 (scripts/trace-run: options, the log's path, the report, the exit status),
 perfetto (export --perfetto: slices nest as the operations ran, instants
-carry stacks, counters carry memory).  Exit status 77: skipped.
+carry stacks, counters carry memory), gc_objects_none (every allocation
+recorded and none freed by a collection: the report says so, not that frees
+were not recorded).  Exit status 77: skipped.
 """
 import argparse
 import glob
@@ -607,6 +609,7 @@ for i in range(7):
     d.make_twice()                                 # LINE:twice
     d.make_var_twice()
     d.make_once()
+d.make_twice()                                     # LINE:again
 """
 
 
@@ -624,21 +627,69 @@ def double_init(args, work):
     trace(args, prog, [], log, {"PYTHONPATH": work})
     text = report(args, log)
     print(text)
-    if "double initialisations: 14 objects of 2 types" not in findings(text):
+    # Two types, one of them from two places: each place is listed, the
+    # types are counted once.
+    if "double initialisations: 15 objects of 2 types, from 3 places" not in findings(text):
         fail("the findings at the top do not count the double initialisations")
     start = text.index("\nDouble initialisations")
     section = text[start:text.index("\n\n", start + 1)]
     if "py_double_init: off" in text:
         print("SKIP: the interpreter's PyObject_Init cannot be interposed here")
         sys.exit(SKIP)
-    for want in ("7 x double_init.Thing", "7 x double_init.VarThing", "program.py:%d" % line_of(prog, "twice"),
-                 "make_twice"):
+    for want in ("7 x double_init.Thing", "7 x double_init.VarThing", "1 x double_init.Thing",
+                 "program.py:%d" % line_of(prog, "twice"), "program.py:%d" % line_of(prog, "again"), "make_twice"):
         if want not in section:
             fail("the double-initialisation section lacks %r" % want)
     doc = json.loads(report(args, log, "--json"))
     counts = sorted((d["type"], d["count"]) for d in doc["double_inits"])
-    if counts != [("double_init.Thing", 7), ("double_init.VarThing", 7)]:
+    if counts != [("double_init.Thing", 1), ("double_init.Thing", 7), ("double_init.VarThing", 7)]:
         fail("JSON double_inits: %r" % counts)
+
+
+# The child of a fork made with the collector off (start-up runs
+# collections before a program can turn it off): its log has allocations
+# and no collection.
+NO_GC_FREES_PROGRAM = """
+import gc, os
+gc.disable()
+pid = os.fork()
+if pid == 0:
+    keep = [[i] for i in range(1000)]
+    os._exit(0)
+os.waitpid(pid, 0)
+print(pid)
+"""
+
+
+def gc_objects_none(args, work):
+    """Every allocation recorded (TRACE_PY_ALLOCS=1) and no collection that
+    freed one: the report says none were freed, not that frees were not
+    recorded (which would send the user to turn on what is on), and its
+    JSON says they were recorded.  With a sample (=7) they are not."""
+    prog = os.path.join(work, "no_gc_frees.py")
+    with open(prog, "w") as f:
+        f.write(NO_GC_FREES_PROGRAM)
+    for setting, recorded in (("1", True), ("7", False)):
+        for old in glob.glob(os.path.join(work, "nofrees-%s-*.tlog" % setting)):
+            os.remove(old)   # the recorder never overwrites a log
+        env = dict(os.environ, LD_PRELOAD=args.preload, TRACE_QUIET="1", TRACE_PY_ALLOCS=setting,
+                   TRACE_OUTPUT=os.path.join(work, "nofrees-%s-%%p.tlog" % setting))
+        p = subprocess.run([sys.executable, prog], env=env, capture_output=True, text=True, timeout=300)
+        log = os.path.join(work, "nofrees-%s-%s.tlog" % (setting, p.stdout.strip()))
+        if p.returncode != 0 or not os.path.exists(log):
+            fail("no_gc_frees.py: exit %d, no log %s: %s" % (p.returncode, log, p.stderr[-1000:]))
+        text = report(args, log)
+        start = text.index("Objects collected by the GC")
+        section = text[start:text.index("\n\n", start)]
+        print(section)
+        want = ("none: no collection freed an object" if recorded else
+                "none recorded (frees inside collections are recorded with TRACE_PY_ALLOCS=1)")
+        if want not in section:
+            fail("TRACE_PY_ALLOCS=%s without frees in collections: the report does not say %r"
+                 % (setting, want))
+        oc = json.loads(report(args, log, "--json"))["gc"]["objects_collected"]
+        if not oc or oc["recorded"] is not recorded or oc["count"] != 0:
+            fail("TRACE_PY_ALLOCS=%s: JSON objects_collected %r" % (setting, oc))
 
 
 def progress(args, work):
@@ -740,7 +791,8 @@ def html(args, work):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("case", choices=["seed002", "device_cycles", "cuda_cycles", "pool_reentry", "double_init", "bundle", "import_roundtrip",
-                                      "torch_snapshot", "progress", "html", "trace_run", "perfetto"])
+                                      "torch_snapshot", "progress", "html", "trace_run", "perfetto",
+                                      "gc_objects_none"])
     p.add_argument("--preload", required=True)
     p.add_argument("--replay", required=True)
     p.add_argument("--gen", help="replay-bench-gen (synthetic logs)")
@@ -752,7 +804,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     {"seed002": seed002, "device_cycles": device_cycles, "html": html, "trace_run": trace_run, "perfetto": perfetto, "double_init": double_init, "pool_reentry": pool_reentry, "bundle": bundle, "cuda_cycles": cuda_cycles,
      "import_roundtrip": import_roundtrip, "torch_snapshot": torch_snapshot,
-     "progress": progress}[args.case](args, work)
+     "progress": progress, "gc_objects_none": gc_objects_none}[args.case](args, work)
     print("ok")
 
 

@@ -208,7 +208,12 @@ int rpt_has_device(const rpt *r);
 int rpt_host_watched(const rpt *r);
 const char *rpt_not_watched(const rpt *r, uint32_t i);
 /* The reason the double-initialisation check was off, or NULL when it ran. */
-const char *rpt_double_init_off(const rpt *r);
+const char *rpt_double_init_off(const rpt *r);/* The value of a setting the header names ("py_allocs"), -1 when it does
+ * not name it or the value is not a number. */
+long rpt_setting_number(const rpt *r, const char *key);
+/* How many distinct types the double initialisations are of (r->dinits
+ * has one entry per type and pair of stacks). */
+uint32_t rpt_double_init_types(const rpt *r);
 void rpt_library_name(const char *file, char *buf, size_t len);
 void rpt_site_python(const rpt *r, const rpt_site *s, char *buf, size_t len);
 void rpt_site_native(rn_stacks *st, const rpt_site *s, char *buf, size_t len);

@@ -332,7 +332,9 @@ static void gc(rn_json *w, const rpt *r)
      * gc_object_sites; null when the log has no object allocations. */
     if (r->kinds[TF_EV_PY_ALLOC] || r->kinds[TF_EV_PY_FREE]) {
         rn_json_obj(w, "objects_collected");
-        rn_json_bool(w, "recorded", r->kinds[TF_EV_PY_FREE] != 0);
+        /* With every allocation recorded (py_allocs=1) the frees in
+         * collections are too, even when there were none. */
+        rn_json_bool(w, "recorded", r->kinds[TF_EV_PY_FREE] != 0 || rpt_setting_number(r, "py_allocs") == 1);
         rn_json_u64(w, "count", r->gc_obj_count);
         rn_json_u64(w, "bytes", r->gc_obj_bytes);
         rn_json_u64(w, "allocated_before_log", r->gc_obj_unknown);

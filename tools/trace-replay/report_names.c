@@ -44,6 +44,42 @@ int rpt_has_device(const rpt *r)
            r->kinds[TF_EV_POOL_ALLOC] || r->kinds[TF_EV_POOL_FREE] || r->kinds[TF_EV_POOL_SEGMENT];
 }
 
+long rpt_setting_number(const rpt *r, const char *key)
+{
+    /* "output=...;stack_depth=32;...;py_allocs=0;...": the key after a ';'
+     * (or first), its value up to the next. */
+    const char *settings = tf_reader_header(r->reader)->settings;
+    size_t n = strlen(key);
+    for (const char *at = settings; at && *at; at = strchr(at, ';') ? strchr(at, ';') + 1 : NULL) {
+        if (strncmp(at, key, n) || at[n] != '=')
+            continue;
+        char *end;
+        long v = strtol(at + n + 1, &end, 10);
+        return end > at + n + 1 && (*end == ';' || !*end) ? v : -1;
+    }
+    return -1;
+}
+
+static int compare_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+uint32_t rpt_double_init_types(const rpt *r)
+{
+    uint32_t *types = r->ndinits ? malloc(r->ndinits * sizeof *types) : NULL, count = 0;
+    if (!types)
+        return r->ndinits ? 1 : 0;
+    for (uint32_t i = 0; i < r->ndinits; i++)
+        types[i] = r->dinits[i].type_name;
+    qsort(types, r->ndinits, sizeof *types, compare_u32);
+    for (uint32_t i = 0; i < r->ndinits; i++)
+        count += !i || types[i] != types[i - 1];
+    free(types);
+    return count;
+}
+
 int rpt_host_watched(const rpt *r)
 {
     const char *settings = tf_reader_header(r->reader)->settings;

@@ -118,8 +118,11 @@ void rpt_print_findings(const rpt *r, FILE *out)
     uint64_t dinits = 0;
     for (uint32_t i = 0; i < r->ndinits; i++)
         dinits += r->dinits[i].count;
-    if (dinits)
-        fprintf(out, "  double initialisations: %" PRIu64 " objects of %u types\n", dinits, r->ndinits);
+    if (dinits) {
+        uint32_t types = rpt_double_init_types(r);
+        fprintf(out, "  double initialisations: %" PRIu64 " objects of %u type%s, from %u place%s\n", dinits,
+                types, types == 1 ? "" : "s", r->ndinits, r->ndinits == 1 ? "" : "s");
+    }
     uint64_t collections = 0, pause = 0, longest = 0;
     for (int g = 0; g < 3; g++) {
         collections += r->gc[g].collections;
@@ -346,7 +349,12 @@ static void print_gc_objects(const rpt *r, rn_stacks *st, FILE *out)
     rn_bytes(r->gc_obj_bytes, b, sizeof b);
     fprintf(out, "\n  Objects collected by the GC, by allocation site: %" PRIu64 " objects, %s\n", r->gc_obj_count, b);
     if (!r->kinds[TF_EV_PY_FREE]) {
-        fprintf(out, "  none recorded (frees inside collections are recorded with TRACE_PY_ALLOCS=1)\n");
+        /* With every allocation recorded, frees in collections are too: no
+         * collection freed one of them. */
+        if (rpt_setting_number(r, "py_allocs") == 1)
+            fprintf(out, "  none: no collection freed an object\n");
+        else
+            fprintf(out, "  none recorded (frees inside collections are recorded with TRACE_PY_ALLOCS=1)\n");
         return;
     }
     fprintf(out, "  What collections freed: objects in reference cycles and what only they kept alive.\n");
