@@ -291,10 +291,12 @@ static py_object *interpreter_callbacks(void);
 
 /* Whether our callable is known gone from the interpreter's gc.callbacks
  * (a finalizer emptied it, say): read in place, and only by a thread
- * holding the GIL, outside a collection. */
-static int removed_from_list(const gc_slot *s)
+ * holding the GIL (gil_held: the caller knows it does, as the audit hook
+ * does even while the interpreter finalises, when Py_IsInitialized says 0
+ * already), outside a collection. */
+static int removed_from_list(const gc_slot *s, int gil_held)
 {
-    py_object *list = s->callable && python_tstate_if_holding_gil() ? interpreter_callbacks() : NULL;
+    py_object *list = s->callable && (gil_held || python_tstate_if_holding_gil()) ? interpreter_callbacks() : NULL;
     if (!list)
         return 0;
     ssize_t n = *(const ssize_t *)((const char *)list + LIST_SIZE);
@@ -305,9 +307,10 @@ static int removed_from_list(const gc_slot *s)
     return 1;
 }
 
-static void say_if_removed(gc_slot *s)
+static void say_if_removed(gc_slot *s, int gil_held)
 {
-    if (!atomic_load(&s->said_removed) && removed_from_list(s) && !atomic_exchange(&s->said_removed, 1))
+    if (!atomic_load(&s->said_removed) && removed_from_list(s, gil_held) &&
+        !atomic_exchange(&s->said_removed, 1))
         rec_info("not_watched", "collections after the program emptied gc.callbacks: ours went with it");
 }
 
@@ -325,7 +328,7 @@ static void close_unfinished(gc_slot *s)
                                    "during it): its gc_stop is recorded at the next event, with "
                                    "collected, uncollectable and duration 0 (unknown)");
     rec_event(&e, 0);
-    say_if_removed(s);
+    say_if_removed(s, 0);
 }
 
 /* The collections open on this thread that have ended, closed: those
@@ -583,9 +586,12 @@ void python_gc_on_audit_event(const char *event)
         if (s) {
             /* Its state is about to go: a collection of it still open is
              * closed here if it is this thread's, and its flag no longer
-             * read in any case. */
+             * read in any case.  Its list is still there: one the program
+             * emptied with no audit event after is told of now (the audit
+             * hook runs with the GIL). */
             if (s->open_id && entry_of(s) >= 0)
                 close_unfinished(s);
+            say_if_removed(s, 1);
             s->open_id = 0;
             s->collecting = NULL;
             atomic_store(&s->interp, 0);
@@ -596,7 +602,8 @@ void python_gc_on_audit_event(const char *event)
 }
 
 /* Every 64th audit event: some run per call of a hot function, and the
- * list rarely changes. */
+ * list rarely changes (a program that empties it and raises no audit event
+ * after is told of when its interpreter is cleared). */
 void python_gc_look(void)
 {
     static _Atomic uint32_t events;
@@ -609,7 +616,7 @@ void python_gc_look(void)
     }
     gc_slot *s = slot_of(id);
     if (s)
-        say_if_removed(s);
+        say_if_removed(s, 1);   /* the audit hook runs with the GIL */
 }
 
 void python_gc_forget_all(void)

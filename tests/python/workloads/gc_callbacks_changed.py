@@ -2,14 +2,15 @@
 collector never calls ours with "stop", then free large buffers by reference
 counting (none of them is the collector's doing).
 
-    python gc_callbacks_changed.py once|finalizer|by_hand
+    python gc_callbacks_changed.py once|finalizer|by_hand|cleared|cleared_quiet
 
 once: a one-shot callback put before ours removes itself in "stop"
 (CPython calls the list by index: ours slides into its place and is
 skipped).  finalizer: a finalizer the collection runs empties the list.
 by_hand: our callable called directly, as a program re-dispatching
 gc.callbacks would, with and without the collector's arguments.  cleared:
-the list emptied outside any collection."""
+the list emptied outside any collection.  cleared_quiet: the same, and no
+audit event after it (found when the interpreter finalises)."""
 import gc
 import sys
 
@@ -72,4 +73,10 @@ def cleared():
     refcount_frees(8)
 
 
-{"once": once, "finalizer": finalizer, "by_hand": by_hand, "cleared": cleared}[sys.argv[1]]()
+def cleared_quiet():
+    gc.callbacks.clear()
+    refcount_frees(8)
+
+
+{"once": once, "finalizer": finalizer, "by_hand": by_hand, "cleared": cleared,
+ "cleared_quiet": cleared_quiet}[sys.argv[1]]()
