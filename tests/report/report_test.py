@@ -780,6 +780,21 @@ def html(args, work):
         fail("a log with markup in its strings broke the page")
     if "&lt;/script&gt;&lt;!--&lt;script&gt;" not in dom:
         fail("the hostile strings are not shown as text")
+    # A stack the recorder cut, with a recursion in it: the cut is named as
+    # such and the repeated frame shown three times, then counted.
+    deep_log, deep_page = os.path.join(work, "deep.tlog"), os.path.join(work, "deep.html")
+    frames = ([{"file": "/app/deep.py", "line": 3, "function": "leaf"}] +
+              [{"file": "/app/deep.py", "line": 7, "function": "walk"}] * 8 +
+              [{"file": "", "line": 0, "function": "<outer frames not recorded>"}])
+    import_lines(args, "\n".join(json.dumps(x) for x in [
+        {"kind": "header", "mono_start_ns": 1},
+        {"kind": "py_double_init", "t_ns": 10, "obj": 4096, "type_name": "app.Thing", "py_stack": frames},
+        {"kind": "end", "t_ns": 20}]) + "\n", deep_log)
+    report(args, deep_log, "--html", deep_page)
+    dom = subprocess.run(cmd[:-1] + ["file://" + deep_page], capture_output=True, text=True, timeout=120).stdout
+    if 'data-status="rendered"' not in dom or "... outer frames not recorded" not in dom or \
+            "[the frame above repeated 5 more times]" not in dom or "&lt;outer frames" in dom:
+        fail("the page does not show a cut stack's end and its recursion as such")
     shot = os.path.join(work, "report.png")
     subprocess.run(cmd[:-2] + ["--screenshot=" + shot, "--window-size=1280,2000", "file://" + page],
                    capture_output=True, timeout=120)
