@@ -5,21 +5,10 @@
 # addresses its own previous stack held: what it remembers of that stack
 # must not outlive those deaths.  Each thread's file names alternate
 # between two, and f() moves by lines with the round, as in code_reuse.py.
-import ctypes
 import threading
 import time
 
-
-class Api(ctypes.Structure):
-    _fields_ = [("pool_register", ctypes.c_void_p), ("pool_op_begin", ctypes.c_void_p),
-                ("pool_op_end", ctypes.c_void_p), ("pool_alloc", ctypes.c_void_p),
-                ("pool_free", ctypes.c_void_p), ("pool_segment", ctypes.c_void_p),
-                ("mark", ctypes.c_void_p)]
-
-
-get = ctypes.PyDLL(None).trace_api_v1
-get.restype = ctypes.POINTER(Api)
-mark = ctypes.PYFUNCTYPE(None, ctypes.c_char_p)(get().contents.mark)
+from trace_mark import mark
 
 THREADS, ROUNDS = 4, 300
 

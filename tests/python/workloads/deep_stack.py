@@ -5,17 +5,8 @@
 import ctypes
 import sys
 
+from trace_mark import mark
 
-class Api(ctypes.Structure):
-    _fields_ = [("pool_register", ctypes.c_void_p), ("pool_op_begin", ctypes.c_void_p),
-                ("pool_op_end", ctypes.c_void_p), ("pool_alloc", ctypes.c_void_p),
-                ("pool_free", ctypes.c_void_p), ("pool_segment", ctypes.c_void_p),
-                ("mark", ctypes.c_void_p)]
-
-
-get = ctypes.PyDLL(None).trace_api_v1
-get.restype = ctypes.POINTER(Api)
-mark = ctypes.PYFUNCTYPE(None, ctypes.c_char_p)(get().contents.mark)
 sys.setrecursionlimit(5000)
 
 

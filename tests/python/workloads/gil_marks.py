@@ -2,29 +2,9 @@
 # CDLL releases the GIL around the call, PyDLL keeps it.  Either way a mark
 # carries the Python stack of the thread that made it, and never another
 # thread's.
-import ctypes
 import threading
 
-
-class Api(ctypes.Structure):
-    _fields_ = [("pool_register", ctypes.c_void_p), ("pool_op_begin", ctypes.c_void_p),
-                ("pool_op_end", ctypes.c_void_p), ("pool_alloc", ctypes.c_void_p),
-                ("pool_free", ctypes.c_void_p), ("pool_segment", ctypes.c_void_p),
-                ("mark", ctypes.c_void_p)]
-
-
-def mark_function(loader):
-    lib = loader(None)
-    get = lib.trace_api_v1
-    get.restype = ctypes.POINTER(Api)
-    addr = get().contents.mark
-    proto = ctypes.CFUNCTYPE(None, ctypes.c_char_p) if loader is ctypes.CDLL \
-        else ctypes.PYFUNCTYPE(None, ctypes.c_char_p)
-    return proto(addr)
-
-
-mark_released = mark_function(ctypes.CDLL)
-mark_held = mark_function(ctypes.PyDLL)
+from trace_mark import mark as mark_held, mark_released
 
 
 def inner_with_gil():

@@ -4,19 +4,7 @@
 # 2**DEPTH different stacks (about 2**(DEPTH+1) frames to tell apart, more
 # than python_stack.c's tree holds before it starts again).  Twice over:
 # the second pass meets every stack again after the tree was emptied.
-import ctypes
-
-
-class Api(ctypes.Structure):
-    _fields_ = [("pool_register", ctypes.c_void_p), ("pool_op_begin", ctypes.c_void_p),
-                ("pool_op_end", ctypes.c_void_p), ("pool_alloc", ctypes.c_void_p),
-                ("pool_free", ctypes.c_void_p), ("pool_segment", ctypes.c_void_p),
-                ("mark", ctypes.c_void_p)]
-
-
-get = ctypes.PyDLL(None).trace_api_v1
-get.restype = ctypes.POINTER(Api)
-mark = ctypes.PYFUNCTYPE(None, ctypes.c_char_p)(get().contents.mark)
+from trace_mark import mark
 
 DEPTH = 14
 
