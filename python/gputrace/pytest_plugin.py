@@ -21,11 +21,16 @@ run where gputrace is installed, and then does nothing).  With it:
   buffers) that only a garbage collection freed (the collector counts
   neither, so such memory can run a process out of memory), and objects
   initialised twice, each with the Python line that allocated it.
+- Before the logs are read, each traced process runs a collection (cycles
+  the last tests left would be freed only at exit).  A test that raised is
+  not charged with what a collection freed: pytest's traceback holds the
+  raising test's frame in a reference cycle, not the test (a note says so).
 - --gputrace-fail-leaks / --gputrace-fail-gc turn those findings into a
   teardown error of the test; without them no outcome changes.
 - The logs are deleted at the end unless --gputrace-keep or --gputrace-dir
   is given.
 """
+import gc
 import json
 import os
 import shutil
@@ -93,6 +98,25 @@ def _original_argv():
     return [sys.executable] + flags + sys.argv
 
 
+def _joined_dir_option(argv, log_dir):
+    """argv with --gputrace-dir and its value as one argument.  pytest
+    takes every argument that names an existing path, an option's separate
+    value included, as a place its rootdir must cover, and the folder exists
+    once we made it: in the restarted process `--gputrace-dir DIR` moved the
+    rootdir up to a folder above both (other conftest files, other node
+    ids, other outcomes)."""
+    out, i = [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--gputrace-dir" and i + 1 < len(argv):
+            out.append("--gputrace-dir=" + log_dir)
+            i += 2
+            continue
+        out.append("--gputrace-dir=" + log_dir if a.startswith("--gputrace-dir=") else a)
+        i += 1
+    return out
+
+
 def _restart_traced(config):
     """Start this pytest again under the recorder (exec: same pid, stdin,
     stdout, exit status)."""
@@ -117,7 +141,7 @@ def _restart_traced(config):
         capman.stop_global_capturing()
     sys.stdout.flush()
     sys.stderr.flush()
-    argv = _original_argv()
+    argv = _joined_dir_option(_original_argv(), log_dir)
     os.execve(sys.executable, argv, env)
 
 
@@ -172,6 +196,7 @@ class _Session:
         self.worker = worker
         self.results = None
         self.failing = {}
+        self.raised = set()       # tests a phase of which raised (failed, skipped in the body, xfail)
 
     # -- in every traced process: marks -------------------------------------
     @pytest.hookimpl(hookwrapper=True)
@@ -189,13 +214,26 @@ class _Session:
         if wide:
             _mark("fixture-end %s %s" % (fixturedef.scope, fixturedef.argname))
 
+    def pytest_runtest_logreport(self, report):
+        # A test that raised: pytest keeps the exception's traceback, which
+        # holds the test's frame (and its locals) in a reference cycle until
+        # a collection.  xdist hands the controller its workers' reports.
+        if report.outcome != "passed":
+            self.raised.add(report.nodeid)
+
     # -- at the end: read the logs (the controller or the only process) -----
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):
+        # Cycles the last tests left would be collected only after the
+        # analysis (at exit): collected now, they are in the log.
+        gc.collect()
         gputrace.flush()          # this process's marks reach its log now
         if self.worker:
             return
         self.results = analyse_dir(self.dir, str(self.config.rootpath))
+        for nodeid in self.raised & set(self.results["tests"]):
+            r = self.results["tests"][nodeid]
+            r["gc_freed_raised"], r["gc_freed"] = r["gc_freed"], []
         fail_leaks = self.config.getoption("gputrace_fail_leaks")
         fail_gc = self.config.getoption("gputrace_fail_gc")
         for nodeid, r in sorted(self.results["tests"].items()):
@@ -228,6 +266,15 @@ class _Session:
         res = self.results
         for note in res["notes"]:
             tr.write_line("note: " + note)
+        raised = sorted(n for n, r in res["tests"].items() if r.get("gc_freed_raised"))
+        if raised:
+            tr.write_line("note: %d test(s) that raised (failed, skipped or xfail in the body) had %s that only a "
+                          "collection freed, not counted: pytest keeps a raising test's frame, and its locals, in "
+                          "a reference cycle until a collection (%s%s)" % (
+                              len(raised), size_text(sum(a["size"] for n in raised
+                                                         for a in res["tests"][n]["gc_freed_raised"])),
+                              ", ".join(_shown(self.config, n) for n in raised[:3]),
+                              ", ..." if len(raised) > 3 else ""))
         traced = len(res["tests"])
         found = {n: r for n, r in res["tests"].items() if r["leaked"] or r["gc_freed"] or r["double_init"]}
         for nodeid in sorted(found):

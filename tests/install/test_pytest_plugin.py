@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 from installcheck import ROOT, HERE, SKIP, check, finish, has_wheel, make_venv, wheelhouse
 
@@ -45,7 +46,7 @@ def build_double_init(opts, venv):
     return out
 
 
-def pytest(opts, venv, args, via_module=False, flags=(), pythonpath=()):
+def pytest(opts, venv, args, via_module=False, flags=(), pythonpath=(), cwd=SAMPLE):
     env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "TRACE_OUTPUT", "PYTHONPATH")}
     env.update(PYTHONPATH=":".join([os.path.join(ROOT, "python")] + list(pythonpath)), CUDA_DOUBLES=opts.doubles,
                GPUTRACE_PREFIX=opts.prefix, PYTHONDONTWRITEBYTECODE="1")
@@ -54,7 +55,7 @@ def pytest(opts, venv, args, via_module=False, flags=(), pythonpath=()):
     cmd = ([os.path.join(venv, "bin", "python")] + list(flags) + ["-m", "pytest"] if via_module
            else [os.path.join(venv, "bin", "pytest")])
     cmd += ["-p", "gputrace.pytest_plugin", "-p", "no:cacheprovider", "-rA"] + args
-    p = subprocess.run(cmd, cwd=SAMPLE, env=env, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     print("$ %s -> %d" % (" ".join(cmd[1:]), p.returncode))
     return p
 
@@ -207,6 +208,48 @@ def main():
           and "test_double_init.py:%d" % twice_line in twice
           and "test_double_init.py::test_once\n" not in section,
           "test_twice: 3 objects initialised twice, at its line; test_once: nothing:\n%s" % (section or p.stdout[-1500:]))
+
+    # Tests that raise with a large buffer in a local: pytest's reference
+    # cycle (the traceback holds the frame) is not theirs, so they neither
+    # get a finding nor, with --gputrace-fail-gc, an error; the cycle a
+    # passing test leaves last is collected before the analysis and is one.
+    raising = os.path.join(SAMPLE, "test_raising.py")
+    p = pytest(opts, venv, ["--gputrace", "--gputrace-fail-gc", "test_raising.py"])
+    got, section = outcomes(p.stdout), gputrace_section(p.stdout)
+    want = {"test_raising.py::test_fails_with_big_local": {"FAILED"},
+            "[1]": {"SKIPPED"},      # -rA: "SKIPPED [1] test_raising.py:21: ..."
+            "test_raising.py::test_xfails_with_big_local": {"XFAIL"},
+            "test_raising.py::test_cycle_at_the_end": {"PASSED", "ERROR"}}
+    last = section_for(section, "test_raising.py::test_cycle_at_the_end")
+    check(p.returncode == 1 and got == want and "ERROR test_raising.py::test_skips" not in p.stdout
+          and "only garbage collection freed: 6.0 MiB in 1 allocation" in last
+          and "test_raising.py:%d" % line_of(raising, "lastcycle") in last
+          and "3 test(s) that raised" in section and "12.0 MiB" in section and "1 with findings" in section,
+          "raising tests are not charged with pytest's cycle, the last test's own cycle is: %d %s\n%s"
+          % (p.returncode, got, section or p.stdout[-1500:]))
+
+    # --gputrace-dir DIR, the value apart: the restarted pytest keeps its
+    # rootdir (DIR exists by then, and pytest counts an option's value that
+    # names a path as a place its rootdir must cover).  Outside this
+    # repository, whose pyproject.toml would fix the rootdir: a suite with
+    # no configuration file, and a conftest.py above it that only a rootdir
+    # moved up to their common folder loads (it breaks every test).
+    outside = tempfile.mkdtemp(prefix="gputrace-rootdir-")
+    try:
+        suite = os.path.join(outside, "suite")
+        os.makedirs(suite)
+        shutil.copy(os.path.join(SAMPLE, "test_outcomes.py"), suite)
+        with open(os.path.join(outside, "conftest.py"), "w") as f:
+            f.write("import pytest\n\n\n@pytest.fixture(autouse=True)\ndef outer():\n"
+                    "    raise RuntimeError('the conftest above the suite was loaded')\n")
+        alone = pytest(opts, venv, ["test_outcomes.py"], cwd=suite)
+        apart = pytest(opts, venv, ["--gputrace", "--gputrace-dir", os.path.join(outside, "logs"),
+                                    "test_outcomes.py"], cwd=suite)
+        check("rootdir: %s\n" % suite in alone.stdout and "rootdir: %s\n" % suite in apart.stdout
+              and outcomes(apart.stdout) == outcomes(alone.stdout) == outcomes(bare.stdout),
+              "--gputrace-dir DIR moves neither pytest's rootdir nor an outcome:\n%s" % apart.stdout[:1500])
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
 
     # 5. A test that runs pytest --gputrace itself: the inner run is left
     # alone (no second session deleting the logs, no marks of its own).
