@@ -393,8 +393,9 @@ static void choose_filter(const trace_config *c, unsigned known)
         filter_plain = 0;
     if (filter_plain)
         snprintf(text, sizeof text, "GC objects: allocations by %u of CPython's constructors of str, "
-                 "int, float and bytes,%s and by call sites seen making only those or dict key tables, "
-                 "left out", known, py_alloc_sites_nongc() ? " by its allocator of objects without GC," : "");
+                 "int, float and bytes,%s%s and by call sites seen making only those or dict key tables, "
+                 "left out", known, py_alloc_sites_nongc() ? " by its allocator of objects without GC," : "",
+                 py_alloc_sites_buffers() ? " of bytearray buffers," : "");
     else
         snprintf(text, sizeof text, "every object allocation: %s",
                  known ? "PyObject_Malloc does not return to its caller in this interpreter"

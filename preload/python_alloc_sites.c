@@ -103,13 +103,22 @@ static const char *const general_allocators[] = {
  * their free cannot say it was left out: their blocks are marked, as dict
  * key tables' are (PY_ALLOC_V_NOTOBJ). */
 static const char *const nongc_allocators[] = { "_PyObject_New", "_PyObject_NewVar" };
+/* Blocks that are no objects at all: a bytearray's buffer comes from
+ * PyObject_Malloc and PyObject_Realloc, in these two (every way CPython
+ * sizes a bytearray goes through PyByteArray_Resize).  Buffers of any size
+ * were recorded as GC objects (their bytes, zeros often, look like a GC
+ * header to the learning below), and their frees in a collection as
+ * objects it freed: a bytearray kept by a cycle counted twice, its buffer's
+ * bytes among the objects.  Marked, as _PyObject_New's blocks are. */
+static const char *const buffer_allocators[] = { "PyByteArray_FromStringAndSize", "PyByteArray_Resize" };
 #define NPLAIN (sizeof plain_allocators / sizeof plain_allocators[0])
 #define NGENERAL (sizeof general_allocators / sizeof general_allocators[0])
 #define NNONGC (sizeof nongc_allocators / sizeof nongc_allocators[0])
+#define NBUFFER (sizeof buffer_allocators / sizeof buffer_allocators[0])
 
 typedef struct range { uintptr_t start, end; uint64_t state; } range;
-static range ranges[NPLAIN + NGENERAL + NNONGC];
-static unsigned nranges, nplain, nnongc;
+static range ranges[NPLAIN + NGENERAL + NNONGC + NBUFFER];
+static unsigned nranges, nplain, nnongc, nbuffer;
 
 /*
  * Call sites no name covers (static functions: int arithmetic in 3.11 and
@@ -174,7 +183,7 @@ static int add_range(const char *name, uint64_t state)
 
 unsigned py_alloc_sites_install(int may_learn)
 {
-    nranges = nplain = nnongc = 0;
+    nranges = nplain = nnongc = nbuffer = 0;
     ntypes = 0;
     unsigned long (*get_flags)(const void *);
     *(void **)&get_flags = dlsym(RTLD_DEFAULT, "PyType_GetFlags");
@@ -197,17 +206,24 @@ unsigned py_alloc_sites_install(int may_learn)
         add_range(general_allocators[i], V_GENERAL);
     for (unsigned i = 0; i < NNONGC; i++)
         nnongc += (unsigned)add_range(nongc_allocators[i], V_NOTOBJ);
+    for (unsigned i = 0; i < NBUFFER; i++)
+        nbuffer += (unsigned)add_range(buffer_allocators[i], V_NOTOBJ);
     for (unsigned i = 0; i < VERDICTS; i++)
         atomic_store_explicit(&py_alloc_verdicts[i], 0, memory_order_relaxed);
     learning = nplain && may_learn;
     if (!nplain)
-        nranges = nnongc = 0;
+        nranges = nnongc = nbuffer = 0;
     return nplain;
 }
 
 unsigned py_alloc_sites_nongc(void)
 {
     return nnongc;
+}
+
+unsigned py_alloc_sites_buffers(void)
+{
+    return nbuffer;
 }
 
 /*

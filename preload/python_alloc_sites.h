@@ -19,6 +19,9 @@ unsigned py_alloc_sites_install(int may_learn);
 /* How many of CPython's allocators of objects without GC (_PyObject_New,
  * _PyObject_NewVar) it found: their call sites are left out, marked. */
 unsigned py_alloc_sites_nongc(void);
+/* How many of the allocators of bytearray buffers it found (left out and
+ * marked the same way: no objects). */
+unsigned py_alloc_sites_buffers(void);
 
 /* What to do with an OBJ-domain allocation whose wrapper returns to `ra`:
  * 0, record it (it may be a GC object; if the site is being learnt, `block`

@@ -9,7 +9,9 @@ collected objects to those three lines, most first.  Cycles are of __slots__
 instances: no free list keeps one back, no dict comes with them.  Automatic
 collections are off until the one the program asks for, so the counts are
 exact; the program's objects freed outside collections (the plain garbage
-below) must not be counted."""
+below) must not be counted.  Blocks that are no objects (dict key tables,
+bytearray buffers) and objects without GC are left out, at their
+allocation and at their free."""
 import json
 import os
 import re
@@ -134,6 +136,29 @@ def cycles(n):
         c.h = hashlib.md5()  # LINE:h
         del c
 churn()
+cycles(1000)
+gc.collect()
+"""
+
+
+# Buffers, not objects: each cycle holds a bytearray made at line b, whose
+# buffer (200 bytes and more; the bytearray object itself is smaller) comes
+# from PyObject_Malloc and PyObject_Realloc up to 3.12.  With
+# TRACE_PY_ALLOC_ALL=1 the buffers are recorded; without it none is: no
+# allocation of 200 bytes or more at line b, and none of them among the
+# objects the collection freed.
+BUFFERS = """\
+import gc
+gc.disable()
+class C:
+    __slots__ = ("other", "buf")
+def cycles(n):
+    for i in range(n):
+        c = C()
+        c.other = c
+        c.buf = bytearray(200 + i % 3000)  # LINE:b
+        c.buf += b"x" * (i % 50)
+        del c
 cycles(1000)
 gc.collect()
 """
@@ -267,12 +292,33 @@ def check_reuse(python, tag, program, what, left_out=()):
                     "%s: the same with the %s left out: %s, expected %s" % (tag, what, got.get(1), reference))
 
 
+def check_buffers(python, tag):
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "buffers.py")
+        with open(script, "w") as f:
+            f.write(BUFFERS)
+        made = {}
+        for env in ({"TRACE_PY_ALLOCS": "1", "TRACE_PY_ALLOC_ALL": "1"}, {"TRACE_PY_ALLOCS": "1"}):
+            run = pt.run_traced([python, "-S", script], args.preload, args.pylog, env=env)
+            if not fails.check(run.proc.returncode == 0, "%s: buffers program failed with %s: %s"
+                               % (tag, env, run.proc.stderr[-500:])):
+                return
+            made[len(env)] = sum(1 for e in run.of("py_alloc") if e["size"] >= 200 and pt.innermost(e)
+                                 and pt.innermost(e)[0] == script and pt.innermost(e)[1] == line("b", BUFFERS))
+        if made.get(2, 0) < 1000:
+            print("%s: bytearray buffers are not in the object domain here (%d recorded with "
+                  "TRACE_PY_ALLOC_ALL=1): nothing to leave out" % (tag, made.get(2, 0)))
+        fails.check(made.get(1) == 0, "%s: %s bytearray buffers recorded as objects at line b (%s with "
+                    "TRACE_PY_ALLOC_ALL=1), expected none" % (tag, made.get(1), made.get(2)))
+
+
 def check_all(python, version):
     check(python, version)
     check_reuse(python, "%s (%s)" % (version, python), REUSE, "strs")
     check_reuse(python, "%s (%s)" % (version, python), REUSE_DICTS, "dict key tables")
     check_reuse(python, "%s (%s)" % (version, python), REUSE_NONGC, "objects without GC",
                 left_out=("r", "i", "h"))
+    check_buffers(python, "%s (%s)" % (version, python))
 
 
 pt.for_each_interpreter(args.python, check_all, fails)
