@@ -610,6 +610,16 @@ for i in range(7):
     d.make_var_twice()
     d.make_once()
 d.make_twice()                                     # LINE:again
+extra = [                                          # six more places, one object each
+    lambda: d.make_twice(),
+    lambda: d.make_twice(),
+    lambda: d.make_twice(),
+    lambda: d.make_twice(),
+    lambda: d.make_twice(),
+    lambda: d.make_twice(),
+]
+for f in extra:
+    f()
 """
 
 
@@ -627,9 +637,9 @@ def double_init(args, work):
     trace(args, prog, [], log, {"PYTHONPATH": work})
     text = report(args, log)
     print(text)
-    # Two types, one of them from two places: each place is listed, the
-    # types are counted once.
-    if "double initialisations: 15 objects of 2 types, from 3 places" not in findings(text):
+    # Two types, one of them from eight places: the types are counted once;
+    # a type's five places with most objects are listed, the rest in a line.
+    if "double initialisations: 21 objects of 2 types, from 9 places" not in findings(text):
         fail("the findings at the top do not count the double initialisations")
     start = text.index("\nDouble initialisations")
     section = text[start:text.index("\n\n", start + 1)]
@@ -637,12 +647,16 @@ def double_init(args, work):
         print("SKIP: the interpreter's PyObject_Init cannot be interposed here")
         sys.exit(SKIP)
     for want in ("7 x double_init.Thing", "7 x double_init.VarThing", "1 x double_init.Thing",
-                 "program.py:%d" % line_of(prog, "twice"), "program.py:%d" % line_of(prog, "again"), "make_twice"):
+                 "program.py:%d" % line_of(prog, "twice"), "program.py:%d" % line_of(prog, "again"), "make_twice",
+                 "... 3 more of double_init.Thing from 3 more places"):
         if want not in section:
             fail("the double-initialisation section lacks %r" % want)
+    if section.count(" x double_init.Thing, first at seq") != 5:
+        fail("the double-initialisation section lists %d places of double_init.Thing, not 5"
+             % section.count(" x double_init.Thing, first at seq"))
     doc = json.loads(report(args, log, "--json"))
     counts = sorted((d["type"], d["count"]) for d in doc["double_inits"])
-    if counts != [("double_init.Thing", 1), ("double_init.Thing", 7), ("double_init.VarThing", 7)]:
+    if counts != [("double_init.Thing", 1)] * 7 + [("double_init.Thing", 7), ("double_init.VarThing", 7)]:
         fail("JSON double_inits: %r" % counts)
 
 
