@@ -148,31 +148,42 @@ static const char *zstd_reason(size_t err)
 
 /* Decompresses the frame at r->off.  A frame the file cuts short is only
  * taken as truncation when no frame follows it; otherwise it is damage. */
-static int decompress_frame(tf_reader *r, const char **why)
+static int decompress_frame(tf_reader *r, size_t *frame_at, const char **why)
 {
-    size_t at = r->off;
+    size_t at = *frame_at, done = 0;   /* the frame's bytes decompressed so far */
     ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
-    ZSTD_inBuffer in = { r->data + at, r->size - at, 0 };
     r->buf_len = r->buf_pos = 0;
     for (;;) {
         if (r->buf_len == r->buf_cap && grow_buf(r) < 0) {
             *why = "too large";
             return FRAME_BAD;
         }
+        ZSTD_inBuffer in = { r->data + at + done, r->size - at - done, 0 };
         ZSTD_outBuffer out = { r->buf + r->buf_len, r->buf_cap - r->buf_len, 0 };
         size_t ret = ZSTD_decompressStream(r->dctx, &out, &in);
         r->buf_len += out.pos;
+        done += in.pos;
         if (ZSTD_isError(ret)) {
             *why = zstd_reason(ret);
             return FRAME_BAD;
         }
         if (ret == 0) {
-            r->off = at + in.pos;
+            r->off = at + done;
             return FRAME_WHOLE;
         }
         if (in.pos == in.size && out.pos < out.size) {
             if (r->in && tf_input_live(r))
                 return FRAME_WAIT;  /* the rest is being written */
+            /* A window that ends inside the frame while the file goes on
+             * (a segment file read through its window, which grows by
+             * steps: every frame across the first 1 MiB of a segment read
+             * as corrupt, and the rest of it as not a frame): read on,
+             * the stream's state kept.  The window may move: the frame
+             * then starts at r->off. */
+            if (r->in && tf_input_extend(r)) {
+                at = *frame_at = r->off;
+                continue;
+            }
             /* Cut short, and yet a frame or a later segment follows. */
             if (next_magic(r, at + 1) < r->size || (r->in && tf_input_has_next(r))) {
                 *why = "incomplete";
@@ -218,6 +229,13 @@ static int expand_block(tf_reader *r, int outcome, const char **why)
     return outcome;
 }
 
+/* A skippable frame at `at` that does not end inside the window. */
+static int skippable_past(const tf_reader *r, size_t at)
+{
+    return r->size - at >= 8 && (le32(r->data + at) & ~0xFu) == SKIPPABLE_MAGIC &&
+           le32(r->data + at + 4) >= r->size - at - 8;
+}
+
 /* Loads the next frame into r->buf.  Skippable frames are stepped over;
  * bytes that are not a frame, and frames that fail, are reported as corrupt
  * frames and the search resumes at the next frame magic. */
@@ -233,6 +251,12 @@ static int load_frame(tf_reader *r)
         /* Following a log: a frame (or a skippable frame, or the magic) that
          * does not end inside the window is waited for. */
         int live = r->in && tf_input_live(r);
+        /* A segment read through its window: a frame's magic or a skippable
+         * frame the window cuts while the file goes on is read on (a magic
+         * across the window's end read as the log cut short). */
+        if (r->in && !live && (r->size - at < 8 || cut_in_magic(r, at) || skippable_past(r, at)) &&
+            tf_input_extend(r))
+            continue;
         if (r->size - at >= 8 && (le32(r->data + at) & ~0xFu) == SKIPPABLE_MAGIC) {
             uint64_t len = le32(r->data + at + 4);
             if (live && len >= r->size - at - 8) {
@@ -255,7 +279,7 @@ static int load_frame(tf_reader *r)
             return FRAME_NONE;
         }
         const char *why = "not a zstd frame";
-        int outcome = magic_at(r, at) ? decompress_frame(r, &why) : FRAME_BAD;
+        int outcome = magic_at(r, at) ? decompress_frame(r, &at, &why) : FRAME_BAD;
         if (outcome == FRAME_WHOLE || outcome == FRAME_CUT)
             outcome = expand_block(r, outcome, &why);
         if (outcome == FRAME_WAIT) {

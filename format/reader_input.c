@@ -111,6 +111,11 @@ static size_t read_more(tf_reader *r)
     return (size_t)n;
 }
 
+int tf_input_extend(tf_reader *r)
+{
+    return !r->in->stopped && r->size < WINDOW_MAX && read_more(r) > 0;
+}
+
 static void read_to_end(tf_reader *r)
 {
     while (read_more(r) && r->size < WINDOW_MAX)

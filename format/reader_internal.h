@@ -79,6 +79,10 @@ typedef struct tf_input tf_input;
  * end now reads as final), or the next segment was opened; 0 when there is
  * nothing more for now (tf_input_waiting says whether more may come). */
 int tf_input_more(tf_reader *r);
+/* Reads more of the current segment's file into the window, the bytes
+ * before r->off dropped (r->off is then 0): 1 when bytes were added.  For a
+ * frame that does not end inside the window of a file that goes on. */
+int tf_input_extend(tf_reader *r);
 /* More bytes may still come for the current segment: a frame that does not
  * end inside the window is being written, not cut short. */
 int tf_input_live(const tf_reader *r);

@@ -346,6 +346,21 @@ def test_rotation():
         # Given its last segment, the log reads the same, from its first.
         again, _ = dump_json(files[-1])
         check(again == lines, "the log read from its last segment differs")
+    # Segments larger than the reader's first window (1 MiB): a budget of
+    # 16M makes 2 MiB segments, and this run fills two of them and part of
+    # a third, deleting none.  Every frame reads whole, and every event is
+    # there (a frame across the window's end read as corrupt, and the rest
+    # of its segment as not a frame: half a million events lost).
+    log = work("rot-big.tlog")
+    p = subprocess.run(churn(1500000), env=traced_env(log, TRACE_MAX_BYTES="16M"), capture_output=True,
+                       text=True, timeout=LONG)
+    files = segments(log)
+    check(p.returncode == 0 and len(files) >= 2 and os.path.getsize(files[0]) > 1 << 20,
+          "16M budget: %s" % [(f, os.path.getsize(f)) for f in files])
+    s = subprocess.run([ARGS.trace_dump, "--summary", log], capture_output=True, text=True)
+    m = re.search(r"^events\s+(\d+) \(seq 1\.\.(\d+)\)", s.stdout, re.M)
+    check(s.returncode == 0 and "(0 corrupt" in s.stdout and "damage      none" in s.stdout and m
+          and m.group(1) == m.group(2), "segments over 1 MiB read:\n%s%s" % (s.stdout, s.stderr))
     # trace-run's flag.
     run = subprocess.run([ARGS.trace_run, "--max-bytes", "256K", "--quiet", "--output", work("rot-run-%p.tlog"),
                           "--", *churn(200000)], env=run_env(), capture_output=True, text=True, timeout=LONG)
@@ -355,11 +370,11 @@ def test_rotation():
     # names too: they are not logs of other processes).
     said = run.stdout + run.stderr
     check("trace-run: log written to %s" % first[0] in said and "logs written" not in said, said)
-    # report over the directory: three logs (the two runs above and
+    # report over the directory: four logs (the three runs above and
     # trace-run's), each read once through its first file, not one process
     # per segment file.
     tree = subprocess.run(replay_cmd("report", ARGS.work), capture_output=True, text=True)
-    check(tree.stdout.startswith("trace-replay report: 3 processes (3 logs) from"), tree.stdout[:1500] + tree.stderr)
+    check(tree.stdout.startswith("trace-replay report: 4 processes (4 logs) from"), tree.stdout[:1500] + tree.stderr)
 
 
 def test_rotation_follower():
