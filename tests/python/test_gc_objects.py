@@ -11,7 +11,8 @@ collections are off until the one the program asks for, so the counts are
 exact; the program's objects freed outside collections (the plain garbage
 below) must not be counted.  Blocks that are no objects (dict key tables,
 bytearray buffers) and objects without GC are left out, at their
-allocation and at their free."""
+allocation and at their free.  A log kept within a byte budget, whose
+segments define the code objects again, names each line as one site."""
 import json
 import os
 import re
@@ -164,6 +165,23 @@ gc.collect()
 """
 
 
+# Kept within a byte budget (TRACE_MAX_BYTES): the log's segments each
+# define the program's code objects again, under new ids.  100,000 cycles
+# made at line a, spread over several segments, are still one site.
+SEGMENTS = """\
+import gc
+gc.disable()
+class A:
+    __slots__ = ("other",)
+def site_a(n):
+    for _ in range(n):
+        a = A()  # LINE:a
+        a.other = a
+site_a(100000)
+gc.collect()
+"""
+
+
 def line(marker, program=None):
     for number, text in enumerate((program or PROGRAM).splitlines(), 1):
         if text.endswith("# LINE:" + marker):
@@ -312,6 +330,26 @@ def check_buffers(python, tag):
                     "TRACE_PY_ALLOC_ALL=1), expected none" % (tag, made.get(1), made.get(2)))
 
 
+def check_segments(python, tag):
+    with tempfile.TemporaryDirectory() as tmp:
+        script, log = os.path.join(tmp, "segments.py"), os.path.join(tmp, "segments.tlog")
+        with open(script, "w") as f:
+            f.write(SEGMENTS)
+        env = dict(os.environ, LD_PRELOAD=args.preload, TRACE_OUTPUT=log, TRACE_PY_ALLOCS="1",
+                   TRACE_MAX_BYTES="64K", TRACE_QUIET="1")
+        p = subprocess.run([python, "-S", script], env=env, capture_output=True, text=True, timeout=300)
+        files = [f for f in os.listdir(tmp) if f.endswith(".tlog")]
+        if not fails.check(p.returncode == 0 and len(files) >= 3, "%s: segments program: exit %d, %d files: %s"
+                           % (tag, p.returncode, len(files), p.stderr[-500:])):
+            return
+        data = json.loads(report(log, "--json"))
+        sites = {s["id"]: s for s in data["sites"]}
+        rows = [sites[i]["gc_object_count"] for i in data["gc_object_sites"]
+                if (sites[i]["python"] or "").startswith("%s:%d " % (script, line("a", SEGMENTS)))]
+        fails.check(rows == [100000], "%s: line a's objects in %d segment files, as sites: %s, expected "
+                    "one of 100000" % (tag, len(files), rows))
+
+
 def check_all(python, version):
     check(python, version)
     check_reuse(python, "%s (%s)" % (version, python), REUSE, "strs")
@@ -319,6 +357,7 @@ def check_all(python, version):
     check_reuse(python, "%s (%s)" % (version, python), REUSE_NONGC, "objects without GC",
                 left_out=("r", "i", "h"))
     check_buffers(python, "%s (%s)" % (version, python))
+    check_segments(python, "%s (%s)" % (version, python))
 
 
 pt.for_each_interpreter(args.python, check_all, fails)

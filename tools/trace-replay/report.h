@@ -126,6 +126,7 @@ typedef struct rpt {
      * the log holds (the sites' gc_obj_ figures summed), and those it does
      * not (allocated before recording started, or in a segment deleted). */
     uint64_t gc_obj_count, gc_obj_bytes, gc_obj_unknown;
+    int events_deleted;                /* segments were deleted (TRACE_MAX_BYTES): events before are gone */
 
     rpt_double_init *dinits;
     uint32_t ndinits;

@@ -40,6 +40,8 @@ typedef struct pass {
     rp_ptrmap dinit_index;     /* key hash -> double-init group */
     rp_ptrmap native_site;     /* native stack id -> index of its site frame */
     rp_ptrmap library_code;    /* py code id -> 2 library, 1 the program's */
+    rp_ptrmap code_canon;      /* py code id -> the first code id with its content */
+    rp_ptrmap code_by_content; /* content hash (probed) -> that first code id */
     rp_ptrmap stack_index;     /* (py stack, native stack) -> dev_stacks index */
     rp_ptrmap host_stack_index;  /* the same -> host_stacks index */
     rp_ptrmap stacks_seen;     /* native stack ids whose modules are noted */
@@ -190,6 +192,61 @@ static int library_code(rpt *r, pass *ps, uint32_t code)
     return library;
 }
 
+static uint64_t mix_text(uint64_t h, const char *s, size_t n)
+{
+    h = mix(h, n);
+    for (size_t i = 0; s && i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
+    return mix(h, 0);
+}
+
+static int same_text(const tf_reader *rd, uint32_t a, uint32_t b)
+{
+    size_t na, nb;
+    const char *x = tf_reader_string(rd, a, &na), *y = tf_reader_string(rd, b, &nb);
+    return x && y ? na == nb && !memcmp(x, y, na) : x == y && a == b;
+}
+
+struct code_ctx { const tf_reader *rd; const tf_py_code *c; };
+
+static int same_code(const void *ctx, uint64_t id)
+{
+    const struct code_ctx *k = ctx;
+    const tf_py_code *o = tf_reader_py_code(k->rd, (uint32_t)id);
+    return o && o->first_line == k->c->first_line && same_text(k->rd, o->file, k->c->file) &&
+           same_text(k->rd, o->function, k->c->function);
+}
+
+/* A code object's id as the first one defined with the same file, function
+ * and first line.  A log kept within a byte budget defines its code objects
+ * again in each segment, under new ids (FORMAT.md section 13): keyed by id,
+ * one line of the program was a site per segment, each with part of its
+ * count (a budgeted run's top sites listed one line five times). */
+static uint32_t canon_code(rpt *r, pass *ps, uint32_t code)
+{
+    if (!code)
+        return 0;
+    uint64_t *known = rp_ptrmap_get(&ps->code_canon, code);
+    if (known)
+        return (uint32_t)*known;
+    const tf_py_code *c = tf_reader_py_code(r->reader, code);
+    uint32_t canon = code;
+    if (c) {
+        size_t nf, nn;
+        const char *file = tf_reader_string(r->reader, c->file, &nf);
+        const char *function = tf_reader_string(r->reader, c->function, &nn);
+        uint64_t h = mix(mix_text(mix_text(1, file, nf), function, nn), c->first_line), key;
+        struct code_ctx ctx = { r->reader, c };
+        uint64_t *first = index_slot(&ps->code_by_content, h, same_code, &ctx, &key);
+        if (first)
+            canon = (uint32_t)*first;
+        else
+            rp_ptrmap_put(&ps->code_by_content, key, code);
+    }
+    rp_ptrmap_put(&ps->code_canon, code, canon);
+    return canon;
+}
+
 static uint32_t site_of(rpt *r, pass *ps, const tf_event *e)
 {
     site_key k = {r, 0, 0, 0, 0, 0, 0};
@@ -200,16 +257,16 @@ static uint32_t site_of(rpt *r, pass *ps, const tf_event *e)
         while (u < n && library_code(r, ps, f[u].code))
             u++;
         if (u > 0 && u < n) {     /* the program's line, and the library function it called */
-            k.code = f[u].code;
+            k.code = canon_code(r, ps, f[u].code);
             k.line = f[u].line;
-            k.caller_code = f[u - 1].code;
+            k.caller_code = canon_code(r, ps, f[u - 1].code);
             k.caller_line = f[u - 1].line;
             k.via_library = 1;
         } else {                  /* the program's own frame, or library frames only */
-            k.code = f[0].code;
+            k.code = canon_code(r, ps, f[0].code);
             k.line = f[0].line;
             if (n > 1) {
-                k.caller_code = f[1].code;
+                k.caller_code = canon_code(r, ps, f[1].code);
                 k.caller_line = f[1].line;
             }
         }
@@ -544,6 +601,7 @@ static int event(void *ctx, const tf_event *e, const rp_where *w)
      * history, as the driver's do (a free of a block from before is not a
      * finding). */
     if (e->flags & TF_EVENT_AFTER_GAP) {
+        r->events_deleted = 1;
         rp_checks_forget(ps->checks);
         /* Allocations are missing: an address's last py_alloc before the
          * gap may not be the object a later py_free releases. */
@@ -626,6 +684,8 @@ int rpt_open(rpt *r, const char *path, const rpt_options *o, char *err, size_t e
     rp_ptrmap_init(&ps->dinit_index);
     rp_ptrmap_init(&ps->native_site);
     rp_ptrmap_init(&ps->library_code);
+    rp_ptrmap_init(&ps->code_canon);
+    rp_ptrmap_init(&ps->code_by_content);
     rp_ptrmap_init(&ps->stack_index);
     rp_ptrmap_init(&ps->host_stack_index);
     rp_ptrmap_init(&ps->stacks_seen);
@@ -689,6 +749,8 @@ void rpt_free(rpt *r)
         rp_ptrmap_free(&ps->dinit_index);
         rp_ptrmap_free(&ps->native_site);
         rp_ptrmap_free(&ps->library_code);
+        rp_ptrmap_free(&ps->code_canon);
+        rp_ptrmap_free(&ps->code_by_content);
         rp_ptrmap_free(&ps->stack_index);
         rp_ptrmap_free(&ps->host_stack_index);
         rp_ptrmap_free(&ps->stacks_seen);
