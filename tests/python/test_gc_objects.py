@@ -166,20 +166,10 @@ gc.collect()
 
 
 # Kept within a byte budget (TRACE_MAX_BYTES): the log's segments each
-# define the program's code objects again, under new ids.  100,000 cycles
-# made at line a, spread over several segments, are still one site.
-SEGMENTS = """\
-import gc
-gc.disable()
-class A:
-    __slots__ = ("other",)
-def site_a(n):
-    for _ in range(n):
-        a = A()  # LINE:a
-        a.other = a
-site_a(100000)
-gc.collect()
-"""
+# define the program's code objects again, under new ids.  PROGRAM with
+# 100,000 cycles made at line a, spread over several segments: still one
+# site.
+SEGMENTS = PROGRAM.replace("site_a(300)", "site_a(100000)")
 
 
 def line(marker, program=None):
@@ -187,6 +177,17 @@ def line(marker, program=None):
         if text.endswith("# LINE:" + marker):
             return number
     raise AssertionError(marker)
+
+
+def program_file(tmp, name, text):
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+# Every object allocation recorded (the reference), then with the filter.
+ALL_THEN_FILTERED = ({"TRACE_PY_ALLOCS": "1", "TRACE_PY_ALLOC_ALL": "1"}, {"TRACE_PY_ALLOCS": "1"})
 
 
 def report(log, *more):
@@ -199,9 +200,7 @@ def report(log, *more):
 def check(python, version):
     tag = "%s (%s)" % (version, python)
     with tempfile.TemporaryDirectory() as tmp:
-        script = os.path.join(tmp, "cycles.py")
-        with open(script, "w") as f:
-            f.write(PROGRAM)
+        script = program_file(tmp, "cycles.py", PROGRAM)
         run, log = pt.run_traced_keep([python, "-S", script], args.preload, args.pylog, env={"TRACE_PY_ALLOCS": "1"})
         try:
             if not fails.check(run.proc.returncode == 0, "%s: program failed: %s" % (tag, run.proc.stderr[-500:])):
@@ -270,14 +269,12 @@ def check(python, version):
 
 def check_reuse(python, tag, program, what, left_out=()):
     with tempfile.TemporaryDirectory() as tmp:
-        script = os.path.join(tmp, "reuse.py")
-        with open(script, "w") as f:
-            f.write(program)
+        script = program_file(tmp, "reuse.py", program)
         # With every allocation recorded nothing can be charged to an older
         # allocation at the same address: that run is the reference (3.8
         # charges one object to line x, its list comprehension's frame).
         got = {}
-        for env in ({"TRACE_PY_ALLOCS": "1", "TRACE_PY_ALLOC_ALL": "1"}, {"TRACE_PY_ALLOCS": "1"}):
+        for env in ALL_THEN_FILTERED:
             run, log = pt.run_traced_keep([python, "-S", script], args.preload, args.pylog, env=env)
             try:
                 if not fails.check(run.proc.returncode == 0, "%s: reuse program failed with %s: %s"
@@ -312,11 +309,9 @@ def check_reuse(python, tag, program, what, left_out=()):
 
 def check_buffers(python, tag):
     with tempfile.TemporaryDirectory() as tmp:
-        script = os.path.join(tmp, "buffers.py")
-        with open(script, "w") as f:
-            f.write(BUFFERS)
+        script = program_file(tmp, "buffers.py", BUFFERS)
         made = {}
-        for env in ({"TRACE_PY_ALLOCS": "1", "TRACE_PY_ALLOC_ALL": "1"}, {"TRACE_PY_ALLOCS": "1"}):
+        for env in ALL_THEN_FILTERED:
             run = pt.run_traced([python, "-S", script], args.preload, args.pylog, env=env)
             if not fails.check(run.proc.returncode == 0, "%s: buffers program failed with %s: %s"
                                % (tag, env, run.proc.stderr[-500:])):
@@ -332,9 +327,7 @@ def check_buffers(python, tag):
 
 def check_segments(python, tag):
     with tempfile.TemporaryDirectory() as tmp:
-        script, log = os.path.join(tmp, "segments.py"), os.path.join(tmp, "segments.tlog")
-        with open(script, "w") as f:
-            f.write(SEGMENTS)
+        script, log = program_file(tmp, "segments.py", SEGMENTS), os.path.join(tmp, "segments.tlog")
         env = dict(os.environ, LD_PRELOAD=args.preload, TRACE_OUTPUT=log, TRACE_PY_ALLOCS="1",
                    TRACE_MAX_BYTES="64K", TRACE_QUIET="1")
         p = subprocess.run([python, "-S", script], env=env, capture_output=True, text=True, timeout=300)
