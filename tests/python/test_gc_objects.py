@@ -341,6 +341,10 @@ def check_segments(python, tag):
                 if (sites[i]["python"] or "").startswith("%s:%d " % (script, line("a", SEGMENTS)))]
         fails.check(rows == [100000], "%s: line a's objects in %d segment files, as sites: %s, expected "
                     "one of 100000" % (tag, len(files), rows))
+        deleted = "were deleted" in (data["log"]["damage"] or "")
+        fails.check(data["gc"]["objects_collected"]["segments_deleted"] is deleted,
+                    "%s: objects_collected.segments_deleted is not %s (damage: %s)"
+                    % (tag, deleted, data["log"]["damage"]))
 
 
 def check_all(python, version):
