@@ -58,51 +58,9 @@ static int claim(void)
     return OTHER;
 }
 
-/* TRACE_EXIT_LINE=auto: the terminal of the program that started this
- * process (its parent's controlling terminal, /proc/PPID/stat field 7, in
- * the kernel's encoding of a device number), read at start, while that
- * parent is surely the one; -1 when it could not be read. */
-static long parent_tty = -1;
-
-static void read_parent_tty(void)
-{
-    char path[32], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)getppid());
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return;
-    buf[n] = '\0';
-    const char *tty = proc_stat_field(buf, 7);
-    if (tty)
-        parent_tty = strtol(tty, NULL, 10);
-}
-
-/* Is stderr the terminal of the program that started us?  A terminal on
- * stderr is a person's only when it is also where this process was started
- * from: a program that runs a child on a terminal of its own (a pty: pty.spawn,
- * pexpect, expect, script, an IDE's runner) reads the child's output as its
- * data, and a line of ours in it is corrupt data (CPython's
- * test_pty.test_spawn_doesnt_hang compares it byte for byte). */
-static int stderr_is_users_terminal(void)
-{
-    struct stat st;
-    if (!isatty(STDERR_FILENO) || fstat(STDERR_FILENO, &st) != 0)
-        return 0;
-    if (parent_tty < 0)
-        return 1;   /* nothing known of the parent (another user's, /proc hidden) */
-    unsigned long t = (unsigned long)parent_tty;
-    unsigned long tty_major = (t >> 8) & 0xfff, tty_minor = (t & 0xff) | ((t >> 12) & 0xfff00);
-    return major(st.st_rdev) == tty_major && minor(st.st_rdev) == tty_minor;
-}
-
 static void say_end(const char *how)
 {
-    const trace_config *c = trace_config_get();
-    if (log_failed() || c->exit_line == 0 || (c->exit_line < 0 && !stderr_is_users_terminal()))
+    if (log_failed() || !trace_may_speak())
         return;   /* said once already, or not asked: the app's stderr is the app's */
     char also[64] = "";
     if (strcmp(how, "exit") != 0)
@@ -258,8 +216,7 @@ static void on_quick_exit(void)
 void endings_init(void)
 {
     atomic_store(&our_pid, (pid_t)syscall(SYS_getpid));
-    if (trace_config_get()->exit_line < 0)
-        read_parent_tty();
+    trace_voice_init();
     own_stack_init();
     at_quick_exit(on_quick_exit);
     void (*set_death_callback)(void (*)(void)) =

@@ -32,13 +32,19 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
 static enum { PY_WAITING, PY_ATTACHING, PY_ATTACHED, PY_GAVE_UP } attach_state;
 static int hook_registered;     /* our audit hook is in the runtime's list */
 
+/* In the log; on stderr only where the line at exit would be: a program
+ * that compares its children's stderr must not find ours in it. */
 static void say_once(const char *what)
 {
     rec_info("python", what);
-    trace_warn("%s", what);
+    trace_note("%s", what);
 }
 
 /* Attachment imports gc and calls into the interpreter; whatever exception
@@ -125,10 +131,30 @@ static void register_hook(void)
         hook_registered = 1;
 }
 
+/* CPython before 3.8 has no audit hooks, our only way in.  Such a process
+ * is told of (and so leaves a log saying why it has no Python events)
+ * instead of passing for a process without Python; PyPy exports no
+ * Py_GetVersion and stays a plain process. */
+static void say_if_old_python(void)
+{
+    const char *(*get_version)(void);
+    *(void **)&get_version = dlsym(RTLD_DEFAULT, "Py_GetVersion");
+    if (!get_version)
+        return;                 /* not a Python process: CUDA only */
+    const char *v = get_version();
+    char msg[160];
+    snprintf(msg, sizeof msg, "Python hooks off: unsupported Python version %.*s (3.8 to 3.13 are supported)",
+             (int)strcspn(v, " "), v);
+    say_once(msg);
+}
+
 void python_start(void)
 {
-    if (!py_api_probe())
-        return;                 /* not a Python process: CUDA only */
+    if (!py_api_probe()) {
+        if (trace_config_get()->python)
+            say_if_old_python();
+        return;
+    }
     if (!trace_config_get()->python)
         return;
     register_hook();

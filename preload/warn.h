@@ -8,7 +8,18 @@
 #ifndef TRACE_WARN_H
 #define TRACE_WARN_H
 
-/* Printed unless TRACE_QUIET=1. */
+/* Printed unless TRACE_QUIET=1: what the user must hear wherever stderr
+ * goes (the log cannot be written, a setting does not parse). */
 void trace_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Where the line at the end of the process goes (TRACE_EXIT_LINE): 1 when
+ * it is 1, or auto and stderr is the terminal of the program that started
+ * this process.  trace_voice_init reads that program's terminal, at start. */
+void trace_voice_init(void);
+int trace_may_speak(void);
+
+/* Printed only where trace_may_speak (and not TRACE_QUIET=1): what the log
+ * says too, and a program whose stderr is its data must not see. */
+void trace_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

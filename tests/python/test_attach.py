@@ -106,6 +106,43 @@ def check_not_python():
     fails.check(run.header_python == "", "sh: header python_version %r" % run.header_python)
 
 
+# CPython before 3.8 (2.7, 3.6 and 3.7 where installed) has no audit hooks:
+# no Python hooks, and the process is told of, not taken for one without
+# Python.  The line goes in the log (INFO python, here with a 4 MiB host
+# buffer to make one) and on stderr only where the line at exit would be.
+OLD_PROGRAM = "import sys; b = bytearray(4 << 20); del b; sys.stdout.write('ok\\n'); sys.exit(3)"
+
+
+def check_old_pythons():
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    old = [(c, pt.version_of(c)) for c in sorted(glob.glob(os.path.join(root, "versions", "*", "bin", "python[23].*")))
+           if re.search(r"python[23]\.\d+$", c) and os.access(c, os.X_OK)]
+    old = [(c, v) for c, v in old if v and not pt.supported(v) and (v.startswith("2.") or int(v[2:]) < 8)]
+    if not old:
+        print("no CPython before 3.8 found: its checks skipped")
+    for python, version in old:
+        tag = "%s (%s)" % (version, python)
+        print("==", version, python, "(unsupported)")
+        bare = pt.run_traced([python, "-c", OLD_PROGRAM], args.preload, args.pylog, trace=False)
+        run = pt.run_traced([python, "-c", OLD_PROGRAM], args.preload, args.pylog,
+                            env={"TRACE_HOST_BUFFERS": "1"})
+        fails.check((run.proc.returncode, run.proc.stdout, run.proc.stderr) ==
+                    (bare.proc.returncode, bare.proc.stdout, bare.proc.stderr) == (3, "ok\n", ""),
+                    "%s: traced %r, bare %r" % (tag, (run.proc.returncode, run.proc.stdout, run.proc.stderr),
+                                                 (bare.proc.returncode, bare.proc.stdout, bare.proc.stderr)))
+        said = "Python hooks off: unsupported Python version %s." % version
+        fails.check([i for i in run.info("python") if i.startswith(said)] and not run.of("gc_start")
+                    and len(run.of("host_alloc")) == 1,
+                    "%s: INFO python %s, %d gc_start, %d host_alloc" % (tag, run.info("python"),
+                                                                      len(run.of("gc_start")),
+                                                                      len(run.of("host_alloc"))))
+        loud = pt.run_traced([python, "-c", OLD_PROGRAM], args.preload, args.pylog, env={"TRACE_EXIT_LINE": "1"})
+        fails.check(loud.proc.stderr.startswith("trace: " + said) and loud.proc.stderr.count("\n") == 1
+                    and not loud.events, "%s: with TRACE_EXIT_LINE=1, stderr %r, %d events (expected the line, "
+                    "and no log)" % (tag, loud.proc.stderr, len(loud.events)))
+
+
+check_old_pythons()
 interpreters = pt.find_interpreters(args.python)
 if not interpreters:
     print("no CPython 3.8-3.13 found")
