@@ -706,6 +706,37 @@ def gc_objects_none(args, work):
             fail("TRACE_PY_ALLOCS=%s: JSON objects_collected %r" % (setting, oc))
 
 
+def finalizer_temps(args, work):
+    """A finalizer's temporaries, allocated and freed while the collection
+    runs, are not what the collection freed: only the buffer the cycle held
+    is charged to it (the findings said 28 MiB, the finalizer's 16 MiB
+    line first), and with every allocation recorded the finalizer's 1000
+    objects are not among the objects collected."""
+    prog = os.path.join(HERE, "workloads", "finalizer_temps.py")
+    where = {tag: "finalizer_temps.py:%d" % line_of(prog, tag)
+             for tag in ("temp_buffer", "temp_objects", "holder", "cycle_buffer")}
+    for setting in ("0", "1"):
+        log = os.path.join(work, "finalizer-%s.tlog" % setting)
+        trace(args, prog, [], log, {"TRACE_PY_ALLOCS": setting})
+        text = report(args, log)
+        print(text)
+        if "freed only by garbage collections: host buffers 12.0 MiB" not in findings(text):
+            fail("TRACE_PY_ALLOCS=%s: the findings do not say 12.0 MiB freed only by collections:\n%s"
+                 % (setting, findings(text)))
+        doc = json.loads(report(args, log, "--json"))
+        sites = {s["id"]: s for s in doc["sites"]}
+        charged = [os.path.basename((sites[i]["python"] or "").split(" ")[0]) for i in doc["gc_sites"]]
+        if charged != [where["cycle_buffer"]]:
+            fail("TRACE_PY_ALLOCS=%s: sites charged with bytes collections freed: %s, expected %s alone"
+                 % (setting, charged, where["cycle_buffer"]))
+        if setting == "1":
+            objects = {os.path.basename((sites[i]["python"] or "").split(" ")[0]): sites[i]["gc_object_count"]
+                       for i in doc["gc_object_sites"]}
+            if where["temp_objects"] in objects or where["holder"] not in objects:
+                fail("objects collected by site: %s; expected %s and not %s"
+                     % (objects, where["holder"], where["temp_objects"]))
+
+
 def progress(args, work):
     """A long read shows a progress line when stderr is a terminal, and
     nothing when it is a pipe (CI logs, files)."""
@@ -819,7 +850,7 @@ def html(args, work):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("case", choices=["seed002", "device_cycles", "cuda_cycles", "pool_reentry", "double_init", "bundle", "import_roundtrip",
+    p.add_argument("case", choices=["finalizer_temps", "seed002", "device_cycles", "cuda_cycles", "pool_reentry", "double_init", "bundle", "import_roundtrip",
                                       "torch_snapshot", "progress", "html", "trace_run", "perfetto",
                                       "gc_objects_none"])
     p.add_argument("--preload", required=True)
@@ -831,7 +862,7 @@ def main():
     args.replay = os.path.abspath(args.replay)
     work = args.workdir or tempfile.mkdtemp(prefix="report-")
     os.makedirs(work, exist_ok=True)
-    {"seed002": seed002, "device_cycles": device_cycles, "html": html, "trace_run": trace_run, "perfetto": perfetto, "double_init": double_init, "pool_reentry": pool_reentry, "bundle": bundle, "cuda_cycles": cuda_cycles,
+    {"finalizer_temps": finalizer_temps, "seed002": seed002, "device_cycles": device_cycles, "html": html, "trace_run": trace_run, "perfetto": perfetto, "double_init": double_init, "pool_reentry": pool_reentry, "bundle": bundle, "cuda_cycles": cuda_cycles,
      "import_roundtrip": import_roundtrip, "torch_snapshot": torch_snapshot,
      "progress": progress, "gc_objects_none": gc_objects_none}[args.case](args, work)
     print("ok")

@@ -22,6 +22,7 @@
 /* Live blocks of one kind of memory: address -> site, address -> size. */
 typedef struct live {
     rp_ptrmap site, size;
+    rp_ptrmap born;            /* the allocation's seq */
     uint64_t bytes;
 } live;
 
@@ -76,6 +77,7 @@ static void live_init(live *l)
 {
     rp_ptrmap_init(&l->site);
     rp_ptrmap_init(&l->size);
+    rp_ptrmap_init(&l->born);
     l->bytes = 0;
 }
 
@@ -83,25 +85,28 @@ static void live_free(live *l)
 {
     rp_ptrmap_free(&l->site);
     rp_ptrmap_free(&l->size);
+    rp_ptrmap_free(&l->born);
 }
 
-static void live_add(live *l, uint64_t ptr, uint64_t size, uint32_t site)
+static void live_add(live *l, uint64_t ptr, uint64_t size, uint32_t site, uint64_t seq)
 {
     uint64_t old;
     if (rp_ptrmap_del(&l->size, ptr, &old))
         l->bytes -= old;       /* allocated again without a free we saw */
     rp_ptrmap_put(&l->site, ptr, site);
     rp_ptrmap_put(&l->size, ptr, size);
+    rp_ptrmap_put(&l->born, ptr, seq);
     l->bytes += size;
 }
 
-/* 1 with the block's site and size when ptr was live. */
-static int live_del(live *l, uint64_t ptr, uint32_t *site, uint64_t *size)
+/* 1 with the block's site, size and allocation seq when ptr was live. */
+static int live_del(live *l, uint64_t ptr, uint32_t *site, uint64_t *size, uint64_t *born)
 {
     uint64_t s;
     if (!rp_ptrmap_del(&l->site, ptr, &s))
         return 0;
     rp_ptrmap_del(&l->size, ptr, size);
+    rp_ptrmap_del(&l->born, ptr, born);
     l->bytes -= *size;
     *site = (uint32_t)s;
     return 1;
@@ -402,14 +407,23 @@ static void alloc_event(rpt *r, pass *ps, const tf_event *e, live *l, uint64_t p
         s->host_count++;
     }
     tally_stack(r, ps, e, size, device);
-    live_add(l, ptr, size, site);
+    live_add(l, ptr, size, site, e->seq);
 }
 
-static void free_event(rpt *r, live *l, uint64_t ptr, int in_gc, int device)
+/* A free inside a collection is the collection's only for a block older
+ * than it: one a finalizer allocated and dropped while the collection ran
+ * (a temporary in __del__) was never garbage the collector found.
+ * gc_seq: the seq of the innermost collection the free is in, 0 none. */
+static int freed_by_collection(uint64_t born, uint64_t gc_seq)
+{
+    return gc_seq && born < gc_seq;
+}
+
+static void free_event(rpt *r, live *l, uint64_t ptr, uint64_t gc_seq, int device)
 {
     uint32_t site;
-    uint64_t size;
-    if (live_del(l, ptr, &site, &size) && in_gc)
+    uint64_t size, born;
+    if (live_del(l, ptr, &site, &size, &born) && freed_by_collection(born, gc_seq))
         charge_gc_free(r, site, size, device);
 }
 
@@ -422,19 +436,21 @@ static void object_allocated(rpt *r, pass *ps, const tf_event *e)
     uint32_t site = site_of(r, ps, e);
     r->sites[site].obj_bytes += e->u.host.size;
     r->sites[site].obj_count++;
-    live_add(&ps->py_objects, e->u.host.ptr, e->u.host.size, site);
+    live_add(&ps->py_objects, e->u.host.ptr, e->u.host.size, site, e->seq);
 }
 
-static void object_freed(rpt *r, pass *ps, const tf_event *e, int in_gc)
+static void object_freed(rpt *r, pass *ps, const tf_event *e, uint64_t gc_seq)
 {
     uint32_t site;
-    uint64_t size;
-    if (!in_gc)
+    uint64_t size, born;
+    if (!gc_seq)
         return;
-    if (!live_del(&ps->py_objects, e->u.host.ptr, &site, &size)) {
+    if (!live_del(&ps->py_objects, e->u.host.ptr, &site, &size, &born)) {
         r->gc_obj_unknown++;
         return;
     }
+    if (!freed_by_collection(born, gc_seq))
+        return;
     r->sites[site].gc_obj_count++;
     r->sites[site].gc_obj_bytes += size;
     r->gc_obj_count++;
@@ -512,9 +528,19 @@ static void note_memory(rpt *r, pass *ps, const tf_event *e)
     rpt_series_add(&r->series, e->t_ns, v);
 }
 
-static void account(rpt *r, pass *ps, const tf_event *e, const rp_frame *up)
+/* The seq of the innermost collection open around the event, 0 none. */
+static uint64_t innermost_collection(const rp_where *w)
 {
-    int in_gc = up && up->in_gc;
+    for (uint32_t i = w->depth; i-- > 0;)
+        if (w->frames[i].kind == TF_EV_GC_START)
+            return w->frames[i].seq;
+    return 0;
+}
+
+static void account(rpt *r, pass *ps, const tf_event *e, const rp_where *w)
+{
+    const rp_frame *up = w->up;
+    uint64_t gc_seq = up && up->in_gc ? innermost_collection(w) : 0;
     uint32_t owner = up && up->kind == TF_EV_POOL_OP_BEGIN ? up->pool : 0;
     switch (e->kind) {
     case TF_EV_CUDA_ALLOC:
@@ -524,7 +550,7 @@ static void account(rpt *r, pass *ps, const tf_event *e, const rp_frame *up)
         break;
     case TF_EV_CUDA_FREE:
         if (tf_api_space(e->u.cuda.api) == TF_SPACE_DEVICE && !e->u.cuda.result && e->u.cuda.ptr)
-            free_event(r, &ps->direct_dev, e->u.cuda.ptr, in_gc, 1);
+            free_event(r, &ps->direct_dev, e->u.cuda.ptr, gc_seq, 1);
         break;
     case TF_EV_POOL_ALLOC:
         if (e->u.pool.ptr)
@@ -532,7 +558,7 @@ static void account(rpt *r, pass *ps, const tf_event *e, const rp_frame *up)
                         e->u.pool.granted ? e->u.pool.granted : e->u.pool.requested, 1);
         break;
     case TF_EV_POOL_FREE:
-        free_event(r, &ps->pool_blocks, e->u.pool.ptr, in_gc, 1);
+        free_event(r, &ps->pool_blocks, e->u.pool.ptr, gc_seq, 1);
         break;
     case TF_EV_POOL_SEGMENT:
         break;
@@ -541,7 +567,7 @@ static void account(rpt *r, pass *ps, const tf_event *e, const rp_frame *up)
             alloc_event(r, ps, e, &ps->host, e->u.host.ptr, e->u.host.size, 0);
         break;
     case TF_EV_HOST_FREE:
-        free_event(r, &ps->host, e->u.host.ptr, in_gc, 0);
+        free_event(r, &ps->host, e->u.host.ptr, gc_seq, 0);
         break;
     case TF_EV_PY_DOUBLE_INIT:
         double_init(r, ps, e);
@@ -551,7 +577,7 @@ static void account(rpt *r, pass *ps, const tf_event *e, const rp_frame *up)
             object_allocated(r, ps, e);
         return;
     case TF_EV_PY_FREE:
-        object_freed(r, ps, e, in_gc);
+        object_freed(r, ps, e, gc_seq);
         return;
     default:
         return;
@@ -616,7 +642,7 @@ static int event(void *ctx, const tf_event *e, const rp_where *w)
     }
     if (e->kind >= TF_EV_POOL_ALLOC && e->kind <= TF_EV_POOL_SEGMENT && e->kind != TF_EV_POOL_OP_END)
         pool_event(r, ps, e, w->up);
-    account(r, ps, e, w->up);
+    account(r, ps, e, w);
     if (e->kind == TF_EV_GC_START || e->kind == TF_EV_GC_STOP)
         collection(r, ps, e);
     return 0;
