@@ -405,14 +405,18 @@ def analyse_log(dump, path, res, root=None):
     def results_for(nodeid):
         return res["tests"].setdefault(nodeid, {"leaked": [], "gc_freed": [], "double_init": {}})
 
-    def chain_has(seq, kind):
+    def innermost(seq, kind):
+        """The seq of the innermost operation of this kind (gc_start,
+        pool_op_begin) among an event's enclosing ones (seq: its parent), 0
+        when it is in none."""
         seen = 0
         while seq and seq in parents and seen < 10000:
-            k, seq = parents[seq]
+            k, up = parents[seq]
             if k == kind:
-                return True
+                return seq
+            seq = up
             seen += 1
-        return False
+        return 0
 
     def allocated(ev, space, key, size, what):
         if test is None or wide_fixture or size == 0:
@@ -426,7 +430,9 @@ def analyse_log(dump, path, res, root=None):
         current.pop((space, key), None)
         if rec is None:
             return
-        if chain_has(ev.get("parent"), "gc_start"):
+        # A collection's only when the block is older than it: a
+        # finalizer's temporary, made and dropped while it ran, is not.
+        if rec["seq"] < innermost(ev.get("parent"), "gc_start"):
             r = results_for(rec["test"])
             if rec in r["leaked"]:
                 r["leaked"].remove(rec)
@@ -471,7 +477,7 @@ def analyse_log(dump, path, res, root=None):
             if api in DEVICE_ALLOC:
                 # A pool's segment (obtained inside its operation) is not the
                 # test's memory: the pool's blocks are.
-                if chain_has(ev.get("parent"), "pool_op_begin") or ev["ptr"] in segments:
+                if innermost(ev.get("parent"), "pool_op_begin") or ev["ptr"] in segments:
                     continue
                 allocated(ev, "device", ev["ptr"], ev.get("size", 0), api)
             elif api in VMM_ALLOC:

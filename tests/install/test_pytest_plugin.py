@@ -228,6 +228,15 @@ def main():
           "raising tests are not charged with pytest's cycle, the last test's own cycle is: %d %s\n%s"
           % (p.returncode, got, section or p.stdout[-1500:]))
 
+    # A finalizer's temporary, made and freed inside the collection the
+    # test runs: not memory only a collection freed.
+    p = pytest(opts, venv, ["--gputrace", "--gputrace-fail-gc", "test_finalizer.py"])
+    got, section = outcomes(p.stdout), gputrace_section(p.stdout)
+    check(p.returncode == 0 and got == {"test_finalizer.py::test_finalizer_temporary": {"PASSED"}}
+          and "only garbage collection freed" not in section,
+          "a finalizer's temporary is charged to the collection: %d %s\n%s"
+          % (p.returncode, got, section or p.stdout[-1500:]))
+
     # --gputrace-dir DIR, the value apart: the restarted pytest keeps its
     # rootdir (DIR exists by then, and pytest counts an option's value that
     # names a path as a place its rootdir must cover).  Outside this
