@@ -313,6 +313,55 @@ static int cpython_raw_allocator(void)
     return name && (strcmp(name, "malloc") == 0 || strcmp(name, "pymalloc") == 0);
 }
 
+/* What _PyMem_GetCurrentAllocatorName said before we wrapped a domain, and
+ * the three domains' allocators it said it of. */
+static const char *name_before;
+static py_allocator allocators_before[3];
+
+static void note_allocators_before(void)
+{
+    const char *name = py._PyMem_GetCurrentAllocatorName ? py._PyMem_GetCurrentAllocatorName() : NULL;
+    if (!name)
+        return;     /* one it has no name for, or a later round's, still wrapped */
+    name_before = name;
+    for (int d = 0; d < 3; d++)
+        py.PyMem_GetAllocator(d, &allocators_before[d]);
+}
+
+/* The name without our wrappers: each domain's allocator seen through ours
+ * is still the one the name was read for. */
+static const char *name_through_wrappers(void)
+{
+    if (!name_before)
+        return NULL;
+    for (int d = 0; d < 3; d++) {
+        py_allocator a;
+        py.PyMem_GetAllocator(d, &a);
+        if (a.ctx == &wrappers[d])
+            a = wrappers[d].prev;
+        if (memcmp(&a, &allocators_before[d], sizeof a) != 0)
+            return NULL;
+    }
+    return name_before;
+}
+
+/* CPython names its allocators ("pymalloc", "malloc_debug", ...) by
+ * comparing each domain's functions with its own, so our wrappers made the
+ * answer NULL: _testcapi.pymem_getallocatorsname() raised RuntimeError, and
+ * test_cmd_line's PYTHONMALLOC and -X dev tests failed under the preload.
+ * Calls from other libraries (extension modules) come here in an
+ * interpreter with a shared libpython, and get the answer they would get
+ * without us; libpython's own calls, and a static interpreter's, do not
+ * (docs/python.md). */
+__attribute__((visibility("default"))) const char *_PyMem_GetCurrentAllocatorName(void)
+{
+    static const char *(*real)(void);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "_PyMem_GetCurrentAllocatorName");
+    const char *name = real ? real() : NULL;
+    return name ? name : name_through_wrappers();
+}
+
 /* PYTHONMALLOC=malloc (or malloc_debug): MEM and OBJ go straight to malloc,
  * not through the RAW domain. */
 static int python_malloc_bypasses_raw(void)
@@ -424,6 +473,7 @@ void python_alloc_install(void)
      * make_over_stale. */
     int for_blocks = c->host_buffers || (python_init_check_reads_headers() && !host_malloc_is_ours());
     int bypass = python_malloc_bypasses_raw();
+    note_allocators_before();
     if (for_blocks)
         wrap_domain(PY_DOMAIN_RAW);
     if (c->host_buffers && bypass)

@@ -48,7 +48,11 @@ int py_api_resolve(const char **why)
         *why = "unsupported Python version (3.8 to 3.13 are supported)";
         return 0;
     }
-    RESOLVE(_PyMem_GetCurrentAllocatorName, "_PyMem_GetCurrentAllocatorName");
+    /* CPython's, not ours (python_alloc.c): the next definition after
+     * libtrace.so, or a static interpreter's own, which comes before it. */
+    *(void **)&py._PyMem_GetCurrentAllocatorName = dlsym(RTLD_NEXT, "_PyMem_GetCurrentAllocatorName");
+    if (!py._PyMem_GetCurrentAllocatorName)
+        RESOLVE(_PyMem_GetCurrentAllocatorName, "_PyMem_GetCurrentAllocatorName");
     RESOLVE(PyImport_ImportModule, "PyImport_ImportModule");
     RESOLVE(PyImport_GetModule, "PyImport_GetModule");
     RESOLVE(PyObject_GetAttrString, "PyObject_GetAttrString");

@@ -106,6 +106,36 @@ def check_not_python():
     fails.check(run.header_python == "", "sh: header python_version %r" % run.header_python)
 
 
+# The allocators' name CPython gives extension modules (_testcapi's
+# pymem_getallocatorsname, which test_cmd_line's PYTHONMALLOC and -X dev
+# tests print) compares each domain's functions with its own: our wrappers
+# made it NULL, a RuntimeError.  An interpreter with a shared libpython gets
+# the name it gets bare; a static one's calls cannot be interposed.
+NAME_PROGRAM = """
+try:
+    from _testinternalcapi import pymem_getallocatorsname
+except (ImportError, AttributeError):
+    from _testcapi import pymem_getallocatorsname
+try:
+    print(pymem_getallocatorsname())
+except RuntimeError as e:
+    print("RuntimeError", e)
+"""
+
+
+def check_allocator_name(python, version):
+    if pt.is_static(python):
+        print("%s (%s): static interpreter, allocator name not checked (known: docs/python.md)" % (version, python))
+        return
+    for env in ({}, {"PYTHONMALLOC": "malloc"}, {"PYTHONMALLOC": "debug"}, {"PYTHONDEVMODE": "1"}):
+        bare = pt.run_traced([python, "-c", NAME_PROGRAM], args.preload, args.pylog, env=env, trace=False)
+        for more in ({}, {"TRACE_PY_ALLOCS": "1"}):
+            run = pt.run_traced([python, "-c", NAME_PROGRAM], args.preload, args.pylog, env=dict(env, **more))
+            fails.check(run.proc.stdout == bare.proc.stdout and "RuntimeError" not in bare.proc.stdout,
+                        "%s (%s) %s %s: allocators name %r traced, %r bare"
+                        % (version, python, env, more, run.proc.stdout.strip(), bare.proc.stdout.strip()))
+
+
 # CPython before 3.8 (2.7, 3.6 and 3.7 where installed) has no audit hooks:
 # no Python hooks, and the process is told of, not taken for one without
 # Python.  The line goes in the log (INFO python, here with a 4 MiB host
@@ -154,6 +184,7 @@ for python, version in interpreters:
     check_without_site(python, version)
     check_switched_off(python, version)
     check_debug_allocator(python, version)
+    check_allocator_name(python, version)
 # Debian's debug builds (python3.X-dbg, installed by scripts/lib/setup.sh):
 # python3.11d used to abort at exit under the preload.
 debug_builds = [c for c in sorted(glob.glob("/usr/bin/python3.[0-9]*d"))
