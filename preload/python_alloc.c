@@ -83,6 +83,7 @@ static unsigned sample_stacks;                 /* REC_PY_STACK, and REC_NATIVE_S
 static int record_gc_frees;                    /* every allocation is recorded */
 static int filter_plain;                       /* leave out allocations that cannot be GC objects */
 static int probing, probe_plain;               /* see probe_filter */
+static uint64_t obj_calls;                     /* OBJ-domain allocations through us (GIL held) */
 
 static __attribute__((noinline)) void record_object_allocation(void *p, size_t size)
 {
@@ -181,8 +182,10 @@ static void *wrapped_malloc(void *ctx, size_t size)
 static void *wrapped_calloc(void *ctx, size_t nelem, size_t elsize)
 {
     domain_wrapper *w = ctx;
-    if (w->domain == PY_DOMAIN_OBJ)
+    if (w->domain == PY_DOMAIN_OBJ) {
         py_alloc_sites_observe();
+        obj_calls++;
+    }
     int entered = enter_large(nelem * elsize);
     void *p = !w->direct ? w->prev.calloc(w->prev.ctx, nelem, elsize)
               : nelem && elsize ? host_calloc_call(nelem, elsize) : host_calloc_call(1, 1);
@@ -287,6 +290,7 @@ static void *obj_malloc(void *ctx, size_t size)
         return wrapped_malloc(ctx, size);
     uintptr_t site = RETURN_ADDRESS();
     py_alloc_sites_observe();
+    obj_calls++;
     void *p = fresh_block(w, w->prev.malloc(w->prev.ctx, size), size);
     if (p)
         sample_object_allocation(p, size, site);
@@ -343,6 +347,31 @@ static const char *name_through_wrappers(void)
             return NULL;
     }
     return name_before;
+}
+
+/* Every GC object the interpreter counts (young) came from its OBJ domain's
+ * malloc or calloc, freelists aside, so 64 of them with none through our
+ * wrapper since the last look mean it is out of the chain.  Only told: put
+ * back on top of an allocator that may still hold ours as its own
+ * predecessor, ours would call itself. */
+void python_alloc_look(uint64_t young)
+{
+    static uint64_t calls_at_last_look;
+    static int told;
+    if (!sample_every || told)
+        return;
+    int bypassed = young >= 64 && obj_calls == calls_at_last_look;
+    calls_at_last_look = obj_calls;
+    if (!bypassed)
+        return;
+    py_allocator now;
+    py.PyMem_GetAllocator(PY_DOMAIN_OBJ, &now);
+    if (now.ctx == &wrappers[PY_DOMAIN_OBJ])
+        return;
+    told = 1;
+    rec_info("not_watched", "object allocations after the program replaced the object allocator "
+                            "(tracemalloc.stop() after -X tracemalloc or PYTHONTRACEMALLOC does): ours "
+                            "went with it");
 }
 
 /* CPython names its allocators ("pymalloc", "malloc_debug", ...) by

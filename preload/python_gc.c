@@ -378,6 +378,7 @@ static void on_start(gc_slot *s, const volatile int *flag, py_object *args, py_o
         else
             py.PyErr_Clear();
     }
+    python_alloc_look(layout ? young_count() : 0);
     allocation_counts(s, e.u.gc.generation, e.u.gc.allocs);
     s->start_ns = monotonic_ns();
     s->open_generation = e.u.gc.generation;

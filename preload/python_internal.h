@@ -84,6 +84,14 @@ static inline int python_gc_frees_collected(const void *block)
  * after python_init_check_install: see python_init_check_reads_headers). */
 void python_alloc_install(void);
 
+/* At the start of a collection (GIL held), with young the interpreter's
+ * count of GC objects allocated since its last young collection: with
+ * object allocations recorded, tells once (INFO not_watched) when they no
+ * longer reach our wrapper, the program having put another allocator in
+ * its place (tracemalloc.stop() after -X tracemalloc restores the one from
+ * before tracemalloc, without ours). */
+void python_alloc_look(uint64_t young);
+
 /* python_init_check.c: choose how to detect double initialisation
  * (TRACE_PY_REFTRACER), start it and say which in an INFO record;
  * record() writes one py_double_init event with both stacks.

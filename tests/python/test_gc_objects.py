@@ -351,6 +351,44 @@ def check_segments(python, tag):
                     % (tag, deleted, data["log"]["damage"]))
 
 
+# tracemalloc started at startup (-X tracemalloc) and stopped puts back the
+# allocator from before it, without our wrapper on top: object allocations
+# are no longer recorded, and the log says so (INFO not_watched) instead of
+# going silent.  Started and stopped after attach it puts ours back: nothing
+# to say, every free still recorded.
+TRACEMALLOC = """\
+import gc, sys, tracemalloc
+gc.disable()
+class A:
+    pass
+if sys.argv[1] == "later":
+    tracemalloc.start()
+if sys.argv[1] != "kept":
+    tracemalloc.stop()
+for i in range(20000):
+    a = A()
+    a.me = a
+    del a
+    if i % 2000 == 0:
+        gc.collect()
+gc.collect()
+"""
+
+
+def check_tracemalloc(python, tag):
+    with tempfile.TemporaryDirectory() as tmp:
+        script = program_file(tmp, "tm.py", TRACEMALLOC)
+        for flags, arg, lost in ((["-X", "tracemalloc"], "stopped", True), (["-X", "tracemalloc"], "kept", False),
+                                 ([], "later", False)):
+            run = pt.run_traced([python, *flags, script, arg], args.preload, args.pylog,
+                                env={"TRACE_PY_ALLOCS": "1"})
+            said = [i for i in run.info("not_watched") if "replaced the object allocator" in i]
+            frees = len(run.of("py_free"))
+            fails.check(run.proc.returncode == 0 and bool(said) == lost and (frees < 1000 if lost else frees >= 20000),
+                        "%s: %s %s: exit %d, not_watched %s, %d py_free" % (tag, " ".join(flags), arg,
+                                                                          run.proc.returncode, said, frees))
+
+
 def check_all(python, version):
     check(python, version)
     check_reuse(python, "%s (%s)" % (version, python), REUSE, "strs")
@@ -359,6 +397,7 @@ def check_all(python, version):
                 left_out=("r", "i", "h"))
     check_buffers(python, "%s (%s)" % (version, python))
     check_segments(python, "%s (%s)" % (version, python))
+    check_tracemalloc(python, "%s (%s)" % (version, python))
 
 
 pt.for_each_interpreter(args.python, check_all, fails)
