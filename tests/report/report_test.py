@@ -27,6 +27,7 @@ import os
 import pickle
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -735,6 +736,22 @@ def finalizer_temps(args, work):
             if where["temp_objects"] in objects or where["holder"] not in objects:
                 fail("objects collected by site: %s; expected %s and not %s"
                      % (objects, where["holder"], where["temp_objects"]))
+        if doc["gc"]["open_at_end"] != [] or "the log ends inside a collection" in text:
+            fail("a log that ends after its collections: open_at_end %s" % doc["gc"]["open_at_end"])
+    # The finalizer aborts the process: the report says it ended inside the
+    # collection (it said only how many collections ended).
+    log = os.path.join(work, "finalizer-abort.tlog")
+    if os.path.exists(log):
+        os.remove(log)
+    env = dict(os.environ, LD_PRELOAD=args.preload, TRACE_OUTPUT=log, TRACE_QUIET="1")
+    p = subprocess.run([sys.executable, prog, "abort"], env=env, capture_output=True, text=True, timeout=300)
+    if p.returncode != -signal.SIGABRT or not os.path.exists(log):
+        fail("finalizer_temps.py abort: exit %d, log %s" % (p.returncode, os.path.exists(log)))
+    text = report(args, log)
+    open_at_end = json.loads(report(args, log, "--json"))["gc"]["open_at_end"]
+    if (not re.search(r"the log ends inside a collection: generation 2 on thread \d+, from event \d+", findings(text))
+            or [c["generation"] for c in open_at_end] != [2]):
+        fail("a process that died in a collection: open_at_end %s, findings:\n%s" % (open_at_end, findings(text)))
 
 
 def progress(args, work):

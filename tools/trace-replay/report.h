@@ -74,6 +74,7 @@ typedef struct rpt_collection {
     uint64_t t_start, t_stop;          /* t_stop 0: never stopped */
     int32_t generation;
     uint32_t tid;
+    uint64_t seq;                      /* its gc_start's */
 } rpt_collection;
 
 typedef struct rpt_peak { uint64_t bytes, seq, t_ns; } rpt_peak;
@@ -215,6 +216,10 @@ long rpt_setting_number(const rpt *r, const char *key);
 /* How many distinct types the double initialisations are of (r->dinits
  * has one entry per type and pair of stacks). */
 uint32_t rpt_double_init_types(const rpt *r);
+/* The i-th collection still open where the log ends (the process ended,
+ * or was killed, while it ran: a finalizer's abort, a crash in a
+ * callback), or NULL. */
+const rpt_collection *rpt_open_collection(const rpt *r, uint32_t i);
 void rpt_library_name(const char *file, char *buf, size_t len);
 void rpt_site_python(const rpt *r, const rpt_site *s, char *buf, size_t len);
 void rpt_site_native(rn_stacks *st, const rpt_site *s, char *buf, size_t len);

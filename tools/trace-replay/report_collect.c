@@ -461,7 +461,8 @@ static void collection(rpt *r, pass *ps, const tf_event *e)
 {
     if (e->kind == TF_EV_GC_START) {
         rp_grow(&r->collections, &ps->capcoll, r->ncollections + 1, sizeof *r->collections);
-        r->collections[r->ncollections++] = (rpt_collection){e->t_ns, 0, e->u.gc.generation, e->tid};
+        r->collections[r->ncollections++] = (rpt_collection){
+            .t_start = e->t_ns, .generation = e->u.gc.generation, .tid = e->tid, .seq = e->seq };
         return;
     }
     /* The stop closes the latest open collection of its thread. */

@@ -346,6 +346,16 @@ static void gc(rn_json *w, const rpt *r)
     /* A chart has no use for more than a few thousand marks: a long run's
      * collections are sampled evenly, the longest pauses are in the totals. */
     uint32_t step = r->ncollections / COLLECTIONS_LISTED + 1;
+    rn_json_arr(w, "open_at_end");
+    const rpt_collection *open;
+    for (uint32_t i = 0; (open = rpt_open_collection(r, i)); i++) {
+        rn_json_obj(w, NULL);
+        rn_json_u64(w, "seq", open->seq);
+        rn_json_i64(w, "generation", open->generation);
+        rn_json_u64(w, "tid", open->tid);
+        rn_json_end_obj(w);
+    }
+    rn_json_end_arr(w);
     rn_json_u64(w, "collections_total", r->ncollections);
     rn_json_arr(w, "collections");
     for (uint32_t i = 0; i < r->ncollections; i += step) {

@@ -80,6 +80,14 @@ uint32_t rpt_double_init_types(const rpt *r)
     return count;
 }
 
+const rpt_collection *rpt_open_collection(const rpt *r, uint32_t i)
+{
+    for (uint32_t k = 0; k < r->ncollections; k++)
+        if (!r->collections[k].t_stop && i-- == 0)
+            return &r->collections[k];
+    return NULL;
+}
+
 int rpt_host_watched(const rpt *r)
 {
     const char *settings = tf_reader_header(r->reader)->settings;

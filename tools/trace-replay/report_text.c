@@ -132,6 +132,10 @@ void rpt_print_findings(const rpt *r, FILE *out)
     if (collections)
         fprintf(out, "  garbage collection: %" PRIu64 " collections, %.3f ms paused in all, the longest %.3f ms\n",
                 collections, (double)pause / 1e6, (double)longest / 1e6);
+    const rpt_collection *open;
+    for (uint32_t i = 0; (open = rpt_open_collection(r, i)); i++)
+        fprintf(out, "  the log ends inside a collection: generation %d on thread %u, from event %" PRIu64
+                     " (the process ended while it ran)\n", open->generation, open->tid, open->seq);
     for (uint32_t i = 0; rpt_not_watched(r, i); i++)
         fprintf(out, "  not watched: %s\n", rpt_not_watched(r, i));
 }

@@ -2,8 +2,11 @@
 16 MiB buffer and 1000 objects, allocated and dropped inside __del__.  They
 were never garbage the collector found; only the 12 MiB buffer the cycle
 holds is.  Run with and without TRACE_PY_ALLOCS=1 by report_test.py's
-finalizer_temps case."""
+finalizer_temps case; with the argument "abort" the finalizer aborts the
+process, inside the collection."""
 import gc
+import os
+import sys
 
 gc.disable()
 
@@ -17,6 +20,8 @@ class Holder:
         temp = bytearray(16 << 20)  # LINE:temp_buffer
         objects = [Temp() for _ in range(1000)]  # LINE:temp_objects
         del temp, objects
+        if sys.argv[1:] == ["abort"]:
+            os.abort()
 
 
 holder = Holder()  # LINE:holder
