@@ -275,7 +275,7 @@ def import_log(args, out, lines):
         fail("import exited %d: %s" % (p.returncode, p.stderr))
 
 
-def built(args, out, pid, ppid, start, events, info=(), host="node1", cmd="python job.py"):
+def built(args, out, pid, ppid, start, events, info=(), host="node1", cmd="python job.py", end=True):
     lines = [{"kind": "header", "pid": pid, "ppid": ppid, "hostname": host, "cmdline": cmd,
               "mono_start_ns": start, "wall_start_ns": 1700000000 * 10**9 + start}]
     lines += [{"kind": "info", "key": k, "value": v} for k, v in info]
@@ -283,7 +283,8 @@ def built(args, out, pid, ppid, start, events, info=(), host="node1", cmd="pytho
     for e in events:
         t = e.pop("at") if "at" in e else t + 1000
         lines.append(dict(e, tid=pid, t_ns=t))
-    lines.append({"kind": "end", "tid": pid, "t_ns": t + 1000})
+    if end:
+        lines.append({"kind": "end", "tid": pid, "t_ns": t + 1000})
     import_log(args, out, lines)
     return out
 
@@ -369,6 +370,23 @@ def verdicts_case(args, work):
     text = report(args, [clean, broken], status=2).stdout
     if "unreadable                 " + broken not in text or "1 log could not be read" not in text:
         fail("the text does not name the unreadable log:\n" + text)
+    # A whole log without END (a killed process) is not a damaged one: the
+    # totals count it apart (they counted it damaged, and no log without an
+    # end record).  A log cut inside its last frame is damaged (a traced
+    # run flushed twice: its first frame reads).
+    killed = built(args, os.path.join(d, "killed.tlog"), 510, 500, 6 * 10**9, [alloc(1 << 29, MiB)], end=False)
+    whole, cut = os.path.join(d, "two-frames.tlog"), os.path.join(d, "cut.tlog")
+    run_traced(args, [sys.executable, "-c", "import gc, time; gc.collect(); time.sleep(0.3); gc.collect()"], whole)
+    with open(whole, "rb") as f, open(cut, "wb") as g:
+        g.write(f.read()[:-7])
+    os.remove(whole)
+    t = json.loads(report(args, [clean, killed, cut], "--json", status=None).stdout)["totals"]
+    text = report(args, [clean, killed, cut], status=None).stdout
+    if (t["damaged_logs"], t["logs_without_end"]) != (1, 1) or "1 damaged, 1 without an end record" not in text:
+        fail("a killed process's whole log and a cut one: damaged %d, without end %d:\n%s"
+             % (t["damaged_logs"], t["logs_without_end"], text[text.index("\nTotals"):]))
+    os.remove(killed)
+    os.remove(cut)
     # Usage: --run is for one log; a path that does not exist.
     p = report(args, [clean, bad], "--run", "2", status=2)
     if "--run" not in p.stderr:

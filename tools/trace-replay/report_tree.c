@@ -165,6 +165,8 @@ static int read_one(rpt_tree *t, const char *path, int run, const rpt_options *b
     p->t_last = r.t_last;
     p->clean_end = r.status->clean_end;
     p->damage = dup_or_null(r.damage);
+    p->no_end_only = p->damage && !r.status->clean_end && !r.status->corrupt_frames && !r.status->truncated &&
+                     !r.status->gaps && !r.status->lost_events;
     p->has_device = rpt_has_device(&r);
     p->host_watched = rpt_host_watched(&r);
     p->events = r.events;
@@ -478,7 +480,7 @@ static void make_verdict(rpt_tree *t)
     char tail[256], bad[128] = "";
     uint32_t damaged = 0;
     for (uint32_t i = 0; i < t->nprocs; i++)
-        damaged += t->procs[i].damage != NULL;
+        damaged += rpt_proc_damaged(&t->procs[i]);
     if (t->nbad)
         snprintf(bad, sizeof bad, "; %u log%s could not be read", t->nbad, t->nbad == 1 ? "" : "s");
     snprintf(tail, sizeof tail, "%u process%s: %u violation, %u inconclusive, %u clean%s%s", t->nprocs,

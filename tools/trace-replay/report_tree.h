@@ -42,6 +42,7 @@ typedef struct rpt_proc {
     uint64_t wall_start_ns, mono_start_ns, t_first, t_last;
     int clean_end;
     char *damage;
+    int no_end_only;                   /* the damage: a whole log without END (the process was killed) */
     int has_device, host_watched;
     uint64_t events, threads;
     uint64_t peak[3];                  /* device reserved, device allocated, host buffers */
@@ -62,6 +63,13 @@ typedef struct rpt_proc {
     int *kids;
     uint32_t nkids;
 } rpt_proc;
+
+/* Damaged: frames lost, cut short or deleted; not a whole log that only
+ * lacks its END record (counted apart: logs_without_end). */
+static inline int rpt_proc_damaged(const rpt_proc *p)
+{
+    return p->damage && !p->no_end_only;
+}
 
 /* A log that could not be read. */
 typedef struct rpt_unreadable { char *path, *error; } rpt_unreadable;

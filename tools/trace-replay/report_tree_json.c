@@ -122,8 +122,8 @@ static void totals(rn_json *w, const rpt_tree *t)
         v[7] += p->collections;
         v[8] += p->violations;
         v[9] += (uint64_t)p->model_violated;
-        v[10] += p->damage != NULL;
-        v[11] += !p->damage && !p->clean_end;
+        v[10] += rpt_proc_damaged(p);
+        v[11] += p->no_end_only;
     }
     static const char *const keys[12] = {
         "events", "peak_reserved_sum", "peak_allocated_sum", "peak_host_sum", "freed_in_collections_device_bytes",

@@ -155,8 +155,8 @@ static void print_totals(const rpt_tree *t, FILE *out)
         coll += p->collections;
         viol += p->violations;
         models += (uint64_t)p->model_violated;
-        damaged += p->damage != NULL;
-        unfinished += !p->damage && !p->clean_end;
+        damaged += rpt_proc_damaged(p);
+        unfinished += p->no_end_only;
         uint32_t k = 0;
         while (k < i && strcmp(t->procs[k].hostname, p->hostname))
             k++;
