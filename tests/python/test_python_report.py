@@ -2,7 +2,7 @@
 
 - sites name the program's own line, the innermost frame outside the standard
   library and installed packages, and the library function it called:
-  "np_cycles.py:12 (<module>) <- numpy ones"; device sites too (cudaMalloc
+  "np_cycles.py:12 (<module>) -> numpy ones"; device sites too (cudaMalloc
   through ctypes from a package in a site-packages directory);
 - a run without the GPU gets a Python-shaped report: findings first (memory
   freed only by collections, double initialisations, GC pauses), no device or
@@ -59,7 +59,7 @@ def check_numpy(python, tag):
             return
         text = report(log)
         line = pt.line_of(NP, "alloc")
-        want = "np_cycles.py:%d (<module>) <- numpy ones" % line
+        want = "np_cycles.py:%d (<module>) -> numpy ones" % line
         gc_part = text[text.find("\nGarbage collection"):]
         fails.check(want in gc_part, "%s: the collections' site is not '%s':\n%s" % (tag, want, gc_part[:1500]))
         heads = sections(text)
@@ -130,7 +130,7 @@ def check_device_site(python, tag):
                                       args.pylog, env={"LD_LIBRARY_PATH": args.cuda_doubles})
         try:
             text = report(log)
-            want = "device_user.py:%d (<module>) <- fakegpu alloc" % pt.line_of(prog, "device")
+            want = "device_user.py:%d (<module>) -> fakegpu alloc" % pt.line_of(prog, "device")
             top = text[text.find("Top device allocation sites"):]
             fails.check(want in top, "%s: the device site is not '%s':\n%s" % (tag, want, top[:800]))
         finally:

@@ -32,7 +32,7 @@
 /* A site is named by the program's own line: the innermost Python frame
  * outside the standard library and installed packages (py_code/py_line).
  * When frames of a library are inside it, caller_code/caller_line is the
- * library function that line called (via_library set: "npleak.py:6 <- numpy
+ * library function that line called (via_library set: "npleak.py:6 -> numpy
  * ones"); otherwise the line's own caller. */
 typedef struct rpt_site {
     uint32_t py_code, py_line;

@@ -246,12 +246,13 @@ void rpt_site_python(const rpt *r, const rpt_site *s, char *buf, size_t len)
     size_t n = strlen(buf);
     if (!s->caller_code || n + 4 >= len)
         return;
-    memcpy(buf + n, " <- ", 4);
+    /* "a <- b": a, called from b; "a -> numpy ones": a, calling that
+     * library function (inside which the allocation was made). */
+    memcpy(buf + n, s->via_library ? " -> " : " <- ", 4);
     if (!s->via_library) {
         py_frame_text(r, s->caller_code, s->caller_line, buf + n + 4, len - n - 4);
         return;
     }
-    /* "<- numpy ones": the library, and the function of it the line called. */
     const tf_py_code *c = tf_reader_py_code(r->reader, s->caller_code);
     char lib[128];
     rpt_library_name(c ? str(r, c->file) : "?", lib, sizeof lib);
