@@ -431,8 +431,10 @@ def analyse_log(dump, path, res, root=None):
         if rec is None:
             return
         # A collection's only when the block is older than it: a
-        # finalizer's temporary, made and dropped while it ran, is not.
-        if rec["seq"] < innermost(ev.get("parent"), "gc_start"):
+        # finalizer's temporary, made and dropped while it ran, is not; nor
+        # is a resize (the data lives on in the new block).
+        resize = ev.get("api") in ("realloc", "reallocarray", "mremap")
+        if not resize and rec["seq"] < innermost(ev.get("parent"), "gc_start"):
             r = results_for(rec["test"])
             if rec in r["leaked"]:
                 r["leaked"].remove(rec)

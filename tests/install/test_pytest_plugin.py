@@ -232,7 +232,9 @@ def main():
     # test runs: not memory only a collection freed.
     p = pytest(opts, venv, ["--gputrace", "--gputrace-fail-gc", "test_finalizer.py"])
     got, section = outcomes(p.stdout), gputrace_section(p.stdout)
-    check(p.returncode == 0 and got == {"test_finalizer.py::test_finalizer_temporary": {"PASSED"}}
+    check(p.returncode == 0 and got == {"test_finalizer.py::test_finalizer_temporary": {"PASSED"},
+                                        "test_finalizer.py::test_keeps_a_buffer": {"PASSED"},
+                                        "test_finalizer.py::test_finalizer_grows_a_kept_buffer": {"PASSED"}}
           and "only garbage collection freed" not in section,
           "a finalizer's temporary is charged to the collection: %d %s\n%s"
           % (p.returncode, got, section or p.stdout[-1500:]))

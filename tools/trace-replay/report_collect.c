@@ -529,6 +529,11 @@ static void note_memory(rpt *r, pass *ps, const tf_event *e)
     rpt_series_add(&r->series, e->t_ns, v);
 }
 
+static int resize(uint32_t api)
+{
+    return api == TF_HOST_API_REALLOC || api == TF_HOST_API_REALLOCARRAY || api == TF_HOST_API_MREMAP;
+}
+
 /* The seq of the innermost collection open around the event, 0 none. */
 static uint64_t innermost_collection(const rp_where *w)
 {
@@ -568,7 +573,9 @@ static void account(rpt *r, pass *ps, const tf_event *e, const rp_where *w)
             alloc_event(r, ps, e, &ps->host, e->u.host.ptr, e->u.host.size, 0);
         break;
     case TF_EV_HOST_FREE:
-        free_event(r, &ps->host, e->u.host.ptr, gc_seq, 0);
+        /* A resize (realloc, mremap) releases the old block, not the
+         * buffer: the data lives on in the new one, whatever runs around. */
+        free_event(r, &ps->host, e->u.host.ptr, resize(e->u.host.api) ? 0 : gc_seq, 0);
         break;
     case TF_EV_PY_DOUBLE_INIT:
         double_init(r, ps, e);
