@@ -197,6 +197,7 @@ class _Session:
         self.results = None
         self.failing = {}
         self.raised = set()       # tests a phase of which raised (failed, skipped in the body, xfail)
+        self.tearing_down = set() # ids of wide fixtures whose teardown is running
 
     # -- in every traced process: marks -------------------------------------
     @pytest.hookimpl(hookwrapper=True)
@@ -212,6 +213,21 @@ class _Session:
             _mark("fixture-begin %s %s" % (fixturedef.scope, fixturedef.argname))
         yield
         if wide:
+            _mark("fixture-end %s %s" % (fixturedef.scope, fixturedef.argname))
+            # Its teardown runs inside whichever test happens to be last (a
+            # module's last test, or the session's): what it allocates there
+            # is the fixture's, not that test's.  Finalizers run last added
+            # first, so this one comes before the fixture's own; the end is
+            # marked by pytest_fixture_post_finalizer.
+            fixturedef.addfinalizer(lambda: self._teardown_begins(fixturedef))
+
+    def _teardown_begins(self, fixturedef):
+        self.tearing_down.add(id(fixturedef))
+        _mark("fixture-begin %s %s" % (fixturedef.scope, fixturedef.argname))
+
+    def pytest_fixture_post_finalizer(self, fixturedef, request):
+        if id(fixturedef) in self.tearing_down:
+            self.tearing_down.discard(id(fixturedef))
             _mark("fixture-end %s %s" % (fixturedef.scope, fixturedef.argname))
 
     def pytest_runtest_logreport(self, report):

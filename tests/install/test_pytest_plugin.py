@@ -239,6 +239,16 @@ def main():
           "a finalizer's temporary is charged to the collection: %d %s\n%s"
           % (p.returncode, got, section or p.stdout[-1500:]))
 
+    # A module fixture's teardown, inside the module's last test, leaves a
+    # cycle: the fixture's, not that test's.
+    p = pytest(opts, venv, ["--gputrace", "--gputrace-fail-gc", "test_fixture_teardown.py"])
+    got, section = outcomes(p.stdout), gputrace_section(p.stdout)
+    check(p.returncode == 0 and got == {"test_fixture_teardown.py::test_uses_resource": {"PASSED"},
+                                        "test_fixture_teardown.py::test_clean_after": {"PASSED"}}
+          and "only garbage collection freed" not in section,
+          "a wide fixture's teardown is charged to the last test: %d %s\n%s"
+          % (p.returncode, got, section or p.stdout[-1500:]))
+
     # --gputrace-dir DIR, the value apart: the restarted pytest keeps its
     # rootdir (DIR exists by then, and pytest counts an option's value that
     # names a path as a place its rootdir must cover).  Outside this
