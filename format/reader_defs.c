@@ -288,10 +288,11 @@ static int absorb_named(tf_defs *d, tf_list *l, tf_idmap *ids, tf_cursor *c)
     if (!name || !py_name)
         return TF_REC_NOMEM;
     uint32_t pos;
-    tf_named *e = tf_idmap_get(ids, num, &pos) ? list_at(l, pos, sizeof *e)
-                                               : define(l, ids, num, sizeof *e);
+    int known = tf_idmap_get(ids, num, &pos);
+    tf_named *e = known ? list_at(l, pos, sizeof *e) : define(l, ids, num, sizeof *e);
     if (!e)
         return TF_REC_NOMEM;
+    d->thread_renames += known && l == &d->threads;
     *e = (tf_named){ num, name, py_name };
     return TF_REC_OK;
 }
@@ -591,6 +592,11 @@ uint32_t tf_reader_thread_count(const tf_reader *r)
 int tf_reader_thread_at(const tf_reader *r, uint32_t i, uint32_t *tid, const char **name)
 {
     return named_at(&r->defs.threads, i, tid, name);
+}
+
+uint64_t tf_reader_thread_renames(const tf_reader *r)
+{
+    return r->defs.thread_renames;
 }
 
 uint32_t tf_reader_pool_count(const tf_reader *r)

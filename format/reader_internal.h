@@ -44,6 +44,7 @@ typedef struct tf_defs {
     tf_list py_codes;   tf_idmap py_code_ids;   /* tf_py_code * */
     tf_list modules;    tf_idmap module_ids;    /* tf_module_entry */
     tf_list threads;    tf_idmap thread_ids;    /* tf_named */
+    uint64_t thread_renames;                    /* THREAD records for a thread already named */
     tf_list pools;      tf_idmap pool_ids;      /* tf_named */
     tf_list infos;                              /* tf_info */
     tf_list unloads;                            /* uint32_t module id, file order */

@@ -475,6 +475,9 @@ int tf_reader_checkpoint(const tf_reader *r, uint64_t *seq, const char **produce
 /* Lists of threads and pools, for reports. */
 uint32_t tf_reader_thread_count(const tf_reader *r);
 int tf_reader_thread_at(const tf_reader *r, uint32_t i, uint32_t *tid, const char **name);
+/* How many THREAD records named a thread already named (a rename, or its
+ * Python name given later): a change of it means names may have changed. */
+uint64_t tf_reader_thread_renames(const tf_reader *r);
 uint32_t tf_reader_pool_count(const tf_reader *r);
 int tf_reader_pool_at(const tf_reader *r, uint32_t i, uint32_t *pool, const char **name);
 

@@ -445,6 +445,14 @@ def import_roundtrip(args, work):
         return out
     if records(dump_json(args, again)) != records(lines):
         fail("trace-dump --json | import | trace-dump --json changed the log")
+    # Threads' names as the log ends, Python names included: the main
+    # thread's comes after its first events, in a second thread line.
+    def threads(path):
+        out = subprocess.run([os.path.join(os.path.dirname(args.replay), "trace-dump"), "--summary", path],
+                             capture_output=True, text=True).stdout
+        return [l for l in out.splitlines() if l.startswith("threads ")]
+    if threads(again) != threads(log) or "(MainThread)" not in "".join(threads(log)):
+        fail("thread names after trace-dump --json | import: %s, before: %s" % (threads(again), threads(log)))
     kinds = [r["kind"] for r in records(lines)]
     for kind in ("thread", "module", "info"):
         if kind not in kinds:

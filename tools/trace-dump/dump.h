@@ -17,6 +17,11 @@ typedef struct dump_ctx {
     FILE *out;
     /* Definitions already printed as JSON lines, by list. */
     uint32_t json_pools, json_threads, json_infos, json_modules, json_unloads;
+    /* The names printed for each thread printed (reader's strings, compared
+     * by address), and the reader's renames when last looked at. */
+    const char **json_thread_name, **json_thread_py;
+    uint32_t json_thread_cap;
+    uint64_t json_renames;
 } dump_ctx;
 
 /* Receives an event's fields one by one (text and JSON differ only here). */

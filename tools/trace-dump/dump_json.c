@@ -78,8 +78,37 @@ static void named(rn_json *j, const char *kind, const char *key, uint32_t id, co
     rn_json_end_obj(j);
 }
 
-/* A renamed thread or pool keeps its place in the reader's lists, so only
- * first names are printed. */
+/* Thread i's line, when its names differ from those last printed for it
+ * (a thread's Python name usually comes after its first events, and
+ * `import` must get it).  A renamed pool keeps its first name. */
+static void thread_line(dump_ctx *d, uint32_t i)
+{
+    uint32_t id;
+    const char *name;
+    tf_reader_thread_at(d->r, i, &id, &name);
+    const char *py = tf_reader_thread_py_name(d->r, id);
+    if (i >= d->json_thread_cap) {
+        uint32_t cap = d->json_thread_cap ? d->json_thread_cap * 2 : 64;
+        while (cap <= i)
+            cap *= 2;
+        const char **a = realloc(d->json_thread_name, cap * sizeof *a);
+        const char **b = a ? realloc(d->json_thread_py, cap * sizeof *b) : NULL;
+        if (a)
+            d->json_thread_name = a;
+        if (!b) {
+            named(&d->j, "thread", "tid", id, name, py);   /* no memory to remember: print */
+            return;
+        }
+        d->json_thread_py = b;
+        d->json_thread_cap = cap;
+    } else if (i < d->json_threads && d->json_thread_name[i] == name && d->json_thread_py[i] == py) {
+        return;
+    }
+    named(&d->j, "thread", "tid", id, name, py);
+    d->json_thread_name[i] = name;
+    d->json_thread_py[i] = py;
+}
+
 void dump_json_definitions(dump_ctx *d)
 {
     rn_json *j = &d->j;
@@ -89,10 +118,14 @@ void dump_json_definitions(dump_ctx *d)
         tf_reader_pool_at(d->r, d->json_pools, &id, &name);
         named(j, "pool", "pool", id, name, NULL);
     }
-    for (; d->json_threads < tf_reader_thread_count(d->r); d->json_threads++) {
-        tf_reader_thread_at(d->r, d->json_threads, &id, &name);
-        named(j, "thread", "tid", id, name, tf_reader_thread_py_name(d->r, id));
+    uint64_t renames = tf_reader_thread_renames(d->r);
+    if (renames != d->json_renames) {
+        d->json_renames = renames;
+        for (uint32_t i = 0; i < d->json_threads; i++)
+            thread_line(d, i);
     }
+    for (; d->json_threads < tf_reader_thread_count(d->r); d->json_threads++)
+        thread_line(d, d->json_threads);
     for (; d->json_infos < tf_reader_info_count(d->r); d->json_infos++) {
         tf_reader_info(d->r, d->json_infos, &key, &value);
         rn_json_obj(j, NULL);

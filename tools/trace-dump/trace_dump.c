@@ -275,6 +275,7 @@ static int run(dump_ctx *d, enum mode mode, const char *path)
         if (d->stacks)
             rn_stacks_use_reader(d->stacks, NULL), rn_stacks_use_reader(d->stacks, d->r);
         d->json_pools = d->json_threads = d->json_infos = d->json_modules = d->json_unloads = 0;
+        d->json_renames = 0;
     }
 }
 

@@ -35,7 +35,7 @@ static const char usage[] =
     "                   one log only: over several logs, every log of each file is read)\n"
     "exit status: the verdict's, as check's: 0 clean, 1 a violation (a pool model's\n"
     "  or a model-free check's), 2 usage error or unreadable log, 3 inconclusive\n"
-    "  (no violation, but the model diverged from the log on more than 1%% of its\n"
+    "  (no violation, but the model diverged from the log on more than 1% of its\n"
     "  answers); over several logs the worst process's, or 2 when a log could not\n"
     "  be read and no process had a violation\n";
 
