@@ -103,7 +103,7 @@ static __attribute__((noinline)) void record_object_allocation(void *p, size_t s
 static inline __attribute__((always_inline)) void sample_object_allocation(void *p, size_t size,
                                                                           uintptr_t site)
 {
-    unsigned left_out = filter_plain ? py_alloc_site_verdict(site, p) : 0;
+    unsigned left_out = filter_plain ? py_alloc_site_verdict(site, p, size) : 0;
     if (__builtin_expect(probing, 0)) {
         probe_plain |= left_out == PY_ALLOC_V_PLAIN;
         return;

@@ -8,6 +8,7 @@
 #define TRACE_PYTHON_ALLOC_SITES_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Finds the interpreter's functions that allocate only non-GC objects
@@ -30,7 +31,7 @@ unsigned py_alloc_sites_buffers(void);
  * leave it out and mark its address (no GC object, and its free cannot say
  * so: a dict key table, which is no object at all, or an object made by
  * _PyObject_New; block_marks.h). */
-unsigned py_alloc_site_verdict_slow(uintptr_t ra, const void *block);
+unsigned py_alloc_site_verdict_slow(uintptr_t ra, const void *block, size_t size);
 
 /* Verdicts by call site: return address << PY_ALLOC_V_SHIFT | state, 0 an
  * empty slot; a site's slot is its home slot or one of the next few
@@ -47,13 +48,13 @@ static inline uint32_t py_alloc_verdict_slot(uintptr_t ra)
 {
     return (uint32_t)((ra * 0x9E3779B97F4A7C15ull) >> 54) & (PY_ALLOC_VERDICTS - 1);
 }
-static inline unsigned py_alloc_site_verdict(uintptr_t ra, const void *block)
+static inline unsigned py_alloc_site_verdict(uintptr_t ra, const void *block, size_t size)
 {
     uint64_t v = atomic_load_explicit(&py_alloc_verdicts[py_alloc_verdict_slot(ra)],
                                       memory_order_relaxed);
     if (__builtin_expect(v >> PY_ALLOC_V_SHIFT == ra && ra != 0 && v & PY_ALLOC_V_DECIDED, 1))
         return (unsigned)v & (PY_ALLOC_V_PLAIN | PY_ALLOC_V_NOTOBJ);
-    return py_alloc_site_verdict_slow(ra, block);
+    return py_alloc_site_verdict_slow(ra, block, size);
 }
 
 /* At the start of every OBJ-domain wrapper call, before the block it names
