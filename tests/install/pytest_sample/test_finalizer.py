@@ -14,12 +14,18 @@ class Holder:
         del temp
 
 
-def test_finalizer_temporary():
+def collect_a_cycle_of(cls):
+    """An instance of cls in a cycle of its own, collected: its finalizer
+    runs inside the collection."""
     gc.disable()
-    holder = Holder()
-    holder.me = holder
-    del holder
+    obj = cls()
+    obj.me = obj
+    del obj
     gc.collect()
+
+
+def test_finalizer_temporary():
+    collect_a_cycle_of(Holder)
 
 
 def test_keeps_a_buffer():
@@ -32,9 +38,5 @@ class Grower:
 
 
 def test_finalizer_grows_a_kept_buffer():
-    gc.disable()
-    grower = Grower()
-    grower.me = grower
-    del grower
-    gc.collect()
+    collect_a_cycle_of(Grower)
     assert len(KEPT[0]) == 6 << 20
