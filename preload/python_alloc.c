@@ -223,7 +223,11 @@ static __attribute__((noinline)) void note_object_free_slow(const domain_wrapper
 {
     if (!record_gc_frees || w->domain != PY_DOMAIN_OBJ || !ptr || !python_gc_frees_collected(ptr))
         return;
-    if (filter_plain && (py_alloc_block_plain(ptr) || block_marks_test(ptr)))
+    /* The mark before the type word: a marked block may be under two words
+     * (python_alloc_sites.h), with no type word to read.  (One that could
+     * not be marked, an 8-byte block at an address not 16-aligned, is still
+     * read: 8 bytes into its neighbour, in the same page of the malloc's.) */
+    if (filter_plain && (block_marks_test(ptr) || py_alloc_block_plain(ptr)))
         return;   /* its allocation was left out: python_alloc_sites.c */
     tf_event e;
     tf_event_init(&e, TF_EV_PY_FREE);

@@ -167,7 +167,6 @@ TLS const void *py_alloc_pending;             /* a block to look at, made at pen
 static TLS uintptr_t pending_site;
 static TLS _Atomic uint64_t *pending_slot;    /* where pending_site's verdict was */
 static TLS uint64_t pending_frees;            /* py_alloc_frees when it was made */
-static TLS int pending_small;                  /* under two words: no object, nothing to read */
 
 static int add_range(const char *name, uint64_t state)
 {
@@ -324,7 +323,7 @@ static _Atomic uint64_t *slot_of(uintptr_t ra)
     return empty ? empty : &py_alloc_verdicts[home];
 }
 
-unsigned py_alloc_site_verdict_slow(uintptr_t ra, const void *block, size_t size)
+unsigned py_alloc_site_verdict_slow(uintptr_t ra, const void *block)
 {
     if (!nplain || !ra || (uint64_t)ra >> (64 - V_SHIFT))
         return 0;
@@ -340,9 +339,6 @@ unsigned py_alloc_site_verdict_slow(uintptr_t ra, const void *block, size_t size
         py_alloc_pending = block;
         pending_site = ra;
         pending_slot = slot;
-        /* pymalloc's smallest block is 16 bytes, malloc's (PYTHONMALLOC=
-         * malloc) may be 8: its second word is not the block's. */
-        pending_small = size < 2 * sizeof(void *);
         pending_frees = atomic_load_explicit(&py_alloc_frees, memory_order_relaxed);
     }
     return 0;
@@ -358,8 +354,8 @@ void py_alloc_sites_learn(void)
     uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
     if (v >> V_SHIFT != pending_site || v & V_DECIDED)
         return;   /* the slot went to another site meanwhile: learnt again later */
-    int plain = !pending_small && py_alloc_block_plain(block);
-    if (!plain && !pending_small && !block_not_object(block)) {
+    int plain = py_alloc_block_plain(block);
+    if (!plain && !block_not_object(block)) {
         v |= V_GENERAL;
     } else {
         uint64_t saw = (v & V_SAW_NOTOBJ) | (plain ? 0 : V_SAW_NOTOBJ);

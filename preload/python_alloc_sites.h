@@ -30,8 +30,11 @@ unsigned py_alloc_sites_buffers(void);
  * (a str, int, float or bytes, which its free says too); PY_ALLOC_V_NOTOBJ,
  * leave it out and mark its address (no GC object, and its free cannot say
  * so: a dict key table, which is no object at all, or an object made by
- * _PyObject_New; block_marks.h). */
-unsigned py_alloc_site_verdict_slow(uintptr_t ra, const void *block, size_t size);
+ * _PyObject_New; block_marks.h).  A block under two words (malloc's 8-byte
+ * ones, under PYTHONMALLOC=malloc) holds no object: PY_ALLOC_V_NOTOBJ, by
+ * itself, whatever its site (nothing is read from it, and its site is not
+ * learnt from it). */
+unsigned py_alloc_site_verdict_slow(uintptr_t ra, const void *block);
 
 /* Verdicts by call site: return address << PY_ALLOC_V_SHIFT | state, 0 an
  * empty slot; a site's slot is its home slot or one of the next few
@@ -50,11 +53,13 @@ static inline uint32_t py_alloc_verdict_slot(uintptr_t ra)
 }
 static inline unsigned py_alloc_site_verdict(uintptr_t ra, const void *block, size_t size)
 {
+    if (__builtin_expect(size < 2 * sizeof(void *), 0))
+        return PY_ALLOC_V_NOTOBJ;
     uint64_t v = atomic_load_explicit(&py_alloc_verdicts[py_alloc_verdict_slot(ra)],
                                       memory_order_relaxed);
     if (__builtin_expect(v >> PY_ALLOC_V_SHIFT == ra && ra != 0 && v & PY_ALLOC_V_DECIDED, 1))
         return (unsigned)v & (PY_ALLOC_V_PLAIN | PY_ALLOC_V_NOTOBJ);
-    return py_alloc_site_verdict_slow(ra, block, size);
+    return py_alloc_site_verdict_slow(ra, block);
 }
 
 /* At the start of every OBJ-domain wrapper call, before the block it names

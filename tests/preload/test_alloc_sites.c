@@ -119,12 +119,17 @@ int main(void)
     (void)call((uintptr_t)&sites[4], key_table);     /* learns sites[3]'s last block */
 
     /* 8-byte blocks (PYTHONMALLOC=malloc): no object, and no second word
-     * to read (ASan saw the read past such a block): left out, marked. */
+     * to read (ASan saw the read past such a block): each left out, marked,
+     * from the first, and the site not learnt from them: a GC object it
+     * makes later is recorded. */
     static uint64_t small_block[1];
     block_size = sizeof small_block;
     v = run((uintptr_t)&sites[6], small_block, 100, &recorded);
     block_size = 32;
-    expect(v == PY_ALLOC_V_NOTOBJ && recorded == 48, "a site of 8-byte blocks is left out after 48, marked");
+    expect(v == PY_ALLOC_V_NOTOBJ && recorded == 0, "every 8-byte block is left out, marked");
+    v = run((uintptr_t)&sites[6], gc_object, 100, &recorded);
+    expect(v == 0 && recorded == 100, "a site of 8-byte blocks that makes GC objects records them");
+    (void)call((uintptr_t)&sites[4], key_table);     /* learns sites[6]'s last block */
 
     /* A free between the block and the look: no look, nothing learnt. */
     for (int i = 0; i < 100; i++) {
