@@ -64,11 +64,14 @@ def check(python, version):
         if not fails.check(report.returncode == 0, "%s: trace-replay report failed: %s"
                            % (tag, report.stderr[-500:])):
             return
-        groups = json.loads(report.stdout).get("double_inits") or []
+        doc = json.loads(report.stdout)
+        groups = doc.get("double_inits") or []
         fails.check(groups and all(g["type"] == CONVERTER for g in groups),
                     "%s: report's double inits: %s" % (tag, [g["type"] for g in groups]))
-        fails.check(sum(g["count"] for g in groups) == len(events),
-                    "%s: report counts %d, log has %d" % (tag, sum(g["count"] for g in groups), len(events)))
+        totals = doc.get("double_init_types") or []
+        counted = sum(t["count"] for t in totals)
+        fails.check([t["type"] for t in totals] == [CONVERTER] and counted == len(events),
+                    "%s: report counts %d (%s), log has %d" % (tag, counted, totals, len(events)))
         fails.check(all(g["native_stack"] and (g["native_stack"][0].get("function") or "").startswith("array_converter_new")
                         for g in groups),
                     "%s: the C function is not array_converter_new: %s"

@@ -632,6 +632,13 @@ for f in extra:
 """
 
 
+MANY_PLACES_PROGRAM = """
+import double_init as d
+for i in range(130):
+    exec(compile("\\n" * i + "d.make_twice()", "many_%d.py" % i, "exec"))
+"""
+
+
 def double_init(args, work):
     """Seed 001: each object initialised twice is listed, with both stacks."""
     cfg = subprocess.run([sys.executable, "-c", "import sysconfig; print(sysconfig.get_paths()['include']); "
@@ -667,6 +674,24 @@ def double_init(args, work):
     counts = sorted((d["type"], d["count"]) for d in doc["double_inits"])
     if counts != [("double_init.Thing", 1)] * 7 + [("double_init.Thing", 7), ("double_init.VarThing", 7)]:
         fail("JSON double_inits: %r" % counts)
+    totals = [(t["type"], t["count"], t["places"], t["listed"]) for t in doc.get("double_init_types", [])]
+    if totals != [("double_init.Thing", 14, 8, 8), ("double_init.VarThing", 7, 1, 1)]:
+        fail("JSON double_init_types: %r" % totals)
+    # A bug reached from more places than are listed (a helper's log had
+    # 7,391, and an 88 MB report): 100 of each type, and the totals.
+    prog, log = os.path.join(work, "many.py"), os.path.join(work, "many.tlog")
+    with open(prog, "w") as f:
+        f.write(MANY_PLACES_PROGRAM)
+    trace(args, prog, [], log, {"PYTHONPATH": work})
+    doc = json.loads(report(args, log, "--json"))
+    listed = [(d["type"], d["count"]) for d in doc["double_inits"]]
+    totals = [(t["type"], t["count"], t["places"], t["listed"]) for t in doc.get("double_init_types", [])]
+    if listed != [("double_init.Thing", 1)] * 100 or totals != [("double_init.Thing", 130, 130, 100)]:
+        fail("130 places: JSON double_inits %d entries %r, double_init_types %r"
+             % (len(listed), sorted(set(listed)), totals))
+    text = report(args, log)
+    if "... 125 more of double_init.Thing from 125 more places (report --json lists up to 100" not in text:
+        fail("130 places: the text's line for the places not shown is missing")
 
 
 # The child of a fork made with the collector off (start-up runs

@@ -95,6 +95,7 @@ typedef struct rpt_thread { uint32_t tid; uint64_t events; } rpt_thread;
 
 #define RPT_MAX_VIOLATIONS 64
 #define RPT_MAX_FRAMES 128              /* frames of a stack printed */
+#define RPT_DINIT_PLACES_LISTED 100     /* places of one type's double initialisations in --json and --html */
 
 typedef struct rpt {
     const tf_reader *reader;
@@ -216,6 +217,18 @@ long rpt_setting_number(const rpt *r, const char *key);
 /* How many distinct types the double initialisations are of (r->dinits
  * has one entry per type and pair of stacks). */
 uint32_t rpt_double_init_types(const rpt *r);
+/* The double initialisations by type, the order every printer lists them
+ * in: types with most objects first, and each type's places (its entries
+ * of r->dinits) most objects first, then by first seq.  Returns the types
+ * (malloc'd, *ntypes of them) and sets *ordered (malloc'd, r->ndinits
+ * entries: type i's places are (*ordered)[first, first + places)); NULL
+ * for both when there are none. */
+typedef struct rpt_dinit_type {
+    uint32_t type_name;                /* string id */
+    uint32_t places, first;
+    uint64_t count;                    /* objects */
+} rpt_dinit_type;
+rpt_dinit_type *rpt_double_inits_by_type(const rpt *r, const rpt_double_init ***ordered, uint32_t *ntypes);
 /* The i-th collection still open where the log ends (the process ended,
  * or was killed, while it ran: a finalizer's abort, a crash in a
  * callback), or NULL. */

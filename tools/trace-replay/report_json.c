@@ -295,20 +295,40 @@ static void model_check(rn_json *w, const rpt *r, rn_stacks *st)
     rn_json_end_obj(w);
 }
 
+/* Each type's places with most objects (a bug reached from thousands of
+ * lines made a report of 88 MB, every place with its stacks), and every
+ * type's totals. */
 static void double_inits(rn_json *w, const rpt *r, rn_stacks *st)
 {
+    const rpt_double_init **order;
+    uint32_t ntypes;
+    rpt_dinit_type *types = rpt_double_inits_by_type(r, &order, &ntypes);
     rn_json_arr(w, "double_inits");
-    for (uint32_t i = 0; i < r->ndinits; i++) {
-        const rpt_double_init *d = &r->dinits[i];
+    for (uint32_t t = 0; t < ntypes; t++)
+        for (uint32_t i = 0; i < types[t].places && i < RPT_DINIT_PLACES_LISTED; i++) {
+            const rpt_double_init *d = order[types[t].first + i];
+            rn_json_obj(w, NULL);
+            rn_json_str(w, "type", tf_reader_string(r->reader, d->type_name, NULL));
+            rn_json_u64(w, "count", d->count);
+            rn_json_u64(w, "first_seq", d->first_seq);
+            rn_json_u64(w, "object", d->first_obj);
+            rn_json_stacks(w, st, d->native_stack, d->py_stack);
+            rn_json_end_obj(w);
+        }
+    rn_json_end_arr(w);
+    rn_json_arr(w, "double_init_types");
+    for (uint32_t t = 0; t < ntypes; t++) {
         rn_json_obj(w, NULL);
-        rn_json_str(w, "type", tf_reader_string(r->reader, d->type_name, NULL));
-        rn_json_u64(w, "count", d->count);
-        rn_json_u64(w, "first_seq", d->first_seq);
-        rn_json_u64(w, "object", d->first_obj);
-        rn_json_stacks(w, st, d->native_stack, d->py_stack);
+        rn_json_str(w, "type", tf_reader_string(r->reader, types[t].type_name, NULL));
+        rn_json_u64(w, "count", types[t].count);
+        rn_json_u64(w, "places", types[t].places);
+        rn_json_u64(w, "listed", types[t].places < RPT_DINIT_PLACES_LISTED ? types[t].places
+                                                                           : RPT_DINIT_PLACES_LISTED);
         rn_json_end_obj(w);
     }
     rn_json_end_arr(w);
+    free(order);
+    free(types);
 }
 
 static void gc(rn_json *w, const rpt *r)

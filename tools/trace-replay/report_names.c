@@ -60,24 +60,69 @@ long rpt_setting_number(const rpt *r, const char *key)
     return -1;
 }
 
-static int compare_u32(const void *a, const void *b)
+static int by_type_name(const void *a, const void *b)
 {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
+    const rpt_double_init *x = *(const rpt_double_init *const *)a, *y = *(const rpt_double_init *const *)b;
+    return (x->type_name > y->type_name) - (x->type_name < y->type_name);
+}
+
+static int by_count_then_seq(const void *a, const void *b)
+{
+    const rpt_double_init *x = *(const rpt_double_init *const *)a, *y = *(const rpt_double_init *const *)b;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    return (x->first_seq > y->first_seq) - (x->first_seq < y->first_seq);
+}
+
+static int by_objects(const void *a, const void *b)
+{
+    const rpt_dinit_type *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    return (x->type_name > y->type_name) - (x->type_name < y->type_name);
+}
+
+rpt_dinit_type *rpt_double_inits_by_type(const rpt *r, const rpt_double_init ***ordered, uint32_t *ntypes)
+{
+    *ordered = NULL;
+    *ntypes = 0;
+    if (!r->ndinits)
+        return NULL;
+    const rpt_double_init **by_name = rp_xmalloc(r->ndinits * sizeof *by_name);
+    for (uint32_t i = 0; i < r->ndinits; i++)
+        by_name[i] = &r->dinits[i];
+    qsort(by_name, r->ndinits, sizeof *by_name, by_type_name);
+    rpt_dinit_type *types = rp_xcalloc(r->ndinits, sizeof *types);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < r->ndinits; i++) {
+        if (!i || by_name[i]->type_name != by_name[i - 1]->type_name)
+            types[n++] = (rpt_dinit_type){ .type_name = by_name[i]->type_name, .first = i };
+        types[n - 1].places++;
+        types[n - 1].count += by_name[i]->count;
+    }
+    for (uint32_t t = 0; t < n; t++)
+        qsort(by_name + types[t].first, types[t].places, sizeof *by_name, by_count_then_seq);
+    qsort(types, n, sizeof *types, by_objects);
+    /* The places again, in the types' new order. */
+    const rpt_double_init **out = rp_xmalloc(r->ndinits * sizeof *out);
+    for (uint32_t t = 0, k = 0; t < n; t++) {
+        memcpy(out + k, by_name + types[t].first, types[t].places * sizeof *out);
+        types[t].first = k;
+        k += types[t].places;
+    }
+    free(by_name);
+    *ordered = out;
+    *ntypes = n;
+    return types;
 }
 
 uint32_t rpt_double_init_types(const rpt *r)
 {
-    uint32_t *types = r->ndinits ? malloc(r->ndinits * sizeof *types) : NULL, count = 0;
-    if (!types)
-        return r->ndinits ? 1 : 0;
-    for (uint32_t i = 0; i < r->ndinits; i++)
-        types[i] = r->dinits[i].type_name;
-    qsort(types, r->ndinits, sizeof *types, compare_u32);
-    for (uint32_t i = 0; i < r->ndinits; i++)
-        count += !i || types[i] != types[i - 1];
-    free(types);
-    return count;
+    const rpt_double_init **ordered;
+    uint32_t n;
+    free(rpt_double_inits_by_type(r, &ordered, &n));
+    free(ordered);
+    return n;
 }
 
 const rpt_collection *rpt_open_collection(const rpt *r, uint32_t i)

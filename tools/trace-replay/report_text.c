@@ -326,19 +326,9 @@ void rpt_print_verdict_violation(const rpt *r, rn_stacks *st, FILE *out)
     }
 }
 
-/* The places a type was initialised twice at, most objects first (then
- * by first seq): one bug in an extension reached from many Python lines
- * is one type with hundreds of places. */
-static int by_type_then_count(const void *a, const void *b)
-{
-    const rpt_double_init *x = *(const rpt_double_init *const *)a, *y = *(const rpt_double_init *const *)b;
-    if (x->type_name != y->type_name)
-        return x->type_name < y->type_name ? -1 : 1;
-    if (x->count != y->count)
-        return x->count > y->count ? -1 : 1;
-    return (x->first_seq > y->first_seq) - (x->first_seq < y->first_seq);
-}
-
+/* Each type's places with most objects, the rest in a line: one bug in an
+ * extension reached from many Python lines is one type with hundreds of
+ * places. */
 #define DINIT_PLACES_SHOWN 5
 
 static void print_double_inits(const rpt *r, rn_stacks *st, FILE *out)
@@ -348,33 +338,29 @@ static void print_double_inits(const rpt *r, rn_stacks *st, FILE *out)
         fprintf(out, "  not watched: %s\n", rpt_double_init_off(r));
     else if (!r->ndinits)
         fprintf(out, "  none\n");
-    const rpt_double_init **order = r->ndinits ? malloc(r->ndinits * sizeof *order) : NULL;
-    for (uint32_t i = 0; order && i < r->ndinits; i++)
-        order[i] = &r->dinits[i];
-    if (order)
-        qsort(order, r->ndinits, sizeof *order, by_type_then_count);
-    for (uint32_t i = 0, shown_of_type = 0; i < r->ndinits; i++) {
-        const rpt_double_init *d = order ? order[i] : &r->dinits[i];
-        const char *type = tf_reader_string(r->reader, d->type_name, NULL);
+    const rpt_double_init **order;
+    uint32_t ntypes;
+    rpt_dinit_type *types = rpt_double_inits_by_type(r, &order, &ntypes);
+    for (uint32_t t = 0; t < ntypes; t++) {
         char shown[256];
-        shown_of_type = i && (order ? order[i - 1] : &r->dinits[i - 1])->type_name == d->type_name
-                            ? shown_of_type + 1 : 0;
-        if (order && shown_of_type == DINIT_PLACES_SHOWN) {
-            /* The rest of this type's places in one line. */
-            uint64_t objects = 0;
-            uint32_t places = 0;
-            for (; i < r->ndinits && order[i]->type_name == d->type_name; i++, places++)
-                objects += order[i]->count;
-            fprintf(out, "  ... %" PRIu64 " more of %s from %u more places (report --json lists every one)\n",
-                    objects, rn_text(shown, sizeof shown, type), places);
-            i--;
-            continue;
+        const char *type = rn_text(shown, sizeof shown, tf_reader_string(r->reader, types[t].type_name, NULL));
+        uint64_t objects = 0;
+        for (uint32_t i = 0; i < types[t].places; i++) {
+            const rpt_double_init *d = order[types[t].first + i];
+            if (i < DINIT_PLACES_SHOWN) {
+                fprintf(out, "  %" PRIu64 " x %s, first at seq %" PRIu64 " (object 0x%" PRIx64 ")\n", d->count,
+                        type, d->first_seq, d->first_obj);
+                print_stacks(st, out, d->py_stack, d->native_stack);
+            } else {
+                objects += d->count;
+            }
         }
-        fprintf(out, "  %" PRIu64 " x %s, first at seq %" PRIu64 " (object 0x%" PRIx64 ")\n", d->count,
-                rn_text(shown, sizeof shown, type), d->first_seq, d->first_obj);
-        print_stacks(st, out, d->py_stack, d->native_stack);
+        if (types[t].places > DINIT_PLACES_SHOWN)
+            fprintf(out, "  ... %" PRIu64 " more of %s from %u more places (report --json lists up to %d of each "
+                         "type)\n", objects, type, types[t].places - DINIT_PLACES_SHOWN, RPT_DINIT_PLACES_LISTED);
     }
     free(order);
+    free(types);
 }
 
 /* With every object allocation recorded (TRACE_PY_ALLOCS=1): which sites
