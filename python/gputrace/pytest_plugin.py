@@ -250,6 +250,7 @@ class _Session:
         for nodeid in self.raised & set(self.results["tests"]):
             r = self.results["tests"][nodeid]
             r["gc_freed_raised"], r["gc_freed"] = r["gc_freed"], []
+        set_aside_held_by_raising(self.results, self.raised)
         fail_leaks = self.config.getoption("gputrace_fail_leaks")
         fail_gc = self.config.getoption("gputrace_fail_gc")
         for nodeid, r in sorted(self.results["tests"].items()):
@@ -291,6 +292,17 @@ class _Session:
                                                          for a in res["tests"][n]["gc_freed_raised"])),
                               ", ".join(_shown(self.config, n) for n in raised[:3]),
                               ", ..." if len(raised) > 3 else ""))
+        held = sorted(n for n, r in res["tests"].items() if r.get("gc_freed_after_raise"))
+        if held:
+            tr.write_line("note: %d test(s) had %s that only a collection freed, after another test raised while it "
+                          "was allocated, not counted: the raising test's frame may have held it (pytest keeps that "
+                          "frame, and its locals, in a reference cycle or in sys.last_traceback) (%s%s)" % (
+                              len(held), size_text(sum(a["size"] for n in held
+                                                       for a in res["tests"][n]["gc_freed_after_raise"])),
+                              ", ".join("%s after %s" % (_shown(self.config, n), _shown(
+                                  self.config, res["tests"][n]["gc_freed_after_raise"][0]["raised_test"]))
+                                        for n in held[:3]),
+                              ", ..." if len(held) > 3 else ""))
         traced = len(res["tests"])
         found = {n: r for n, r in res["tests"].items() if r["leaked"] or r["gc_freed"] or r["double_init"]}
         for nodeid in sorted(found):
@@ -391,8 +403,33 @@ def device_only(allocs):
     return [rec for key, rec in allocs.items() if not key[0].startswith("host")]
 
 
+def set_aside_held_by_raising(res, raised):
+    """Memory of a test that a collection freed after another test raised
+    while it was allocated is set aside (gc_freed_after_raise), not charged:
+    the raising test may have held it in a local (a cache's entry, a
+    fixture's value), and pytest keeps the raising test's frame in a
+    reference cycle (or sys.last_traceback, until the next failure), so a
+    collection frees it once nothing else holds it."""
+    by_log = {}
+    for nodeid, log, begin, end in res["windows"]:
+        if nodeid in raised:
+            by_log.setdefault(log, []).append((begin, end, nodeid))
+    for nodeid, r in res["tests"].items():
+        kept, held = [], []
+        for a in r["gc_freed"]:
+            # A raising test that began before the collection and had not
+            # ended when the block was allocated (end None: it never did).
+            a["raised_test"] = next((n for begin, end, n in by_log.get(a["log"], ())
+                                     if n != nodeid and begin < a["gc_seq"] and (end is None or end > a["seq"])),
+                                    None)
+            (held if a["raised_test"] else kept).append(a)
+        r["gc_freed"] = kept
+        if held:
+            r["gc_freed_after_raise"] = held
+
+
 def analyse_dir(log_dir, root=None):
-    res = {"tests": {}, "notes": [], "logs": 0}
+    res = {"tests": {}, "notes": [], "logs": 0, "windows": []}
     dump = gputrace.tool("trace-dump")
     for name in sorted(os.listdir(log_dir)):
         if name.endswith(".tlog"):
@@ -414,6 +451,7 @@ def analyse_log(dump, path, res, root=None):
     live = {}           # (space, key) -> allocation record
     segments = set()    # pointers pools hold as segments (pool_segment grow)
     test = None         # nodeid of the running test
+    window = None       # its entry of res["windows"]
     test_file = None
     wide_fixture = 0    # depth of wider-than-function fixture setup
     current = {}        # (space, key) of what the running test allocated -> record
@@ -437,7 +475,8 @@ def analyse_log(dump, path, res, root=None):
     def allocated(ev, space, key, size, what):
         if test is None or wide_fixture or size == 0:
             return
-        rec = {"test": test, "size": size, "what": what, "seq": ev["seq"], "site": _site(ev, test_file, root)}
+        rec = {"test": test, "size": size, "what": what, "seq": ev["seq"], "site": _site(ev, test_file, root),
+               "log": path}
         live[(space, key)] = rec
         current[(space, key)] = rec
 
@@ -454,6 +493,7 @@ def analyse_log(dump, path, res, root=None):
             r = results_for(rec["test"])
             if rec in r["leaked"]:
                 r["leaked"].remove(rec)
+            rec["gc_seq"] = ev["seq"]
             r["gc_freed"].append(rec)
         else:
             rec["freed_seq"] = ev["seq"]
@@ -478,10 +518,17 @@ def analyse_log(dump, path, res, root=None):
                 continue
             verb, _, rest = text[len(MARK):].partition(" ")
             if verb == "begin":
+                if test is not None:
+                    window[3] = ev["seq"]
                 test, current = rest, {}
+                # (test, log, begin seq, end seq): which tests ran while a
+                # block was allocated (held_by_raising)
+                window = [test, path, ev["seq"], None]
+                res["windows"].append(window)
                 test_file = rest.split("::")[0]
                 results_for(test)
             elif verb == "end" and test is not None:
+                window[3] = ev["seq"]
                 results_for(test)["leaked"].extend(device_only(current))
                 test, current = None, {}
             elif verb == "fixture-begin":

@@ -228,6 +228,20 @@ def main():
           "raising tests are not charged with pytest's cycle, the last test's own cycle is: %d %s\n%s"
           % (p.returncode, got, section or p.stdout[-1500:]))
 
+    # A raising test's frame that holds another test's cached buffer: the
+    # collection that frees the frame frees the buffer, which is not the
+    # allocating test's finding (a note names both).
+    p = pytest(opts, venv, ["--gputrace", "--gputrace-fail-gc", "test_raising_holds.py"])
+    got, section = outcomes(p.stdout), gputrace_section(p.stdout)
+    check(p.returncode == 0 and got == {"test_raising_holds.py::test_loads": {"PASSED"},
+                                        "[1]": {"SKIPPED"},
+                                        "test_raising_holds.py::test_evicts": {"PASSED"}}
+          and "only garbage collection freed" not in section
+          and "1 test(s) had 8.0 MiB that only a collection freed, after another test raised" in section
+          and "test_raising_holds.py::test_loads after test_raising_holds.py::test_skips_holding" in section,
+          "a buffer a raising test held is charged to the test that allocated it: %d %s\n%s"
+          % (p.returncode, got, section or p.stdout[-1500:]))
+
     # A finalizer's temporary, made and freed inside the collection the
     # test runs: not memory only a collection freed.
     p = pytest(opts, venv, ["--gputrace", "--gputrace-fail-gc", "test_finalizer.py"])
