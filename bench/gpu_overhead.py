@@ -29,6 +29,7 @@ Prints a markdown table; exit status 0, or 77 where there is no GPU.
 """
 import argparse
 import importlib.machinery
+import importlib.util
 import json
 import os
 import statistics
@@ -180,8 +181,9 @@ def main():
         print("gpu_overhead: SKIPPED: no GPU on this machine (nvidia-smi -L lists none)")
         return 77
     # The bundle's libraries, where this machine lacks them (as gpu-check does).
-    gpu_check = importlib.machinery.SourceFileLoader(
-        "gpu_check", os.path.join(REPO, "scripts", "gpu-check")).load_module()
+    loader = importlib.machinery.SourceFileLoader("gpu_check", os.path.join(REPO, "scripts", "gpu-check"))
+    gpu_check = importlib.util.module_from_spec(importlib.util.spec_from_loader("gpu_check", loader))
+    loader.exec_module(gpu_check)
     gpu_check.use_bundled_deps(args.build)
 
     workdir = args.work or os.path.join("/tmp", "gpu_overhead-%d" % os.getpid())
