@@ -3,11 +3,14 @@
  *
  * Three levels, each indexed by a slice of the address: a static table of
  * 2^16 entries (one per 4 GiB), a mapped table of 4096 leaves (one per
- * MiB), and a mapped leaf of 65536 bits (one per 16 bytes).  Object blocks
- * are 16-aligned (pymalloc's alignment on 64-bit since 3.8, and malloc's
- * for the larger ones), so two blocks never share a bit; an address that is
- * not aligned is never marked (block_marks_set says so and the caller
- * records the block), so its test is 0 and its clear does nothing.
+ * MiB), and a mapped leaf of 131072 bits (one per 8 bytes).  Two blocks
+ * never share a bit: pymalloc's are 16-aligned (on 64-bit since 3.8), and
+ * a malloc's are 8-aligned at least, 8 bytes at least (the 8-byte blocks of
+ * jemalloc, tcmalloc and mimalloc under PYTHONMALLOC=malloc, which hold no
+ * object and are marked: a bit per 16 bytes could mark only half of them,
+ * and the rest were recorded as objects).  An address that is not aligned
+ * is never marked (block_marks_set says so and the caller records the
+ * block), so its test is 0 and its clear does nothing.
  */
 #include "block_marks.h"
 #include "host_blocks.h"
@@ -53,7 +56,7 @@ static void *get_or_make(block_marks_entry *at, size_t bytes)
 }
 
 /* The word holding the address's bit, its pages made if missing; NULL
- * when it cannot have one (not 16-aligned, above 2^48, no memory). */
+ * when it cannot have one (not 8-aligned, above 2^48, no memory). */
 static block_marks_word *word_made(uintptr_t a, uint64_t *bit)
 {
     if ((a & ((1u << GRANULE_SHIFT) - 1)) || (uint64_t)a >> TOP_SHIFT)

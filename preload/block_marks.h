@@ -1,5 +1,5 @@
 /*
- * block_marks.h - one bit per 16-byte-aligned address: the object blocks
+ * block_marks.h - one bit per 8-byte-aligned address: the object blocks
  * whose allocation TRACE_PY_ALLOCS left out and whose free cannot tell so.
  *
  * A collection's frees are recorded (py_free) and matched, by address, to
@@ -14,11 +14,11 @@
  * mark set is left out.
  *
  * The bits are exact, never approximate: a mark that cannot be made (an
- * address not 16-aligned or above 2^48, no memory for its page of bits)
+ * address not 8-aligned or above 2^48, no memory for its page of bits)
  * makes the caller record the block instead, so a free is left out only for
  * a block whose allocation was.  Lock-free (an interpreter with its own GIL
  * may run beside another): pages of bits are mapped on first use, put in
- * place with a compare-and-swap, and kept for the process's life (8 KiB per
+ * place with a compare-and-swap, and kept for the process's life (16 KiB per
  * MiB of heap that held a marked block).  Inherited across fork as they
  * are, like the heap they describe.
  */
@@ -32,10 +32,10 @@
 /* Marks the block's address: 1, or 0 when it cannot be marked. */
 int block_marks_set(const void *block);
 
-/* The bits: a table per 4 GiB of addresses below 2^48, a leaf of 65536
+/* The bits: a table per 4 GiB of addresses below 2^48, a leaf of 131072
  * bits per MiB in it (block_marks.c).  Clear and test are inline: every
  * recorded allocation clears. */
-#define BLOCK_MARKS_GRANULE_SHIFT 4
+#define BLOCK_MARKS_GRANULE_SHIFT 3
 #define BLOCK_MARKS_LEAF_SHIFT 20
 #define BLOCK_MARKS_MID_SHIFT 32
 #define BLOCK_MARKS_TOP_SHIFT 48
@@ -44,7 +44,7 @@ typedef _Atomic(void *) block_marks_entry;
 extern block_marks_entry block_marks_top[1u << (BLOCK_MARKS_TOP_SHIFT - BLOCK_MARKS_MID_SHIFT)];
 
 /* The word holding the address's bit, or NULL when no bit of its MiB was
- * ever set (or it cannot have one: not 16-aligned, or above 2^48). */
+ * ever set (or it cannot have one: not 8-aligned, or above 2^48). */
 static inline block_marks_word *block_marks_find(uintptr_t a, uint64_t *bit)
 {
     if (__builtin_expect((a & ((1u << BLOCK_MARKS_GRANULE_SHIFT) - 1)) || (uint64_t)a >> BLOCK_MARKS_TOP_SHIFT, 0))

@@ -225,8 +225,8 @@ static __attribute__((noinline)) void note_object_free_slow(const domain_wrapper
         return;
     /* The mark before the type word: a marked block may be under two words
      * (python_alloc_sites.h), with no type word to read.  (One that could
-     * not be marked, an 8-byte block at an address not 16-aligned, is still
-     * read: 8 bytes into its neighbour, in the same page of the malloc's.) */
+     * not be marked, for want of memory for its page of bits, was recorded:
+     * its free is read, 8 bytes into its neighbour.) */
     if (filter_plain && (block_marks_test(ptr) || py_alloc_block_plain(ptr)))
         return;   /* its allocation was left out: python_alloc_sites.c */
     tf_event e;

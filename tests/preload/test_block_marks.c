@@ -39,12 +39,15 @@ static void marks_and_neighbours(void)
     for (unsigned i = 0; i < n; i++) {
         CHECK(block_marks_test(at(addrs[i])) == !(i & 1), "%#lx: test %d, expected %d", (unsigned long)addrs[i],
               block_marks_test(at(addrs[i])), !(i & 1));
-        /* the 16 bytes around it are other blocks' */
+        /* the 8 and 16 bytes around it are other blocks' */
+        CHECK(!block_marks_test(at(addrs[i] + 8)), "%#lx + 8 marked", (unsigned long)addrs[i]);
         CHECK(!block_marks_test(at(addrs[i] + 16)) || (i + 1 < n && addrs[i] + 16 == addrs[i + 1] && !(i & 1)),
               "%#lx + 16 marked", (unsigned long)addrs[i]);
-        if (addrs[i] >= 16)
+        if (addrs[i] >= 16) {
+            CHECK(!block_marks_test(at(addrs[i] - 8)), "%#lx - 8 marked", (unsigned long)addrs[i]);
             CHECK(!block_marks_test(at(addrs[i] - 16)) || (i > 0 && addrs[i] - 16 == addrs[i - 1] && (i & 1)),
                   "%#lx - 16 marked", (unsigned long)addrs[i]);
+        }
     }
     CHECK(block_marks_set(at(addrs[0])), "a second mark of the same block");
     for (unsigned i = 0; i < n; i++)
@@ -60,7 +63,7 @@ static void lone(void)
     const uintptr_t m = 0x300000 + 37 * 16;
     CHECK(block_marks_set(at(m)), "%#lx not marked", (unsigned long)m);
     int found = 0;
-    for (uintptr_t a = m - 4096; a <= m + 4096; a += 16)
+    for (uintptr_t a = m - 4096; a <= m + 4096; a += 8)
         if (block_marks_test(at(a)) && a != m) {
             CHECK(0, "%#lx marked, only %#lx was", (unsigned long)a, (unsigned long)m);
             if (++found > 3)
@@ -75,13 +78,18 @@ static void lone(void)
 static void refused(void)
 {
     CHECK(block_marks_set(at(0x20000)), "0x20000 not marked");
-    CHECK(!block_marks_set(at(0x20008)), "an address not 16-aligned was marked");
-    CHECK(!block_marks_test(at(0x20008)), "an address not 16-aligned tests marked");
+    CHECK(!block_marks_set(at(0x20004)), "an address not 8-aligned was marked");
+    CHECK(!block_marks_test(at(0x20004)), "an address not 8-aligned tests marked");
+    block_marks_clear(at(0x20004));
+    CHECK(block_marks_test(at(0x20000)), "a clear of 0x20004 cleared 0x20000");
+    /* 8-byte blocks side by side (another malloc's smallest class): each
+     * its own bit */
+    CHECK(block_marks_set(at(0x20008)), "0x20008 (8-aligned) not marked");
+    block_marks_clear(at(0x20000));
+    CHECK(!block_marks_test(at(0x20000)) && block_marks_test(at(0x20008)), "8-byte neighbours share a bit");
     block_marks_clear(at(0x20008));
-    CHECK(block_marks_test(at(0x20000)), "a clear of 0x20008 cleared 0x20000");
     CHECK(!block_marks_set(at((uintptr_t)1 << 48)), "an address at 2^48 was marked");
     CHECK(!block_marks_test(at(((uintptr_t)1 << 48) | 0x20000)), "an address above 2^48 aliases one below");
-    block_marks_clear(at(0x20000));
 }
 
 /* Two threads marking and clearing alternate blocks of the same words:

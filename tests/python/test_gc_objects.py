@@ -390,8 +390,8 @@ def check_tracemalloc(python, tag):
 
 
 # PYTHONMALLOC=malloc: the object domain's blocks come from malloc, which
-# hands out 8-byte blocks (under ASan and jemalloc; glibc's smallest holds
-# 24).  Such a block holds no object: its allocation is left out, and its
+# hands out 8-byte blocks (ASan's, and jemalloc's, tcmalloc's and
+# mimalloc's at 8-aligned addresses; glibc's smallest holds 24).  Such a block holds no object: its allocation is left out, and its
 # free inside a collection (here, by a finalizer) neither recorded nor read
 # past (ASan saw the read of its type word).
 SMALL_BLOCKS = """\
@@ -414,21 +414,30 @@ gc.collect()
 """
 
 
+# Mallocs whose smallest blocks are 8 bytes at 8-aligned addresses.
+OTHER_MALLOCS = ["/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
+                 "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"]
+
+
 def check_small_blocks(python, tag):
-    with tempfile.TemporaryDirectory() as tmp:
-        script = program_file(tmp, "small.py", SMALL_BLOCKS)
-        run = pt.run_traced([python, script], args.preload, args.pylog,
-                            env={"TRACE_PY_ALLOCS": "1", "PYTHONMALLOC": "malloc"})
-        blocks = set(int(p) for p in run.proc.stdout.split())
-        allocs = [e for e in run.of("py_alloc") if e["size"] < 16]
-        # the last collection's frees (the addresses may have held recorded
-        # objects before: malloc reuses them)
-        last = max((e["seq"] for e in run.of("gc_start")), default=0)
-        frees = [e for e in run.of("py_free") if e["ptr"] in blocks and e["seq"] > last]
-        fails.check(run.proc.returncode == 0 and len(blocks) == 200 and not allocs and not frees,
-                    "%s: 8-byte object-domain blocks under PYTHONMALLOC=malloc: exit %d (%s), %d blocks, "
-                    "%d recorded py_alloc, %d py_free (expected none)"
-                    % (tag, run.proc.returncode, run.proc.stderr[-300:], len(blocks), len(allocs), len(frees)))
+    asan = "libasan" in args.preload
+    # Under ASan its malloc is first already; another one before it cannot be.
+    for first in [None] + ([] if asan else [m for m in OTHER_MALLOCS if os.path.exists(m)]):
+        with tempfile.TemporaryDirectory() as tmp:
+            script = program_file(tmp, "small.py", SMALL_BLOCKS)
+            run = pt.run_traced([python, script], first + ":" + args.preload if first else args.preload,
+                                args.pylog, env={"TRACE_PY_ALLOCS": "1", "PYTHONMALLOC": "malloc"})
+            blocks = set(int(p) for p in run.proc.stdout.split())
+            allocs = [e for e in run.of("py_alloc") if e["size"] < 16]
+            # the last collection's frees (the addresses may have held
+            # recorded objects before: malloc reuses them)
+            last = max((e["seq"] for e in run.of("gc_start")), default=0)
+            frees = [e for e in run.of("py_free") if e["ptr"] in blocks and e["seq"] > last]
+            fails.check(run.proc.returncode == 0 and len(blocks) == 200 and not allocs and not frees,
+                        "%s%s: 8-byte object-domain blocks under PYTHONMALLOC=malloc: exit %d (%s), %d blocks, "
+                        "%d recorded py_alloc, %d py_free (expected none)"
+                        % (tag, ", " + os.path.basename(first) + " first" if first else "", run.proc.returncode,
+                           run.proc.stderr[-300:], len(blocks), len(allocs), len(frees)))
 
 
 def check_all(python, version):
