@@ -167,6 +167,7 @@ TLS const void *py_alloc_pending;             /* a block to look at, made at pen
 static TLS uintptr_t pending_site;
 static TLS _Atomic uint64_t *pending_slot;    /* where pending_site's verdict was */
 static TLS uint64_t pending_frees;            /* py_alloc_frees when it was made */
+static TLS size_t pending_size;               /* its size: the words that may be read */
 
 static int add_range(const char *name, uint64_t state)
 {
@@ -255,33 +256,62 @@ int py_alloc_block_plain(const void *block)
 
 /*
  * Whether a block made at a site being learnt holds no object at all, GC or
- * not: a dict key table (3.8 to 3.12 make them in the object domain, from a
- * static function), whose first word is its reference count and whose
- * second holds its sizes (3.8-3.10: the slot count; 3.11-3.12: in bytes,
- * the log2 of the slot count, the log2 of the index's bytes, the kind, a
- * pad byte, then a version, 0 in a new table).  The first word is a small
- * count, 1 to 255: a GC object's block starts with its GC header's link to
- * the next one, 0 or a pointer (a collection tags pointers in the low bit),
- * or from 3.12 with a pre-header whose words are pointers (one perhaps
- * tagged) or 0, never with such a count.  The second word is not a type
- * object's address, which an object without a GC header has there after
- * its reference count: below 4096, where nothing is mapped, or not
- * 8-aligned, or (a 3.11 table of 256 slots, 2^16...) the exact shape of a
- * table's sizes under 4 GiB, which a type's address would match by chance
- * about once in 30,000 (and a site is learnt from 48 blocks in a row).  A
- * 3.8-3.10 table of 4096 slots or more matches none of these and makes its
- * site recorded for good: a missed saving, not a wrong one.
+ * not: a dict key table (3.8 to 3.12 make them in the object domain, from
+ * static functions: new_keys_object, clone_combined_dict_keys), whose first
+ * word is its reference count and whose second holds its sizes (3.8-3.10:
+ * the slot count; 3.11-3.12: in bytes, the log2 of the slot count, the log2
+ * of the index's bytes, the kind, a pad byte, then a version: 0 in a new
+ * table, its source's in a copy of a table the specialiser watched).  The
+ * first word is a small count, 1 to 255: a GC object's block starts with its
+ * GC header's link to the next one, 0 or a pointer (a collection tags
+ * pointers in the low bit), or from 3.12 with a pre-header whose words are
+ * pointers (one perhaps tagged) or 0, never with such a count.  The second
+ * word is not a type object's address, which an object without a GC header
+ * has there after its reference count: below 4096, where nothing is mapped,
+ * or not 8-aligned, or (a 3.11 table of 256 slots, 2^16...) the exact shape
+ * of a table's sizes under 4 GiB, which a type's address would match by
+ * chance about once in 30,000 (and a site is learnt from 48 blocks in a
+ * row).  A table of any version, or a 3.8-3.10 one of 4096 slots or more
+ * (its count a power of two, 8-aligned), is told by its next words too:
+ * the room left and the entries used add up to exactly two thirds of the
+ * slots (USABLE_FRACTION), which an object's fields after a type that looks
+ * like a table's sizes would match by no more than chance.  And a table
+ * whose count is 0 already: the look can come while it is being freed (a
+ * copy made and dropped, its entries released before the table, each
+ * release a call of our wrapper), when a count of 0 is also what a fresh GC
+ * object's header starts with, so there the counts must match.  Missing
+ * one made its site recorded for good, and every table it made counted
+ * among the objects collections freed (a copy of sys.modules, 100 KiB, in
+ * each of PyTorch's optimizer constructions).
  */
-static int block_not_object(const void *block)
+/* A table's shape with its counts: two thirds of its slots are the room
+ * left and the entries used, exactly. */
+static int table_counts(const uint64_t *w, size_t size)
+{
+    uint64_t t = w[1];
+    unsigned log2_size = t & 0xff, log2_index = t >> 8 & 0xff, kind = t >> 16 & 0xff;
+    if (log2_size >= 3 && log2_size < 48 && log2_index - log2_size <= 3 && kind <= 2 &&
+        size >= 4 * sizeof(uint64_t) && w[2] + w[3] == ((uint64_t)2 << log2_size) / 3)
+        return 1;                                   /* 3.11-3.12 */
+    /* 3.8-3.10: the slot count, then the lookup function, the room left
+     * and the entries used */
+    return t >= 8 && (t & (t - 1)) == 0 && size >= 5 * sizeof(uint64_t) && w[3] + w[4] == (t << 1) / 3;
+}
+
+static int block_not_object(const void *block, size_t size)
 {
     const uint64_t *w = block;
+    if (w[0] == 0)
+        return table_counts(w, size);   /* being freed, see above */
     if (w[0] - 1 >= 255)
         return 0;
     uint64_t t = w[1];
     if (t < 4096 || (t & 7) != 0)
         return 1;
     unsigned log2_size = t & 0xff, log2_index = t >> 8 & 0xff, kind = t >> 16 & 0xff;
-    return t >> 32 == 0 && log2_size >= 3 && log2_index - log2_size <= 3 && kind <= 2;
+    if (t >> 32 == 0 && log2_size >= 3 && log2_index - log2_size <= 3 && kind <= 2)
+        return 1;                       /* 3.11-3.12, a new table */
+    return table_counts(w, size);
 }
 
 /* The state a new site starts with: from the named ranges, else learning
@@ -323,7 +353,7 @@ static _Atomic uint64_t *slot_of(uintptr_t ra)
     return empty ? empty : &py_alloc_verdicts[home];
 }
 
-unsigned py_alloc_site_verdict_slow(uintptr_t ra, const void *block)
+unsigned py_alloc_site_verdict_slow(uintptr_t ra, const void *block, size_t size)
 {
     if (!nplain || !ra || (uint64_t)ra >> (64 - V_SHIFT))
         return 0;
@@ -339,6 +369,7 @@ unsigned py_alloc_site_verdict_slow(uintptr_t ra, const void *block)
         py_alloc_pending = block;
         pending_site = ra;
         pending_slot = slot;
+        pending_size = size;
         pending_frees = atomic_load_explicit(&py_alloc_frees, memory_order_relaxed);
     }
     return 0;
@@ -355,7 +386,7 @@ void py_alloc_sites_learn(void)
     if (v >> V_SHIFT != pending_site || v & V_DECIDED)
         return;   /* the slot went to another site meanwhile: learnt again later */
     int plain = py_alloc_block_plain(block);
-    if (!plain && !block_not_object(block)) {
+    if (!plain && !block_not_object(block, pending_size)) {
         v |= V_GENERAL;
     } else {
         uint64_t saw = (v & V_SAW_NOTOBJ) | (plain ? 0 : V_SAW_NOTOBJ);

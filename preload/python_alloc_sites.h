@@ -34,7 +34,7 @@ unsigned py_alloc_sites_buffers(void);
  * ones, under PYTHONMALLOC=malloc) holds no object: PY_ALLOC_V_NOTOBJ, by
  * itself, whatever its site (nothing is read from it, and its site is not
  * learnt from it). */
-unsigned py_alloc_site_verdict_slow(uintptr_t ra, const void *block);
+unsigned py_alloc_site_verdict_slow(uintptr_t ra, const void *block, size_t size);
 
 /* Verdicts by call site: return address << PY_ALLOC_V_SHIFT | state, 0 an
  * empty slot; a site's slot is its home slot or one of the next few
@@ -59,7 +59,7 @@ static inline unsigned py_alloc_site_verdict(uintptr_t ra, const void *block, si
                                       memory_order_relaxed);
     if (__builtin_expect(v >> PY_ALLOC_V_SHIFT == ra && ra != 0 && v & PY_ALLOC_V_DECIDED, 1))
         return (unsigned)v & (PY_ALLOC_V_PLAIN | PY_ALLOC_V_NOTOBJ);
-    return py_alloc_site_verdict_slow(ra, block);
+    return py_alloc_site_verdict_slow(ra, block, size);
 }
 
 /* At the start of every OBJ-domain wrapper call, before the block it names

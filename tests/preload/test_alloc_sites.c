@@ -131,6 +131,37 @@ int main(void)
     expect(v == 0 && recorded == 100, "a site of 8-byte blocks that makes GC objects records them");
     (void)call((uintptr_t)&sites[4], key_table);     /* learns sites[6]'s last block */
 
+    /* Key tables the first look missed, each of which made its site
+     * recorded for good (and its tables counted as collected objects):
+     * a 3.12 copy of a table the specialiser versioned, a 3.10 table of
+     * 8192 slots, and a table looked at while it is freed (its count
+     * already 0).  Their counts add up to two thirds of the slots.  A fresh
+     * GC object's header (zeros) and a count-0 block whose counts do not
+     * add up are objects. */
+    static uint64_t versioned[4] = { 1, 0x123400010e0dull, 461, 5000 };
+    static uint64_t big_310[5] = { 1, 8192, 0x7f0012345678ull, 461, 5000 };
+    static uint64_t being_freed[4] = { 0, 0x10404, 1, 9 };
+    static uint64_t fresh_gc[4] = { 0, 0, 0, 0 };
+    static uint64_t counts_off[4] = { 0, 0x10404, 1, 8 };
+    struct { const uint64_t *block; size_t size; unsigned want; const char *what; } tables[] = {
+        { versioned, 32, PY_ALLOC_V_NOTOBJ, "a 3.12 table with a version" },
+        { big_310, 40, PY_ALLOC_V_NOTOBJ, "a 3.10 table of 8192 slots" },
+        { being_freed, 32, PY_ALLOC_V_NOTOBJ, "a table whose count fell to 0" },
+        { fresh_gc, 32, 0, "a fresh GC object (a header of zeros)" },
+        { counts_off, 32, 0, "a count of 0 without a table's counts" },
+        { big_310, 32, 0, "a 3.10-shaped block too small for the counts" },
+    };
+    for (unsigned i = 0; i < sizeof tables / sizeof tables[0]; i++) {
+        uintptr_t ra = (uintptr_t)&sites[7 + i];
+        block_size = tables[i].size;
+        v = run(ra, tables[i].block, 100, &recorded);
+        (void)call((uintptr_t)&sites[4], key_table);     /* learns the last block */
+        v = call(ra, tables[i].block);
+        expect(v == tables[i].want, tables[i].what);
+        printf("%s: verdict %u, %d of 100 recorded\n", tables[i].what, v, recorded);
+    }
+    block_size = 32;
+
     /* A free between the block and the look: no look, nothing learnt. */
     for (int i = 0; i < 100; i++) {
         v = call((uintptr_t)&sites[5], key_table);

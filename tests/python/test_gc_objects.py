@@ -414,6 +414,45 @@ gc.collect()
 """
 
 
+# Copies of a big dict, each kept by a cycle (PyTorch's optimizers copy
+# sys.modules this way, through inspect): the copy's key table is no
+# object, though 3.11 and 3.12 give a copy its source's version, and a
+# table dropped at once is looked at with its count already 0.  Only the
+# dicts and the Cyc instances are objects the collection freed.
+DICT_COPIES = """\
+import gc
+big = {str(i): i for i in range(5000)}
+gc.disable()
+class Cyc:
+    pass
+for i in range(200):
+    big.copy()                                  # made and dropped
+    c = Cyc(); c.me = c
+    c.d = big.copy()                            # LINE:copy
+    del c
+gc.collect()
+"""
+
+
+def check_dict_copies(python, tag):
+    with tempfile.TemporaryDirectory() as tmp:
+        script = program_file(tmp, "copies.py", DICT_COPIES)
+        run, log = pt.run_traced_keep([python, script], args.preload, args.pylog, env={"TRACE_PY_ALLOCS": "1"})
+        try:
+            data = json.loads(report(log, "--json")) if run.proc.returncode == 0 else {"sites": []}
+            at = [s for s in data["sites"]
+                  if (s["python"] or "").startswith("%s:%d " % (script, line("copy", DICT_COPIES)))]
+            count = sum(s["gc_object_count"] for s in at)
+            size = sum(s["gc_object_bytes"] for s in at)
+            # At most the 200 dicts (those not from the free list), 48 to
+            # 64 bytes each; each key table is 100 KiB or more.
+            fails.check(run.proc.returncode == 0 and count <= 200 and size < 100 << 10,
+                        "%s: dict copies kept by cycles: exit %d, %d objects, %d bytes collected at the copy's "
+                        "line (expected the dicts alone, no key table)" % (tag, run.proc.returncode, count, size))
+        finally:
+            pt.discard(log)
+
+
 # Mallocs whose smallest blocks are 8 bytes at 8-aligned addresses.
 OTHER_MALLOCS = ["/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
                  "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"]
@@ -450,6 +489,7 @@ def check_all(python, version):
     check_segments(python, "%s (%s)" % (version, python))
     check_tracemalloc(python, "%s (%s)" % (version, python))
     check_small_blocks(python, "%s (%s)" % (version, python))
+    check_dict_copies(python, "%s (%s)" % (version, python))
 
 
 pt.for_each_interpreter(args.python, check_all, fails)
