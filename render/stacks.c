@@ -3,8 +3,12 @@
  *
  * Two caches, both keyed through the format's id map (ids are hashed there,
  * so hostile ids cost nothing): distinct frames, keyed by a hash of (module,
- * address, outer) checked against the entry; and stacks, by id, as lists of
- * frame numbers.
+ * address, outer), or for Python of (code, line), checked against the
+ * entry; and stacks, by id, as lists of frame numbers.  A frame's text and
+ * JSON are made once however many stacks hold it: deep Python stacks that
+ * differ in a frame or two (a recursion, a framework's layers) once cost a
+ * copy of every frame per stack, and trace-dump --json ran out of memory on
+ * a 2 MB log.
  */
 #include "stacks.h"
 
@@ -23,6 +27,12 @@ typedef struct frame_entry {
     uint32_t json, json_len;   /* its JSON in s->json (json_len 0: not rendered yet) */
 } frame_entry;
 
+typedef struct py_entry {
+    rn_py_frame f;
+    uint32_t code;             /* the key, with f.line */
+    uint32_t json, json_len;   /* as frame_entry's */
+} py_entry;
+
 typedef struct stack_entry { uint32_t first, n; } stack_entry;
 
 struct rn_stacks {
@@ -37,15 +47,16 @@ struct rn_stacks {
     stack_entry *native;
     uint32_t nnative, capnative;
     tf_idmap native_index;      /* native stack id -> position in native */
-    rn_py_frame *py;
-    size_t npy, cappy;
+    py_entry *pyframes;
+    uint32_t npyframes, cappyframes;
+    tf_idmap pyframe_index;     /* hash of (code, line) -> position in pyframes */
+    uint32_t *pyrefs;           /* the Python frame numbers of every cached stack */
+    size_t npyrefs, cappyrefs;
     stack_entry *pystacks;
     uint32_t npystacks, cappystacks;
     tf_idmap py_index;          /* Python stack id -> position in pystacks */
     char *json;                 /* rendered frames, back to back */
     size_t njson, capjson;
-    uint32_t *pyjson;           /* per cached Python frame: its JSON's offset and length */
-    size_t cappyjson;
 };
 
 static void *grow(void *p, uint32_t *cap, size_t need, size_t size)
@@ -97,11 +108,10 @@ rn_stacks *rn_stacks_new(const tf_reader *reader, const char *const *debug_dirs,
 void rn_stacks_use_reader(rn_stacks *s, const tf_reader *reader)
 {
     if (s->reader && reader != s->reader) {
-        s->nframes = s->nnative = s->npystacks = 0;
-        s->nrefs = s->npy = s->njson = 0;
-        if (s->pyjson)
-            memset(s->pyjson, 0, s->cappyjson * sizeof *s->pyjson);
+        s->nframes = s->nnative = s->npystacks = s->npyframes = 0;
+        s->nrefs = s->npyrefs = s->njson = 0;
         tf_idmap_free(&s->frame_index);
+        tf_idmap_free(&s->pyframe_index);
         tf_idmap_free(&s->native_index);
         tf_idmap_free(&s->py_index);
     }
@@ -119,11 +129,12 @@ void rn_stacks_free(rn_stacks *s)
     free(s->frames);
     free(s->refs);
     free(s->native);
-    free(s->py);
+    free(s->pyframes);
+    free(s->pyrefs);
     free(s->pystacks);
     free(s->json);
-    free(s->pyjson);
     tf_idmap_free(&s->frame_index);
+    tf_idmap_free(&s->pyframe_index);
     tf_idmap_free(&s->native_index);
     tf_idmap_free(&s->py_index);
     free(s);
@@ -254,33 +265,60 @@ uint32_t rn_stacks_native_depth(rn_stacks *s, uint32_t id)
     return e ? e->n : 0;
 }
 
-uint32_t rn_stacks_py(rn_stacks *s, uint32_t id, const rn_py_frame **out, uint32_t max)
+/* The number of the Python frame (code, line), resolved on first sight. */
+static uint32_t py_frame_of(rn_stacks *s, uint32_t code, uint32_t line)
+{
+    uint32_t pos;
+    uint64_t key = ((uint64_t)code << 32 | line) * 0x9e3779b97f4a7c15ULL;
+    for (uint32_t h = (uint32_t)(key >> 32);; h++) {
+        if (!tf_idmap_get(&s->pyframe_index, h, &pos)) {
+            pos = s->npyframes;
+            index_put(&s->pyframe_index, h, pos);
+            break;
+        }
+        if (s->pyframes[pos].code == code && s->pyframes[pos].f.line == line)
+            return pos;
+    }
+    s->pyframes = grow(s->pyframes, &s->cappyframes, (size_t)s->npyframes + 1, sizeof *s->pyframes);
+    const tf_py_code *c = tf_reader_py_code(s->reader, code);
+    s->pyframes[s->npyframes] = (py_entry){
+        .f = { .file = c ? tf_reader_string(s->reader, c->file, NULL) : NULL,
+               .function = c ? tf_reader_string(s->reader, c->function, NULL) : NULL,
+               .line = line },
+        .code = code,
+    };
+    return s->npyframes++;
+}
+
+/* The cached entry of Python stack id, resolved on first use; NULL when
+ * the log has no such stack. */
+static const stack_entry *py_entry_of(rn_stacks *s, uint32_t id)
 {
     uint32_t pos;
     if (!s->reader || !id)
-        return 0;
-    if (!tf_idmap_get(&s->py_index, id, &pos)) {
-        const tf_py_frame *frames;
-        uint32_t n;
-        if (!tf_reader_py_stack(s->reader, id, &frames, &n))
-            return 0;
-        s->py = grow_size(s->py, &s->cappy, s->npy + n, sizeof *s->py);
-        for (uint32_t i = 0; i < n; i++) {
-            const tf_py_code *c = tf_reader_py_code(s->reader, frames[i].code);
-            s->py[s->npy + i] = (rn_py_frame){c ? tf_reader_string(s->reader, c->file, NULL) : NULL,
-                                              c ? tf_reader_string(s->reader, c->function, NULL) : NULL,
-                                              frames[i].line};
-        }
-        s->pystacks = grow(s->pystacks, &s->cappystacks, (size_t)s->npystacks + 1, sizeof *s->pystacks);
-        s->pystacks[s->npystacks] = (stack_entry){(uint32_t)s->npy, n};
-        s->npy += n;
-        pos = s->npystacks++;
-        index_put(&s->py_index, id, pos);
-    }
-    const stack_entry *e = &s->pystacks[pos];
-    uint32_t n = e->n < max ? e->n : max;
+        return NULL;
+    if (tf_idmap_get(&s->py_index, id, &pos))
+        return &s->pystacks[pos];
+    const tf_py_frame *frames;
+    uint32_t n;
+    if (!tf_reader_py_stack(s->reader, id, &frames, &n))
+        return NULL;
+    s->pyrefs = grow_size(s->pyrefs, &s->cappyrefs, s->npyrefs + n, sizeof *s->pyrefs);
     for (uint32_t i = 0; i < n; i++)
-        out[i] = &s->py[e->first + i];
+        s->pyrefs[s->npyrefs + i] = py_frame_of(s, frames[i].code, frames[i].line);
+    s->pystacks = grow(s->pystacks, &s->cappystacks, (size_t)s->npystacks + 1, sizeof *s->pystacks);
+    s->pystacks[s->npystacks] = (stack_entry){(uint32_t)s->npyrefs, n};
+    s->npyrefs += n;
+    index_put(&s->py_index, id, s->npystacks);
+    return &s->pystacks[s->npystacks++];
+}
+
+uint32_t rn_stacks_py(rn_stacks *s, uint32_t id, const rn_py_frame **out, uint32_t max)
+{
+    const stack_entry *e = py_entry_of(s, id);
+    uint32_t n = e ? (e->n < max ? e->n : max) : 0;
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = &s->pyframes[s->pyrefs[e->first + i]].f;
     return n;
 }
 
@@ -380,15 +418,15 @@ static void render_native(rn_stacks *s, frame_entry *e)
     e->json_len = (uint32_t)(s->njson - start);
 }
 
-static void render_py(rn_stacks *s, const rn_py_frame *f, uint32_t *at)
+static void render_py(rn_stacks *s, py_entry *e)
 {
     size_t start = s->njson;
-    add_str(s, "{\"file\":", f->file);
-    add_num(s, ",\"line\":%llu", f->line);
-    add_str(s, ",\"function\":", f->function);
+    add_str(s, "{\"file\":", e->f.file);
+    add_num(s, ",\"line\":%llu", e->f.line);
+    add_str(s, ",\"function\":", e->f.function);
     add(s, "}", 1);
-    at[0] = (uint32_t)start;
-    at[1] = (uint32_t)(s->njson - start);
+    e->json = (uint32_t)start;
+    e->json_len = (uint32_t)(s->njson - start);
 }
 
 void rn_json_stacks(rn_json *j, rn_stacks *s, uint32_t native, uint32_t py)
@@ -402,23 +440,13 @@ void rn_json_stacks(rn_json *j, rn_stacks *s, uint32_t native, uint32_t py)
         rn_json_raw(j, NULL, s->json + f->json, f->json_len);
     }
     rn_json_end_arr(j);
-    const rn_py_frame *pf;
-    uint32_t n = rn_stacks_py(s, py, &pf, 1), pos = 0;
+    const stack_entry *pe = py_entry_of(s, py);
     rn_json_arr(j, "py_stack");
-    if (n && tf_idmap_get(&s->py_index, py, &pos)) {
-        const stack_entry *pe = &s->pystacks[pos];
-        size_t need = 2 * (pe->first + pe->n);
-        if (need > s->cappyjson) {
-            size_t old = s->cappyjson;
-            s->pyjson = grow_size(s->pyjson, &s->cappyjson, need, sizeof *s->pyjson);
-            memset(s->pyjson + old, 0, (s->cappyjson - old) * sizeof *s->pyjson);
-        }
-        for (uint32_t i = 0; i < pe->n; i++) {
-            uint32_t *at = &s->pyjson[2 * (pe->first + i)];
-            if (!at[1])
-                render_py(s, &s->py[pe->first + i], at);
-            rn_json_raw(j, NULL, s->json + at[0], at[1]);
-        }
+    for (uint32_t i = 0; pe && i < pe->n; i++) {
+        py_entry *f = &s->pyframes[s->pyrefs[pe->first + i]];
+        if (!f->json_len)
+            render_py(s, f);
+        rn_json_raw(j, NULL, s->json + f->json, f->json_len);
     }
     rn_json_end_arr(j);
 }

@@ -149,6 +149,25 @@ def check_debug_dir(dump, gen, tmp):
           == "allocation_site", "symbols through --debug-dir")
 
 
+def check_kinds(dump, log):
+    """--kinds: exactly the events of those kinds, the same lines as in the
+    whole dump (stacks included), every definition still there."""
+    rc, out, err = run(dump, "--json", log)
+    whole = [json.loads(line) for line in out.splitlines()]
+    kinds = sorted({x["kind"] for x in whole if "seq" in x})
+    check(len(kinds) >= 3, f"the generated log has kinds {kinds}")
+    some = kinds[:2]
+    rc, out, err = run(dump, "--json", "--kinds", ",".join(some), log)
+    lines = [json.loads(line) for line in out.splitlines()]
+    check(rc == 0, f"--kinds exit status {rc}: {err}")
+    check([x for x in lines if "seq" in x] == [x for x in whole if "seq" in x and x["kind"] in some],
+          f"--kinds {some}: not the same events as the whole dump's")
+    check([x for x in lines if "seq" not in x] == [x for x in whole if "seq" not in x],
+          f"--kinds {some}: the header and definitions differ")
+    rc, out, err = run(dump, "--kinds", "cuda_alloc,no_such_kind", log)
+    check(rc == 2 and "no_such_kind" in err and "cuda_alloc" in err, f"--kinds with an unknown kind: {rc} {err}")
+
+
 def check_refusals(dump, tmp):
     junk = os.path.join(tmp, "junk")
     with open(junk, "w") as f:
@@ -172,6 +191,7 @@ def main():
         expect = json.loads(out)
         check_json(dump, log, expect)
         check_summary(dump, log, expect)
+        check_kinds(dump, log)
         many = os.path.join(tmp, "many.log")   # random events: hundreds of thread ids
         rc, out, err = run(gen, many, "1", "600")
         check(rc == 0, f"gen_log failed: {err}")

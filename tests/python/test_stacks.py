@@ -10,7 +10,10 @@ another tool wraps the code type's deallocator after ours and when other
 threads' code dies between a thread's events.  More distinct stacks than the
 recorder keeps are each named in full, and defined a frame at a time
 (PY_STACK_PUSH), never as whole stacks."""
+import os
 import subprocess
+import sys
+import tempfile
 
 import pytrace as pt
 
@@ -19,6 +22,7 @@ def extra(p):
     p.add_argument("--cuda-doubles")
     p.add_argument("--replay")
     p.add_argument("--code-dealloc-wrapper")
+    p.add_argument("--dump")
 
 
 args = pt.parse_args(extra)
@@ -280,4 +284,58 @@ def check_double_free(python, tag):
         pt.discard(log)
 
 
-pt.for_each_interpreter(args.python, check, fails)
+# Deep stacks that differ in one frame or another, one allocation each: the
+# readers resolve each distinct frame once.  trace-dump --json once kept
+# every stack's frames as text of their own, and ran out of memory on a
+# 2 MB log of 300,000 such stacks (PyTorch's training loop, 12 MB, too).
+DEEP_DISTINCT = """\
+import sys
+sys.setrecursionlimit(1000)
+class O:
+    pass
+def walk(d, k):
+    if d == 0:
+        return O()
+    if k & 1:
+        return walk(d - 1, k >> 1)
+    return walk(d - 1, k >> 1)
+for k in range(int(sys.argv[1])):
+    walk(100, k)
+"""
+
+MAXRSS = "import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); " \
+         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+
+
+def check_dump_memory(python, tag):
+    if not args.dump:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        prog = os.path.join(tmp, "deep_distinct.py")
+        with open(prog, "w") as f:
+            f.write(DEEP_DISTINCT)
+        run, log = pt.run_traced_keep([python, prog, "20000"], args.preload, args.pylog,
+                                      env={"TRACE_PY_ALLOCS": "1"})
+        try:
+            kib = {}
+            for mode in ("--summary", "--json"):
+                p = subprocess.run([sys.executable, "-c", MAXRSS, args.dump, mode, log], capture_output=True,
+                                   text=True)
+                kib[mode] = int(p.stdout.split()[-1]) if p.stdout.split() else 0
+            # 20,000 stacks of 101 frames: about 8 MiB of frame numbers,
+            # against 270 MiB when each stack's frames had their own text
+            extra = (kib["--json"] - kib["--summary"]) >> 10
+            fails.check(run.proc.returncode == 0 and kib["--summary"] and extra < 100,
+                        "%s: trace-dump --json takes %d MiB more than --summary on 20,000 distinct 101-frame "
+                        "stacks (expected under 100)" % (tag, extra))
+        finally:
+            pt.discard(log)
+
+
+def check_all(python, version):
+    check(python, version)
+    if version == "3.12":
+        check_dump_memory(python, "%s (%s)" % (version, python))
+
+
+pt.for_each_interpreter(args.python, check_all, fails)

@@ -22,6 +22,9 @@ typedef struct dump_ctx {
     const char **json_thread_name, **json_thread_py;
     uint32_t json_thread_cap;
     uint64_t json_renames;
+    /* --kinds: the event kinds printed (all when no list was given) */
+    int some_kinds;
+    unsigned char kinds[256];
 } dump_ctx;
 
 /* Receives an event's fields one by one (text and JSON differ only here). */

@@ -214,18 +214,47 @@ static void summary_print(dump_ctx *d, summary *s, const char *path)
 
 static int usage(FILE *f, int status)
 {
-    fputs("usage: trace-dump [--json | --summary] [--debug-dir DIR]... FILE\n"
+    fputs("usage: trace-dump [--json | --summary] [--kinds K,...] [--debug-dir DIR]... FILE\n"
           "  (default) the header, then one readable line per event; strings from the\n"
           "            log are escaped (\\xNN for control characters and bytes that\n"
           "            are not UTF-8)\n"
           "  --json    one JSON object per line: the header, definitions, events with\n"
           "            their stacks symbolised (format/FORMAT.md section 11)\n"
           "  --summary counts per kind, threads, time span, size, how the log ends\n"
+          "  --kinds K,...  only the events of these kinds (cuda_alloc,gc_start,...):\n"
+          "            printed, their stacks resolved, counted; under TRACE_PY_ALLOCS\n"
+          "            most events are py_alloc, whose stacks --json need not render\n"
           "  --debug-dir DIR  more places to find binaries and debug files (repeatable)\n"
           "  --version the version of trace-dump and of the log format it reads\n"
           "exit status: 0 the log is whole, 1 it is damaged (what was readable is\n"
           "  printed, the damage goes to stderr), 2 usage error or not a log\n", f);
     return status;
+}
+
+/* --kinds a,b,c: the events printed.  -1 (said) for a name no kind has. */
+static int parse_kinds(dump_ctx *d, const char *list)
+{
+    d->some_kinds = 1;
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        uint32_t k = 0;
+        for (; k < 256; k++) {
+            const char *name = tf_kind_name(k);
+            if (k >= 32 && name && strlen(name) == n && !strncmp(name, p, n))
+                break;
+        }
+        if (k == 256) {
+            fprintf(stderr, "trace-dump: --kinds: no event kind is called '%.*s'; the kinds:", (int)n, p);
+            for (k = 32; k < 256; k++)
+                if (tf_kind_name(k))
+                    fprintf(stderr, " %s", tf_kind_name(k));
+            fputc('\n', stderr);
+            return -1;
+        }
+        d->kinds[k] = 1;
+        p += n + (p[n] == ',');
+    }
+    return 0;
 }
 
 /* One log of the file: its header, events, and how it ends. */
@@ -238,6 +267,8 @@ static int run_one(dump_ctx *d, enum mode mode, const char *path, int nrun)
     else if (mode == MODE_TEXT)
         text_header(d);
     while (tf_reader_next(d->r, &e)) {
+        if (d->some_kinds && !d->kinds[e.kind & 0xff])
+            continue;
         if (mode == MODE_JSON)
             dump_json_event(d, &e);
         else if (mode == MODE_TEXT)
@@ -285,11 +316,13 @@ int main(int argc, char **argv)
         { "json", no_argument, NULL, 'j' },
         { "summary", no_argument, NULL, 's' },
         { "debug-dir", required_argument, NULL, 'd' },
+        { "kinds", required_argument, NULL, 'k' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     enum mode mode = MODE_TEXT;
+    static dump_ctx d;
     const char **dirs = calloc((size_t)argc, sizeof *dirs);
     int ndirs = 0, c;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
@@ -297,6 +330,12 @@ int main(int argc, char **argv)
         case 'j': mode = MODE_JSON; break;
         case 's': mode = MODE_SUMMARY; break;
         case 'd': dirs[ndirs++] = optarg; break;
+        case 'k':
+            if (parse_kinds(&d, optarg) < 0) {
+                free(dirs);
+                return 2;
+            }
+            break;
         case 'h': free(dirs); return usage(stdout, 0);
         case 'V':
             printf("trace-dump %s (log format %d.%d)\n", TRACE_VERSION, TF_VERSION_MAJOR, TF_VERSION_MINOR);
@@ -311,7 +350,6 @@ int main(int argc, char **argv)
     }
     const char *path = argv[optind];
     char err[512];
-    static dump_ctx d;
     d.out = stdout;
     d.r = tf_reader_open(path, err, sizeof err);
     if (!d.r) {
