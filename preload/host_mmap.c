@@ -17,7 +17,9 @@
  * arenas: pyarrow and other libraries bring theirs) or a sparse buffer: the
  * blocks handed out of it are not seen unless they pass through malloc or
  * Python's allocators, and the log says so (a not_watched record), rather
- * than showing no host memory at all.
+ * than showing no host memory at all.  So does a large writable shared
+ * mapping of a file (shared memory between processes: PyTorch's DataLoader
+ * hands its batches over this way): its pages are the file's.
  * glibc's malloc maps its large blocks with internal calls, which never reach
  * this file: those are seen as malloc blocks (host_malloc.c).
  *
@@ -143,6 +145,22 @@ static void note_noreserve(size_t len, int prot, int flags, const void *caller)
         host_gap(noreserve_what, noreserve_why);
 }
 
+static const char shared_what[] = "memory in writable shared mappings of files";
+static const char shared_why[] =
+    "shared memory between processes (shm_open, memfd, /dev/shm: PyTorch's DataLoader batches and "
+    "shared tensors, multiprocessing.shared_memory) or a file written through a mapping (numpy.memmap, "
+    "mmap.mmap of a file); its pages belong to the file, not to a heap, and are not recorded";
+
+/* Told once: a large writable MAP_SHARED mapping of a file descriptor.
+ * Read-only and private file mappings (libraries, data read through a
+ * mapping) are not buffers of the program's and say nothing. */
+static void note_shared_file(size_t len, int prot, int flags, const void *caller)
+{
+    if (!(flags & MAP_ANONYMOUS) && (flags & MAP_SHARED) && (prot & PROT_WRITE) && len >= host_threshold &&
+        !host_guard && !native_stack_is_ours((uintptr_t)caller))
+        host_gap(shared_what, shared_why);
+}
+
 static const char full_what[] = "some large anonymous mappings";
 static const char full_why[] = "too many live at once to track them all: those are not recorded";
 
@@ -244,6 +262,8 @@ static void *mapped(mmap_fn *which, void *addr, size_t len, int prot, int flags,
         track(TF_HOST_API_MMAP, p, len);
     else if (p != MAP_FAILED && __builtin_expect(flags & MAP_NORESERVE, 0))
         note_noreserve(len, prot, flags, caller);
+    else if (p != MAP_FAILED && !(flags & MAP_ANONYMOUS))
+        note_shared_file(len, prot, flags, caller);
     return p;
 }
 

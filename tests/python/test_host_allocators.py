@@ -272,6 +272,39 @@ del x
 '''
 
 
+# Shared memory between processes (PyTorch's DataLoader batches travel this
+# way) is a file's pages, not recorded: the log says so, once.  A file read
+# through a mapping, or mapped copy-on-write, is no buffer: nothing said.
+SHARED = """\
+import mmap, sys, tempfile
+from multiprocessing import shared_memory
+if sys.argv[1] == "shared":
+    s = shared_memory.SharedMemory(create=True, size=4 << 20)
+    s.buf[0] = 1
+    s.close()
+    s.unlink()
+else:
+    with tempfile.TemporaryFile() as f:
+        f.write(b"x" * (4 << 20))
+        f.flush()
+        mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ).close()
+        mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY).close()
+"""
+
+
+def check_shared_mappings(python, tag):
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "shared.py")
+        with open(script, "w") as f:
+            f.write(SHARED)
+        for case, said in (("shared", True), ("file", False)):
+            run = pt.run_traced([python, script, case], args.preload, args.pylog)
+            gaps = [g for g in run.info("not_watched") if g.startswith("memory in writable shared mappings")]
+            fails.check(run.proc.returncode == 0 and len(gaps) == (1 if said else 0),
+                        "%s: %s mapping: exit %d, not_watched %s (expected %s)"
+                        % (tag, case, run.proc.returncode, run.info("not_watched"), "one" if said else "none"))
+
+
 def check_python(python, version):
     tag = "%s (%s)" % (version, python)
     with tempfile.TemporaryDirectory() as tmp:
@@ -303,6 +336,7 @@ def check_python(python, version):
         arenas = [e for e in allocs if e["domain"] == MMAP and e["size"] in (256 << 10, 1 << 20)]
         fails.check(not arenas, "%s: pymalloc arenas recorded as blocks: %d" % (tag, len(arenas)))
     check_python_other_allocators(python, tag)
+    check_shared_mappings(python, tag)
     check_numpy(python, tag)
     check_torch(python, tag)
 
