@@ -457,6 +457,44 @@ int tf_reader_py_stack(const tf_reader *r, uint32_t id, const tf_py_frame **fram
     return 1;
 }
 
+int tf_reader_py_walk(const tf_reader *r, uint32_t id, tf_py_walk *w, uint32_t *depth)
+{
+    const tf_defs *d = &r->defs;
+    uint32_t pos;
+    if (!tf_idmap_get(&d->py_stack_ids, id, &pos))
+        return 0;
+    const tf_span *s = list_at(&d->py_stacks, pos, sizeof *s);
+    *w = (tf_py_walk){ .r = r, .array = s->items, .at = pos, .left = s->n };
+    *depth = s->n;
+    return 1;
+}
+
+/* The pushed frames from the innermost out, then the array of the first
+ * stack on the way that has one (as py_stack_of copies them). */
+int tf_py_walk_next(tf_py_walk *w, tf_py_frame *f)
+{
+    if (!w->left)
+        return 0;
+    const tf_defs *d = &w->r->defs;
+    if (!w->array) {
+        const tf_span *at = list_at(&d->py_stacks, w->at, sizeof *at);
+        if (at->items) {
+            w->array = at->items;
+        } else {
+            const tf_py_push *p = list_at(&d->py_pushes, at->push - 1, sizeof *p);
+            *f = p->frame;
+            w->left--;
+            if (p->outer == UINT32_MAX)
+                w->left = 0;   /* the outermost (the depths were added up when read) */
+            w->at = p->outer;
+            return 1;
+        }
+    }
+    *f = *w->array++;
+    w->left--;
+    return 1;
+}
+
 const tf_py_code *tf_reader_py_code(const tf_reader *r, uint32_t id)
 {
     tf_py_code *const *c = lookup(&r->defs.py_codes, &r->defs.py_code_ids, id, sizeof *c);

@@ -33,12 +33,28 @@ static void make_stack(tf_py_frame *f, uint32_t n, uint32_t inner)
     f[0].line = inner;
 }
 
+/* The stack's frames walked one at a time (tf_reader_py_walk). */
+static int walked(const tf_reader *r, uint32_t id, const tf_py_frame *want, uint32_t n)
+{
+    tf_py_walk w;
+    tf_py_frame f;
+    uint32_t depth, i = 0;
+    if (!tf_reader_py_walk(r, id, &w, &depth) || depth != n)
+        return 0;
+    for (; tf_py_walk_next(&w, &f); i++)
+        if (i >= n || f.code != want[i].code || f.line != want[i].line)
+            return 0;
+    return i == n;
+}
+
+/* Walked before the stack is made an array (through the pushes), as an
+ * array, and walked again (through the array). */
 static int same_frames(const tf_reader *r, uint32_t id, const tf_py_frame *want, uint32_t n)
 {
     const tf_py_frame *f;
     uint32_t got;
-    return tf_reader_py_stack(r, id, &f, &got) && got == n &&
-           (n == 0 || memcmp(f, want, n * sizeof *f) == 0);
+    return walked(r, id, want, n) && tf_reader_py_stack(r, id, &f, &got) && got == n &&
+           (n == 0 || memcmp(f, want, n * sizeof *f) == 0) && walked(r, id, want, n);
 }
 
 int main(void)
@@ -174,6 +190,8 @@ int main(void)
     for (uint32_t id = 60004; id < 61000; id++)
         CHECK(!tf_reader_py_stack(r, id, &f, &n));
     CHECK(!tf_reader_py_stack(r, 10000, &f, &n));
+    tf_py_walk none;
+    CHECK(!tf_reader_py_walk(r, 10000, &none, &n) && !tf_reader_py_walk(r, idtoo, &none, &n));
     CHECK(!tf_reader_py_stack(r, idtoo, &f, &n));
     for (int i = 0; i < 3; i++)
         CHECK(!tf_reader_py_stack(r, three[i], &f, &n));

@@ -52,6 +52,7 @@ typedef struct pass {
     rp_ptrmap site_index;      /* key hash -> site index */
     rp_ptrmap dinit_index;     /* key hash -> double-init group */
     rp_ptrmap native_site;     /* native stack id -> index of its site frame */
+    rp_ptrmap site_by_stacks;  /* py stack id << 32 | native stack id -> site (events but CUDA's) */
     rp_ptrmap library_code;    /* py code id -> 2 library, 1 the program's */
     rp_ptrmap code_canon;      /* py code id -> the first code id with its content */
     rp_ptrmap code_by_content; /* content hash (probed) -> that first code id */
@@ -276,32 +277,60 @@ static uint32_t canon_code(rpt *r, pass *ps, uint32_t code)
     return canon;
 }
 
+static uint32_t site_of_stacks(rpt *r, pass *ps, const tf_event *e, int cuda);
+
 static uint32_t site_of(rpt *r, pass *ps, const tf_event *e)
 {
+    /* Most events repeat a pair of stacks met before (222 million events of
+     * a NumPy suite, 550 thousand pairs): its site is looked up once. */
+    int cuda = e->kind == TF_EV_CUDA_ALLOC || e->kind == TF_EV_CUDA_FREE;
+    uint64_t pair = (uint64_t)e->py_stack << 32 | e->native_stack;
+    uint64_t *known = cuda ? NULL : rp_ptrmap_get(&ps->site_by_stacks, pair);
+    if (known)
+        return (uint32_t)*known;
+    uint32_t site = site_of_stacks(r, ps, e, cuda);
+    if (!cuda)
+        rp_ptrmap_put(&ps->site_by_stacks, pair, site);
+    return site;
+}
+
+static uint32_t site_of_stacks(rpt *r, pass *ps, const tf_event *e, int cuda)
+{
     site_key k = {r, 0, 0, 0, 0, 0, 0};
-    const tf_py_frame *f;
+    tf_py_walk w;
     uint32_t n;
-    if (e->py_stack && tf_reader_py_stack(r->reader, e->py_stack, &f, &n) && n) {
-        uint32_t u = 0;
-        while (u < n && library_code(r, ps, f[u].code))
+    /* The innermost frames only, walked (the stack is not made an array):
+     * up to the first of the program's own. */
+    if (e->py_stack && tf_reader_py_walk(r->reader, e->py_stack, &w, &n) && n) {
+        tf_py_frame f0 = {0, 0}, f1 = {0, 0}, cur = {0, 0}, prev = {0, 0};
+        uint32_t u = 0, seen = 0;
+        while (seen < n && tf_py_walk_next(&w, &cur)) {
+            if (seen == 0)
+                f0 = cur;
+            else if (seen == 1)
+                f1 = cur;
+            seen++;
+            if (!library_code(r, ps, cur.code))
+                break;
+            prev = cur;
             u++;
-        if (u > 0 && u < n) {     /* the program's line, and the library function it called */
-            k.code = canon_code(r, ps, f[u].code);
-            k.line = f[u].line;
-            k.caller_code = canon_code(r, ps, f[u - 1].code);
-            k.caller_line = f[u - 1].line;
+        }
+        if (u > 0 && u < seen) {  /* the program's line, and the library function it called */
+            k.code = canon_code(r, ps, cur.code);
+            k.line = cur.line;
+            k.caller_code = canon_code(r, ps, prev.code);
+            k.caller_line = prev.line;
             k.via_library = 1;
-        } else {                  /* the program's own frame, or library frames only */
-            k.code = canon_code(r, ps, f[0].code);
-            k.line = f[0].line;
-            if (n > 1) {
-                k.caller_code = canon_code(r, ps, f[1].code);
-                k.caller_line = f[1].line;
+        } else if (seen) {        /* the program's own frame, or library frames only */
+            k.code = canon_code(r, ps, f0.code);
+            k.line = f0.line;
+            if (n > 1 && (seen > 1 || tf_py_walk_next(&w, &f1))) {
+                k.caller_code = canon_code(r, ps, f1.code);
+                k.caller_line = f1.line;
             }
         }
     }
     uint32_t index = 0;
-    int cuda = e->kind == TF_EV_CUDA_ALLOC || e->kind == TF_EV_CUDA_FREE;
     if (e->native_stack && !native_site_of(r, ps, e->native_stack, cuda, &index, &k.ip))
         k.ip = 0;
     uint64_t key;
@@ -741,6 +770,7 @@ int rpt_open(rpt *r, const char *path, const rpt_options *o, char *err, size_t e
     rp_ptrmap_init(&ps->site_index);
     rp_ptrmap_init(&ps->dinit_index);
     rp_ptrmap_init(&ps->native_site);
+    rp_ptrmap_init(&ps->site_by_stacks);
     rp_ptrmap_init(&ps->library_code);
     rp_ptrmap_init(&ps->code_canon);
     rp_ptrmap_init(&ps->code_by_content);
@@ -806,6 +836,7 @@ void rpt_free(rpt *r)
         rp_ptrmap_free(&ps->site_index);
         rp_ptrmap_free(&ps->dinit_index);
         rp_ptrmap_free(&ps->native_site);
+        rp_ptrmap_free(&ps->site_by_stacks);
         rp_ptrmap_free(&ps->library_code);
         rp_ptrmap_free(&ps->code_canon);
         rp_ptrmap_free(&ps->code_by_content);
