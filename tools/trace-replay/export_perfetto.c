@@ -166,6 +166,7 @@ typedef struct exporter {
     int no_stacks;                        /* --no-stacks: no callstacks */
     uint64_t first, last;                 /* --range: the events written */
     pb packet, event, interned, sub, sub2;
+    pb head;                              /* a packet's key and length (emit) */
     int interned_some;                    /* interned has entries for this packet */
     int first_packet;
     strings names, functions;
@@ -222,12 +223,16 @@ static void emit(exporter *x)
         pb_msg(p, PKT_INTERNED, &x->interned);
     pb_varint(p, PKT_SEQ_FLAGS, x->first_packet ? SEQ_CLEARED | SEQ_NEEDS_STATE : SEQ_NEEDS_STATE);
     x->first_packet = 0;
-    pb frame = {0};
-    pb_msg(&frame, TRACE_PACKET, p);
-    fwrite(frame.b, 1, frame.n, x->out);
-    x->bytes += frame.n;
+    /* The Trace's field: its key and length, then the packet as built (a
+     * buffer made and freed per packet was two mallocs an event). */
+    pb *head = &x->head;
+    head->n = 0;
+    pb_key(head, TRACE_PACKET, WT_LEN);
+    pb_uv(head, p->n);
+    fwrite(head->b, 1, head->n, x->out);
+    fwrite(p->b, 1, p->n, x->out);
+    x->bytes += head->n + p->n;
     x->packets++;
-    free(frame.b);
     p->n = x->interned.n = 0;
     x->interned_some = 0;
 }
@@ -576,6 +581,7 @@ static void exporter_free(exporter *x)
     free(x->interned.b);
     free(x->sub.b);
     free(x->sub2.b);
+    free(x->head.b);
     strings_free(&x->names);
     strings_free(&x->functions);
     rp_ptrmap_free(&x->frames);
