@@ -287,26 +287,16 @@ class _Session:
                 or self.config.getoption("gputrace_fail_gc") else "", unread), red=True)
         for note in res["notes"]:
             tr.write_line("note: " + note)
-        raised = sorted(n for n, r in res["tests"].items() if r.get("gc_freed_raised"))
-        if raised:
-            tr.write_line("note: %d test(s) that raised (failed, skipped or xfail in the body) had %s that only a "
-                          "collection freed, not counted: pytest keeps a raising test's frame, and its locals, in "
-                          "a reference cycle until a collection (%s%s)" % (
-                              len(raised), size_text(sum(a["size"] for n in raised
-                                                         for a in res["tests"][n]["gc_freed_raised"])),
-                              ", ".join(_shown(self.config, n) for n in raised[:3]),
-                              ", ..." if len(raised) > 3 else ""))
-        held = sorted(n for n, r in res["tests"].items() if r.get("gc_freed_after_raise"))
-        if held:
-            tr.write_line("note: %d test(s) had %s that only a collection freed, after another test raised while it "
-                          "was allocated, not counted: the raising test's frame may have held it (pytest keeps that "
-                          "frame, and its locals, in a reference cycle or in sys.last_traceback) (%s%s)" % (
-                              len(held), size_text(sum(a["size"] for n in held
-                                                       for a in res["tests"][n]["gc_freed_after_raise"])),
-                              ", ".join("%s after %s" % (_shown(self.config, n), _shown(
-                                  self.config, res["tests"][n]["gc_freed_after_raise"][0]["raised_test"]))
-                                        for n in held[:3]),
-                              ", ..." if len(held) > 3 else ""))
+        self._set_aside_note(tr, "gc_freed_raised", lambda n: _shown(self.config, n),
+                             "test(s) that raised (failed, skipped or xfail in the body) had %s that only a "
+                             "collection freed, not counted: pytest keeps a raising test's frame, and its locals, "
+                             "in a reference cycle until a collection")
+        self._set_aside_note(tr, "gc_freed_after_raise",
+                             lambda n: "%s after %s" % (_shown(self.config, n), _shown(
+                                 self.config, res["tests"][n]["gc_freed_after_raise"][0]["raised_test"])),
+                             "test(s) had %s that only a collection freed, after another test raised while it was "
+                             "allocated, not counted: the raising test's frame may have held it (pytest keeps that "
+                             "frame, and its locals, in a reference cycle or in sys.last_traceback)")
         traced = len(res["tests"])
         found = {n: r for n, r in res["tests"].items() if r["leaked"] or r["gc_freed"] or r["double_init"]}
         for nodeid in sorted(found):
@@ -318,6 +308,16 @@ class _Session:
             traced, res["logs"], len(found), traced - len(found)))
         if self._keep():
             tr.write_line("logs kept in %s (trace-replay report LOG, trace-dump LOG)" % self.dir)
+
+    def _set_aside_note(self, tr, key, shown, text):
+        """A note on the memory set aside under key (not counted): how many
+        tests, how much (text has a %s for it), and the first three."""
+        tests = self.results["tests"]
+        names = sorted(n for n, r in tests.items() if r.get(key))
+        if names:
+            total = size_text(sum(a["size"] for n in names for a in tests[n][key]))
+            tr.write_line("note: %d %s (%s%s)" % (len(names), text % total, ", ".join(shown(n) for n in names[:3]),
+                                                  ", ..." if len(names) > 3 else ""))
 
     def _keep(self):
         return self.config.getoption("gputrace_keep") or self.config.getoption("gputrace_dir")

@@ -255,3 +255,12 @@ def line_of(path, marker):
             if text.rstrip().endswith("# LINE:" + marker):
                 return number
     raise AssertionError("no LINE:%s in %s" % (marker, path))
+
+
+def peak_rss_mib(args):
+    """Runs args (output discarded) in a child of its own; its peak resident
+    memory in MiB, -1 when it could not be measured."""
+    code = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    p = subprocess.run([sys.executable, "-c", code] + list(args), capture_output=True, text=True)
+    return int(p.stdout.split()[-1]) >> 10 if p.stdout.split() else -1

@@ -17,7 +17,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 
 import pytrace as pt
@@ -489,8 +488,6 @@ import gc
 gc.disable()
 keep = [[i] for i in range(1100000)]
 """
-MAXRSS = "import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); " \
-         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
 
 
 def check_report_memory(python, tag):
@@ -498,9 +495,7 @@ def check_report_memory(python, tag):
         script = program_file(tmp, "live.py", MANY_LIVE)
         run, log = pt.run_traced_keep([python, script], args.preload, args.pylog, env={"TRACE_PY_ALLOCS": "1"})
         try:
-            p = subprocess.run([sys.executable, "-c", MAXRSS, args.replay, "report", log], capture_output=True,
-                               text=True)
-            mib = int(p.stdout.split()[-1]) >> 10 if p.stdout.split() else -1
+            mib = pt.peak_rss_mib([args.replay, "report", log])
             fails.check(run.proc.returncode == 0 and 0 < mib < 170,
                         "%s: report's peak memory on 1.1 million live objects: %d MiB (expected under 170)"
                         % (tag, mib))

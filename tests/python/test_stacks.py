@@ -12,7 +12,6 @@ recorder keeps are each named in full, and defined a frame at a time
 (PY_STACK_PUSH), never as whole stacks."""
 import os
 import subprocess
-import sys
 import tempfile
 
 import pytrace as pt
@@ -303,8 +302,6 @@ for k in range(int(sys.argv[1])):
     walk(100, k)
 """
 
-MAXRSS = "import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); " \
-         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
 
 
 def check_dump_memory(python, tag):
@@ -317,15 +314,11 @@ def check_dump_memory(python, tag):
         run, log = pt.run_traced_keep([python, prog, "20000"], args.preload, args.pylog,
                                       env={"TRACE_PY_ALLOCS": "1"})
         try:
-            kib = {}
-            for mode in ("--summary", "--json"):
-                p = subprocess.run([sys.executable, "-c", MAXRSS, args.dump, mode, log], capture_output=True,
-                                   text=True)
-                kib[mode] = int(p.stdout.split()[-1]) if p.stdout.split() else 0
+            mib = {mode: pt.peak_rss_mib([args.dump, mode, log]) for mode in ("--summary", "--json")}
             # 20,000 stacks of 101 frames: about 8 MiB of frame numbers,
             # against 270 MiB when each stack's frames had their own text
-            extra = (kib["--json"] - kib["--summary"]) >> 10
-            fails.check(run.proc.returncode == 0 and kib["--summary"] and extra < 100,
+            extra = mib["--json"] - mib["--summary"]
+            fails.check(run.proc.returncode == 0 and mib["--summary"] > 0 and extra < 100,
                         "%s: trace-dump --json takes %d MiB more than --summary on 20,000 distinct 101-frame "
                         "stacks (expected under 100)" % (tag, extra))
         finally:
