@@ -97,7 +97,14 @@ static void *as_flusher(void *arg)
 
     pf_stop();
     CHECK(!pf_helper_running(), "still running after pf_stop");
-    CHECK(count_threads() == before, "threads %d after stop, expected %d", count_threads(), before);
+    /* pthread_join returns once the kernel clears the thread's tid, which
+     * is before the task leaves /proc/self/task: give it a moment. */
+    int after = count_threads();
+    for (int i = 0; i < 2000 && after != before; i++) {
+        usleep(1000);
+        after = count_threads();
+    }
+    CHECK(after == before, "threads %d after stop, expected %d", after, before);
     /* Stopped: the work runs here again. */
     CHECK(pf_run(open_one, &o) == 7 && o.tid == me, "after stop, ran on %d, not here (%d)", (int)o.tid, (int)me);
     if (o.fd >= 0)
