@@ -18,6 +18,7 @@
 #include "config.h"
 #include "dl_hooks.h"
 #include "native_stack.h"
+#include "python_api.h"
 #include "recorder.h"
 
 #include <dlfcn.h>
@@ -208,7 +209,7 @@ static int process_wanted(void)
     const char *setting = getenv("TRACE_HOST_BUFFERS");
     if (setting && !strcmp(setting, "1"))
         return 1;
-    if (dl_real_dlsym(RTLD_DEFAULT, "PySys_AddAuditHook") || dl_real_dlsym(RTLD_NEXT, "cuInit") ||
+    if (py_sym("PySys_AddAuditHook") || dl_real_dlsym(RTLD_NEXT, "cuInit") ||
         dl_real_dlsym(RTLD_NEXT, "cudaMalloc"))
         return 1;
     /* The CUDA runtime linked statically into the program (nvcc's default)

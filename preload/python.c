@@ -29,10 +29,7 @@
 #include "warn.h"
 
 #include <dlfcn.h>
-#include <stdio.h>
-#include <string.h>
-
-#include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -138,7 +135,7 @@ static void register_hook(void)
 static void say_if_old_python(void)
 {
     const char *(*get_version)(void);
-    *(void **)&get_version = dlsym(RTLD_DEFAULT, "Py_GetVersion");
+    *(void **)&get_version = py_sym("Py_GetVersion");
     if (!get_version)
         return;                 /* not a Python process: CUDA only */
     const char *v = get_version();
@@ -177,6 +174,41 @@ static void before_round(void)
     }
 }
 
+/* A library just loaded may be an embedder's libpython: the hook goes in
+ * now, before its Py_Initialize, as python_start does for a python
+ * executable.  Our Py_Initialize* would put it in at the call too, but only
+ * where libpython's own calls of them go through the dynamic linker:
+ * Debian's libpython calls Py_InitializeEx directly, and a program that
+ * opened it was not traced at all.  Two threads' dlopens do not both put
+ * one in. */
+void python_on_dlopen(void)
+{
+    static atomic_int busy;
+    if (!hook_registered && !atomic_exchange(&busy, 1)) {
+        before_round();
+        atomic_store(&busy, 0);
+    }
+    python_init_check_on_dlopen();
+}
+
+/* After a round's end, at the rescue's raw mallocs (python_early_hook.c):
+ * the hook back in (our Py_Initialize* or a dlopen put it there), or the
+ * interpreter initialised again without it.  The audit hook is our only way
+ * in, so such a round cannot be traced; it is not passed over in silence. */
+void python_between_rounds_look(void)
+{
+    if (hook_registered) {
+        python_early_hook_round_known();
+        return;
+    }
+    if (!py.Py_IsInitialized || !py.Py_IsInitialized())
+        return;
+    python_early_hook_round_known();
+    rec_info("not_watched", "Python initialised again after Py_FinalizeEx without going through the "
+                            "dynamic linker (a static libpython, or one whose own calls are direct): "
+                            "this round and any later ones are not traced");
+}
+
 /* The caller holds the GIL once initialisation returned. */
 static void after_round(void)
 {
@@ -193,7 +225,7 @@ typedef py_status (*init_config_fn)(const void *);
 #define REAL(type, name) \
     static type real_; \
     if (!real_) \
-        *(void **)&real_ = dlsym(RTLD_NEXT, name)
+        *(void **)&real_ = py_next(name)
 
 EXPORTED void Py_InitializeEx(int install_signals)
 {

@@ -10,9 +10,11 @@
  * double-init check) and says once on stderr if it cannot. */
 void python_start(void);
 
-/* After each dlopen: in a static interpreter, point the newly loaded
- * extension modules' PyObject_Init/PyObject_InitVar at the double
- * initialisation check (python_init_check.c); nothing otherwise. */
+/* After each dlopen: a library that brought the interpreter (an embedder's
+ * libpython) gets our audit hook before its Py_Initialize; in a static
+ * interpreter, the newly loaded extension modules' PyObject_Init and
+ * PyObject_InitVar are pointed at the double initialisation check
+ * (python_init_check.c). */
 void python_on_dlopen(void);
 
 #endif

@@ -390,7 +390,7 @@ __attribute__((visibility("default"))) const char *_PyMem_GetCurrentAllocatorNam
 {
     static const char *(*real)(void);
     if (!real)
-        *(void **)&real = dlsym(RTLD_NEXT, "_PyMem_GetCurrentAllocatorName");
+        *(void **)&real = py_next("_PyMem_GetCurrentAllocatorName");
     const char *name = real ? real() : NULL;
     return name ? name : name_through_wrappers();
 }
@@ -446,7 +446,7 @@ static void wrap_domain(int domain)
 static int probe_filter(void)
 {
     py_object *(*unicode_new)(ptrdiff_t, uint32_t);
-    *(void **)&unicode_new = dlsym(RTLD_DEFAULT, "PyUnicode_New");
+    *(void **)&unicode_new = py_sym("PyUnicode_New");
     if (!unicode_new)
         return 0;
     probing = 1;

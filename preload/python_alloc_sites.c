@@ -46,6 +46,7 @@
  * is impossible when the word is the verdict.
  */
 #include "python_alloc_sites.h"
+#include "python_api.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -171,7 +172,7 @@ static TLS size_t pending_size;               /* its size: the words that may be
 
 static int add_range(const char *name, uint64_t state)
 {
-    void *fn = dlsym(RTLD_DEFAULT, name);
+    void *fn = py_sym(name);
     Dl_info info;
     const ElfW(Sym) *sym = NULL;
     if (!fn || !dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || info.dli_saddr != fn ||
@@ -187,9 +188,9 @@ unsigned py_alloc_sites_install(int may_learn)
     nranges = nplain = nnongc = nbuffer = 0;
     ntypes = 0;
     unsigned long (*get_flags)(const void *);
-    *(void **)&get_flags = dlsym(RTLD_DEFAULT, "PyType_GetFlags");
+    *(void **)&get_flags = py_sym("PyType_GetFlags");
     for (unsigned i = 0; i < NTYPES; i++) {
-        const void *t = dlsym(RTLD_DEFAULT, plain_types[i]);
+        const void *t = py_sym(plain_types[i]);
         if (i < NREQUIRED && !t)
             return 0;   /* frees could not be told apart: leave nothing out */
         if (i < NREQUIRED || (t && get_flags && !(get_flags(t) & TPFLAGS_HAVE_GC)))

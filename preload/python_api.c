@@ -3,14 +3,94 @@
  */
 #include "python_api.h"
 
+#include "dl_hooks.h"
+
 #include <dlfcn.h>
+#include <link.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 py_api py;
 
+/* The handle of a libpython loaded with RTLD_LOCAL, once found; kept open,
+ * as the tracer holds pointers into it from then on (py, the audit hook). */
+static void *_Atomic local_scope;
+
+#define MAX_CANDIDATES 64
+struct candidates {
+    uintptr_t self;            /* libtrace.so's load address */
+    int n;
+    const char *name[MAX_CANDIDATES];
+};
+
+static int collect(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct candidates *c = arg;
+    const char *name = info->dlpi_name;
+    if (!name || !name[0] || info->dlpi_addr == c->self || c->n == MAX_CANDIDATES)
+        return 0;
+    const char *base = strrchr(name, '/');
+    if (strstr(base ? base + 1 : name, "python"))
+        c->name[c->n++] = name;
+    return 0;
+}
+
+/* The libraries are opened again (RTLD_NOLOAD: only if loaded) after the
+ * walk, not inside it: dl_iterate_phdr holds a loader lock of its own. */
+static void *find_local_scope(void)
+{
+    struct candidates c = { .n = 0 };
+    Dl_info self;
+    if (!dladdr((void *)find_local_scope, &self))
+        return NULL;
+    c.self = (uintptr_t)self.dli_fbase;
+    dl_iterate_phdr(collect, &c);
+    for (int i = 0; i < c.n; i++) {
+        void *h = dl_real_dlopen(c.name[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (!h)
+            continue;
+        void *f = dl_real_dlsym(h, "PySys_AddAuditHook");
+        Dl_info where;
+        if (f && dladdr(f, &where) && where.dli_fbase != self.dli_fbase) {
+            void *expected = NULL;
+            if (atomic_compare_exchange_strong(&local_scope, &expected, h))
+                return h;
+            dl_real_dlclose(h);
+            return expected;           /* another thread found it first */
+        }
+        dl_real_dlclose(h);
+    }
+    return NULL;
+}
+
+void *py_sym(const char *name)
+{
+    void *h = atomic_load(&local_scope);
+    if (h)
+        return dl_real_dlsym(h, name);
+    void *f = dl_real_dlsym(RTLD_DEFAULT, name);
+    if (f || dl_real_dlsym(RTLD_DEFAULT, "PySys_AddAuditHook"))
+        return f;
+    h = find_local_scope();
+    return h ? dl_real_dlsym(h, name) : NULL;
+}
+
+void *py_next(const char *name)
+{
+    void *f = dl_real_dlsym(RTLD_NEXT, name);
+    if (f)
+        return f;
+    void *h = atomic_load(&local_scope);
+    if (!h && !dl_real_dlsym(RTLD_DEFAULT, "PySys_AddAuditHook"))
+        h = find_local_scope();
+    return h ? dl_real_dlsym(h, name) : NULL;
+}
+
 /* dlsym returns void *; a function pointer is filled through memcpy-free
  * assignment of the same size, which POSIX guarantees to work. */
-#define RESOLVE(field, name) (*(void **)&py.field = dlsym(RTLD_DEFAULT, name))
+#define RESOLVE(field, name) (*(void **)&py.field = py_sym(name))
 
 int py_api_probe(void)
 {
@@ -50,7 +130,7 @@ int py_api_resolve(const char **why)
     }
     /* CPython's, not ours (python_alloc.c): the next definition after
      * libtrace.so, or a static interpreter's own, which comes before it. */
-    *(void **)&py._PyMem_GetCurrentAllocatorName = dlsym(RTLD_NEXT, "_PyMem_GetCurrentAllocatorName");
+    *(void **)&py._PyMem_GetCurrentAllocatorName = py_next("_PyMem_GetCurrentAllocatorName");
     if (!py._PyMem_GetCurrentAllocatorName)
         RESOLVE(_PyMem_GetCurrentAllocatorName, "_PyMem_GetCurrentAllocatorName");
     RESOLVE(PyImport_ImportModule, "PyImport_ImportModule");
@@ -89,11 +169,11 @@ int py_api_resolve(const char **why)
     RESOLVE(PyDict_Next, "PyDict_Next");
     RESOLVE(PyObject_GetAttr, "PyObject_GetAttr");
     RESOLVE(PyUnicode_AsUTF8AndSize, "PyUnicode_AsUTF8AndSize");
-    py.none = dlsym(RTLD_DEFAULT, "_Py_NoneStruct");
-    py.code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
-    py.type_type = dlsym(RTLD_DEFAULT, "PyType_Type");
-    py.bytes_type = dlsym(RTLD_DEFAULT, "PyBytes_Type");
-    py.list_type = dlsym(RTLD_DEFAULT, "PyList_Type");
+    py.none = py_sym("_Py_NoneStruct");
+    py.code_type = py_sym("PyCode_Type");
+    py.type_type = py_sym("PyType_Type");
+    py.bytes_type = py_sym("PyBytes_Type");
+    py.list_type = py_sym("PyList_Type");
     resolve_current_tstate();
     RESOLVE(PyInterpreterState_Get, "PyInterpreterState_Get");
     if (!py.PyInterpreterState_Get)

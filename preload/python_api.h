@@ -99,6 +99,20 @@ typedef struct py_api {
 
 extern py_api py;
 
+/* A symbol of the interpreter: looked up in the global scope, where a python
+ * executable, a program linked to libpython and a libpython dlopened with
+ * RTLD_GLOBAL have it, else in a libpython the program dlopened with
+ * RTLD_LOCAL, which no global lookup reaches (an embedder that keeps two
+ * versions apart, a plugin host).  Only libraries whose file name holds
+ * "python" are looked at for the second: the look runs at each dlopen of a
+ * process that has no Python yet. */
+void *py_sym(const char *name);
+
+/* The definition our own exported one stands in front of (Py_InitializeEx,
+ * PyObject_Init, ...): the next after libtrace.so in the global scope, else
+ * the RTLD_LOCAL libpython's.  NULL if there is none. */
+void *py_next(const char *name);
+
 /* Nonzero when this process has a CPython interpreter (PySys_AddAuditHook is
  * reachable); fills the functions that need no interpreter. */
 int py_api_probe(void);

@@ -54,15 +54,32 @@ static int is_our_entry(void *p)
     return entry[1] == *(void **)&our_hook && entry[2] == (void *)&entry_cookie;
 }
 
+/* Set at a round's end, cleared by python_between_rounds_look once it has
+ * its answer. */
+static atomic_int between_rounds;
+
+static inline void look_between_rounds(void)
+{
+    if (__builtin_expect(atomic_load_explicit(&between_rounds, memory_order_relaxed), 0))
+        python_between_rounds_look();
+}
+
+void python_early_hook_round_known(void)
+{
+    atomic_store(&between_rounds, 0);
+}
+
 static void *forward_malloc(void *ctx, size_t size)
 {
     (void)ctx;
+    look_between_rounds();
     return raw_before.malloc(raw_before.ctx, size);
 }
 
 static void *forward_calloc(void *ctx, size_t nelem, size_t elsize)
 {
     (void)ctx;
+    look_between_rounds();
     return raw_before.calloc(raw_before.ctx, nelem, elsize);
 }
 
@@ -91,6 +108,7 @@ void python_early_hook_on_audit_event(const char *event, py_audit_hook hook)
 {
     if (strcmp(event, "cpython._PySys_ClearAuditHooks") != 0)
         return;
+    atomic_store(&between_rounds, 1);
     /* Once per round (an embedding program may initialise Python again, and
      * registers the hook again): unless the rescue is still in place. */
     py_allocator current;

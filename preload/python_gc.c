@@ -534,7 +534,7 @@ static int append_callback(ssize_t slot, int may_import)
 int python_gc_install(void)
 {
     layout = py_layout_get();
-    runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
+    runtime = py_sym("_PyRuntime");
     if (layout && layout->gc_in_runtime && !runtime)
         layout = NULL;
     return python_gc_attach_current();

@@ -75,7 +75,7 @@ static py_object *checked_init(py_object *op, py_object *type)
 {
     init_fn real = __atomic_load_n(&real_init, __ATOMIC_ACQUIRE);
     if (!real) {
-        *(void **)&real = dlsym(RTLD_NEXT, "PyObject_Init");
+        *(void **)&real = py_next("PyObject_Init");
         __atomic_store_n(&real_init, real, __ATOMIC_RELEASE);
     }
     if (checking && op && !in_real_init && already_initialised(op, type))
@@ -87,7 +87,7 @@ static py_object *checked_init_var(py_object *op, py_object *type, ssize_t size)
 {
     init_var_fn real = __atomic_load_n(&real_init_var, __ATOMIC_ACQUIRE);
     if (!real) {
-        *(void **)&real = dlsym(RTLD_NEXT, "PyObject_InitVar");
+        *(void **)&real = py_next("PyObject_InitVar");
         __atomic_store_n(&real_init_var, real, __ATOMIC_RELEASE);
     }
     if (checking && op && !in_real_init && already_initialised(op, type))
@@ -168,7 +168,7 @@ int python_init_check_reads_headers(void)
     return checking;
 }
 
-void python_on_dlopen(void)
+void python_init_check_on_dlopen(void)
 {
     if (atomic_load_explicit(&redirecting, memory_order_acquire))
         redirect();
@@ -191,7 +191,7 @@ static void *lookup_winner(const char *name, void *ours)
     if (dladdr1(found, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && info.dli_saddr == found &&
         sym->st_shndx != SHN_UNDEF)
         return found;
-    return dlsym(RTLD_NEXT, name) ? ours : NULL;
+    return py_next(name) ? ours : NULL;
 }
 
 /* A static interpreter's own PyObject_Init and PyObject_InitVar, for ours to

@@ -100,6 +100,8 @@ void python_alloc_look(uint64_t young);
  * a freed object's whole header (python_alloc.c clears them when malloc is
  * not ours). */
 void python_init_check_install(void);
+/* After each dlopen (python_on_dlopen). */
+void python_init_check_on_dlopen(void);
 int python_init_check_reads_headers(void);
 void python_double_init_record(py_object *op, py_object *type);
 
@@ -137,5 +139,13 @@ void python_early_hook_see_through(py_allocator *a);
  * over it; in a later round of an embedding program, whatever is then in
  * place). */
 void python_early_hook_registering(void);
+/* python.c: called by the rescue's malloc (python_early_hook.c) after a
+ * round's end, until the next round is watched or known not to be: a
+ * libpython whose Py_Initialize does not reach ours (a static one, or
+ * Debian's, whose calls among its own functions are direct) starts the next
+ * round without our hook, and the log says so. */
+void python_between_rounds_look(void);
+/* python_early_hook.c: stop looking (the answer is known). */
+void python_early_hook_round_known(void);
 
 #endif

@@ -30,7 +30,7 @@ static py_layout layout_3_13;
 
 static const py_layout *read_debug_offsets(void)
 {
-    const debug_offsets_3_13 *d = dlsym(RTLD_DEFAULT, "_PyRuntime");
+    const debug_offsets_3_13 *d = py_sym("_PyRuntime");
     if (!d || memcmp(d->cookie, "xdebugpy", 8) != 0 || d->free_threaded)
         return NULL;
     if ((d->version >> 16) != 0x030D)

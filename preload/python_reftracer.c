@@ -245,8 +245,8 @@ const char *python_reftracer_prepare(void)
         return "the reference tracer needs 3.13+";
     if (strstr(py.Py_GetVersion(), "free-threading"))
         return "the reference tracer check needs the GIL (free-threaded build)";
-    *(void **)&get_tracer = dlsym(RTLD_DEFAULT, "PyRefTracer_GetTracer");
-    *(void **)&set_tracer = dlsym(RTLD_DEFAULT, "PyRefTracer_SetTracer");
+    *(void **)&get_tracer = py_sym("PyRefTracer_GetTracer");
+    *(void **)&set_tracer = py_sym("PyRefTracer_SetTracer");
     if (!get_tracer || !set_tracer)
         return "PyRefTracer_SetTracer is missing";
     return NULL;
@@ -258,7 +258,7 @@ const char *python_reftracer_start(void)
         "PyTuple_Type", "PyBytes_Type", "PyUnicode_Type", "PyLong_Type", "PyFloat_Type"
     };
     for (size_t i = 0; i < sizeof exempt_names / sizeof *exempt_names; i++)
-        exempt_types[i] = dlsym(RTLD_DEFAULT, exempt_names[i]);
+        exempt_types[i] = py_sym(exempt_names[i]);
     if (!init_set())
         return "no memory for the reference tracer's tables";
     /* tracemalloc, or another tool, may already trace: keep it working. */

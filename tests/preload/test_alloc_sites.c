@@ -18,9 +18,18 @@
  *    took it from each other at every call and none was ever decided.
  */
 #include "python_alloc_sites.h"
+#include "python_api.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+/* The module finds the interpreter's symbols through py_sym
+ * (python_api.c): here, this program's own. */
+void *py_sym(const char *name)
+{
+    return dlsym(RTLD_DEFAULT, name);
+}
 
 /* What an interpreter exports, as far as the module looks. */
 struct fake_type { uint64_t words[8]; };

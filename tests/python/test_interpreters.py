@@ -8,7 +8,13 @@
   (embed_rounds.c, built here against each shared interpreter) is traced in
   every round: its gc.collect() and the buffer that collection frees; with
   PYTHONMALLOC=debug too (the audit hook's entry, re-registered each round,
-  goes back to the allocator that made it)."""
+  goes back to the allocator that made it).
+- A program that opens libpython with dlopen (embed_dlopen.c), RTLD_LOCAL
+  (no global lookup reaches the library: the tracer's Py_InitializeEx found
+  no real one and the program crashed) and RTLD_GLOBAL: it runs as it does
+  bare, and both rounds are traced as embed_rounds' are; or, where the
+  library's Py_Initialize does not reach ours (Debian's), the first, and the
+  log says the second was not (not_watched)."""
 import os
 import subprocess
 import sys
@@ -149,10 +155,48 @@ def check_embedding(python, version, tag):
                     % (tag, run.proc.returncode, run.proc.stderr[-500:]))
 
 
+def check_embedding_dlopen(python, version, tag):
+    info = subprocess.run([python, "-c",
+                           "import sysconfig as s, sys; print(s.get_config_var('LIBDIR')); "
+                           "print(s.get_config_var('LDVERSION')); print(sys.base_prefix)"],
+                          capture_output=True, text=True).stdout.split("\n")
+    libdir, ldversion, home = info[:3]
+    lib = os.path.join(libdir, "libpython%s.so" % ldversion)
+    if not os.path.exists(lib):
+        print("   embedding with dlopen: %s has no shared libpython; skipped" % tag)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = os.path.join(tmp, "embed_dlopen")
+        cc = subprocess.run(["cc", "-O1", os.path.join(HERE, "embed_dlopen.c"), "-o", exe, "-ldl"],
+                            capture_output=True, text=True)
+        if not fails.check(cc.returncode == 0, "%s: cc failed: %s" % (tag, cc.stderr[-500:])):
+            return
+        for mode in ("local", "global"):
+            what = "%s: embed_dlopen %s" % (tag, mode)
+            run = pt.run_traced([exe, lib, mode], args.preload, args.pylog, env={"PYTHONHOME": home})
+            if not fails.check(run.proc.returncode == 0 and run.proc.stdout == "rounds done\n",
+                               "%s failed (%d): %s %s" % (what, run.proc.returncode, run.proc.stdout[-200:],
+                                                          run.proc.stderr[-800:])):
+                continue
+            # A libpython whose Py_Initialize calls Py_InitializeEx directly
+            # (Debian's) starts its second round without our hook: the log
+            # must say so.  The first is traced through the dlopen.
+            again = [v for k, v in run.infos if k == "not_watched" and "initialised again" in v]
+            rounds = 1 if again else 2
+            full = [e for e in run.of("gc_start") if e["generation"] == 2 and e["py"]
+                    and e["py"][0][0] == "<string>"]
+            fails.check(len(full) == rounds, "%s: %d of %d rounds' gc.collect() recorded (%s)"
+                        % (what, len(full), rounds, again))
+            bufs = [b for b in buffers(run) if freed_in(run, b)]
+            fails.check(len(bufs) == rounds, "%s: %d buffers freed by a collection; expected %d"
+                        % (what, len(bufs), rounds))
+
+
 def check(python, version):
     tag = "%s (%s)" % (version, python)
     check_subinterpreters(python, version, tag)
     check_embedding(python, version, tag)
+    check_embedding_dlopen(python, version, tag)
 
 
 pt.for_each_interpreter(args.python, check, fails)
