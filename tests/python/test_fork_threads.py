@@ -5,7 +5,18 @@ become a "multi-threaded" one under the preload.  On every interpreter: the
 flusher thread (trace-flush) is running before the fork, the fork prints no
 such warning (-W always::DeprecationWarning), and the next event starts the
 thread again.  On 3.12+ a control run with one Python thread alive must raise
-the warning, so the check above can fail."""
+the warning, so the check above can fail.
+
+Processes ending by os._exit (a forked child, then its parent) write their
+last frames from the program's own thread, through a descriptor moved up
+out of the way of the program's (preload/log_file.c, move_high): within the
+descriptor table's present size.  Moved to
+1024, it grew the table, which costs an RCU grace period with the flusher
+thread sharing it: 10 to 30 ms per ending, a Pool(maxtasksperchild=1) 2.9x
+slower.  dupfd_spy.c, preloaded first, notes each F_DUPFD the process asks."""
+import os
+import tempfile
+
 import pytrace as pt
 
 SCRIPT = r'''
@@ -45,12 +56,39 @@ print("flusher after fork:", wait_for_flusher())
 '''
 
 WARNING = "is multi-threaded, use of fork()"
-args = pt.parse_args()
+ENDINGS = r'''
+import gc, os
+for i in range(3):
+    pid = os.fork()
+    if pid == 0:
+        gc.collect()
+        os._exit(0)
+    os.waitpid(pid, 0)
+gc.collect()
+os._exit(0)
+'''
+
+args = pt.parse_args(lambda p: p.add_argument("--dupfd-spy", required=True))
 fails = pt.Failures()
+
+
+def check_ending_descriptor(python, tag):
+    with tempfile.TemporaryDirectory() as tmp:
+        spy = os.path.join(tmp, "dupfd")
+        run = pt.run_traced([python, "-c", ENDINGS], args.preload, args.pylog,
+                            env={"LD_PRELOAD": args.dupfd_spy + ":" + args.preload, "DUPFD_SPY": spy})
+        moves = [tuple(map(int, line.split())) for line in open(spy)] if os.path.exists(spy) else []
+        fails.check(run.proc.returncode == 0 and len(moves) >= 4,
+                    "%s: rc %d, %d descriptor moves for 4 endings by os._exit (%s)"
+                    % (tag, run.proc.returncode, len(moves), run.proc.stderr[-500:]))
+        fails.check(all(0 < floor < size for floor, size in moves),
+                    "%s: the log's descriptor moved past the descriptor table's size (number asked, "
+                    "table size): %s" % (tag, moves))
 
 
 def check(python, version):
     tag = "%s (%s)" % (version, python)
+    check_ending_descriptor(python, tag)
     cmd = [python, "-S", "-W", "always::DeprecationWarning", "-c", SCRIPT]
     run = pt.run_traced(cmd + ["plain"], args.preload, args.pylog)
     out = run.proc.stdout
