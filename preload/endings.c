@@ -105,12 +105,34 @@ static void finish(void *arg)
     if (rec_event_count() == 0 || !rec_active())
         return;   /* nothing recorded: no log (or it failed, and said so) */
     char how[4096 + 16];
-    format_how(&f->how, how, sizeof how);
+    /* A signal sent while this thread got here waits (ending_signal) and
+     * ends the process once the log is whole: the log says so.  One sent
+     * after END is written leaves the ending as it was. */
+    int sig = atomic_load(&ending_deferred_sig);
+    if (sig)
+        format_how(&(struct how){ .what = "signal", .arg = ending_signal_name(sig) }, how, sizeof how);
+    else
+        format_how(&f->how, how, sizeof how);
     rec_end(how);
     if (f->at_exit)
         flusher_stop();
     flush_final(!f->at_exit);
     say_end(how);
+}
+
+/* This thread is ending the process (finish, an exec's flush). */
+static int ending_here(void)
+{
+    return atomic_load(&owner) == rec_tid();
+}
+
+/* A signal sent while this thread was ending the process waited for the
+ * log to be whole (ending_signal): it is the process's end now. */
+static void die_of_deferred(void)
+{
+    int sig = atomic_exchange(&ending_deferred_sig, 0);
+    if (sig)
+        ending_signals_die(sig);
 }
 
 static void end_as(struct how how, int at_exit)
@@ -120,6 +142,7 @@ static void end_as(struct how how, int at_exit)
     struct finish f = { how, at_exit };
     own_stack_run(finish, &f);
     atomic_store(&ended, 1);
+    die_of_deferred();
 }
 
 void ending_exit(void)
@@ -168,6 +191,7 @@ int ending_exec_begin(const char *path)
         return 0;
     }
     atomic_store(&ended, 1);   /* a signal from here on can die at once: the log is whole */
+    die_of_deferred();         /* one sent during the flush: the log says exec, and is whole */
     return 1;
 }
 
@@ -183,11 +207,15 @@ static void end_by_signal(int sig)
     end_as((struct how){ .what = "signal", .arg = ending_signal_name(sig) }, 0);
 }
 
+/* A signal sent to the thread that is ending the process waits, as one
+ * inside the recorder does: dying at once left the END just written in
+ * memory (a SIGTERM during exit's flush: no log, or one without END).  A
+ * fault there (a crash inside our own ending) cannot wait. */
 int ending_signal(int sig, int async)
 {
     if (!endings_ours() || atomic_load(&ended))
         return ENDING_DIE;
-    if (async && (rec_lock_held_here() || flusher_token_held_here())) {
+    if (async && (ending_here() || rec_lock_held_here() || flusher_token_held_here())) {
         atomic_store(&ending_deferred_sig, sig);
         return ENDING_DEFERRED;
     }
@@ -197,8 +225,8 @@ int ending_signal(int sig, int async)
 
 void ending_run_deferred(void)
 {
-    if (rec_lock_held_here() || flusher_token_held_here())
-        return;   /* not let go of everything yet: the outer release runs it */
+    if (rec_lock_held_here() || flusher_token_held_here() || ending_here())
+        return;   /* not let go of everything yet: the outer release (or end_as) runs it */
     int sig = atomic_exchange(&ending_deferred_sig, 0);
     if (!sig)
         return;

@@ -762,6 +762,17 @@ def test_signals():
                 check("reads back default: 1" in out, "%s: reads back %r" % (name, out))
             check_whole(only_log(), 2, "signal " + name, "%s %s" % (name, how))
             os.unlink(only_log())
+    # Sent to the thread that is finishing the log at exit (after END is
+    # written, at its join of the flusher): the signal waits for the log to
+    # be whole, then kills.  It killed at once: no END on disk, or no log.
+    for name in ("SIGTERM", "SIGINT"):
+        env = env_for(JOIN_SIGNAL=int(getattr(signal, name)))
+        env["LD_PRELOAD"] = os.path.join(ARGS.bin, "libjoin_signal.so") + ":" + ARGS.preload
+        rc, out, err = run([prog("prog_endings"), "exit"], env)
+        check(rc == -getattr(signal, name), "%s during the exit's flush: exit %d, expected death by it: %r"
+              % (name, rc, err[-300:]))
+        check_whole(only_log(), 2, "exit", "%s during the exit's flush" % name)
+        os.unlink(only_log())
     # Sent from outside while the app sleeps.
     for name in ("SIGTERM", "SIGINT"):
         proc = subprocess.Popen([prog("prog_endings"), "wait"], env=env_for(), cwd=ARGS.work,

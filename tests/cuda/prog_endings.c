@@ -7,6 +7,7 @@
  *   exec ARG0          3 pairs, then execv of itself in mode "after_exec"
  *   after_exec         2 pairs, exit 5
  *   exec_fail          2 pairs, an exec that fails (ENOENT), 2 more pairs
+ *   exit               2 pairs, then return from main (exit 0)
  *   signal NAME [handler]  2 pairs, then raise(NAME) under the default action
  *                      (handler: the app's own handler, which prints and
  *                      restores the default before raising again)
@@ -547,6 +548,11 @@ int main(int argc, char **argv)
     }
     if (!strcmp(mode, "exec_fail"))
         return exec_fail();
+    if (!strcmp(mode, "exit")) {
+        make_pairs(2);
+        say("pairs %d\n", pairs);
+        return 0;
+    }
     if (!strcmp(mode, "signal"))
         return die_of(arg, argc > 3 && !strcmp(argv[3], "handler"));
     if (!strcmp(mode, "wait"))
