@@ -59,7 +59,10 @@ typedef struct domain_wrapper {
     int direct;
     /* Another malloc comes before ours (jemalloc preloaded first, ASan), so
      * our hook does not clear the first word of fresh blocks: the wrapper
-     * does, for the domain objects' blocks come from (see fresh_block). */
+     * does, for the domain objects' blocks come from (see fresh_block).  So
+     * it does where an embedding program set an allocator of its own on the
+     * domain (no malloc of ours underneath: one that keeps freed blocks
+     * whole gave a false report per reuse). */
     int clear_fresh;
 } domain_wrapper;
 
@@ -403,6 +406,11 @@ static int python_malloc_bypasses_raw(void)
     return m && strncmp(m, "malloc", 6) == 0;
 }
 
+/* The domain's allocator is the embedding program's own (set before
+ * Py_Initialize): CPython names none of its allocators then.  Only asked
+ * where the double-initialisation check reads headers. */
+static int foreign_allocator;
+
 static void wrap_domain(int domain)
 {
     domain_wrapper *w = &wrappers[domain];
@@ -423,8 +431,9 @@ static void wrap_domain(int domain)
     /* Objects' blocks: pymalloc's (it keeps its free list in freed blocks)
      * or, for large ones and under PYTHONMALLOC=malloc, the RAW domain's or
      * OBJ's own straight from malloc. */
-    w->clear_fresh = !host_malloc_is_ours() &&
-                     (domain == PY_DOMAIN_RAW || (domain == PY_DOMAIN_OBJ && python_malloc_bypasses_raw()));
+    w->clear_fresh = (!host_malloc_is_ours() &&
+                      (domain == PY_DOMAIN_RAW || (domain == PY_DOMAIN_OBJ && python_malloc_bypasses_raw()))) ||
+                     (foreign_allocator && domain != PY_DOMAIN_MEM);
     py_allocator ours = { w, wrapped_malloc, wrapped_calloc, wrapped_realloc, wrapped_free };
     if (w->direct) {
         ours.malloc = raw_direct_malloc;
@@ -504,14 +513,17 @@ void python_alloc_install(void)
      * clear their fresh blocks (fresh_block), and jemalloc's stale headers
      * were 168 false reports in 200 calls of test_double_init's
      * make_over_stale. */
-    int for_blocks = c->host_buffers || (python_init_check_reads_headers() && !host_malloc_is_ours());
+    int reads_headers = python_init_check_reads_headers();
+    foreign_allocator = reads_headers && py._PyMem_GetCurrentAllocatorName &&
+                        !py._PyMem_GetCurrentAllocatorName() && !name_through_wrappers();
+    int for_blocks = c->host_buffers || (reads_headers && (!host_malloc_is_ours() || foreign_allocator));
     int bypass = python_malloc_bypasses_raw();
     note_allocators_before();
     if (for_blocks)
         wrap_domain(PY_DOMAIN_RAW);
     if (c->host_buffers && bypass)
         wrap_domain(PY_DOMAIN_MEM);
-    if ((for_blocks && bypass) || sample_every)
+    if ((for_blocks && bypass) || sample_every || foreign_allocator)
         wrap_domain(PY_DOMAIN_OBJ);
     if (sample_every)
         choose_filter(c, known);

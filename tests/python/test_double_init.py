@@ -14,8 +14,11 @@ make_over_stale must still give no event: the Python wrappers clear fresh
 blocks' first word themselves, with large host buffers recorded or not
 (TRACE_HOST_BUFFERS=0).  A program linked without PIE that embeds a shared
 libpython and takes the two functions' addresses (canonical PLT entries)
-gets the check, interposed, and ends.  numpy, when installed, must give no event at
-all."""
+gets the check, interposed, and ends.  A program that embeds libpython with
+its own allocator on the raw and object domains, one that keeps freed blocks
+whole (embed_alloc.c), gets no report over a stale block in the object domain
+(make_over_stale_obj) and still the real one.  numpy, when installed, must
+give no event at all."""
 import os
 import subprocess
 import sys
@@ -168,6 +171,52 @@ def check_canonical_plt(python, version):
         print("  %s: %d and %d events, as made" % (tag, N, N))
 
 
+EMBED_ALLOC = os.path.join(pt.HERE, "..", "fixtures", "double_init", "embed_alloc.c")
+ARENA_PROGRAM = """
+import double_init as d
+d.make_twice()
+print("reused", sum(d.make_over_stale_obj() for i in range(200)))
+"""
+
+
+def check_embedder_allocator(python, version):
+    """An embedding program's own allocator on the raw and object domains
+    (embed_alloc.c), which keeps freed blocks whole: a PyObject_Init over a
+    block that held an object released with its count at 1 is no report
+    (the wrappers clear fresh blocks' first word: the program's allocator
+    does not come through our malloc), and the real bug still is."""
+    info = subprocess.run([python, "-c",
+                           "import sysconfig as s, sys; print(s.get_paths()['include']); "
+                           "print(s.get_config_var('LIBDIR')); print(s.get_config_var('LDVERSION')); "
+                           "print(s.get_config_var('Py_ENABLE_SHARED')); print(sys.base_prefix)"],
+                          capture_output=True, text=True).stdout.split("\n")
+    include, libdir, ldversion, shared, home = info[:5]
+    if shared != "1" or not os.path.exists(os.path.join(libdir, "libpython%s.so" % ldversion)):
+        print("%s: no shared libpython, the embedder's allocator check skipped" % version)
+        return
+    tag = "%s, embedder's own allocator" % version
+    with tempfile.TemporaryDirectory() as tmp:
+        build_fixture(python, tmp, [])
+        exe = os.path.join(tmp, "embed_alloc")
+        cc = subprocess.run([os.environ.get("CC", "cc"), "-O1", "-I", include, EMBED_ALLOC, "-L", libdir,
+                             "-lpython" + ldversion, "-Wl,-rpath," + libdir, "-o", exe],
+                            capture_output=True, text=True)
+        if not fails.check(cc.returncode == 0, "%s: cc failed: %s" % (tag, cc.stderr[-500:])):
+            return
+        run = pt.run_traced([exe, ARENA_PROGRAM], args.preload, args.pylog,
+                            env={"PYTHONPATH": tmp, "PYTHONHOME": home})
+    if not fails.check(run.proc.returncode == 0, "%s: program failed (%d): %s"
+                       % (tag, run.proc.returncode, run.proc.stderr[-800:])):
+        return
+    fails.check("reused 200" in run.proc.stdout or "libasan" in args.preload,
+                "%s: the stale block did not come back (%s): the check proves nothing"
+                % (tag, run.proc.stdout.strip()[-40:]))
+    types = [e["type"] for e in run.of("py_double_init")]
+    if fails.check(types == ["double_init.Thing"], "%s: expected the one real double initialisation, got "
+                   "%d events (%d false, over stale blocks)" % (tag, len(types), max(0, len(types) - 1))):
+        print("  %s: no report over 200 stale blocks, the real one reported" % tag)
+
+
 def check_numpy(python, version):
     has = subprocess.run([python, "-c", "import numpy"], capture_output=True).returncode == 0
     if not has:
@@ -189,5 +238,6 @@ for python, version in interpreters:
         check(python, version, build)
     check_foreign_malloc(python, version)
     check_canonical_plt(python, version)
+    check_embedder_allocator(python, version)
     check_numpy(python, version)
 fails.finish()
