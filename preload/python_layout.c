@@ -40,7 +40,7 @@ static const py_layout *read_debug_offsets(void)
         .tstate_cframe = PY_NO_FIELD, .cframe_frame = PY_NO_FIELD,
         .frame_code = d->frame.executable, .frame_back = d->frame.previous,
         .frame_instr = d->frame.instr_ptr, .frame_owner = d->frame.owner,
-        .owner_cstack = 3,
+        .owner_cstack = 3, .skip_unbegun_callers = 1,
         .code_filename = d->code.filename, .code_name = d->code.qualname,
         .code_firstlineno = d->code.firstlineno, .code_bytecode = d->code.co_code_adaptive,
         .code_linetable = d->code.linetable, .line_format = PY_LINES_LOCATIONS,

@@ -23,6 +23,11 @@ typedef struct py_layout {
     int instr_is_lasti;        /* f_lasti (an int) rather than a pointer */
     int lasti_unit;            /* bytes per f_lasti step: 1 (3.8/3.9), 2 (3.10) */
     int owner_cstack;          /* owner value of C-stack shim frames, -1 if none */
+    /* A frame with a callee whose instruction is still in the first 3 code
+     * units is a trampoline or not begun (3.13: _Py_InitCleanup, the shim a
+     * specialised class call puts under __init__): left out, as CPython's
+     * tracebacks leave out such "incomplete" frames. */
+    int skip_unbegun_callers;
     /* Code objects.  linetable: co_lnotab (3.8, 3.9) or co_linetable, a
      * bytes object in the format line_format names (python_lines.h). */
     size_t code_filename, code_name, code_firstlineno, code_bytecode, code_linetable;

@@ -145,6 +145,8 @@ static inline __attribute__((always_inline)) int walk(const py_layout *L, void *
         else
             out[n].where = (uint64_t)(FIELD(f, L->frame_instr, char *) -
                                       ((char *)code + L->code_bytecode));
+        if (L->skip_unbegun_callers && n > 0 && out[n].where < 6)
+            continue;           /* a trampoline under its callee (layout.h) */
         n++;
     }
     /* No room for the rest: the outermost frame kept gives its place to
@@ -159,7 +161,7 @@ static inline __attribute__((always_inline)) int walk(const py_layout *L, void *
 static const py_layout layout_3_13 = {
     .tstate_frame = 72, .tstate_cframe = PY_NO_FIELD, .cframe_frame = PY_NO_FIELD,
     .frame_code = 0, .frame_back = 8, .frame_instr = 56, .frame_owner = 70,
-    .owner_cstack = 3, .code_bytecode = 200,
+    .owner_cstack = 3, .skip_unbegun_callers = 1, .code_bytecode = 200,
 };
 
 #define CAPTURE_FOR(name, table)                                   \
@@ -183,6 +185,7 @@ static int same_walk(const py_layout *a, const py_layout *b)
            a->cframe_frame == b->cframe_frame && a->frame_code == b->frame_code &&
            a->frame_back == b->frame_back && a->frame_instr == b->frame_instr &&
            a->frame_owner == b->frame_owner && a->owner_cstack == b->owner_cstack &&
+           a->skip_unbegun_callers == b->skip_unbegun_callers &&
            a->instr_is_lasti == b->instr_is_lasti && a->lasti_unit == b->lasti_unit &&
            (a->instr_is_lasti || a->code_bytecode == b->code_bytecode);
 }

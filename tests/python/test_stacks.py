@@ -9,7 +9,11 @@ compile() in a loop) is named as it is, not as the dead code was, also when
 another tool wraps the code type's deallocator after ours and when other
 threads' code dies between a thread's events.  More distinct stacks than the
 recorder keeps are each named in full, and defined a frame at a time
-(PY_STACK_PUSH), never as whole stacks."""
+(PY_STACK_PUSH), never as whole stacks.  An allocation in __init__ of a class
+called in a loop names __init__, then its caller's line: 3.13's specialised
+class call runs __init__ over a trampoline frame (_Py_InitCleanup, file and
+function "__init__", line 0) that CPython's tracebacks leave out, and so
+must the stacks."""
 import os
 import subprocess
 import tempfile
@@ -80,6 +84,7 @@ def check(python, version):
                     "%s: worker thread's stack wrong: %s" % (tag, top))
 
     check_double_free(python, tag)
+    check_init_caller(python, tag)
     check_code_reuse(python, tag, {})
     check_code_reuse(python, tag, {"TRACE_PY_ALLOCS": "1"})
     if args.code_dealloc_wrapper:
@@ -89,6 +94,29 @@ def check(python, version):
     check_many_stacks(python, tag)
     check_deep_stack(python, tag, {})
     check_deep_stack(python, tag, {"TRACE_PY_ALLOCS": "1"})
+
+
+INIT_CALLER = """
+class Leaf: pass
+class Node:
+    def __init__(self):
+        self.kid = Leaf()                   # line 5: a GC object (no free list), in __init__
+def make():
+    return [Node() for i in range(300)]     # line 7: the class called, specialised after a few
+made = make()
+"""
+
+
+def check_init_caller(python, tag):
+    run = pt.run_traced([python, "-c", INIT_CALLER], args.preload, args.pylog, env={"TRACE_PY_ALLOCS": "1"})
+    if not fails.check(run.proc.returncode == 0, "%s: program failed: %s" % (tag, run.proc.stderr[-800:])):
+        return
+    in_init = [e["py"] for e in run.of("py_alloc") if e["py"] and e["py"][0][2].endswith("__init__")
+               and e["py"][0][0] == "<string>"]
+    wrong = [p[:3] for p in in_init if len(p) < 2 or (p[1][0], p[1][1]) != ("<string>", 7)]
+    fails.check(len(in_init) >= 300 and not wrong,
+                "%s: %d allocations in __init__, %d without their caller's line next (a trampoline "
+                "frame between?), e.g. %s" % (tag, len(in_init), len(wrong), wrong[:1]))
 
 
 def check_code_reuse(python, tag, env, argv=()):
