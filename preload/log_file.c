@@ -11,12 +11,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Creations tried before giving up (each fails only when another process
@@ -238,7 +241,7 @@ static int job_open(file_job *j, pf_file *f, int create)
     return -1;
 }
 
-static int run_file_job(void *arg)
+static int write_file_job(void *arg)
 {
     file_job *j = arg;
     pf_file f;
@@ -278,6 +281,33 @@ static int run_file_job(void *arg)
     j->open_err = done ? 0 : err;
     j->write_err = done ? err : 0;
     return -1;
+}
+
+/* A write past RLIMIT_FSIZE sends SIGXFSZ to the writing thread, and its
+ * default action ends the process: where the job runs on the program's own
+ * thread (no helper: an ending by _exit, exec or a signal, a fork's child),
+ * a program that limits its files' size and restores SIG_DFL died of our
+ * write (exit status 153 after os._exit(0)).  The signal is held during the
+ * job and, when our write raised it, taken back; the write fails with EFBIG
+ * as it would under SIG_IGN, and the log says so once.  The helper thread
+ * blocks every signal. */
+static int run_file_job(void *arg)
+{
+    if (pf_in_private_table())
+        return write_file_job(arg);
+    sigset_t xfsz, before, pending;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    if (pthread_sigmask(SIG_BLOCK, &xfsz, &before) != 0)
+        return write_file_job(arg);
+    int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
+    int rc = write_file_job(arg);
+    if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ)) {
+        struct timespec now = { 0, 0 };
+        sigtimedwait(&xfsz, NULL, &now);
+    }
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
+    return rc;
 }
 
 /* The first write: a free name, created, never an existing file. */

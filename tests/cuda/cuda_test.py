@@ -773,6 +773,13 @@ def test_signals():
               % (name, rc, err[-300:]))
         check_whole(only_log(), 2, "exit", "%s during the exit's flush" % name)
         os.unlink(only_log())
+    # A program that limits its files' size, with SIGXFSZ at its default
+    # action: the log's write past the limit, on the program's thread at
+    # _exit, raised SIGXFSZ there and killed it (153 instead of 0).
+    rc, out, err = run([prog("prog_endings"), "fsize"], env_for())
+    check(rc == 0 and "pairs 2" in out, "RLIMIT_FSIZE and _exit: exit %d, expected 0: %r" % (rc, err[-300:]))
+    for path in logs():
+        os.unlink(path)
     # Sent from outside while the app sleeps.
     for name in ("SIGTERM", "SIGINT"):
         proc = subprocess.Popen([prog("prog_endings"), "wait"], env=env_for(), cwd=ARGS.work,

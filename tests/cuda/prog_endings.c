@@ -8,6 +8,8 @@
  *   after_exec         2 pairs, exit 5
  *   exec_fail          2 pairs, an exec that fails (ENOENT), 2 more pairs
  *   exit               2 pairs, then return from main (exit 0)
+ *   fsize              files limited to 256 bytes (RLIMIT_FSIZE, SIGXFSZ at
+ *                      its default action), 2 pairs, _exit(0)
  *   signal NAME [handler]  2 pairs, then raise(NAME) under the default action
  *                      (handler: the app's own handler, which prints and
  *                      restores the default before raising again)
@@ -548,6 +550,13 @@ int main(int argc, char **argv)
     }
     if (!strcmp(mode, "exec_fail"))
         return exec_fail();
+    if (!strcmp(mode, "fsize")) {
+        struct rlimit small = { 256, 256 };
+        setrlimit(RLIMIT_FSIZE, &small);
+        make_pairs(2);
+        say("pairs %d\n", pairs);
+        _exit(0);
+    }
     if (!strcmp(mode, "exit")) {
         make_pairs(2);
         say("pairs %d\n", pairs);
