@@ -99,6 +99,10 @@ static int on_audit_event(const char *event, py_object *args, void *user)
         if (attach_state != PY_GAVE_UP)
             attach_state = PY_WAITING;
         python_gc_forget_all();
+        if (attach_state != PY_GAVE_UP) {
+            python_threads_forget();
+            python_cupy_forget();
+        }
         return 0;
     }
     if (attach_state == PY_ATTACHED) {

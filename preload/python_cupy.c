@@ -403,6 +403,24 @@ void python_cupy_on_collection(void)
     py.PyErr_Restore(type, value, traceback);
 }
 
+/* A round's end (an embedding program's Py_FinalizeEx): the references we
+ * hold let go, while the interpreter can still take them (on 3.8 to 3.11
+ * interned strings are mortal, and ours kept 4 to 7 of them alive per
+ * round), and CuPy looked for again in the next round: the hook lived in
+ * this one's interpreter. */
+void python_cupy_forget(void)
+{
+    py_object **held[] = { &hook_instance, &hook_name, &module_name, &key_size, &key_mem_size,
+                           &key_mem_ptr, &stream_module_name, &cupy_module_name, &sys_modules };
+    for (size_t i = 0; i < sizeof held / sizeof held[0]; i++) {
+        if (*held[i])
+            py.Py_DecRef(*held[i]);
+        *held[i] = NULL;
+    }
+    cupy_state = CUPY_ABSENT;
+    registered_here = 0;
+}
+
 void python_cupy_prepare(void)
 {
     hook_name = py.PyUnicode_InternFromString(HOOK_NAME);

@@ -54,6 +54,7 @@ void *python_tstate_if_holding_gil(void);
 /* python_threads.c: name threads in the log by their threading.Thread name;
  * look() (with the GIL, cheap when not due) notes this thread's name. */
 void python_threads_install(void);
+void python_threads_forget(void);      /* at a round's end */
 void python_threads_look(void);
 
 /* python_gc.c: append our callable to the main interpreter's gc.callbacks
@@ -115,6 +116,7 @@ void python_reftracer_poll(void);
 /* python_cupy.c: prepare() at attach time; then every audit event goes to
  * on_audit_event(), which installs CuPy's MemoryHook once cupy is imported. */
 void python_cupy_prepare(void);
+void python_cupy_forget(void);         /* at a round's end */
 void python_cupy_on_audit_event(const char *event, py_object *args);
 /* After each collection, on the thread that ran it: register the MemoryHook
  * there if CuPy is ready and it is not yet (a thread that raises no audit

@@ -105,6 +105,19 @@ static uint32_t thread_name(uint32_t seen, char *buf, size_t cap, uint64_t *ask_
     return known_version;
 }
 
+/* A round's end: the three names let go while the interpreter can take
+ * them (python_cupy_forget says why); a look finds no key_name and waits
+ * for the next round's install. */
+void python_threads_forget(void)
+{
+    py_object **held[] = { &key_threading, &key_active, &key_name };
+    for (size_t i = 0; i < sizeof held / sizeof held[0]; i++) {
+        if (*held[i])
+            py.Py_DecRef(*held[i]);
+        *held[i] = NULL;
+    }
+}
+
 void python_threads_install(void)
 {
     key_threading = py.PyUnicode_InternFromString("threading");
