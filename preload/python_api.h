@@ -25,6 +25,7 @@ typedef struct py_method_def {
 } py_method_def;
 #define PY_METH_VARARGS 0x0001
 #define PY_METH_KEYWORDS 0x0002
+#define PY_METH_FASTCALL 0x0080   /* (self, args array, count): no tuple made (3.7+) */
 
 /* PyMemAllocatorEx and its domains, stable since 3.5. */
 typedef struct py_allocator {

@@ -22,8 +22,9 @@
  * A thread-local depth says when a collection runs on this thread, for
  * python_alloc.c's py_free events.  Not every free in that window is the
  * collection's: the objects the interpreter built to call the callbacks
- * (the info dict, its key strings and keys table, the arguments tuple and
- * the phase string) are freed as our "start" returns.  on_start notes their
+ * (the info dict, its key strings and keys table, and the phase string;
+ * ours is called the fast way, with no arguments tuple) are freed as our
+ * "start" returns.  on_start notes their
  * blocks, and the first free of each is passed over.
  *
  * A collection's "stop" may never reach us: CPython calls gc.callbacks by
@@ -101,10 +102,9 @@ static const void *gc_block(const void *obj)
  * keys table, an OBJ-domain block of its own. */
 #define DICT_MA_KEYS 32
 
-static void note_preamble(py_object *args, py_object *phase, py_object *info)
+static void note_preamble(py_object *phase, py_object *info)
 {
     int n = 0;
-    preamble[n++] = gc_block(args);
     preamble[n++] = phase;
     preamble[n++] = gc_block(info);
     preamble[n++] = *(void *const *)((const char *)info + DICT_MA_KEYS);
@@ -360,8 +360,7 @@ static int runtime_wide(void)
 
 static int64_t current_interpreter(void);
 
-static void on_start(gc_slot *s, const volatile int *flag, py_object *args, py_object *phase,
-                     py_object *info)
+static void on_start(gc_slot *s, const volatile int *flag, py_object *phase, py_object *info)
 {
     /* Collections of one interpreter do not nest: one still open ended,
      * whichever thread ran it (its entry there goes stale). */
@@ -385,7 +384,7 @@ static void on_start(gc_slot *s, const volatile int *flag, py_object *args, py_o
     s->open_interp = e.u.gc.interp;
     uint64_t seq = rec_event(&e, REC_STACKS | REC_OPEN);
     s->open_id = atomic_fetch_add(&open_ids, 1) + 1;
-    note_preamble(args, phase, info);
+    note_preamble(phase, info);
     /* The entry first: a signal handler's event between the two sees a
      * consistent list. */
     if (python_gc_collecting < OPEN_MAX)
@@ -416,17 +415,23 @@ static int has_type_flag(py_object *o, unsigned long flag)
     return (py.PyType_GetFlags(py_type_of(o)) & flag) != 0;
 }
 
-static py_object *gc_callback(py_object *self, py_object *args)
+/* Called the fast way (METH_FASTCALL): the arguments arrive as the
+ * collector's own array.  As METH_VARARGS, CPython made a 2-tuple for every
+ * call, counted as a new object in generation 0 and freed to the tuple free
+ * list, which counts nothing: each collection left the young count one
+ * higher than a Python callback does, and the program's collections came at
+ * other times than without us. */
+static py_object *gc_callback(py_object *self, py_object *const *args, ssize_t nargs)
 {
     ssize_t i = self ? py.PyLong_AsSsize_t(self) : -1;
-    py_object *phase = py.PyTuple_Size(args) == 2 ? py.PyTuple_GetItem(args, 0) : NULL;
-    py_object *info = phase ? py.PyTuple_GetItem(args, 1) : NULL;
+    py_object *phase = nargs == 2 ? args[0] : NULL;
+    py_object *info = phase ? args[1] : NULL;
     /* As the collector calls it: (str, dict), during a collection. */
     if (phase && info && has_type_flag(phase, TPFLAGS_UNICODE_SUBCLASS) &&
         has_type_flag(info, TPFLAGS_DICT_SUBCLASS) && i >= 0 && i < MAX_INTERPRETERS &&
         atomic_load(&slots[i].interp) && flag_in_collection(collecting_flag())) {
         if (py.PyUnicode_CompareWithASCIIString(phase, "start") == 0)
-            on_start(&slots[i], collecting_flag(), args, phase, info);
+            on_start(&slots[i], collecting_flag(), phase, info);
         else if (py.PyUnicode_CompareWithASCIIString(phase, "stop") == 0) {
             on_stop(&slots[i], info);
             /* A thread CuPy's hook is not registered on yet (one started
@@ -441,7 +446,7 @@ static py_object *gc_callback(py_object *self, py_object *args)
 }
 
 static py_method_def gc_callback_def = {
-    "libtrace_gc_callback", gc_callback, PY_METH_VARARGS,
+    "libtrace_gc_callback", (py_cfunction)(void (*)(void))gc_callback, PY_METH_FASTCALL,
     "Records gc_start/gc_stop events (libtrace)."
 };
 

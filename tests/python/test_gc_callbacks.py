@@ -9,7 +9,10 @@ object freed by reference counting is recorded as the collector's
 (py_free), a call by hand records no collection, and a list emptied with
 ours in it says so (INFO not_watched), in a collection or out of one, with
 audit events after it or none.  From 3.10, gc is not imported to put
-our callable in the list."""
+our callable in the list.  Our callable adds nothing to the young
+generation's count beyond what any callback costs (the collector's info
+dict): after gc.collect(), gc.get_count() is what it is bare with a Python
+callback (it was one more: CPython made an arguments tuple per call)."""
 import pytrace as pt
 
 args = pt.parse_args()
@@ -66,8 +69,29 @@ def check_no_import(python, version):
                 (version, run.proc.stdout, run.proc.stderr[-300:]))
 
 
+COUNT = """
+import gc, sys
+if sys.argv[1] == "with_callback":
+    gc.callbacks.append(lambda phase, info: None)
+class Node: pass
+for i in range(3000):
+    a = Node(); b = Node(); a.o = b; b.o = a
+gc.collect()
+print(gc.get_count())
+"""
+
+
+def check_young_count(python, version):
+    bare = pt.run_traced([python, "-c", COUNT, "with_callback"], args.preload, args.pylog, trace=False)
+    traced = pt.run_traced([python, "-c", COUNT, "ours_only"], args.preload, args.pylog)
+    fails.check(bare.proc.returncode == 0 and traced.proc.stdout == bare.proc.stdout,
+                "%s: gc.get_count() after gc.collect(): %r traced, %r bare with a Python callback"
+                % (version, traced.proc.stdout.strip(), bare.proc.stdout.strip()))
+
+
 def check(python, version):
     check_no_import(python, version)
+    check_young_count(python, version)
     for mode in ("once", "finalizer", "by_hand", "cleared", "cleared_quiet"):
         for env in ({}, {"TRACE_PY_ALLOCS": "1"}):
             tag = "%s %s%s" % (version, mode, " py_allocs" if env else "")
