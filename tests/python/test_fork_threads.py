@@ -75,8 +75,10 @@ fails = pt.Failures()
 def check_ending_descriptor(python, tag):
     with tempfile.TemporaryDirectory() as tmp:
         spy = os.path.join(tmp, "dupfd")
+        parts = args.preload.split(":")   # a sanitizer's runtime stays first
+        preload = ":".join(parts[:-1] + [args.dupfd_spy, parts[-1]])
         run = pt.run_traced([python, "-c", ENDINGS], args.preload, args.pylog,
-                            env={"LD_PRELOAD": args.dupfd_spy + ":" + args.preload, "DUPFD_SPY": spy})
+                            env={"LD_PRELOAD": preload, "DUPFD_SPY": spy})
         moves = [tuple(map(int, line.split())) for line in open(spy)] if os.path.exists(spy) else []
         fails.check(run.proc.returncode == 0 and len(moves) >= 4,
                     "%s: rc %d, %d descriptor moves for 4 endings by os._exit (%s)"
