@@ -11,13 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *round_code =
-    "import gc\n"
-    "b = bytearray(3 << 20)\n"
-    "holder = [b]\n"
-    "holder.append(holder)\n"
-    "del b, holder\n"
-    "gc.collect()\n";
+#include "embed_round.h"
 
 int main(int argc, char **argv)
 {

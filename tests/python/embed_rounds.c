@@ -7,13 +7,7 @@
  */
 #include <Python.h>
 
-static const char *round_code =
-    "import gc\n"
-    "b = bytearray(3 << 20)\n"
-    "holder = [b]\n"
-    "holder.append(holder)\n"
-    "del b, holder\n"
-    "gc.collect()\n";
+#include "embed_round.h"
 
 int main(void)
 {

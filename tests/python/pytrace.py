@@ -83,6 +83,38 @@ def is_static(python):
     return out.stdout.strip() != "True"
 
 
+class Embedding:
+    """What a C program needs to embed python's shared libpython: include,
+    libdir, ldversion, home (sys.base_prefix, for PYTHONHOME) and lib (the
+    library's path)."""
+
+    def __init__(self, include, libdir, ldversion, home):
+        self.include, self.libdir, self.ldversion, self.home = include, libdir, ldversion, home
+        self.lib = os.path.join(libdir, "libpython%s.so" % ldversion)
+
+    def build(self, source, exe, flags=()):
+        """Compiles and links source against the library into exe: "" when
+        it did, else the compiler's complaint."""
+        cc = subprocess.run([os.environ.get("CC", "cc"), "-O1"] + list(flags) +
+                            ["-I", self.include, source, "-L", self.libdir, "-lpython" + self.ldversion,
+                             "-Wl,-rpath," + self.libdir, "-o", exe], capture_output=True, text=True)
+        return "" if cc.returncode == 0 else "cc failed: " + cc.stderr[-500:]
+
+
+def embedding(python):
+    """An Embedding for python, or None when it has no shared libpython."""
+    out = subprocess.run([python, "-c",
+                          "import sysconfig as s, sys; print(s.get_paths()['include']); "
+                          "print(s.get_config_var('LIBDIR')); print(s.get_config_var('LDVERSION')); "
+                          "print(s.get_config_var('Py_ENABLE_SHARED')); print(sys.base_prefix)"],
+                         capture_output=True, text=True).stdout.split("\n")
+    if len(out) < 5:
+        return None
+    include, libdir, ldversion, shared, home = out[:5]
+    found = Embedding(include, libdir, ldversion, home)
+    return found if shared == "1" and os.path.exists(found.lib) else None
+
+
 class Run:
     def __init__(self, proc, events, infos, pools, header_python=""):
         self.proc = proc

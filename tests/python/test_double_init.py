@@ -122,23 +122,17 @@ def check_canonical_plt(python, version):
     PyObject_Init's and PyObject_InitVar's addresses (canonical PLT entries):
     the check is on, interposed, reports each double initialisation once,
     and the program ends (it used to loop for ever in the first one)."""
-    info = subprocess.run([python, "-c",
-                           "import sysconfig as s, sys; print(s.get_paths()['include']); "
-                           "print(s.get_config_var('LIBDIR')); print(s.get_config_var('LDVERSION')); "
-                           "print(s.get_config_var('Py_ENABLE_SHARED')); print(sys.base_prefix)"],
-                          capture_output=True, text=True).stdout.split("\n")
-    include, libdir, ldversion, shared, home = info[:5]
-    if shared != "1" or not os.path.exists(os.path.join(libdir, "libpython%s.so" % ldversion)):
+    embed = pt.embedding(python)
+    if not embed:
         print("%s: no shared libpython, the canonical PLT check skipped" % version)
         return
+    home = embed.home
     tag = "%s, non-PIE program embedding libpython" % version
     with tempfile.TemporaryDirectory() as tmp:
         build_fixture(python, tmp, [])
         exe = os.path.join(tmp, "embed_plt")
-        cc = subprocess.run([os.environ.get("CC", "cc"), "-O1", "-no-pie", "-fno-pie", "-fno-pic",
-                             "-I", include, EMBED, "-L", libdir, "-lpython" + ldversion,
-                             "-Wl,-rpath," + libdir, "-o", exe], capture_output=True, text=True)
-        if not fails.check(cc.returncode == 0, "%s: cc failed: %s" % (tag, cc.stderr[-500:])):
+        failed = embed.build(EMBED, exe, ["-no-pie", "-fno-pie", "-fno-pic"])
+        if not fails.check(not failed, "%s: %s" % (tag, failed)):
             return
         syms = subprocess.run(["readelf", "--dyn-syms", "-W", exe], capture_output=True, text=True).stdout
         canonical = [l for l in syms.splitlines() if "PyObject_Init" in l and " UND " in l
@@ -185,26 +179,19 @@ def check_embedder_allocator(python, version):
     block that held an object released with its count at 1 is no report
     (the wrappers clear fresh blocks' first word: the program's allocator
     does not come through our malloc), and the real bug still is."""
-    info = subprocess.run([python, "-c",
-                           "import sysconfig as s, sys; print(s.get_paths()['include']); "
-                           "print(s.get_config_var('LIBDIR')); print(s.get_config_var('LDVERSION')); "
-                           "print(s.get_config_var('Py_ENABLE_SHARED')); print(sys.base_prefix)"],
-                          capture_output=True, text=True).stdout.split("\n")
-    include, libdir, ldversion, shared, home = info[:5]
-    if shared != "1" or not os.path.exists(os.path.join(libdir, "libpython%s.so" % ldversion)):
+    embed = pt.embedding(python)
+    if not embed:
         print("%s: no shared libpython, the embedder's allocator check skipped" % version)
         return
     tag = "%s, embedder's own allocator" % version
     with tempfile.TemporaryDirectory() as tmp:
         build_fixture(python, tmp, [])
         exe = os.path.join(tmp, "embed_alloc")
-        cc = subprocess.run([os.environ.get("CC", "cc"), "-O1", "-I", include, EMBED_ALLOC, "-L", libdir,
-                             "-lpython" + ldversion, "-Wl,-rpath," + libdir, "-o", exe],
-                            capture_output=True, text=True)
-        if not fails.check(cc.returncode == 0, "%s: cc failed: %s" % (tag, cc.stderr[-500:])):
+        failed = embed.build(EMBED_ALLOC, exe)
+        if not fails.check(not failed, "%s: %s" % (tag, failed)):
             return
         run = pt.run_traced([exe, ARENA_PROGRAM], args.preload, args.pylog,
-                            env={"PYTHONPATH": tmp, "PYTHONHOME": home})
+                            env={"PYTHONPATH": tmp, "PYTHONHOME": embed.home})
     if not fails.check(run.proc.returncode == 0, "%s: program failed (%d): %s"
                        % (tag, run.proc.returncode, run.proc.stderr[-800:])):
         return

@@ -112,32 +112,17 @@ def check_subinterpreters(python, version, tag):
                 % (tag, run.proc.returncode, len(run.of("py_alloc")), run.proc.stderr[-800:]))
 
 
-def build_embedder(python, tmp):
-    info = subprocess.run([python, "-c",
-                           "import sysconfig as s; print(s.get_paths()['include']); "
-                           "print(s.get_config_var('LIBDIR')); print(s.get_config_var('LDVERSION')); "
-                           "print(s.get_config_var('Py_ENABLE_SHARED'))"],
-                          capture_output=True, text=True).stdout.split("\n")
-    include, libdir, ldversion, shared = info[:4]
-    if shared != "1" or not os.path.exists(os.path.join(libdir, "libpython%s.so" % ldversion)):
-        return None
-    exe = os.path.join(tmp, "embed_rounds")
-    cc = subprocess.run(["cc", "-O1", "-I", include, os.path.join(HERE, "embed_rounds.c"),
-                         "-L", libdir, "-lpython" + ldversion, "-Wl,-rpath," + libdir, "-o", exe],
-                        capture_output=True, text=True)
-    return exe if cc.returncode == 0 else ("cc failed: " + cc.stderr[-500:])
-
-
 def check_embedding(python, version, tag):
+    embed = pt.embedding(python)
+    if not embed:
+        print("   embedding: %s has no shared libpython; skipped" % tag)
+        return
+    home = embed.home
     with tempfile.TemporaryDirectory() as tmp:
-        exe = build_embedder(python, tmp)
-        if exe is None:
-            print("   embedding: %s has no shared libpython; skipped" % tag)
+        exe = os.path.join(tmp, "embed_rounds")
+        failed = embed.build(os.path.join(HERE, "embed_rounds.c"), exe)
+        if not fails.check(not failed, "%s: %s" % (tag, failed)):
             return
-        if not fails.check(not exe.startswith("cc failed"), "%s: %s" % (tag, exe)):
-            return
-        home = subprocess.run([python, "-c", "import sys; print(sys.base_prefix)"],
-                              capture_output=True, text=True).stdout.strip()
         run = pt.run_traced([exe], args.preload, args.pylog, env={"PYTHONHOME": home})
         if not fails.check(run.proc.returncode == 0, "%s: embed_rounds failed (%d): %s"
                            % (tag, run.proc.returncode, run.proc.stderr[-800:])):
@@ -159,15 +144,11 @@ def check_embedding(python, version, tag):
 
 
 def check_embedding_dlopen(python, version, tag):
-    info = subprocess.run([python, "-c",
-                           "import sysconfig as s, sys; print(s.get_config_var('LIBDIR')); "
-                           "print(s.get_config_var('LDVERSION')); print(sys.base_prefix)"],
-                          capture_output=True, text=True).stdout.split("\n")
-    libdir, ldversion, home = info[:3]
-    lib = os.path.join(libdir, "libpython%s.so" % ldversion)
-    if not os.path.exists(lib):
+    embed = pt.embedding(python)
+    if not embed:
         print("   embedding with dlopen: %s has no shared libpython; skipped" % tag)
         return
+    lib, home = embed.lib, embed.home
     with tempfile.TemporaryDirectory() as tmp:
         exe = os.path.join(tmp, "embed_dlopen")
         cc = subprocess.run(["cc", "-O1", os.path.join(HERE, "embed_dlopen.c"), "-o", exe, "-ldl"],
@@ -198,24 +179,17 @@ def check_embedding_dlopen(python, version, tag):
 def check_rounds_leave_nothing(python, version, tag):
     """embed_live.c: the object blocks still allocated after each of four
     rounds stay as many from the second on, as they do bare."""
-    info = subprocess.run([python, "-c",
-                           "import sysconfig as s, sys; print(s.get_paths()['include']); "
-                           "print(s.get_config_var('LIBDIR')); print(s.get_config_var('LDVERSION')); "
-                           "print(s.get_config_var('Py_ENABLE_SHARED')); print(sys.base_prefix)"],
-                          capture_output=True, text=True).stdout.split("\n")
-    include, libdir, ldversion, shared, home = info[:5]
-    if shared != "1" or not os.path.exists(os.path.join(libdir, "libpython%s.so" % ldversion)):
+    embed = pt.embedding(python)
+    if not embed:
         print("   rounds' leftovers: %s has no shared libpython; skipped" % tag)
         return
     with tempfile.TemporaryDirectory() as tmp:
         exe = os.path.join(tmp, "embed_live")
-        cc = subprocess.run(["cc", "-O1", "-I", include, os.path.join(HERE, "embed_live.c"), "-L", libdir,
-                             "-lpython" + ldversion, "-Wl,-rpath," + libdir, "-o", exe],
-                            capture_output=True, text=True)
-        if not fails.check(cc.returncode == 0, "%s: cc failed: %s" % (tag, cc.stderr[-500:])):
+        failed = embed.build(os.path.join(HERE, "embed_live.c"), exe)
+        if not fails.check(not failed, "%s: %s" % (tag, failed)):
             return
-        bare = pt.run_traced([exe], args.preload, args.pylog, env={"PYTHONHOME": home}, trace=False)
-        run = pt.run_traced([exe], args.preload, args.pylog, env={"PYTHONHOME": home})
+        bare = pt.run_traced([exe], args.preload, args.pylog, env={"PYTHONHOME": embed.home}, trace=False)
+        run = pt.run_traced([exe], args.preload, args.pylog, env={"PYTHONHOME": embed.home})
     counts = {}
     for what, r in (("bare", bare), ("traced", run)):
         if not fails.check(r.proc.returncode == 0, "%s: embed_live %s failed (%d): %s"
