@@ -427,6 +427,16 @@ static int read_record(tf_reader *r, uint32_t *kind, tf_cursor *payload)
     }
 }
 
+/* The INFO just read says the log is a fork's child's (FORMAT.md, INFO
+ * keys): blocks its parent allocated before the fork may be freed here, and
+ * its first event comes after a gap in what the log knows. */
+static int forked_info(const tf_reader *r)
+{
+    uint32_t n = tf_reader_info_count(r);
+    const char *key = NULL, *value = NULL;
+    return n && tf_reader_info(r, n - 1, &key, &value) && key && !strcmp(key, "forked");
+}
+
 int tf_reader_next(tf_reader *r, tf_event *e)
 {
     uint32_t kind;
@@ -492,6 +502,8 @@ int tf_reader_next(tf_reader *r, tf_event *e)
             rc = tf_defs_absorb_restated(&r->defs, kind, &c);
         else
             rc = tf_defs_absorb(&r->defs, kind, &c);
+        if (kind == TF_REC_INFO && rc == TF_REC_OK && r->st.events == 0 && forked_info(r))
+            r->gap_pending = 1;   /* a fork's child: its parent's history is not here */
         if (rc == TF_REC_NOMEM) {
             note(r, "out of memory at frame %llu", (unsigned long long)r->frame_index);
             break;

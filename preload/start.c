@@ -23,6 +23,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <time.h>
@@ -150,6 +151,13 @@ static void fork_child(void)
     trace_config_set_pid(getpid());
     tf_header h = make_header();
     rec_fork_child(&h);
+    /* Readers take the child's first event as coming after a gap (FORMAT.md,
+     * INFO keys): a block the parent allocated may be freed here, and a
+     * pool's state is the parent's, which this log does not hold. */
+    char from[96];
+    snprintf(from, sizeof from, "from pid %d: what it allocated before the fork is not in this log",
+             (int)getppid());
+    rec_info("forked", from);
     host_fork_child();
     log_fork_child();
     flusher_fork_child();

@@ -680,6 +680,25 @@ def test_exit_underscore():
     check_whole(parent[0], 1, "exit", "parent")
 
 
+def test_fork_free():
+    """A forked child frees a block its parent allocated before the fork (its
+    copy of the parent's memory): legal.  The child's log says it is a
+    fork's child (INFO forked), and the check takes its history as partial:
+    clean, where it said "free_unknown"."""
+    rc, out, err = run([prog("prog_endings"), "fork_free"], env_for())
+    check(rc == 0, "exit %d: %r" % (rc, err))
+    child = next(int(l.split()[1]) for l in out.splitlines() if l.startswith("child "))
+    path = os.path.join(ARGS.work, "trace-%d.tlog" % child)
+    records = decode(path)
+    st = status(records)
+    check(st["clean_end"] == 1 and ending_of(records) == "_exit 0", "the child's log: %s" % st)
+    p = subprocess.run([ARGS.trace_replay, "check", path], capture_output=True, text=True)
+    check(p.returncode == 0 and "a fork's child" in p.stdout and "free_unknown" not in p.stdout,
+          "the child's check (exit %d): %s" % (p.returncode, p.stdout[-800:]))
+    for f in logs():
+        os.unlink(f)
+
+
 def test_last_thread():
     """The program's last thread ends by pthread_exit while the flusher
     thread lives: the process still ends, as glibc ends it (exit 0), and

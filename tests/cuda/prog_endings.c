@@ -4,6 +4,8 @@
  * child prints "child PID pairs N") and what else the driver checks.
  *
  *   fork_exit N        a child makes N pairs and _exit(0)s; the parent waits
+ *   fork_free          the parent allocates and forks; the child frees the
+ *                      block it inherited, makes a pair, _exit(0)s
  *   exec ARG0          3 pairs, then execv of itself in mode "after_exec"
  *   after_exec         2 pairs, exit 5
  *   exec_fail          2 pairs, an exec that fails (ENOENT), 2 more pairs
@@ -123,6 +125,27 @@ static int fork_exit(int n)
     int status;
     waitpid(child, &status, 0);
     make_pairs(1);
+    say("pairs %d\n", pairs);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+/* The parent allocates, forks; the child frees the block it inherited (its
+ * copy of the parent's memory: legal) and _exits; the parent frees its own. */
+static int fork_free(void)
+{
+    void *block = NULL;
+    if (cudaMalloc(&block, 4096) != cudaSuccess)
+        return 1;
+    pid_t child = fork();
+    if (child == 0) {
+        cudaFree(block);
+        make_pairs(1);
+        say("child %d pairs %d\n", (int)getpid(), pairs);
+        _exit(0);
+    }
+    int status;
+    waitpid(child, &status, 0);
+    cudaFree(block);
     say("pairs %d\n", pairs);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
@@ -541,6 +564,8 @@ int main(int argc, char **argv)
     const char *arg = argc > 2 ? argv[2] : "";
     if (!strcmp(mode, "fork_exit"))
         return fork_exit(atoi(arg));
+    if (!strcmp(mode, "fork_free"))
+        return fork_free();
     if (!strcmp(mode, "exec"))
         return exec_self(argv[0]);
     if (!strcmp(mode, "after_exec")) {

@@ -407,6 +407,18 @@ static void text_violation(const rp_output *rep, const rp_result *res)
     }
 }
 
+/* The INFO a fork's child's log starts with (its first event comes after a
+ * gap: the reader marks it), or NULL. */
+static const char *forked_from(const rp_output *rep)
+{
+    for (uint32_t i = 0; rep->reader && i < tf_reader_info_count(rep->reader); i++) {
+        const char *key, *value;
+        if (tf_reader_info(rep->reader, i, &key, &value) && key && !strcmp(key, "forked"))
+            return value;
+    }
+    return NULL;
+}
+
 static void print_text(const rp_output *rep, const rp_replay *r)
 {
     FILE *f = rep->out;
@@ -420,7 +432,11 @@ static void print_text(const rp_output *rep, const rp_replay *r)
                    "%d of it, --run %d replays the next\n", rep->next_run, rep->run, rep->run + 1);
     if (rep->checkpoint)
         fprintf(f, "note: %s\n", rep->checkpoint);
-    if (res->history_lost_seq)
+    const char *forked = forked_from(rep);
+    if (res->history_lost_seq && forked)
+        fprintf(f, "note: a fork's child (%s): the checks go on with partial history (a free of a block from "
+                   "before the fork is not a finding) and the pool models are off\n", forked);
+    else if (res->history_lost_seq)
         fprintf(f, "note: events are missing before event %" PRIu64 ": from there the checks go on with partial "
                    "history (a free of a block from before is not a finding) and the pool models are off\n",
                 res->history_lost_seq);
