@@ -571,7 +571,12 @@ static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_f
         if (!e->u.cuda.ptr)
             return 0;  /* a zero-byte request */
         space *s = &c->sp[sp];
-        uint64_t end = e->u.cuda.ptr + (e->u.cuda.size ? e->u.cuda.size : 1);
+        /* A VMM handle (cuMemCreate) names physical memory, it is no
+         * address: two live handles `size` apart are no overlap, only the
+         * same handle twice is.  (As a range, the driver double's handles,
+         * one apart, overlapped at the second cuMemCreate.) */
+        uint64_t end = sp == TF_SPACE_HANDLE ? e->u.cuda.ptr + 1
+                                             : e->u.cuda.ptr + (e->u.cuda.size ? e->u.cuda.size : 1);
         rp_rangeset_pos pos;
         rp_range *at = rp_rangeset_before_pos(&s->mem, end - 1, e->u.cuda.ptr, &pos);
         if (space_alloc(s, at, &pos, e, e->u.cuda.ptr, end, 0, v))

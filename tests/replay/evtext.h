@@ -8,6 +8,8 @@
  *     op alloc 1 1536                 pool_op_begin (opens): pool, size
  *     cuda_alloc 0x100000 1536 [err]  cudaMalloc (result err, default 0)
  *     cuda_free 0x100000
+ *     vmm_create 0x1001 2M            cuMemCreate: handle, size
+ *     vmm_release 0x1001              cuMemRelease
  *     alloc 1 0x100000 1536 [granted [stream]]   pool_alloc
  *     end                             pool_op_end of the innermost open op
  *     op free 1 0x100000              pool_op_begin (opens): pool, pointer

@@ -193,6 +193,8 @@ static void fidelity(void)
 static void model_free(void)
 {
     expect("overlap.txt", NULL, "overlap", 2);
+    expect("vmm_handles.txt", NULL, NULL, 0);
+    expect("vmm_handle_twice.txt", NULL, "overlap", 2);
     expect("double_free.txt", NULL, "double_free", 3);
     expect("unknown_free.txt", NULL, "free_unknown", 2);
     expect("outside_segment.txt", NULL, "outside_segment", 3);
