@@ -362,6 +362,8 @@ static const char page_tail[] =
     "                               (o.allocated_before_log ? \" \" + o.allocated_before_log + \" more were allocated \" +\n"
     "                                (o.segments_deleted ? \"in segments deleted to keep the log within its budget, or before \" +\n"
     "                                 \"recording started\" : \"before the log's allocations\") + \" (no site).\" : \"\")));\n"
+    "  sec.appendChild(el(\"p\", {\"class\": \"muted\"}, \"A list, tuple, dict or float a free list handed out is charged to \" +\n"
+    "                               \"the allocation last recorded at its address, which may be another line's.\"));\n"
     "  objectTable(sec, R.gc_object_sites);\n"
     "}\n"
     "\n"

@@ -382,6 +382,8 @@ static void print_gc_objects(const rpt *r, rn_stacks *st, FILE *out)
         return;
     }
     fprintf(out, "  What collections freed: objects in reference cycles and what only they kept alive.\n");
+    fprintf(out, "  A list, tuple, dict or float a free list handed out is charged to the allocation last\n"
+                 "  recorded at its address, which may be another line's (docs/python.md, py_free).\n");
     if (r->gc_obj_unknown)
         fprintf(out, "  %" PRIu64 " more were allocated %s (no site).\n", r->gc_obj_unknown,
                 r->events_deleted ? "in segments deleted to keep the log within its budget, or before recording "
