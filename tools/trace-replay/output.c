@@ -385,7 +385,10 @@ static void text_finding(const rp_output *rep, const char *label, const rp_findi
 static void text_violation(const rp_output *rep, const rp_result *res)
 {
     FILE *f = rep->out;
-    text_finding(rep, "VIOLATION", &res->violation);
+    int unwatched = rp_verdict_unwatched_finding(rp_verdict_pool_unwatched(rep->reader), res->by_model,
+                                                 &res->violation);
+    text_finding(rep, unwatched ? "FINDING (perhaps not the pool's: see the verdict)" : "VIOLATION",
+                 &res->violation);
     for (uint32_t i = 1; i < res->nbroken; i++)
         fprintf(f, "  also broken at this step: %s%s: %s\n", res->broken[i].invariant,
                 res->broken[i].warning ? " (a warning: the pool lives with it)" : "", res->broken[i].message);
@@ -549,6 +552,7 @@ void rp_output_verdict(const rp_output *rep, const rp_replay *r, rp_verdict *v)
         .by_model = res->violated && res->by_model,
         .diverged_before = res->violated ? res->diverged_before_violation : res->diverged,
         .ambiguous = res->ambiguous,
+        .pool_unwatched = rp_verdict_pool_unwatched(rep->reader),
     };
     /* Models asked for (by name, or auto with a pool it chose one for)
      * and then off after a gap with no checkpoint. */

@@ -394,7 +394,8 @@ void rpt_verdict(const rpt *r, rp_verdict *v)
 {
     char source[128];
     const rp_result *m = r->model;
-    rp_verdict_facts f = {.model = r->model_name ? r->model_name : "none", .damage = r->damage, .source = source};
+    rp_verdict_facts f = {.model = r->model_name ? r->model_name : "none", .damage = r->damage, .source = source,
+                          .pool_unwatched = rp_verdict_pool_unwatched(r->reader)};
     if (m) {
         f.ops = m->ops;
         f.matched = m->matched;

@@ -1,5 +1,6 @@
 /* report_text.c - the report for people: a terminal's worth of sections. */
 #include "report.h"
+#include "verdict.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -103,6 +104,10 @@ void rpt_print_findings(const rpt *r, FILE *out)
                 r->total_violations, r->violations[0].invariant, r->violations[0].at.seq);
     else
         fprintf(out, "  model-free checks: no violations\n");
+    const char *unwatched = rp_verdict_pool_unwatched(r->reader);
+    if (unwatched)
+        fprintf(out, "  not every thread's pool requests were recorded (%s): a pool finding may come from those\n",
+                unwatched);
     for (uint32_t i = 0; i < r->npools; i++)
         if (r->pools[i].reentries)
             fprintf(out, "  pool %u re-entered %" PRIu64 " times by collections inside its operations\n",
@@ -283,8 +288,11 @@ static void print_models(const rpt *r, rn_stacks *st, FILE *out)
         return;
     fprintf(out, "\nPool models (replayed as trace-replay check does, model %s)\n", r->model_name);
     if (m->violated) {
-        fprintf(out, "  VIOLATION [%s] at seq %" PRIu64 ": %s\n", m->violation.invariant, m->violation.at.seq,
-                m->violation.message);
+        int unwatched = rp_verdict_unwatched_finding(rp_verdict_pool_unwatched(r->reader), m->by_model,
+                                                     &m->violation);
+        fprintf(out, "  %s [%s] at seq %" PRIu64 ": %s\n",
+                unwatched ? "FINDING (perhaps not the pool's: see the verdict)" : "VIOLATION",
+                m->violation.invariant, m->violation.at.seq, m->violation.message);
         if (m->op.seq)
             fprintf(out, "    during the %s at seq %" PRIu64 " on pool %u\n", op_text(&m->op), m->op.seq, m->op.pool);
         print_stacks(st, out, m->violation.at.py_stack, m->violation.at.native_stack);

@@ -1,5 +1,6 @@
 /* verdict.c - what every command concludes, in the same words. */
 #include "verdict.h"
+#include "trace_format.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -45,6 +46,18 @@ void rp_verdict_make(rp_verdict *v, const rp_verdict_facts *f)
                  f->models_off_from);
     }
     fidelity_clause(fid, sizeof fid, f, 1);
+    /* A pool's invariant broken where some thread's pool requests went
+     * unrecorded: a block it freed unseen and handed out again, or one it
+     * allocated unseen and another thread freed, looks exactly so.  Not a
+     * violation to report as the pool's. */
+    if (f->violation && !f->injected && rp_verdict_unwatched_finding(f->pool_unwatched, f->by_model, f->violation)) {
+        v->status = RP_EXIT_INCONCLUSIVE;
+        v->result = "inconclusive";
+        snprintf(v->text, sizeof v->text, "INCONCLUSIVE: %s at seq %" PRIu64 " (%s), but not every thread's pool "
+                 "requests were recorded (%s): the finding may come from those", f->violation->invariant,
+                 f->violation->at.seq, f->source, f->pool_unwatched);
+        return;
+    }
     /* A violation stands whatever the rest of the log holds (check stops
      * reading there, the report reads on): the damage is no part of it. */
     if (f->violation) {
@@ -81,4 +94,19 @@ void rp_verdict_make(rp_verdict *v, const rp_verdict_facts *f)
     else
         snprintf(v->text, sizeof v->text, "clean (model %s, %" PRIu64 " operations; %" PRIu64 " of its %" PRIu64
                  " answers diverged)%s%s", f->model, f->ops, f->diverged, answers, fid, tail);
+}
+
+const char *rp_verdict_pool_unwatched(const struct tf_reader *r)
+{
+    for (uint32_t i = 0; r && i < tf_reader_info_count(r); i++) {
+        const char *key, *value;
+        if (tf_reader_info(r, i, &key, &value) && key && !strcmp(key, "pool_unwatched"))
+            return value;
+    }
+    return NULL;
+}
+
+int rp_verdict_unwatched_finding(const char *pool_unwatched, int by_model, const rp_finding *v)
+{
+    return pool_unwatched && v && (by_model || strstr(v->message, "pool blocks") != NULL);
 }

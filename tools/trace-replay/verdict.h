@@ -13,7 +13,9 @@
  *   3  INCONCLUSIVE: nothing broke, but the model diverged from the log on
  *      more than RP_TRUST_DIVERGED_PERMILLE of its answers (a wrong --model,
  *      or a pool the model does not reproduce): a clean result from such a
- *      replay cannot be trusted
+ *      replay cannot be trusted; or a pool's invariant broke in a log that
+ *      says some thread's pool requests were not recorded (pool_unwatched):
+ *      the finding may come from what was not seen
  *
  * The verdict also says how far the model followed the log (docs/models.md,
  * "Fidelity, next to the verdict"): a pool model's violation after the
@@ -50,6 +52,8 @@ typedef struct rp_verdict_facts {
     const char *damage;            /* the reader's damage line, or NULL */
     uint64_t models_off_from;      /* events were missing before this one, no checkpoint: the pool models
                                       that were asked for were off from here (0: they never were) */
+    const char *pool_unwatched;    /* INFO pool_unwatched: threads whose pool requests were not recorded
+                                      (NULL: none); a pool finding is then INCONCLUSIVE, not a violation */
 } rp_verdict_facts;
 
 typedef struct rp_verdict {
@@ -59,5 +63,13 @@ typedef struct rp_verdict {
 } rp_verdict;
 
 void rp_verdict_make(rp_verdict *v, const rp_verdict_facts *f);
+
+/* The log's INFO pool_unwatched (the recorder could not see every thread's
+ * pool requests: CuPy's hook is per thread), or NULL. */
+struct tf_reader;
+const char *rp_verdict_pool_unwatched(const struct tf_reader *r);
+/* Whether finding v (a pool model's when by_model) is one that unrecorded
+ * pool requests could explain, in a log with INFO pool_unwatched. */
+int rp_verdict_unwatched_finding(const char *pool_unwatched, int by_model, const rp_finding *v);
 
 #endif
