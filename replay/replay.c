@@ -1647,13 +1647,28 @@ static int driver_event(void *ctx, const tf_event *e, const rp_where *w)
     return r->stopped;
 }
 
+/* An operation the log ends inside (a process killed in a request, a log
+ * cut there) before anything of its answer was recorded: only its begin
+ * gathered.  Its answer is unknown, so the model is not asked: asked, it
+ * answered something the log could not match, a divergence that made a
+ * small log INCONCLUSIVE ("is it the right --model?"). */
+static int unanswered_at_end(const thread *t, const rp_frame *f)
+{
+    return t->nopen == 1 && t->g.nbuf == 1 && t->g.buf[0].seq == f->seq;
+}
+
 static void driver_closed(void *ctx, const rp_frame *f, rp_close how, const tf_event *by)
 {
     rp_replay *r = ctx;
-    (void)how, (void)by;
+    (void)by;
     if (!r->nmodelled)
         return;   /* nothing is gathered for a model */
     uint64_t *at = rp_ptrmap_get(&r->th_index, f->tid);
+    if (!r->stopped && at && r->th[*at].capture && how == RP_CLOSE_EOF && unanswered_at_end(&r->th[*at], f)) {
+        r->th[*at].capture = 0;
+        r->th[*at].nopen = 0;
+        return;
+    }
     if (!r->stopped && at && r->th[*at].capture) {
         gather_closed(r, &r->th[*at], f);
         if (r->stopped && by)
