@@ -42,6 +42,7 @@ typedef struct search {
     const rp_checkpoint *start;
     size_t n;                  /* events up to the violation: nothing after it matters */
     const char *invariant;
+    uint64_t kept_diverged;    /* the candidate last kept: its model's divergences before the violation */
     uint32_t nunits;
     uint32_t *group;           /* unit -> lifetime group */
     uint32_t ngroups;
@@ -260,9 +261,12 @@ static int still_breaks(search *s)
     rp_replay_finish(t.r, 0);
     const rp_result *res = rp_replay_result(t.r);
     int same = res->violated && !strcmp(res->violation.invariant, s->invariant);
+    uint64_t diverged = res->by_model ? res->diverged_before_violation : 0;
     rp_replay_free(t.r);
-    if (same)
+    if (same) {
         s->kept = t.fed;
+        s->kept_diverged = diverged;
+    }
     if (s->pg)
         rp_progress_say(s->pg, "%zu replays, %zu of %zu events kept", s->tests, s->kept, s->n);
     return same;
@@ -829,6 +833,8 @@ int rp_minimize(const rp_options *o, rp_source *src, const rp_checkpoint *start,
         rp_progress_done(&src->progress);
         snprintf(m->invariant, sizeof m->invariant, "%s", s.invariant);
         m->kept = s.kept;
+        if (res->by_model && res->diverged_before_violation == 0)
+            m->diverged_before = s.kept_diverged;
         m->events = s.n;
         m->replays = s.tests;
         search_free(&s);

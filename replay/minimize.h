@@ -26,6 +26,11 @@ typedef struct rp_minimized {
     char invariant[40];        /* the one the small log still breaks */
     size_t kept, events;       /* events written, of those up to the violation */
     size_t replays;
+    /* The original's pool model followed the log up to the violation, and
+     * in the small log it leaves the log this many times before it (0: it
+     * follows it too): the small log then shows how the model breaks, not
+     * necessarily how the pool did. */
+    uint64_t diverged_before;
 } rp_minimized;
 
 /* 1: out written, and it still breaks the invariant; 0: the log breaks

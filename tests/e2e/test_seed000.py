@@ -298,7 +298,7 @@ def check_orphan(failures, setup):
 
 def check_minimize(failures, setup, log):
     smaller = setup.path("minimized.tlog")
-    status, _ = setup.replay("minimize", "--model", "cupy5", log, "-o", smaller)
+    status, said = setup.replay("minimize", "--model", "cupy5", log, "-o", smaller)
     if not failures.check(status == 1 and os.path.exists(smaller), "minimize writes a log (status %d)" % status):
         return
     _, before = setup.replay("check", "--model", "cupy5", "--json", log)
@@ -307,6 +307,14 @@ def check_minimize(failures, setup, log):
     failures.check(status == 1 and json.loads(after)["violation"]["invariant"] ==
                    json.loads(before)["violation"]["invariant"],
                    "the minimized log still breaks the same invariant (status %d)" % status)
+    # Where the original's model followed the log to its violation and the
+    # small log's does not, minimize's verdict says so (it did not: the
+    # small log showed the model's break as the pool's).
+    left = json.loads(after)["fidelity"]["diverged_before_violation"]
+    faithful = json.loads(before)["fidelity"]["diverged_before_violation"] == 0
+    failures.check(("leaves the log %d time(s)" % left in said) == bool(left and faithful),
+                   "minimize's verdict and the small log's fidelity (%d divergences before the violation) "
+                   "disagree: %s" % (left, said.strip().splitlines()[-1:]))
     # One replay: every event up to the violation kept, written again.  It
     # must still take fewer bytes than the recorder's log (written as
     # records it took about twice as many: a search stopped by its budget

@@ -9,6 +9,7 @@
  * or unreadable log, 3 inconclusive.
  */
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -481,8 +482,14 @@ int main(int argc, char **argv)
             char shown[512];
             fprintf(stderr, "minimize: %s kept in %zu of %zu events (%zu replays), written to %s\n", m.invariant,
                     m.kept, m.events, m.replays, rn_text(shown, sizeof shown, c.out_path));
-            printf("verdict: VIOLATION %s (still broken by the %zu-event log written to %s)\n", m.invariant, m.kept,
-                   shown);
+            if (m.diverged_before)
+                printf("verdict: VIOLATION %s (still broken by the %zu-event log written to %s; but there the model "
+                       "leaves the log %" PRIu64 " time(s) before it, where the original's followed it: the small log "
+                       "shows how the model breaks, which may not be how the pool did)\n", m.invariant, m.kept, shown,
+                       m.diverged_before);
+            else
+                printf("verdict: VIOLATION %s (still broken by the %zu-event log written to %s)\n", m.invariant,
+                       m.kept, shown);
         } else if (rc == 0) {
             printf("verdict: clean (the log breaks no invariant: nothing to minimize)\n");
         } else {
