@@ -48,9 +48,15 @@
 /* INSTALLING turns away the audit events that installing itself raises
  * (threading.setprofile raises one). */
 static enum { CUPY_ABSENT, CUPY_IMPORTING, CUPY_INSTALLING, CUPY_READY, CUPY_FAILED } cupy_state;
-static int pool;
+static int pool;                    /* device 0's, and a device we keep no pool for */
+/* CuPy keeps a pool per device: each device's requests go to a pool of
+ * their own in the log ("cupy device N"), made at its first request.  One
+ * pool for all of them mixed the devices' arenas, and every model diverged
+ * on most answers (a multi-GPU run was always INCONCLUSIVE). */
+#define MAX_DEVICES 64
+static int device_pools[MAX_DEVICES];
 static py_object *hook_instance, *hook_name, *module_name;
-static py_object *key_size, *key_mem_size, *key_mem_ptr;
+static py_object *key_size, *key_mem_size, *key_mem_ptr, *key_device_id;
 static py_object *stream_module_name, *cupy_module_name;
 
 /* cupy.cuda.stream's get_current_stream_ptr: size_t (5.x) or intptr_t. */
@@ -63,6 +69,7 @@ static py_object *sys_modules;   /* sys.modules, held: no import machinery neede
  * can nest in a malloc through a collection). */
 static __thread int registered_here __attribute__((tls_model("initial-exec")));
 static __thread uint64_t open_ops[MAX_OPEN] __attribute__((tls_model("initial-exec")));
+static __thread int open_pools[MAX_OPEN] __attribute__((tls_model("initial-exec")));
 static __thread int n_open __attribute__((tls_model("initial-exec")));
 static __thread uint64_t thread_id __attribute__((tls_model("initial-exec")));
 
@@ -77,11 +84,27 @@ static uint64_t kwarg(py_object *kwargs, py_object *key)
     return n;
 }
 
-static void op_begin(int op, uint64_t arg)
+/* The pool of the device a hook call names (with the GIL: no race). */
+static int pool_of(py_object *kwargs)
 {
-    uint64_t seq = pool_api_op_begin(pool, op, arg);
-    if (n_open < MAX_OPEN)
+    uint64_t device = key_device_id ? kwarg(kwargs, key_device_id) : 0;
+    if (device == 0 || device >= MAX_DEVICES)
+        return pool;
+    if (!device_pools[device]) {
+        char name[32];
+        snprintf(name, sizeof name, "cupy device %u", (unsigned)device);
+        device_pools[device] = pool_api_register(name);
+    }
+    return device_pools[device] ? device_pools[device] : pool;
+}
+
+static void op_begin(int in_pool, int op, uint64_t arg)
+{
+    uint64_t seq = pool_api_op_begin(in_pool, op, arg);
+    if (n_open < MAX_OPEN) {
         open_ops[n_open] = seq;
+        open_pools[n_open] = in_pool;
+    }
     n_open++;
 }
 
@@ -91,7 +114,7 @@ static void op_end(void)
         return;
     n_open--;
     if (n_open < MAX_OPEN && open_ops[n_open])
-        pool_api_op_end(pool, open_ops[n_open]);
+        pool_api_op_end(open_pools[n_open], open_ops[n_open]);
 }
 
 static py_object *none(void)
@@ -103,7 +126,7 @@ static py_object *none(void)
 static py_object *malloc_pre(py_object *self, py_object *args, py_object *kwargs)
 {
     (void)self, (void)args;
-    op_begin(TF_POOL_OP_ALLOC, kwarg(kwargs, key_size));
+    op_begin(pool_of(kwargs), TF_POOL_OP_ALLOC, kwarg(kwargs, key_size));
     return none();
 }
 
@@ -133,7 +156,7 @@ static py_object *malloc_post(py_object *self, py_object *args, py_object *kwarg
     (void)self, (void)args;
     uint64_t ptr = kwarg(kwargs, key_mem_ptr);
     if (ptr)
-        pool_api_alloc(pool, (const void *)(uintptr_t)ptr, kwarg(kwargs, key_size),
+        pool_api_alloc(pool_of(kwargs), (const void *)(uintptr_t)ptr, kwarg(kwargs, key_size),
                        kwarg(kwargs, key_mem_size), pool_stream());
     op_end();
     return none();
@@ -146,8 +169,9 @@ static py_object *free_pre(py_object *self, py_object *args, py_object *kwargs)
 {
     (void)self, (void)args;
     uint64_t ptr = kwarg(kwargs, key_mem_ptr);
-    op_begin(TF_POOL_OP_FREE, ptr);
-    pool_api_free(pool, (const void *)(uintptr_t)ptr, kwarg(kwargs, key_mem_size));
+    int in_pool = pool_of(kwargs);
+    op_begin(in_pool, TF_POOL_OP_FREE, ptr);
+    pool_api_free(in_pool, (const void *)(uintptr_t)ptr, kwarg(kwargs, key_mem_size));
     return none();
 }
 
@@ -366,6 +390,7 @@ static void install(void)
     key_size = py.PyUnicode_InternFromString("size");
     key_mem_size = py.PyUnicode_InternFromString("mem_size");
     key_mem_ptr = py.PyUnicode_InternFromString("mem_ptr");
+    key_device_id = py.PyUnicode_InternFromString("device_id");
     hook_instance = key_size && key_mem_size && key_mem_ptr ? make_hook(m) : NULL;
     py.Py_DecRef(m);
     if (!hook_instance) {
@@ -450,7 +475,7 @@ void python_cupy_on_collection(void)
 void python_cupy_forget(void)
 {
     py_object **held[] = { &hook_instance, &hook_name, &module_name, &key_size, &key_mem_size,
-                           &key_mem_ptr, &stream_module_name, &cupy_module_name, &sys_modules };
+                           &key_mem_ptr, &key_device_id, &stream_module_name, &cupy_module_name, &sys_modules };
     for (size_t i = 0; i < sizeof held / sizeof held[0]; i++) {
         if (*held[i])
             py.Py_DecRef(*held[i]);
@@ -458,6 +483,7 @@ void python_cupy_forget(void)
     }
     cupy_state = CUPY_ABSENT;
     registered_here = 0;
+    memset(device_pools, 0, sizeof device_pools);
 }
 
 void python_cupy_prepare(void)

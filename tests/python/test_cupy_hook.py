@@ -7,17 +7,25 @@ a collection that frees pooled memory during a malloc is nested
 in that malloc.  A thread that ran before the import and frees a block before
 its first collection (cupy_unwatched_free.py) is not watched: the log says so
 (INFO pool_unwatched), and trace-replay's verdict on the overlap this leaves
-is INCONCLUSIVE, not a VIOLATION of a pool that did nothing wrong."""
+is INCONCLUSIVE, not a VIOLATION of a pool that did nothing wrong.  Two
+devices' pools (cupy_two_devices.py) are two pools in the log, each followed
+by the model."""
 import os
 import subprocess
 
 import pytrace as pt
 
-args = pt.parse_args(lambda p: p.add_argument("--replay", required=True))
+def extra(p):
+    p.add_argument("--replay", required=True)
+    p.add_argument("--cuda-doubles", required=True)
+
+
+args = pt.parse_args(extra)
 fails = pt.Failures()
 script = pt.workload("cupy_pool.py")
 early = pt.workload("cupy_early_thread.py")
 unwatched = pt.workload("cupy_unwatched_free.py")
+two_devices = pt.workload("cupy_two_devices.py")
 FAKE = os.path.join(pt.HERE, "fake_cupy")
 ALLOC, FREE = 1, 2
 
@@ -51,9 +59,29 @@ def check_unwatched(python, tag):
         pt.discard(log)
 
 
+def check_two_devices(python, tag):
+    """A pool per device, as CuPy keeps them: each device's requests go to a
+    pool of their own ("cupy device 1"), and the model follows both (with
+    one pool for both it left the log on half its answers)."""
+    env = {"PYTHONPATH": FAKE, "LD_LIBRARY_PATH": args.cuda_doubles,
+           "FAKE_CUPY_CUDART": os.path.join(args.cuda_doubles, "libcudart.so.13")}
+    run, log = pt.run_traced_keep([python, two_devices], args.preload, args.pylog, env=env)
+    try:
+        if not fails.check(run.proc.returncode == 0, "%s: cupy_two_devices failed: %s" % (tag, run.proc.stderr[-500:])):
+            return
+        names = sorted(run.pools.values()) if isinstance(run.pools, dict) else sorted(run.pools)
+        fails.check(names == ["cupy", "cupy device 1"], "%s: pools %s, expected one per device" % (tag, names))
+        out = subprocess.run([args.replay, "check", "--model", "cupy", log], capture_output=True, text=True)
+        fails.check(out.returncode == 0 and " 0 diverged" in out.stdout,
+                    "%s: two devices' pools (exit %d): %s" % (tag, out.returncode, out.stdout[-600:]))
+    finally:
+        pt.discard(log)
+
+
 def check(python, version):
     tag = "%s (%s)" % (version, python)
     check_unwatched(python, tag)
+    check_two_devices(python, tag)
     env = {"PYTHONPATH": FAKE}
     bare = pt.run_traced([python, script], args.preload, args.pylog, env=env, trace=False)
     run = pt.run_traced([python, script], args.preload, args.pylog, env=env)

@@ -52,12 +52,12 @@ class PooledMemory(object):
             if hooks:
                 pmem_id = id(self)
                 for hook in hooks.values():
-                    hook.free_preprocess(device_id=0, mem_size=self.size, mem_ptr=ptr, pmem_id=pmem_id)
+                    hook.free_preprocess(device_id=self.pool._device_id, mem_size=self.size, mem_ptr=ptr, pmem_id=pmem_id)
                 try:
                     self.pool._free(ptr, self.size)
                 finally:
                     for hook in hooks.values():
-                        hook.free_postprocess(device_id=0, mem_size=self.size, mem_ptr=ptr, pmem_id=pmem_id)
+                        hook.free_postprocess(device_id=self.pool._device_id, mem_size=self.size, mem_ptr=ptr, pmem_id=pmem_id)
                 return
         self.pool._free(ptr, self.size)
 
@@ -72,11 +72,12 @@ class MemoryPointer(object):
 
 
 class SingleDeviceMemoryPool(object):
-    def __init__(self, limit=64 << 20):
+    def __init__(self, limit=64 << 20, device_id=0):
         self._lock = threading.RLock()
         self._free_lists = {}
         self._stream_of = {}
-        self._next = 0x7f0000000000
+        self._device_id = device_id     # CuPy keeps a pool per device; each has its own addresses
+        self._next = 0x7f0000000000 - device_id * (1 << 40)
         self._in_use = 0
         self._limit = limit
         self._device_malloc = _device()
@@ -88,14 +89,14 @@ class SingleDeviceMemoryPool(object):
             if hooks:
                 memptr = None
                 for hook in hooks.values():
-                    hook.malloc_preprocess(device_id=0, size=size, mem_size=rounded)
+                    hook.malloc_preprocess(device_id=self._device_id, size=size, mem_size=rounded)
                 try:
                     memptr = self._malloc(rounded)
                 finally:
                     mem_ptr = memptr.ptr if memptr is not None else 0
                     pmem_id = id(memptr.mem) if memptr is not None else 0
                     for hook in hooks.values():
-                        hook.malloc_postprocess(device_id=0, size=size, mem_size=rounded,
+                        hook.malloc_postprocess(device_id=self._device_id, size=size, mem_size=rounded,
                                                 mem_ptr=mem_ptr, pmem_id=pmem_id)
                 return memptr
         return self._malloc(rounded)
