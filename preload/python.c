@@ -166,9 +166,11 @@ void python_start(void)
 /* PyStatus, the same from 3.8 to 3.13. */
 typedef struct py_status { int type; const char *func; const char *err_msg; int exitcode; } py_status;
 
+/* Not while nothing records: a secure-execution process, or a second copy
+ * of libtrace.so behind the first (start.c), whose hooks must only forward. */
 static int python_wanted(void)
 {
-    return trace_config_get()->python && (py.PySys_AddAuditHook || py_api_probe());
+    return rec_active() && trace_config_get()->python && (py.PySys_AddAuditHook || py_api_probe());
 }
 
 static void before_round(void)

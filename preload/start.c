@@ -17,6 +17,7 @@
 #include "python.h"
 #include "real_fns.h"
 #include "recorder.h"
+#include "dl_hooks.h"
 #include "recorder_core.h"
 #include "warn.h"
 
@@ -166,12 +167,34 @@ static void fork_child(void)
     note_rank();
 }
 
+/* Another libtrace.so loaded before this one (a pip-installed copy and a
+ * build tree's in one LD_PRELOAD): its definitions win every lookup, and
+ * ours are reached only through its RTLD_NEXT.  Two recorders then called
+ * each other for ever (each copy's PyObject_Init took the other's for the
+ * real one: numpy's import spun at 100 % CPU).  This copy starts nothing and
+ * its hooks only forward.  The first copy's file name, or NULL. */
+static const char *another_copy_first(const char **mine)
+{
+    Dl_info self, first;
+    void *f = dl_real_dlsym(RTLD_DEFAULT, "trace_pool_register");
+    if (!f || !dladdr((void *)another_copy_first, &self) || !dladdr(f, &first) ||
+        first.dli_fbase == self.dli_fbase)
+        return NULL;
+    *mine = self.dli_fname;
+    return first.dli_fname ? first.dli_fname : "?";
+}
+
 __attribute__((constructor)) static void trace_start(void)
 {
     real_fns_init();
     trace_config_load();
     if (getauxval(AT_SECURE)) {
         trace_warn("secure-execution (setuid/setgid/capabilities) process: not tracing");
+        return;
+    }
+    const char *mine = NULL, *first = another_copy_first(&mine);
+    if (first) {
+        trace_warn("%s is loaded before this copy (%s): this one does nothing", first, mine ? mine : "?");
         return;
     }
     event_clock_init(trace_config_get()->clock_counter);

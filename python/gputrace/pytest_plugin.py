@@ -33,6 +33,7 @@ run where gputrace is installed, and then does nothing).  With it:
 import gc
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -129,7 +130,12 @@ def _restart_traced(config):
     if not os.path.exists(lib.split(":")[-1]):
         raise pytest.UsageError("--gputrace: %s not found (a broken gputrace install?)" % lib)
     env = dict(os.environ)
-    env["LD_PRELOAD"] = lib + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    # A libtrace.so already preloaded (a build tree's, scripts/trace-run's)
+    # is the one used: a second copy in front of it made numpy's import spin
+    # for ever (each copy's PyObject_Init called the other's).
+    preloaded = [p for p in re.split(r"[:\s]+", env.get("LD_PRELOAD", "")) if os.path.basename(p) == "libtrace.so"]
+    if not preloaded:
+        env["LD_PRELOAD"] = lib + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     env["TRACE_OUTPUT"] = os.path.join(log_dir, "pytest-%p.tlog")
     env["TRACE_QUIET"] = "1"
     env[ENV_DIR] = log_dir

@@ -17,9 +17,11 @@ libpython and takes the two functions' addresses (canonical PLT entries)
 gets the check, interposed, and ends.  A program that embeds libpython with
 its own allocator on the raw and object domains, one that keeps freed blocks
 whole (embed_alloc.c), gets no report over a stale block in the object domain
-(make_over_stale_obj) and still the real one.  numpy, when installed, must
-give no event at all."""
+(make_over_stale_obj) and still the real one.  Two copies of libtrace.so in
+one LD_PRELOAD: the first records, the second only forwards (they called
+each other for ever).  numpy, when installed, must give no event at all."""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -204,6 +206,40 @@ def check_embedder_allocator(python, version):
         print("  %s: no report over 200 stale blocks, the real one reported" % tag)
 
 
+def check_two_copies(python, version):
+    """Two copies of libtrace.so in one LD_PRELOAD (a pip-installed one and
+    a build tree's): the first records, the second only forwards.  Each
+    copy's PyObject_Init took the other's for the real one, and the first
+    call spun for ever (numpy's import at 100 % CPU)."""
+    if "libasan" in args.preload:   # the sanitizer's runtime must come first, once
+        return
+    tag = "%s, two copies of libtrace.so preloaded" % version
+    with tempfile.TemporaryDirectory() as tmp:
+        build_fixture(python, tmp, BUILDS["no-plt, now"])   # slots bound at load, as numpy's are
+        copy = os.path.join(tmp, "copy", "libtrace.so")
+        os.makedirs(os.path.dirname(copy))
+        shutil.copy(args.preload, copy)
+        has_numpy = subprocess.run([python, "-c", "import numpy"], capture_output=True).returncode == 0
+        program = PROGRAM + ("import numpy\nprint('numpy', int(numpy.arange(10).sum()))\n" if has_numpy else "")
+        env = {"PYTHONPATH": tmp, "LD_PRELOAD": args.preload + ":" + copy}
+        # First a bounded run whose log is not read: the loop this guards
+        # against writes events without end.
+        try:
+            subprocess.run([python, "-c", program], capture_output=True, timeout=60,
+                           env=dict(os.environ, TRACE_QUIET="1", TRACE_OUTPUT=os.path.join(tmp, "bounded-%p.tlog"),
+                                    **env))
+        except subprocess.TimeoutExpired:
+            fails.check(False, "%s: still running after 60 s (each copy calling the other)" % tag)
+            return
+        run = pt.run_traced([python, "-c", program], args.preload, args.pylog, env=env)
+    if not fails.check(run.proc.returncode == 0 and (not has_numpy or "numpy 45" in run.proc.stdout),
+                       "%s: program failed or hung (%d): %s" % (tag, run.proc.returncode, run.proc.stderr[-500:])):
+        return
+    types = sorted(e["type"] for e in run.of("py_double_init") if e["type"].startswith("double_init."))
+    fails.check(types == sorted(["double_init.Thing"] * N + ["double_init.VarThing"] * N),
+                "%s: expected %d events per buggy constructor, got %d events" % (tag, N, len(types)))
+
+
 def check_numpy(python, version):
     has = subprocess.run([python, "-c", "import numpy"], capture_output=True).returncode == 0
     if not has:
@@ -226,5 +262,6 @@ for python, version in interpreters:
     check_foreign_malloc(python, version)
     check_canonical_plt(python, version)
     check_embedder_allocator(python, version)
+    check_two_copies(python, version)
     check_numpy(python, version)
 fails.finish()
