@@ -118,9 +118,25 @@ def _joined_dir_option(argv, log_dir):
     return out
 
 
+def _cannot_restart():
+    """Why this process cannot be started again from its command line, or
+    None.  A program read from stdin (python < script.py) was started again
+    with stdin already read: it ran nothing and exited 0, every test unrun
+    (a false clean).  A Jupyter kernel would be restarted under its client."""
+    if "ipykernel" in sys.modules:
+        return "pytest.main() inside a Jupyter kernel"
+    if sys.argv and sys.argv[0] in ("", "-") and not os.isatty(0):
+        return "pytest.main() in a program read from stdin"
+    return None
+
+
 def _restart_traced(config):
     """Start this pytest again under the recorder (exec: same pid, stdin,
     stdout, exit status)."""
+    why = _cannot_restart()
+    if why:
+        raise pytest.UsageError("--gputrace: %s cannot be started again under the recorder; run the program "
+                                "from a file, or under LD_PRELOAD=%s (docs/pytest.md)" % (why, gputrace.libtrace()))
     log_dir = config.getoption("gputrace_dir")
     log_dir = os.path.abspath(log_dir) if log_dir else tempfile.mkdtemp(prefix="gputrace-pytest-")
     os.makedirs(log_dir, exist_ok=True)

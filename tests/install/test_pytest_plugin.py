@@ -150,6 +150,19 @@ def main():
               "--gputrace under a preloaded libtrace.so: one copy mapped, the test traced: %d\n%s"
               % (p.returncode, p.stdout[-1500:]))
 
+    # pytest.main() in a program read from stdin: it cannot be started again
+    # (it was, with stdin read: nothing ran, exit 0): a usage error instead.
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "TRACE_OUTPUT", "PYTHONPATH")}
+    env.update(PYTHONPATH=os.path.join(ROOT, "python"), GPUTRACE_PREFIX=opts.prefix, CUDA_DOUBLES=opts.doubles)
+    if opts.preload:
+        env["TRACE_LIB"] = opts.preload
+    src = "import sys, pytest\nsys.exit(pytest.main(['-p', 'gputrace.pytest_plugin', '--gputrace', 'test_outcomes.py']))\n"
+    p = subprocess.run([os.path.join(venv, "bin", "python")], input=src, cwd=SAMPLE, env=env, capture_output=True,
+                       text=True, timeout=300)
+    check(p.returncode not in (0, 1) and "cannot be started again" in p.stdout + p.stderr,
+          "pytest.main --gputrace from stdin: a usage error, not a silent clean run (exit %d): %s%s"
+          % (p.returncode, p.stdout[-600:], p.stderr[-600:]))
+
     # 2. The summary: the leak, the collector, nothing for the clean tests.
     plain = pytest(opts, venv, ["test_memory.py"])
     check(plain.returncode == 0, "the memory tests pass without the plugin")
