@@ -14,7 +14,8 @@ verdicts (built logs: violation > inconclusive > clean, exit statuses,
 unreadable and non-log files, logs joined with cat, pid reuse, the JSON
 members documented in docs/report-json.md), html (the page renders the tree
 in headless Chromium), trace_run (scripts/trace-run prints one merged
-report for a multiprocessing run).  Exit status 77: skipped.
+report for a multiprocessing run), segments (a log's segment files named
+together are one process).  Exit status 77: skipped.
 """
 import argparse
 import glob
@@ -505,7 +506,52 @@ def trace_run_case(args, work):
         fail("a cut merged report must end with its verdict: %r" % p.stderr[-600:])
 
 
-CASES = {"multiprocessing": multiprocessing_case, "exec": exec_case, "ranks": ranks_case, "verdicts": verdicts_case,
+SEGMENTED = r"""
+import os, sys
+class Node:
+    def __init__(self):
+        self.me = self
+pid = os.fork()
+for i in range(int(sys.argv[1])):
+    Node()
+if pid:
+    os.waitpid(pid, 0)
+"""
+
+
+def segments_case(args, work):
+    """One log's segment files, named together (a shell's `trace-*.tlog`),
+    or a directory with a file in it, are one process, not one per name."""
+    d = fresh(work, "segments")
+    prog = os.path.join(d, "cycles.py")
+    with open(prog, "w") as f:
+        f.write(SEGMENTED)
+    run_traced(args, [sys.executable, prog, "200000"], os.path.join(d, "t-%p.tlog"),
+               {"TRACE_MAX_BYTES": "64K", "TRACE_PY_ALLOCS": "1"})
+    names = sorted(glob.glob(os.path.join(d, "t-*.tlog")))
+    firsts = [n for n in names if ".seg" not in n]
+    segs = [n for n in names if ".seg" in n]
+    if len(firsts) != 2 or len(segs) < 3:
+        fail("expected two logs cut into segments, got %r" % names)
+    for paths, want in ((names, 2), (list(reversed(names)), 2), ([d, firsts[0]], 2), ([d] + segs, 2)):
+        p = report(args, paths, "--json", status=0)
+        doc = json.loads(p.stdout)
+        got = len(doc.get("processes", []))
+        if got != want:
+            fail("report %s: %d processes, not %d (old: one per file name)" % (" ".join(paths), got, want))
+        if "same log as" not in p.stderr:
+            fail("report %s does not say which names were the same log: %r" % (" ".join(paths), p.stderr))
+        logs = sorted(os.path.basename(q["log"]) for q in doc["processes"])
+        if logs != sorted(os.path.basename(n) for n in firsts):
+            fail("report %s: the processes are read as %r, not through their first files" % (" ".join(paths), logs))
+    # Segments of one log only: that log's single report.
+    one = [n for n in segs if os.path.basename(n).startswith(os.path.basename(firsts[0])[:-5])]
+    p = report(args, one, status=0)
+    if not p.stdout.startswith("trace-replay report: %s\n" % one[0]) or "process tree" in p.stdout.lower():
+        fail("report of one log's segments %r is not that log's single report: %r" % (one, p.stdout[:300]))
+
+
+CASES = {"segments": segments_case, "multiprocessing": multiprocessing_case, "exec": exec_case, "ranks": ranks_case, "verdicts": verdicts_case,
          "html": html_case, "trace_run": trace_run_case}
 
 

@@ -129,13 +129,18 @@ int cmd_report(int argc, char **argv)
     }
     rpt_options o = {.model = model, .debug_dirs = dirs, .ndebug_dirs = ndirs, .progress = "trace-replay report",
                      .run = run};
-    if (optind < argc - 1 || is_dir(argv[optind])) {
+    int nlogs = argc - optind, dirs_given = 0;
+    for (int i = optind; i < argc; i++)
+        dirs_given |= is_dir(argv[i]);
+    if (nlogs > 1 && !dirs_given)
+        nlogs = rpt_same_logs(argv + optind, nlogs, "trace-replay report");
+    if (nlogs > 1 || dirs_given) {
         if (run_given) {
             fprintf(stderr, "trace-replay report: --run picks one log of one file; over several logs every log "
                             "of each file is read\n");
             return 2;
         }
-        return report_tree(argv + optind, argc - optind, &o, full, json, html);
+        return report_tree(argv + optind, nlogs, &o, full, json, html);
     }
     rpt r;
     char err[512];

@@ -101,6 +101,63 @@ static int list_dir(const char *dir, names *out)
     return 0;
 }
 
+/* Which log a file is, as a key two names of one log share: the real path
+ * of the log's first file (a later segment is read through it, FORMAT.md
+ * section 13), else of the file itself.  A shell's `trace-1234*.tlog` names
+ * a log once per segment, and a directory and a file in it name one twice:
+ * each was reported as a process of its own. */
+static char *log_key(const char *path)
+{
+    char err[256];
+    tf_reader *r = tf_reader_open(path, err, sizeof err);
+    const char *first = r ? tf_reader_log_path(r) : NULL;
+    char *key = realpath(first ? first : path, NULL);
+    if (!key)
+        key = realpath(path, NULL);
+    tf_reader_close(r);
+    return key ? key : rp_xstrdup(path);
+}
+
+int rpt_same_logs(char **paths, int n, const char *prog)
+{
+    char **keys = rp_xcalloc(n ? (size_t)n : 1, sizeof *keys);
+    char **dropped = rp_xcalloc(n ? (size_t)n : 1, sizeof *dropped);
+    int kept = 0, ndropped = 0;
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        char *key = stat(paths[i], &st) == 0 && S_ISREG(st.st_mode) ? log_key(paths[i]) : NULL;
+        int same = -1;
+        for (int j = 0; key && j < kept && same < 0; j++)
+            if (keys[j] && !strcmp(keys[j], key))
+                same = j;
+        if (same < 0) {
+            keys[kept] = key;
+            paths[kept++] = paths[i];
+            continue;
+        }
+        /* The log's first file is the name it is known by: it stays. */
+        char *real = realpath(paths[i], NULL), *kept_real = realpath(paths[same], NULL);
+        if (real && !strcmp(real, key) && !(kept_real && !strcmp(kept_real, key))) {
+            char *t = paths[same];
+            paths[same] = paths[i];
+            paths[i] = t;
+        }
+        free(real);
+        free(kept_real);
+        char a[512], b[512];
+        fprintf(stderr, "%s: %s is the same log as %s: read once\n", prog, rn_text(a, sizeof a, paths[i]),
+                rn_text(b, sizeof b, paths[same]));
+        dropped[ndropped++] = paths[i];
+        free(key);
+    }
+    memcpy(paths + kept, dropped, (size_t)ndropped * sizeof *paths);
+    for (int i = 0; i < kept; i++)
+        free(keys[i]);
+    free(keys);
+    free(dropped);
+    return kept;
+}
+
 static void add_bad(rpt_tree *t, const char *path, const char *error)
 {
     t->bad = rp_xrealloc(t->bad, (t->nbad + 1) * sizeof *t->bad);
@@ -548,6 +605,11 @@ int rpt_tree_read(rpt_tree *t, char *const *paths, int npaths, const rpt_options
     t->where[0] = '\0';
     for (int i = 0; i < npaths; i++)
         snprintf(t->where + strlen(t->where), wlen + 1 - strlen(t->where), "%s%s", i ? " " : "", paths[i]);
+    /* A directory and a file in it, or a log's segments named apart. */
+    uint32_t kept = (uint32_t)rpt_same_logs(logs.v, (int)logs.n, "trace-replay report");
+    for (uint32_t i = kept; i < logs.n; i++)
+        free(logs.v[i]);
+    logs.n = kept;
     if (json && !(t->parts = tmpfile()))
         fprintf(stderr, "trace-replay report: no temporary file for the processes' JSON: %s\n", strerror(errno));
     for (uint32_t i = 0; i < logs.n; i++) {

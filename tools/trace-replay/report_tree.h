@@ -116,6 +116,11 @@ typedef struct rpt_tree {
 int rpt_tree_read(rpt_tree *t, char *const *paths, int npaths, const rpt_options *o, int full_stacks, int json);
 void rpt_tree_free(rpt_tree *t);
 
+/* Names of one log given more than once (its segments, a file twice): the
+ * first of each stays, in order, and the others move to the end of paths,
+ * each said on stderr after prog.  Returns how many stay. */
+int rpt_same_logs(char **paths, int n, const char *prog);
+
 /* The printers: 0, or -1 when the output failed. */
 int rpt_tree_print_text(const rpt_tree *t, FILE *out);
 int rpt_tree_print_json(const rpt_tree *t, FILE *out);
