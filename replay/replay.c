@@ -915,6 +915,8 @@ static void note_unplaced(hctx *h, uint32_t c)
         return;
     if (!r->unplaced++)
         r->first_unplaced = h->g->buf[gc].seq;
+    r->res.unplaced = r->unplaced;
+    r->res.first_unplaced_seq = r->first_unplaced;
 }
 
 static int halted(const hctx *h)
@@ -2042,6 +2044,8 @@ int rp_replay_load(rp_replay *r, rp_state_r *st, char *err, size_t errlen)
     r->last_segments = d.last_segments;
     r->unplaced = d.unplaced;
     r->first_unplaced = d.first_unplaced;
+    r->res.unplaced = r->unplaced;
+    r->res.first_unplaced_seq = r->first_unplaced;
     r->explored = d.explored;
     r->nre = (uint32_t)(d.nre <= RP_MAX_NESTED ? d.nre : 0);
     r->models_off = (int)d.models_off;

@@ -117,6 +117,8 @@ typedef struct rp_result {
     uint32_t nnotes, notes_dropped;
     uint64_t ambiguous;                /* collections no stack placed whose outcomes differ */
     uint64_t first_ambiguous_seq;      /* the first one's gc_start (warnings: "ambiguity") */
+    uint64_t unplaced;                 /* collections nested in pool operations that no stack placed */
+    uint64_t first_unplaced_seq;       /* the first one's gc_start */
     uint64_t peak_reserved, peak_allocated;
     uint64_t peak_reserved_seq, peak_allocated_seq;
     uint64_t ops;                      /* operations replayed through models */

@@ -115,7 +115,7 @@ class Outcome:
 
 
 def run_workload(python, module_dir, seed, iterations, gc_guard=False, check_arena=False,
-                 preload=None, log=None, cpu_seconds=120, hook_objects=False):
+                 preload=None, log=None, cpu_seconds=120, hook_objects=False, settings=None):
     command = [python, WORKLOAD, "--module-dir", module_dir, "--seed", str(seed),
                "--iterations", str(iterations)]
     if gc_guard:
@@ -130,6 +130,7 @@ def run_workload(python, module_dir, seed, iterations, gc_guard=False, check_are
         env["LD_PRELOAD"] = preload
         env["TRACE_OUTPUT"] = log
         env["TRACE_QUIET"] = "1"
+        env.update(settings or {})
     done = run_bounded(command, cpu_seconds, env=env, capture_output=True, text=True)
     return Outcome(done)
 

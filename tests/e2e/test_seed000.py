@@ -28,6 +28,9 @@ Python 3.11, then trace-replay.
    breaks the same invariant.
 5. check and explore print the same bytes when run again on the same log
    (minimize, which takes longest, runs once).
+6. Recorded without native stacks (TRACE_STACK_DEPTH=0): no violation where
+   the arena stayed sound, and a replay the unplaced collections put off the
+   log says that is why.
 
     test_seed000.py --build-dir DIR --preload LIBTRACE --replay TRACE_REPLAY --pylog PYLOG
 
@@ -73,11 +76,11 @@ class Setup:
     def path(self, name):
         return os.path.join(self.out, name)
 
-    def traced(self, seed, iterations, log):
+    def traced(self, seed, iterations, log, settings=None):
         if os.path.exists(log):
             os.unlink(log)
         return e2e.run_workload(self.python, self.module_dir, seed, iterations, check_arena=True,
-                                preload=self.args.preload, log=log)
+                                preload=self.args.preload, log=log, settings=settings)
 
     def replay(self, *argv):
         """(exit status, stdout) of trace-replay; stdout is also kept in DIR."""
@@ -332,6 +335,30 @@ def check_minimize(failures, setup, log):
                        "the log written after one replay breaks the same invariant (status %d)" % status)
 
 
+def check_without_native_stacks(failures, setup):
+    """Recorded with TRACE_STACK_DEPTH=0, no stack says where a collection
+    inside a pool operation started: a run whose arena stayed sound is never
+    a violation, and a replay that the unplaced collections put off the log
+    says so (its verdict asked "is it the right --model?", which it was)."""
+    inconclusive = None
+    for seed in range(12):
+        log = setup.path("no-native-%d.tlog" % seed)
+        outcome = setup.traced(seed, 8000, log, settings={"TRACE_STACK_DEPTH": "0"})
+        status, out = setup.replay("check", "--model", "cupy5", log)
+        if outcome.broken_since is None:
+            failures.check(status != 1, "seed %d without native stacks, arena sound: no violation (status %d): %s"
+                           % (seed, status, out[-600:]))
+        if status == 3 and inconclusive is None:
+            inconclusive = (seed, out)
+    if not failures.check(inconclusive, "a replay without native stacks left the log (12 seeds of 8000 iterations)"):
+        return
+    seed, out = inconclusive
+    verdict = [line for line in out.splitlines() if line.startswith("verdict: ")][-1]
+    failures.check("no native stacks (TRACE_STACK_DEPTH=0)" in verdict and "is it the right --model" not in verdict,
+                   "seed %d without native stacks: the verdict names the missing stacks, not the model: %s"
+                   % (seed, verdict))
+
+
 def check_repeatable(failures, setup, failing, clean):
     commands = (("check", "--model", "cupy5", failing), ("check", "--model", "cupy5", "--json", failing),
                 ("check", "--model", "cupy", failing), ("explore", "--model", "cupy5", clean))
@@ -355,6 +382,7 @@ def main():
         check_explore(failures, setup, clean[0])
     if failing and clean:
         check_repeatable(failures, setup, failing[0], clean[0])
+    check_without_native_stacks(failures, setup)
     failures.finish()
 
 

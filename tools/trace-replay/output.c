@@ -552,6 +552,8 @@ void rp_output_verdict(const rp_output *rep, const rp_replay *r, rp_verdict *v)
         .by_model = res->violated && res->by_model,
         .diverged_before = res->violated ? res->diverged_before_violation : res->diverged,
         .ambiguous = res->ambiguous,
+        .unplaced = res->unplaced, .first_unplaced_seq = res->first_unplaced_seq,
+        .no_native_stacks = rp_verdict_no_native_stacks(rep->reader),
         .pool_unwatched = rp_verdict_pool_unwatched(rep->reader),
     };
     /* Models asked for (by name, or auto with a pool it chose one for)

@@ -403,7 +403,10 @@ void rpt_verdict(const rpt *r, rp_verdict *v)
         f.first_diverged_seq = m->first_diverged_seq;
         f.diverged_before = m->violated ? m->diverged_before_violation : m->diverged;
         f.ambiguous = m->ambiguous;
+        f.unplaced = m->unplaced;
+        f.first_unplaced_seq = m->first_unplaced_seq;
     }
+    f.no_native_stacks = rp_verdict_no_native_stacks(r->reader);
     if (m && m->violated && m->by_model) {
         f.violation = &m->violation;
         f.by_model = 1;

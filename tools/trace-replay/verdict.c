@@ -76,11 +76,24 @@ void rp_verdict_make(rp_verdict *v, const rp_verdict_facts *f)
         v->status = RP_EXIT_INCONCLUSIVE;
         v->result = "inconclusive";
         fidelity_clause(fid, sizeof fid, f, 0);
+        /* Collections inside pool operations that no stack placed, before
+         * the model first left the log: where they re-entered the pool is
+         * the likelier cause than the model (a log recorded without native
+         * stacks: seed 000's story). */
+        char why[400] = "is it the right --model?";
+        if (f->unplaced && f->first_unplaced_seq <= f->first_diverged_seq)
+            snprintf(why, sizeof why, "%" PRIu64 " collection(s) ran inside pool operations, the first at seq %" PRIu64
+                     ", and %s: where each re-entered the pool is not known, which can put the model off as a wrong "
+                     "--model does; %s", f->unplaced, f->first_unplaced_seq,
+                     f->no_native_stacks ? "the log has no native stacks (TRACE_STACK_DEPTH=0)"
+                                         : "their native stacks name none of the pool's functions",
+                     f->no_native_stacks ? "record with native stacks (TRACE_STACK_DEPTH, default 32)"
+                                         : "give the pool's symbols (--debug-dir), or is it the right --model?");
         snprintf(v->text, sizeof v->text, "INCONCLUSIVE: no violation, but model %s diverged from the log on %" PRIu64
                  " of its %" PRIu64 " answers (%.1f%%, first at seq %" PRIu64 "): the model left the log, and a clean "
-                 "result from a replay that left the pool this often cannot be trusted (is it the right --model?)%s%s",
+                 "result from a replay that left the pool this often cannot be trusted (%s)%s%s",
                  f->model, f->diverged, answers, 100.0 * (double)f->diverged / (double)answers, f->first_diverged_seq,
-                 fid, tail);
+                 why, fid, tail);
         return;
     }
     v->status = RP_EXIT_CLEAN;
@@ -104,6 +117,13 @@ const char *rp_verdict_pool_unwatched(const struct tf_reader *r)
             return value;
     }
     return NULL;
+}
+
+int rp_verdict_no_native_stacks(const struct tf_reader *r)
+{
+    const tf_header *h = r ? tf_reader_header(r) : NULL;
+    const char *s = h && h->settings ? strstr(h->settings, "stack_depth=") : NULL;
+    return s && (s == h->settings || s[-1] == ';') && s[12] == '0' && (s[13] == ';' || s[13] == '\0');
 }
 
 int rp_verdict_unwatched_finding(const char *pool_unwatched, int by_model, const rp_finding *v)

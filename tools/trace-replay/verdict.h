@@ -49,6 +49,9 @@ typedef struct rp_verdict_facts {
     int by_model;                  /* the violation is a pool model's: it is as good as the model's fidelity */
     uint64_t diverged_before;      /* divergences before the violation's event (all of them when clean) */
     uint64_t ambiguous;            /* collections no stack places whose outcomes differ (warnings "ambiguity") */
+    uint64_t unplaced;             /* collections nested in pool operations that no stack placed */
+    uint64_t first_unplaced_seq;   /*   ... the first one's gc_start */
+    int no_native_stacks;          /* the log was recorded with TRACE_STACK_DEPTH=0 */
     const char *damage;            /* the reader's damage line, or NULL */
     uint64_t models_off_from;      /* events were missing before this one, no checkpoint: the pool models
                                       that were asked for were off from here (0: they never were) */
@@ -68,6 +71,9 @@ void rp_verdict_make(rp_verdict *v, const rp_verdict_facts *f);
  * pool requests: CuPy's hook is per thread), or NULL. */
 struct tf_reader;
 const char *rp_verdict_pool_unwatched(const struct tf_reader *r);
+/* Whether the log says it was recorded without native stacks
+ * (stack_depth=0 in its header's settings). */
+int rp_verdict_no_native_stacks(const struct tf_reader *r);
 /* Whether finding v (a pool model's when by_model) is one that unrecorded
  * pool requests could explain, in a log with INFO pool_unwatched. */
 int rp_verdict_unwatched_finding(const char *pool_unwatched, int by_model, const rp_finding *v);
