@@ -150,7 +150,8 @@ int rpt_same_logs(char **paths, int n, const char *prog)
         dropped[ndropped++] = paths[i];
         free(key);
     }
-    memcpy(paths + kept, dropped, (size_t)ndropped * sizeof *paths);
+    if (ndropped)
+        memcpy(paths + kept, dropped, (size_t)ndropped * sizeof *paths);
     for (int i = 0; i < kept; i++)
         free(keys[i]);
     free(keys);
