@@ -84,6 +84,7 @@ static uint32_t sample_every;                  /* OBJ domain: GIL held, no atomi
 static uint32_t sample_countdown;
 static unsigned sample_stacks;                 /* REC_PY_STACK, and REC_NATIVE_STACK if asked */
 static int record_gc_frees;                    /* every allocation is recorded */
+static int obj_bypassed;                       /* our OBJ wrapper left the chain, and the log says so */
 static int filter_plain;                       /* leave out allocations that cannot be GC objects */
 static int probing, probe_plain;               /* see probe_filter */
 static uint64_t obj_calls;                     /* OBJ-domain allocations through us (GIL held) */
@@ -221,22 +222,32 @@ static void *wrapped_realloc(void *ctx, void *ptr, size_t size)
     return p;
 }
 
-/* A free inside a collection: recorded before the block can be reused. */
-static __attribute__((noinline)) void note_object_free_slow(const domain_wrapper *w, void *ptr)
+int python_alloc_record_collected(const void *block)
 {
-    if (!record_gc_frees || w->domain != PY_DOMAIN_OBJ || !ptr || !python_gc_frees_collected(ptr))
-        return;
+    /* Allocations are no longer seen (python_alloc_look): neither are the
+     * deaths python_free_lists.c would record. */
+    if (!record_gc_frees || obj_bypassed || !block || !python_gc_frees_collected(block))
+        return 0;
     /* The mark before the type word: a marked block may be under two words
      * (python_alloc_sites.h), with no type word to read.  (One that could
      * not be marked, for want of memory for its page of bits, was recorded:
      * its free is read, 8 bytes into its neighbour.) */
-    if (filter_plain && (block_marks_test(ptr) || py_alloc_block_plain(ptr)))
-        return;   /* its allocation was left out: python_alloc_sites.c */
+    if (filter_plain && (block_marks_test(block) || py_alloc_block_plain(block)))
+        return 0;   /* its allocation was left out: python_alloc_sites.c */
     tf_event e;
     tf_event_init(&e, TF_EV_PY_FREE);
     e.u.host.domain = TF_HOST_OBJ;
-    e.u.host.ptr = (uint64_t)(uintptr_t)ptr;
+    e.u.host.ptr = (uint64_t)(uintptr_t)block;
     rec_py_free(&e);
+    return 1;
+}
+
+/* A free inside a collection: recorded before the block can be reused. */
+static __attribute__((noinline)) void note_object_free_slow(const domain_wrapper *w, void *ptr)
+{
+    if (!record_gc_frees || w->domain != PY_DOMAIN_OBJ || !ptr || free_lists_left_out(ptr))
+        return;
+    python_alloc_record_collected(ptr);
 }
 
 /* Most frees: no collection runs on the thread. */
@@ -364,8 +375,7 @@ static const char *name_through_wrappers(void)
 void python_alloc_look(uint64_t young)
 {
     static uint64_t calls_at_last_look;
-    static int told;
-    if (!sample_every || told)
+    if (!sample_every || obj_bypassed)
         return;
     int bypassed = young >= 64 && obj_calls == calls_at_last_look;
     calls_at_last_look = obj_calls;
@@ -375,7 +385,7 @@ void python_alloc_look(uint64_t young)
     py.PyMem_GetAllocator(PY_DOMAIN_OBJ, &now);
     if (now.ctx == &wrappers[PY_DOMAIN_OBJ])
         return;
-    told = 1;
+    obj_bypassed = 1;
     rec_info("not_watched", "object allocations after the program replaced the object allocator "
                             "(tracemalloc.stop() after -X tracemalloc or PYTHONTRACEMALLOC does): ours "
                             "went with it");
@@ -501,6 +511,8 @@ void python_alloc_install(void)
     sample_countdown = sample_every;
     sample_stacks = REC_PY_STACK | (c->py_alloc_native ? REC_NATIVE_STACK : 0);
     record_gc_frees = sample_every == 1;
+    if (record_gc_frees)
+        free_lists_install();
     unsigned known = 0;
     filter_plain = 0;
     if (sample_every && !c->py_alloc_all) {

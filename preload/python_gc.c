@@ -118,6 +118,12 @@ static void note_preamble(py_object *phase, py_object *info)
 
 static void check_open(void);
 
+uint64_t python_gc_window(void)
+{
+    int n = python_gc_collecting;
+    return n > 0 && n <= OPEN_MAX ? open_here[n - 1].id : 0;
+}
+
 /* Whether this thread's innermost collection may still run: its flag
  * unknown or set (a few loads per free counted as a collection's; only a
  * 0 asks check_open). */

@@ -81,9 +81,26 @@ static inline int python_gc_frees_collected(const void *block)
     return __builtin_expect(python_gc_collecting != 0, 0) && python_gc_frees_collected_slow(block);
 }
 
+/* The innermost collection running on this thread: a number no other
+ * collection has; 0 when none. */
+uint64_t python_gc_window(void);
+
 /* python_alloc.c: wrap the allocator domains (after initialisation, and
  * after python_init_check_install: see python_init_check_reads_headers). */
 void python_alloc_install(void);
+/* The free of the object block at block, recorded as a collection's
+ * (py_free) when one runs on this thread and the block's allocation was
+ * recorded: 1 if it was written. */
+int python_alloc_record_collected(const void *block);
+
+/* python_free_lists.c: the deallocators of the types CPython keeps free
+ * lists of, wrapped with every allocation recorded, so that an object a
+ * collection kills is recorded when it dies, not when (if ever) its block
+ * goes back to the allocator. */
+void free_lists_install(void);
+/* A free of an object block inside a collection: 1 when it is not to be
+ * recorded (a free list emptied, or a death already recorded). */
+int free_lists_left_out(const void *block);
 
 /* At the start of a collection (GIL held), with young the interpreter's
  * count of GC objects allocated since its last young collection: with
