@@ -89,7 +89,10 @@ static int filter_plain;                       /* leave out allocations that can
 static int probing, probe_plain;               /* see probe_filter */
 static uint64_t obj_calls;                     /* OBJ-domain allocations through us (GIL held) */
 
-static __attribute__((noinline)) void record_object_allocation(void *p, size_t size)
+/* api: 0, or TF_HOST_API_REALLOC for an object resized (_PyTuple_Resize,
+ * PyObject_GC_Resize): the same object at a new address, not a new one (a
+ * tuple built from a generator was counted as 4 to 12 objects). */
+static __attribute__((noinline)) void record_object_allocation(void *p, size_t size, uint32_t api)
 {
     /* Its free, if a collection makes it, is to be recorded (block_marks.h). */
     if (record_gc_frees)
@@ -99,13 +102,14 @@ static __attribute__((noinline)) void record_object_allocation(void *p, size_t s
     e.u.host.domain = TF_HOST_OBJ;
     e.u.host.ptr = (uint64_t)(uintptr_t)p;
     e.u.host.size = size;
+    e.u.host.api = api;
     rec_event(&e, sample_stacks);
 }
 
 /* site: where the domain's function returns to (python_alloc_sites.h).
  * Inlined in the wrappers: most calls end at the first test. */
 static inline __attribute__((always_inline)) void sample_object_allocation(void *p, size_t size,
-                                                                          uintptr_t site)
+                                                                          uintptr_t site, uint32_t api)
 {
     unsigned left_out = filter_plain ? py_alloc_site_verdict(site, p, size) : 0;
     if (__builtin_expect(probing, 0)) {
@@ -121,18 +125,19 @@ static inline __attribute__((always_inline)) void sample_object_allocation(void 
         return;
     if (sample_every && --sample_countdown == 0) {
         sample_countdown = sample_every;
-        record_object_allocation(p, size);
+        record_object_allocation(p, size, api);
     }
 }
 
-/* entered: this call is the outermost large request (see enter_large). */
+/* entered: this call is the outermost large request (see enter_large).
+ * resized: a realloc of a block (not of NULL). */
 static void after_allocation(const domain_wrapper *w, uint32_t api, void *p, size_t size,
-                             int entered, uintptr_t site)
+                             int entered, uintptr_t site, int resized)
 {
     if (!p)
         return;
     if (w->domain == PY_DOMAIN_OBJ)
-        sample_object_allocation(p, size, site);
+        sample_object_allocation(p, size, site, resized ? TF_HOST_API_REALLOC : 0);
     if (entered)
         host_block_allocated((uint32_t)w->domain + 1, api, p, size);   /* TF_HOST_RAW/MEM/OBJ */
 }
@@ -179,7 +184,7 @@ static void *wrapped_malloc(void *ctx, size_t size)
     int entered = enter_large(size);
     void *p = fresh_block(w, w->prev.malloc(w->prev.ctx, size), size);
     leave_large(entered);
-    after_allocation(w, TF_HOST_API_MALLOC, p, size, entered, RETURN_ADDRESS());
+    after_allocation(w, TF_HOST_API_MALLOC, p, size, entered, RETURN_ADDRESS(), 0);
     return p;
 }
 
@@ -194,7 +199,7 @@ static void *wrapped_calloc(void *ctx, size_t nelem, size_t elsize)
     void *p = !w->direct ? w->prev.calloc(w->prev.ctx, nelem, elsize)
               : nelem && elsize ? host_calloc_call(nelem, elsize) : host_calloc_call(1, 1);
     leave_large(entered);
-    after_allocation(w, TF_HOST_API_CALLOC, p, nelem * elsize, entered, RETURN_ADDRESS());
+    after_allocation(w, TF_HOST_API_CALLOC, p, nelem * elsize, entered, RETURN_ADDRESS(), 0);
     return p;
 }
 
@@ -216,7 +221,7 @@ static void *wrapped_realloc(void *ctx, void *ptr, size_t size)
     leave_large(entered);
     if (p)
         after_allocation(w, TF_HOST_API_REALLOC, p, size, entered && size >= host_threshold,
-                         RETURN_ADDRESS());
+                         RETURN_ADDRESS(), ptr != NULL);
     else if (old_size && size)
         host_block_allocated((uint32_t)w->domain + 1, TF_HOST_API_REALLOC, ptr, old_size);
     return p;
@@ -311,7 +316,7 @@ static void *obj_malloc(void *ctx, size_t size)
     obj_calls++;
     void *p = fresh_block(w, w->prev.malloc(w->prev.ctx, size), size);
     if (p)
-        sample_object_allocation(p, size, site);
+        sample_object_allocation(p, size, site, 0);
     return p;
 }
 

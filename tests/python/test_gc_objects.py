@@ -167,11 +167,11 @@ gc.collect()
 
 # Kept within a byte budget (TRACE_MAX_BYTES): the log's segments each
 # define the program's code objects again, under new ids.  PROGRAM with
-# 60,000 cycles made at line a, spread over several segments: still one
+# 80,000 cycles made at line a, spread over several segments: still one
 # site.  The log takes about half of the 64K budget, so no segment is
 # deleted (one was on a slow machine with 100,000 cycles, which took 60K
 # here); should one be, line a is still one site, of fewer objects.
-SEGMENT_CYCLES = 60000
+SEGMENT_CYCLES = 80000
 SEGMENTS = PROGRAM.replace("site_a(300)", "site_a(%d)" % SEGMENT_CYCLES)
 
 
@@ -509,6 +509,8 @@ def check_report_memory(python, tag):
 # back by gc.collect(), were counted as collected (2,000 of 5,000 at line
 # t, old); the lists and tuples of cycles that a collection killed and put
 # on the free lists were not counted at all (1,419 of 2,998 at line c).
+# A tuple built from a generator grows by resizes (_PyTuple_Resize): one
+# object, not one per resize (line r: 11 objects an iteration, old).
 FREE_LISTS = """\
 import gc, sys
 gc.disable()
@@ -520,6 +522,9 @@ gc.collect()
 for i in range(1500):
     l = []; t = (l, i); l.append(t)  # LINE:c
 print(gc.collect(1))
+for i in range(1000):
+    l = []; r = tuple(l if j == 0 else j for j in range(200)); l.append(r)  # LINE:r
+gc.collect()
 """
 
 
@@ -549,6 +554,12 @@ def check_free_lists(python, tag):
             fails.check(collected == 2998 and cycles >= 0.98 * collected,   # the last cycle is still named
                         "%s: %d collected objects charged to the cycles' line of the %d gc.collect(1) found"
                         % (tag, cycles, collected))
+            # A list, a generator, the tuple, and on 3.8 to 3.10 the
+            # generator's frame.
+            made = sum(s["object_count"] for s in data["sites"]
+                       if re.match(r"%s:%d " % (re.escape(script), line("r", FREE_LISTS)), s["python"] or ""))
+            fails.check(2900 <= made <= 4050, "%s: %d objects made at the resizing line, 1000 iterations of 3 (4 on "
+                                              "3.8 to 3.10)" % (tag, made))
         finally:
             pt.discard(log)
 

@@ -487,8 +487,12 @@ static void free_event(rpt *r, live *l, uint64_t ptr, uint64_t gc_seq, int devic
 static void object_allocated(rpt *r, pass *ps, const tf_event *e)
 {
     uint32_t site = site_of(r, ps, e);
-    r->sites[site].obj_bytes += e->u.host.size;
-    r->sites[site].obj_count++;
+    /* A resize (api realloc) moves an object, it makes none: counted, a
+     * tuple built from a generator was 4 to 12 objects. */
+    if (e->u.host.api != TF_HOST_API_REALLOC) {
+        r->sites[site].obj_bytes += e->u.host.size;
+        r->sites[site].obj_count++;
+    }
     live_add(&ps->py_objects, e->u.host.ptr, e->u.host.size, site, e->seq);
 }
 
