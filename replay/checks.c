@@ -78,11 +78,21 @@ static const char *const space_names[SP_COUNT] = {
 
 /* A release is recorded before the real call (it must precede any
  * allocation that reuses the memory); when the call then fails, a
- * release_failed event names it.  The latest releases are kept so that one
- * can be taken back: the block is live again, as it was. */
-#define UNDO_SLOTS 256
+ * release_failed event names it, and what the release erased is taken back:
+ * the block is live again, as it was.
+ *
+ * The failure comes on the releasing thread, after its call returned and
+ * so before that thread's next release of the same kind of memory
+ * (FORMAT.md, section 7; a CUDA call made inside another records nothing).
+ * Other threads may record any number of events in between: a window of
+ * the latest releases of the whole process (256 of them, once) lost a
+ * failure that came late, left the block freed, and made the program's
+ * real free a false double_free.  So each thread's pending release is kept,
+ * one per thread and family (CUDA, host), until its failure comes or the
+ * thread's next release of that family says it cannot come any more. */
 typedef struct undo {
-    uint64_t seq;           /* of the release; 0: empty */
+    uint64_t seq;           /* of the release */
+    uint32_t tid;           /* its thread */
     int sp;                 /* space index */
     rp_range block;         /* what the release erased */
     uint32_t seg_pool;      /* the pool whose segment it released, 0 if none */
@@ -91,8 +101,10 @@ typedef struct undo {
 
 struct rp_checks {
     space sp[SP_COUNT];
-    undo undo[UNDO_SLOTS];
-    uint32_t undo_next;
+    undo *undos;            /* the pending releases, in no order */
+    size_t nundo, capundo;
+    rp_ptrmap undo_at;      /* release seq -> position in undos */
+    rp_ptrmap undo_thread;  /* undo_key(tid, space) -> seq of its pending release */
     pool_state *pools;      /* in order of first appearance */
     size_t npools, cappools;
     rp_ptrmap pool_index;   /* pool id -> position in pools */
@@ -127,6 +139,8 @@ rp_checks *rp_checks_new(void)
         space_init(&c->sp[i], space_names[i]);
     rp_ptrmap_init(&c->seg_owner);
     rp_ptrmap_init(&c->pool_index);
+    rp_ptrmap_init(&c->undo_at);
+    rp_ptrmap_init(&c->undo_thread);
     return c;
 }
 
@@ -143,6 +157,9 @@ void rp_checks_free(rp_checks *c)
     free(c->pools);
     rp_ptrmap_free(&c->pool_index);
     rp_ptrmap_free(&c->seg_owner);
+    free(c->undos);
+    rp_ptrmap_free(&c->undo_at);
+    rp_ptrmap_free(&c->undo_thread);
     free(c);
 }
 
@@ -166,7 +183,13 @@ void rp_checks_forget(rp_checks *c)
     }
     rp_ptrmap_free(&c->seg_owner);
     rp_ptrmap_init(&c->seg_owner);
-    memset(c->undo, 0, sizeof c->undo);
+    /* A failure still to come names a release whose block is forgotten
+     * with the rest: nothing to take back. */
+    c->nundo = 0;
+    rp_ptrmap_free(&c->undo_at);
+    rp_ptrmap_init(&c->undo_at);
+    rp_ptrmap_free(&c->undo_thread);
+    rp_ptrmap_init(&c->undo_thread);
     c->partial = 1;
 }
 
@@ -449,11 +472,40 @@ static int space_free_ptr(space *s, const tf_event *e, uint64_t ptr, int check_u
     return space_free_block(s, e, ptr, check_unknown, size, NULL, v);
 }
 
-static undo *undo_slot(rp_checks *c, uint64_t seq)
+/* A thread's releases of CUDA memory and of host buffers are made by
+ * different calls, and a host free may be recorded inside a CUDA one (the
+ * runtime's own buffers): each family has its pending release. */
+static uint64_t undo_key(uint32_t tid, int sp) { return (uint64_t)tid << 1 | (sp == SP_HOST); }
+
+static void undo_drop(rp_checks *c, size_t i)
 {
-    undo *u = &c->undo[c->undo_next++ % UNDO_SLOTS];
-    memset(u, 0, sizeof *u);
-    u->seq = seq;
+    undo *u = &c->undos[i];
+    uint64_t *mine = rp_ptrmap_get(&c->undo_thread, undo_key(u->tid, u->sp));
+    if (mine && *mine == u->seq)
+        rp_ptrmap_del(&c->undo_thread, undo_key(u->tid, u->sp), NULL);
+    rp_ptrmap_del(&c->undo_at, u->seq, NULL);
+    if (i != --c->nundo) {
+        *u = c->undos[c->nundo];
+        rp_ptrmap_put(&c->undo_at, u->seq, i);
+    }
+}
+
+/* The release e (of space sp) erased block: kept until its failure can no
+ * longer come.  This release began after the thread's previous one of the
+ * same family returned, so that one's failure, if any, is in already. */
+static undo *undo_note(rp_checks *c, const tf_event *e, int sp, const rp_range *block)
+{
+    uint64_t prev, *at;
+    if (rp_ptrmap_swap(&c->undo_thread, undo_key(e->tid, sp), e->seq, &prev) &&
+        (at = rp_ptrmap_get(&c->undo_at, prev)) != NULL)
+        undo_drop(c, (size_t)*at);
+    if ((at = rp_ptrmap_get(&c->undo_at, e->seq)) != NULL)
+        undo_drop(c, (size_t)*at);   /* a forged log's seq told twice: the later release wins */
+    rp_grow(&c->undos, &c->capundo, c->nundo + 1, sizeof *c->undos);
+    undo *u = &c->undos[c->nundo];
+    *u = (undo){.seq = e->seq, .tid = e->tid, .sp = sp, .block = *block};
+    rp_ptrmap_put(&c->undo_at, e->seq, c->nundo++);
+    rp_ptrmap_put(&c->undo_thread, undo_key(e->tid, sp), e->seq);
     return u;
 }
 
@@ -518,12 +570,11 @@ static int segment_release(rp_checks *c, uint32_t pool, const tf_event *e, uint6
     const rp_range *whole = rp_rangeset_find(&p->segs, ptr);
     if (whole && whole->start == ptr && (!size || whole->end - whole->start == size)) {
         rp_rangeset_erase(&p->segs, ptr, &r);
-        if (e->kind == TF_EV_CUDA_FREE) {   /* the CUDA free's own slot, taken just before */
-            undo *u = &c->undo[(c->undo_next - 1) % UNDO_SLOTS];
-            if (u->seq == e->seq) {
-                u->seg_pool = pool;
-                u->seg = r;
-            }
+        const uint64_t *at;
+        if (e->kind == TF_EV_CUDA_FREE && (at = rp_ptrmap_get(&c->undo_at, e->seq)) != NULL) {
+            undo *u = &c->undos[*at];   /* the CUDA free's own, noted just before */
+            u->seg_pool = pool;
+            u->seg = r;
         }
         p->fig.reserved -= r.end - r.start;
         p->fig.segments--;
@@ -593,9 +644,7 @@ static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_f
     rp_range block;
     if (space_free_block(&c->sp[sp], e, e->u.cuda.ptr, 1, &size, &block, v))
         return 1;
-    undo *u = undo_slot(c, e->seq);
-    u->sp = sp;
-    u->block = block;
+    undo_note(c, e, sp, &block);
     uint64_t *owner = sp == TF_SPACE_DEVICE ? rp_ptrmap_get(&c->seg_owner, e->u.cuda.ptr) : NULL;
     return owner ? segment_release(c, (uint32_t)*owner, e, e->u.cuda.ptr, 0, v) : 0;
 }
@@ -657,12 +706,11 @@ static int pool_free(rp_checks *c, const tf_event *e, rp_finding *v)
 /* The release at seq failed: what it erased is live again. */
 static void release_failed(rp_checks *c, uint64_t seq)
 {
-    undo *u = NULL;
-    for (uint32_t i = 0; i < UNDO_SLOTS && !u; i++)
-        if (c->undo[i].seq == seq && seq)
-            u = &c->undo[i];
-    if (!u)
-        return;  /* it erased nothing (a bad free, already reported), or is too old */
+    const uint64_t *at = seq ? rp_ptrmap_get(&c->undo_at, seq) : NULL;
+    if (!at)
+        return;  /* it erased nothing (a bad free, already reported), or the log lost it */
+    size_t i = (size_t)*at;
+    undo *u = &c->undos[i];
     space *s = &c->sp[u->sp];
     if (u->block.end > u->block.start) {
         rp_range *r = rp_rangeset_before(&s->mem, u->block.start), clash;
@@ -682,7 +730,7 @@ static void release_failed(rp_checks *c, uint64_t seq)
         p->fig.reserved += u->seg.end - u->seg.start;
         p->fig.segments++;
     }
-    u->seq = 0;
+    undo_drop(c, i);
 }
 
 int rp_checks_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_finding *v)
@@ -716,11 +764,8 @@ int rp_checks_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_fin
         rp_range block;
         if (space_free_block(&c->sp[SP_HOST], e, e->u.host.ptr, 0, &size, &block, v))
             return 1;
-        if (block.end > block.start) {
-            undo *u = undo_slot(c, e->seq);
-            u->sp = SP_HOST;
-            u->block = block;
-        }
+        if (block.end > block.start)
+            undo_note(c, e, SP_HOST, &block);
         return 0;
     }
     case TF_EV_RELEASE_FAILED:
@@ -834,6 +879,7 @@ void rp_checks_save(const rp_checks *c, rp_state_w *w)
     }
     rp_state_ptrmap(w, &c->pool_index);
     rp_state_ptrmap(w, &c->seg_owner);
+    rp_state_array(w, c->undos, c->nundo, sizeof *c->undos);
 }
 
 int rp_checks_load(rp_checks *c, rp_state_r *r)
@@ -843,8 +889,6 @@ int rp_checks_load(rp_checks *c, rp_state_r *r)
     rp_state_get(r, &saved, sizeof saved);
     if (r->bad)
         return -1;
-    memcpy(c->undo, saved.undo, sizeof c->undo);
-    c->undo_next = saved.undo_next;
     memcpy(c->warn, saved.warn, sizeof c->warn);
     c->nwarn = saved.nwarn;
     c->total_warn = saved.total_warn;
@@ -869,6 +913,19 @@ int rp_checks_load(rp_checks *c, rp_state_r *r)
     }
     rp_state_get_ptrmap(r, &c->pool_index);
     rp_state_get_ptrmap(r, &c->seg_owner);
+    /* The pending releases; their two maps are made again from them. */
+    size_t nundo;
+    undo *undos = rp_state_get_array(r, &nundo, sizeof *undos);
+    for (size_t i = 0; i < nundo && !r->bad; i++) {
+        if (undos[i].sp < 0 || undos[i].sp >= SP_COUNT) {
+            r->bad = 1;   /* not what save wrote */
+            break;
+        }
+        undo *u = undo_note(c, &(tf_event){.seq = undos[i].seq, .tid = undos[i].tid}, undos[i].sp, &undos[i].block);
+        u->seg_pool = undos[i].seg_pool;
+        u->seg = undos[i].seg;
+    }
+    free(undos);
     if (c->npools != npools || saved.last_pool >= (npools ? npools : 1))   /* not what save wrote */
         r->bad = 1;
     else
@@ -897,9 +954,9 @@ void rp_checks_map_stacks(rp_checks *c, const rp_stack_map *m)
         rp_rangeset_walk_range(&c->pools[i].blocks.mem, 0, UINT64_MAX, map_range, arg);
         rp_rangeset_walk_range(&c->pools[i].segs, 0, UINT64_MAX, map_range, arg);
     }
-    for (int i = 0; i < UNDO_SLOTS; i++) {
-        c->undo[i].block.aux = map_aux(c->undo[i].block.aux, m);
-        c->undo[i].seg.aux = map_aux(c->undo[i].seg.aux, m);
+    for (size_t i = 0; i < c->nundo; i++) {
+        c->undos[i].block.aux = map_aux(c->undos[i].block.aux, m);
+        c->undos[i].seg.aux = map_aux(c->undos[i].seg.aux, m);
     }
     for (uint32_t i = 0; i < c->nwarn; i++) {
         rp_site_map(&c->warn[i].at, m);
