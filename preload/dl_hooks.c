@@ -37,6 +37,7 @@ __attribute__((visibility("hidden"))) dlsym_fn trace_real_dlsym_ptr;
 static dlopen_fn real_dlopen;
 static dlclose_fn real_dlclose;
 static _Atomic unsigned long loader_changes;
+static _Atomic unsigned long loader_unloads;
 
 /* Called by the assembly, with the caller's arguments saved, the first time
  * anyone calls dlsym (possibly before our constructor: other preloaded
@@ -157,8 +158,10 @@ void *dlopen(const char *file, int mode)
 int dlclose(void *handle)
 {
     int rc = dl_real_dlclose(handle);
-    if (rc == 0)
+    if (rc == 0) {
+        atomic_fetch_add(&loader_unloads, 1);
         atomic_fetch_add(&loader_changes, 1);
+    }
     if (rc == 0 && rec_active())
         modules_rescan();
     return rc;
@@ -167,4 +170,9 @@ int dlclose(void *handle)
 unsigned long dl_loader_changes(void)
 {
     return atomic_load_explicit(&loader_changes, memory_order_relaxed);
+}
+
+unsigned long dl_loader_unloads(void)
+{
+    return atomic_load_explicit(&loader_unloads, memory_order_relaxed);
 }

@@ -14,4 +14,9 @@ int dl_real_dlclose(void *handle);
  * nothing need not be repeated until this changes. */
 unsigned long dl_loader_changes(void);
 
+/* Counts dlclose calls that went through us and succeeded: only these can
+ * unmap code, so what was learnt about an address (a call site's real CUDA
+ * function, cuda_symbols.c) holds until this changes. */
+unsigned long dl_loader_unloads(void);
+
 #endif

@@ -1108,6 +1108,28 @@ def test_static_runtime_site():
           "the site is not the program's line: %s" % natives)
 
 
+def test_plugin_reload():
+    """A plugin with its own runtime (its run path), closed and opened again at
+    its old address while its runtime comes back elsewhere: each of its call
+    sites is the return address it was, and the preload must call the
+    runtime loaded now.  (It once kept, per return address, the first
+    runtime's function for good: a call into the unmapped runtime, SIGSEGV.)"""
+    plugin = prog("libcuda_plugin.so")
+    rc, out, err = run([prog("prog_plugin_reload"), plugin], env_for())
+    check(rc != 3, "the loader did not set the test up: %r" % out)
+    check(rc == 0, "exit %d: %r %r" % (rc, out, err[-500:]))
+    rounds = [line.split() for line in out.splitlines() if line.startswith("round ")]
+    check(len(rounds) == 3, "rounds: %r" % out)
+    check(any(r[3] == "1" for r in rounds[1:]),
+          "the plugin never came back at its old address, the test proves nothing: %r" % out)
+    calls = printed_calls(out)
+    check(len(calls) == 6 and all(c[1] == 0 for c in calls), "calls: %r" % out)
+    path = only_log()
+    match_calls(decode(path), calls, "libcuda_plugin.so")
+    p = subprocess.run([ARGS.trace_replay, "check", path], capture_output=True, text=True)
+    check(p.returncode == 0, "check: %s" % p.stdout[-600:])
+
+
 def test_crash_in_free():
     """A free that crashes inside the real call is in the log."""
     rc, out, err = run([prog("prog_race"), "crash_in_free"], malloc_runtime_env())
