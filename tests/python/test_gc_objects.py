@@ -564,6 +564,45 @@ def check_free_lists(python, tag):
             pt.discard(log)
 
 
+# A fork's child frees in its collections what the parent allocated: their
+# allocations are in the parent's log, and no segment was deleted (the
+# report said "in segments deleted to keep the log within its budget", and
+# JSON segments_deleted true, of a log without a budget).
+FORK = """\
+import gc, os
+class S:
+    __slots__ = ("r",)
+gc.disable()
+kept = []
+for i in range(1000):
+    a = S(); a.r = a; kept.append(a)
+del kept[:]
+pid = os.fork()
+if pid == 0:
+    gc.collect()
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+
+
+def check_fork(python, tag):
+    with tempfile.TemporaryDirectory() as tmp:
+        script = program_file(tmp, "fork.py", FORK)
+        env = dict(os.environ, LD_PRELOAD=args.preload, TRACE_OUTPUT=os.path.join(tmp, "%p.tlog"),
+                   TRACE_PY_ALLOCS="1", TRACE_QUIET="1")
+        p = subprocess.run([python, "-S", script], env=env, capture_output=True, text=True, timeout=300)
+        logs = sorted(os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith(".tlog"))
+        if not fails.check(p.returncode == 0 and len(logs) == 2, "%s: fork program: exit %d, %d logs: %s"
+                           % (tag, p.returncode, len(logs), p.stderr[-500:])):
+            return
+        said = [json.loads(report(log, "--json"))["gc"]["objects_collected"] for log in logs]
+        child = [o for o in said if o["after_fork"]]
+        fails.check(len(child) == 1 and child[0]["allocated_before_log"] >= 1000 and
+                    not any(o["segments_deleted"] for o in said),
+                    "%s: a fork's child's collected objects: %s (expected one log after a fork, 1000 objects "
+                    "allocated before it, no segment deleted)" % (tag, said))
+
+
 def check_all(python, version):
     check(python, version)
     check_reuse(python, "%s (%s)" % (version, python), REUSE, "strs")
@@ -576,6 +615,7 @@ def check_all(python, version):
     check_small_blocks(python, "%s (%s)" % (version, python))
     check_dict_copies(python, "%s (%s)" % (version, python))
     check_free_lists(python, "%s (%s)" % (version, python))
+    check_fork(python, "%s (%s)" % (version, python))
     if version == "3.12" and "libasan" not in args.preload:   # ASan's heap is not the tool's
         check_report_memory(python, "%s (%s)" % (version, python))
 

@@ -129,6 +129,7 @@ typedef struct rpt {
      * not (allocated before recording started, or in a segment deleted). */
     uint64_t gc_obj_count, gc_obj_bytes, gc_obj_unknown;
     int events_deleted;                /* segments were deleted (TRACE_MAX_BYTES): events before are gone */
+    int after_fork;                    /* a fork's child: what came before is in the parent's log */
 
     rpt_double_init *dinits;
     uint32_t ndinits;
@@ -214,6 +215,8 @@ const char *rpt_not_watched(const rpt *r, uint32_t i);
 const char *rpt_double_init_off(const rpt *r);/* The value of a setting the header names ("py_allocs"), -1 when it does
  * not name it or the value is not a number. */
 long rpt_setting_number(const rpt *r, const char *key);
+/* The value of the log's first INFO key (read so far), or NULL. */
+const char *rpt_info_value(const rpt *r, const char *key);
 /* How many distinct types the double initialisations are of (r->dinits
  * has one entry per type and pair of stacks). */
 uint32_t rpt_double_init_types(const rpt *r);

@@ -692,7 +692,12 @@ static int event(void *ctx, const tf_event *e, const rp_where *w)
      * history, as the driver's do (a free of a block from before is not a
      * finding). */
     if (e->flags & TF_EVENT_AFTER_GAP) {
-        r->events_deleted = 1;
+        /* A fork's child starts after a gap (INFO forked): nothing of its
+         * log was deleted. */
+        if (r->events == 1 && rpt_info_value(r, "forked"))
+            r->after_fork = 1;
+        else
+            r->events_deleted = 1;
         rp_checks_forget(ps->checks);
         /* Allocations are missing: an address's last py_alloc before the
          * gap may not be the object a later py_free releases. */

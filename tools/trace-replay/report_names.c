@@ -44,6 +44,16 @@ int rpt_has_device(const rpt *r)
            r->kinds[TF_EV_POOL_ALLOC] || r->kinds[TF_EV_POOL_FREE] || r->kinds[TF_EV_POOL_SEGMENT];
 }
 
+const char *rpt_info_value(const rpt *r, const char *key)
+{
+    for (uint32_t i = 0; i < tf_reader_info_count(r->reader); i++) {
+        const char *k, *v;
+        if (tf_reader_info(r->reader, i, &k, &v) && k && !strcmp(k, key))
+            return v;
+    }
+    return NULL;
+}
+
 long rpt_setting_number(const rpt *r, const char *key)
 {
     /* "output=...;stack_depth=32;...;py_allocs=0;...": the key after a ';'

@@ -395,7 +395,9 @@ static void print_gc_objects(const rpt *r, rn_stacks *st, FILE *out)
     if (r->gc_obj_unknown)
         fprintf(out, "  %" PRIu64 " more were allocated %s (no site).\n", r->gc_obj_unknown,
                 r->events_deleted ? "in segments deleted to keep the log within its budget, or before recording "
-                                    "started" : "before the log's allocations");
+                                    "started"
+                : r->after_fork ? "before the fork, in the parent (its log has their allocations)"
+                                : "before the log's allocations");
     print_sites(r, st, out, 'o', "  Sites (objects freed by collections, most first)");
 }
 
