@@ -85,7 +85,9 @@ static _Atomic uint64_t open_ids;
 #define TLS static __thread __attribute__((tls_model("initial-exec")))
 __thread int python_gc_collecting __attribute__((tls_model("initial-exec")));
 #define OPEN_MAX 8
-typedef struct open_gc { gc_slot *slot; uint64_t id, seq; } open_gc;
+/* tstate and frame: the thread's state and its innermost Python frame when
+ * the collection started (NULL tstate: unknown). */
+typedef struct open_gc { gc_slot *slot; uint64_t id, seq; const char *tstate; const void *frame; } open_gc;
 TLS open_gc open_here[OPEN_MAX];
 #define PREAMBLE_MAX 8
 TLS const void *preamble[PREAMBLE_MAX];   /* blocks of the callback's arguments */
@@ -136,6 +138,18 @@ static inline int innermost_may_run(void)
     return !flag || *flag;
 }
 
+static const py_layout *layout;
+
+/* The thread's innermost Python frame (an interpreter frame from 3.11). */
+static const void *frame_of(const char *tstate)
+{
+    if (layout->tstate_cframe != PY_NO_FIELD) {
+        const char *cframe = *(const char *const *)(tstate + layout->tstate_cframe);
+        return cframe ? *(const void *const *)(cframe + layout->cframe_frame) : NULL;
+    }
+    return *(const void *const *)(tstate + layout->tstate_frame);
+}
+
 int python_gc_frees_collected_slow(const void *block)
 {
     if (!innermost_may_run()) {
@@ -143,6 +157,14 @@ int python_gc_frees_collected_slow(const void *block)
         if (!python_gc_collecting)
             return 0;
     }
+    /* Python code the collection runs (a finalizer, a weakref callback)
+     * frees what it drops by counts: a __del__ that empties a module's
+     * cache freed objects no cycle held, 989 of them counted as collected
+     * (helper).  The collector's own frees run with the frame it started
+     * under. */
+    int n = python_gc_collecting;
+    if (n <= OPEN_MAX && open_here[n - 1].tstate && frame_of(open_here[n - 1].tstate) != open_here[n - 1].frame)
+        return 0;
     for (int i = 0; i < PREAMBLE_MAX; i++) {
         if (preamble[i] == block) {
             preamble[i] = NULL;   /* the address may hold a collected object later */
@@ -151,7 +173,6 @@ int python_gc_frees_collected_slow(const void *block)
     }
     return 1;
 }
-static const py_layout *layout;
 static const char *runtime;            /* &_PyRuntime, for 3.8 */
 
 static uint64_t monotonic_ns(void)
@@ -393,8 +414,11 @@ static void on_start(gc_slot *s, const volatile int *flag, py_object *phase, py_
     note_preamble(phase, info);
     /* The entry first: a signal handler's event between the two sees a
      * consistent list. */
+    const char *tstate = layout && (layout->tstate_frame != PY_NO_FIELD || layout->tstate_cframe != PY_NO_FIELD)
+                             ? py.current_tstate() : NULL;
     if (python_gc_collecting < OPEN_MAX)
-        open_here[python_gc_collecting] = (open_gc){ .slot = s, .id = s->open_id, .seq = seq };
+        open_here[python_gc_collecting] = (open_gc){ .slot = s, .id = s->open_id, .seq = seq, .tstate = tstate,
+                                                     .frame = tstate ? frame_of(tstate) : NULL };
     python_gc_collecting++;
 }
 
