@@ -14,8 +14,26 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+/* What stderr was at start (trace_voice_init): a line is written only to
+ * that same open file.  A daemon closes descriptor 2 and opens its data
+ * there: "trace: lost ..." landed inside the program's own file (helper);
+ * a program started with 2 closed has nothing of ours to hear. */
+static struct { dev_t dev; ino_t ino; int looked, open; } stderr_at_start;
+
+static int stderr_unchanged(void)
+{
+    struct stat st;
+    if (!stderr_at_start.looked)
+        return 1;   /* a setting's warning, before the look */
+    if (!stderr_at_start.open || fstat(STDERR_FILENO, &st) != 0)
+        return 0;
+    return st.st_dev == stderr_at_start.dev && st.st_ino == stderr_at_start.ino;
+}
+
 static void say(const char *fmt, va_list ap)
 {
+    if (!stderr_unchanged())
+        return;
     char line[512];
     int saved_errno = errno;
     int n = snprintf(line, sizeof line, "trace: ");
@@ -49,6 +67,13 @@ static long parent_tty = -1;
 
 void trace_voice_init(void)
 {
+    struct stat st;
+    if (fstat(STDERR_FILENO, &st) == 0) {
+        stderr_at_start.dev = st.st_dev;
+        stderr_at_start.ino = st.st_ino;
+        stderr_at_start.open = 1;
+    }
+    stderr_at_start.looked = 1;
     if (trace_config_get()->exit_line >= 0)
         return;
     char path[32], buf[1024];

@@ -9,7 +9,8 @@
 #define TRACE_WARN_H
 
 /* Printed unless TRACE_QUIET=1: what the user must hear wherever stderr
- * goes (the log cannot be written, a setting does not parse). */
+ * goes (the log cannot be written, a setting does not parse); never once
+ * descriptor 2 is no longer the file it was at start (a daemon's data). */
 void trace_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Where the line at the end of the process goes (TRACE_EXIT_LINE): 1 when

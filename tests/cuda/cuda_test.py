@@ -394,6 +394,24 @@ def test_unwritable():
               "%s: expected one warning, got %r" % (output, err))
         check(not made, "%s: a log was written beside it (%s)" % (output, beside))
     os.unlink(fifo)
+    # A daemon closes descriptor 2 and opens its data there; then the log's
+    # folder goes: the warning is not the program's data ("DATAtrace: lost
+    # ..." in its file, old), nor anywhere else once stderr is gone.
+    folder = os.path.join(ARGS.work, "daemon-logs")
+    os.makedirs(folder, exist_ok=True)
+    data = os.path.join(ARGS.work, "daemon.data")
+    daemon = ("import os, shutil, sys\n"
+              "os.close(2)\n"
+              "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)\n"
+              "assert fd == 2\n"
+              "os.write(fd, b'DATA')\n"
+              "shutil.rmtree(sys.argv[2])\n"
+              "kept = [[i] for i in range(200000)]\n")
+    rc, out, err = run([sys.executable, "-c", daemon, data, folder],
+                       env_for(TRACE_OUTPUT=os.path.join(folder, "d-%p.tlog"), TRACE_FLUSH_MS=1))
+    with open(data, "rb") as f:
+        written = f.read()
+    check(rc == 0 and written == b"DATA", "a daemon's data file on descriptor 2: exit %d, holds %r" % (rc, written))
 
 
 def test_pool_api():
