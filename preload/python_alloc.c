@@ -516,8 +516,6 @@ void python_alloc_install(void)
     sample_countdown = sample_every;
     sample_stacks = REC_PY_STACK | (c->py_alloc_native ? REC_NATIVE_STACK : 0);
     record_gc_frees = sample_every == 1;
-    if (record_gc_frees)
-        free_lists_install();
     unsigned known = 0;
     filter_plain = 0;
     if (sample_every && !c->py_alloc_all) {
@@ -536,6 +534,10 @@ void python_alloc_install(void)
     int for_blocks = c->host_buffers || (reads_headers && (!host_malloc_is_ours() || foreign_allocator));
     int bypass = python_malloc_bypasses_raw();
     note_allocators_before();
+    /* Objects' blocks in pymalloc's pools only: a word past a small block
+     * is then still in its pool (python_free_lists.c reads one). */
+    if (record_gc_frees)
+        free_lists_install(name_before && strcmp(name_before, "pymalloc") == 0);
     if (for_blocks)
         wrap_domain(PY_DOMAIN_RAW);
     if (c->host_buffers && bypass)

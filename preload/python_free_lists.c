@@ -46,6 +46,7 @@ typedef void (*destructor_fn)(void *);
 static destructor_fn real_dealloc[WATCH_MAX];
 static const void *watched[WATCH_MAX];
 static unsigned nwatched;
+static int read_types;      /* objects' blocks are in pymalloc's pools */
 
 /* The block whose deallocation runs on this thread (innermost), and
  * whether the allocator has seen it given back. */
@@ -85,9 +86,11 @@ static int pending_take(const void *block, uint64_t window)
 }
 
 /* Is the object in block one of the watched types?  Its type word is read
- * only when it lies in block's page (a block at a page's end may be the
- * last of an arena, with nothing mapped after it: such a block is taken as
- * not watched, and its free recorded as before). */
+ * only when objects come from pymalloc's pools (a smaller block's word is
+ * then in the pool: read_types), and when it lies in block's page (a block
+ * at a page's end may be the last of an arena, with nothing mapped after
+ * it: such a block is taken as not watched, and its free recorded as
+ * before). */
 static int watched_block(const void *block)
 {
     if (((uintptr_t)block & 4095) > 4096 - (BLOCK_TYPE_WORD + 1) * sizeof(void *))
@@ -145,7 +148,7 @@ int free_lists_left_out(const void *block)
         dying_given_back = 1;
         return pending_take(block, python_gc_window());
     }
-    if (!nwatched || !watched_block(block))
+    if (!read_types || !nwatched || !watched_block(block))
         return 0;
     pending_take(block, python_gc_window());
     return 1;
@@ -173,8 +176,9 @@ static void watch(const char *symbol, const char *name)
     __atomic_store_n(slot, wrappers[i], __ATOMIC_RELEASE);
 }
 
-void free_lists_install(void)
+void free_lists_install(int in_pools)
 {
+    read_types = in_pools;
     watch("PyTuple_Type", "tuple");
     watch("PyList_Type", "list");
     watch("PyDict_Type", "dict");

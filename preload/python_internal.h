@@ -97,9 +97,13 @@ int python_alloc_record_collected(const void *block);
  * lists of, wrapped with every allocation recorded, so that an object a
  * collection kills is recorded when it dies, not when (if ever) its block
  * goes back to the allocator. */
-void free_lists_install(void);
+void free_lists_install(int in_pools);
 /* A free of an object block inside a collection: 1 when it is not to be
- * recorded (a free list emptied, or a death already recorded). */
+ * recorded (a free list emptied, or a death already recorded).  The
+ * emptying of a free list is told by the block's type word, read only
+ * where in_pools said objects come from pymalloc's pools: elsewhere (a
+ * malloc's 8-byte block) the word may lie past the block, and a free list
+ * emptied is recorded as before. */
 int free_lists_left_out(const void *block);
 
 /* At the start of a collection (GIL held), with young the interpreter's
