@@ -224,9 +224,9 @@ class _Session:
     # -- in every traced process: marks -------------------------------------
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        _mark("begin " + item.nodeid)
+        _mark("begin " + _test_id(item))
         yield
-        _mark("end " + item.nodeid)
+        _mark("end " + _test_id(item))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_fixture_setup(self, fixturedef, request):
@@ -257,7 +257,7 @@ class _Session:
         # holds the test's frame (and its locals) in a reference cycle until
         # a collection.  xdist hands the controller its workers' reports.
         if report.outcome != "passed":
-            self.raised.add(report.nodeid)
+            self.raised.add(_test_id(report))
 
     # -- at the end: read the logs (the controller or the only process) -----
     @pytest.hookimpl(tryfirst=True)
@@ -349,6 +349,21 @@ class _Session:
         _active = None
         if not self.worker and not self._keep():
             shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _test_id(node):
+    """A test's node id, made whole: pytest 9 gives a file outside the
+    rootdir (--pyargs of an installed package) an empty path,
+    "::test_same", and two modules' tests of one name were then one test
+    (one finding charged to the other, a cycle set aside as a raising
+    test's).  Its location's path (relative to the rootdir, "../..." when
+    outside it) names the file."""
+    nodeid = node.nodeid
+    path, sep, rest = nodeid.partition("::")
+    location = getattr(node, "location", None)
+    if path or not sep or not location or not location[0]:
+        return nodeid
+    return location[0] + sep + rest
 
 
 def _shown(config, nodeid):
@@ -554,7 +569,9 @@ def analyse_log(dump, path, res, root=None):
                 # block was allocated (held_by_raising)
                 window = [test, path, ev["seq"], None]
                 res["windows"].append(window)
-                test_file = rest.split("::")[0]
+                # The file's path as the stacks' ends say it ("../" up
+                # out of the rootdir cut off).
+                test_file = re.sub(r"^(\.\./)+", "", rest.split("::")[0])
                 results_for(test)
             elif verb == "end" and test is not None:
                 window[3] = ev["seq"]

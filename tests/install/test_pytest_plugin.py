@@ -191,6 +191,26 @@ def main():
               "%s has no finding (wider fixtures and a pool's cached segment are not charged)" % clean)
     check("8 test(s) traced" in section and "4 with findings" in section, "the totals line")
 
+    # --pyargs of a package outside the rootdir: pytest 9 names its tests
+    # "::test_same", and two modules' tests of one name were one (1 test
+    # traced of 2, the finding shown as ".::test_same" without its line).
+    pkg_root = os.path.join(opts.work, "pyargs")
+    pkg = os.path.join(pkg_root, "pkgq")
+    os.makedirs(pkg, exist_ok=True)
+    open(os.path.join(pkg, "__init__.py"), "w").close()
+    with open(os.path.join(pkg, "test_m1.py"), "w") as f:
+        f.write("class Holder:\n    def __init__(self):\n        self.me = self\n"
+                "        self.data = bytearray(4 << 20)\n\n\ndef test_same():\n    Holder()\n")
+    with open(os.path.join(pkg, "test_m2.py"), "w") as f:
+        f.write("def test_same():\n    assert True\n")
+    p = pytest(opts, venv, ["--gputrace", "--pyargs", "pkgq.test_m1", "pkgq.test_m2"], pythonpath=[pkg_root])
+    section = gputrace_section(p.stdout)
+    flagged = [line.split()[0] for line in section.splitlines() if line and not line.startswith(" ")
+               and "::test_same" in line]
+    check("2 test(s) traced" in section and len(flagged) == 1 and flagged[0].endswith("pkgq/test_m1.py::test_same")
+          and "pyargs/pkgq/test_m1.py:4 (Holder.__init__)" in section,
+          "--pyargs outside the rootdir: two tests named test_same, the cycle charged to test_m1's: %s" % section)
+
     # Interpreter flags survive the restart, and the plugin itself warns
     # about nothing (-X dev shows unclosed files and the like).
     p = pytest(opts, venv, ["--gputrace", "test_memory.py"], via_module=True, flags=["-X", "dev"])
