@@ -363,6 +363,19 @@ def verdicts(tmp):
         check("3" in h and "INCONCLUSIVE" in h.upper() and "exit status" in h, "--help documents exit statuses")
 
 
+def vmm_figures(tmp):
+    """Physical memory made by cuMemCreate is device memory the program
+    holds: a log whose only device memory is VMM handles said "peak device
+    reserved 0 B"."""
+    rc, d = doc(["report", mklog("vmm_handles.txt", tmp)])
+    d = d.get("memory") or {}
+    peak = d.get("peak_reserved") or {}
+    check(rc == 0 and peak.get("bytes") == 4 << 20 and peak.get("seq") == 2,
+          "report: two 2 MiB handles live at seq 2 are 4 MiB reserved: %r" % peak)
+    peak = d.get("peak_allocated") or {}
+    check(peak.get("bytes") == 4 << 20, "... and held by the program: %r" % peak)
+
+
 def small_things(tmp):
     """Point 11."""
     for tool in ([A.replay], [A.dump] if A.dump else []):
@@ -410,7 +423,7 @@ def main():
     A = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for t in (exit_codes, json_shape, determinism, explore, minimize, stats_pool_leaks, damaged, generated,
-                  one_nesting, hostile_text, python_first, verdicts, small_things):
+                  one_nesting, hostile_text, python_first, verdicts, vmm_figures, small_things):
             t(tmp)
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0

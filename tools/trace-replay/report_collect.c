@@ -46,6 +46,12 @@ typedef struct pass {
     rp_ptrmap thread_index;    /* tid -> position in r->threads */
     const char *progress;      /* the progress line's words */
     live direct_dev;           /* device allocations outside any pool */
+    /* VMM physical memory (cuMemCreate): device memory the program holds
+     * from its creation to its release, with no address of its own, so the
+     * checks' device space never sees it.  Outside pool operations and
+     * inside them (a pool's expandable segments), as direct_dev and the
+     * pools' segments are told apart. */
+    live vmm_direct, vmm_pooled;
     live pool_blocks;
     live host;
     live py_objects;           /* py_alloc blocks not yet freed in a collection */
@@ -570,13 +576,13 @@ static void double_init(rpt *r, pass *ps, const tf_event *e)
  * same bytes when both are there); allocated is what the program holds. */
 static void note_memory(rpt *r, pass *ps, const tf_event *e)
 {
-    uint64_t pool_reserved = 0, allocated = ps->direct_dev.bytes;
+    uint64_t pool_reserved = 0, allocated = ps->direct_dev.bytes + ps->vmm_direct.bytes;
     for (uint32_t i = 0; i < r->npools; i++) {
         rp_pool_figures f = rp_checks_pool(ps->checks, r->pools[i].id);
         pool_reserved += f.reserved;
         allocated += f.allocated;
     }
-    uint64_t device = rp_checks_device_live(ps->checks);
+    uint64_t device = rp_checks_device_live(ps->checks) + ps->vmm_direct.bytes + ps->vmm_pooled.bytes;
     uint64_t v[RPT_SERIES_MEASURES] = {device > pool_reserved ? device : pool_reserved, allocated,
                                        ps->host.bytes};
     rpt_peak *peaks[RPT_SERIES_MEASURES] = {&r->peak_reserved, &r->peak_allocated, &r->peak_host};
@@ -610,10 +616,18 @@ static void account(rpt *r, pass *ps, const tf_event *e, const rp_where *w)
         /* Inside a pool operation it is the pool's segment, not the program's. */
         if (tf_api_space(e->u.cuda.api) == TF_SPACE_DEVICE && !e->u.cuda.result && e->u.cuda.ptr && !owner)
             alloc_event(r, ps, e, &ps->direct_dev, e->u.cuda.ptr, e->u.cuda.size, 1);
+        else if (tf_api_space(e->u.cuda.api) == TF_SPACE_HANDLE && !e->u.cuda.result && e->u.cuda.ptr)
+            live_add(owner ? &ps->vmm_pooled : &ps->vmm_direct, e->u.cuda.ptr, e->u.cuda.size, 0, e->seq);
         break;
     case TF_EV_CUDA_FREE:
-        if (tf_api_space(e->u.cuda.api) == TF_SPACE_DEVICE && !e->u.cuda.result && e->u.cuda.ptr)
+        if (tf_api_space(e->u.cuda.api) == TF_SPACE_DEVICE && !e->u.cuda.result && e->u.cuda.ptr) {
             free_event(r, &ps->direct_dev, e->u.cuda.ptr, gc_seq, 1);
+        } else if (tf_api_space(e->u.cuda.api) == TF_SPACE_HANDLE && !e->u.cuda.result && e->u.cuda.ptr) {
+            uint32_t site;
+            uint64_t size, born;
+            if (!live_del(&ps->vmm_direct, e->u.cuda.ptr, &site, &size, &born))
+                live_del(&ps->vmm_pooled, e->u.cuda.ptr, &site, &size, &born);
+        }
         break;
     case TF_EV_POOL_ALLOC:
         if (e->u.pool.ptr)
@@ -773,6 +787,8 @@ int rpt_open(rpt *r, const char *path, const rpt_options *o, char *err, size_t e
     r->stacks = rn_stacks_new(rd, o->debug_dirs, o->ndebug_dirs);
     ps->checks = rp_checks_new();
     live_init(&ps->direct_dev);
+    live_init(&ps->vmm_direct);
+    live_init(&ps->vmm_pooled);
     live_init(&ps->pool_blocks);
     live_init(&ps->host);
     live_init(&ps->py_objects);
@@ -839,6 +855,8 @@ void rpt_free(rpt *r)
         rp_model_inputs_free(&ps->inputs);
         rp_ptrmap_free(&ps->thread_index);
         live_free(&ps->direct_dev);
+        live_free(&ps->vmm_direct);
+        live_free(&ps->vmm_pooled);
         live_free(&ps->pool_blocks);
         live_free(&ps->host);
         live_free(&ps->py_objects);
