@@ -34,6 +34,10 @@
     X(cuMemMap,                ALLOC, MAPPING, DRIVER,  0)       \
     X(cuMemUnmap,              FREE,  MAPPING, DRIVER,  0)       \
     X(cuMemAddressReserve,     ALLOC, VA,      DRIVER,  0)       \
-    X(cuMemAddressFree,        FREE,  VA,      DRIVER,  0)
+    X(cuMemAddressFree,        FREE,  VA,      DRIVER,  0)       \
+    X(cuMemRetainAllocationHandle,    ALLOC, HANDLE, DRIVER,  0) \
+    X(cuMemImportFromShareableHandle, ALLOC, HANDLE, DRIVER,  0) \
+    X(cuMemPoolImportPointer,  ALLOC, DEVICE,  DRIVER,  0)       \
+    X(cudaMemPoolImportPointer, ALLOC, DEVICE, RUNTIME, 0)
 
 #endif

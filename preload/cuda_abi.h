@@ -79,6 +79,13 @@ typedef struct cu_mem_alloc_prop {
       (cu_deviceptr *p, size_t size, size_t align, cu_deviceptr addr, unsigned long long flags), \
       (p, size, align, addr, flags)) \
     X(cuMemAddressFree, cuMemAddressFree, (cu_deviceptr p, size_t size), (p, size)) \
+    X(cuMemRetainAllocationHandle, cuMemRetainAllocationHandle, (cu_mem_handle *h, void *addr), (h, addr)) \
+    X(cuMemImportFromShareableHandle, cuMemImportFromShareableHandle, \
+      (cu_mem_handle *h, void *os_handle, int type), (h, os_handle, type)) \
+    X(cuMemPoolImportPointer, cuMemPoolImportPointer, (cu_deviceptr *p, cu_mempool pool, void *data), \
+      (p, pool, data)) \
+    X(cudaMemPoolImportPointer, cudaMemPoolImportPointer, (void **p, cu_mempool pool, void *data), \
+      (p, pool, data)) \
     X(cuGetProcAddress, cuGetProcAddress, (const char *sym, void **pfn, int version, uint64_t flags), \
       (sym, pfn, version, flags)) \
     X(cuGetProcAddress_v2, cuGetProcAddress_v2, \

@@ -317,3 +317,57 @@ int cuda_hook_cuMemAddressFree(void *real, cu_deviceptr p, size_t size)
     uint64_t seq = release(outer, TF_API_cuMemAddressFree, -1, p, size, 0);
     return released(seq, CALL(int (*)(cu_deviceptr, size_t), (p, size)));
 }
+
+/* ------------------------------------------- memory made somewhere else */
+
+/* Handles and pointers to memory this process did not make with a traced
+ * call, released with one that is traced (cuMemRelease, cuMemFreeAsync,
+ * cudaFreeAsync): untraced, each release named something the log never
+ * handed out, a false free_unknown (or, for a handle retained after its
+ * release, a false double_free).  Recorded as allocations of unknown size
+ * (0): the replay's bookkeeping then matches the release, and a retain of
+ * a handle still live is one more reference to it, not a second handle. */
+
+int cuda_hook_cuMemRetainAllocationHandle(void *real, cu_mem_handle *h, void *addr)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(cu_mem_handle *, void *), (h, addr));
+    if (outer)
+        cuda_record(&(struct cuda_call_record){
+            .kind = TF_EV_CUDA_ALLOC, .api = TF_API_cuMemRetainAllocationHandle, .result = r,
+            .device = -1, .ptr = r == 0 && h ? *h : 0 });
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cuMemImportFromShareableHandle(void *real, cu_mem_handle *h, void *os_handle, int type)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(cu_mem_handle *, void *, int), (h, os_handle, type));
+    if (outer)
+        cuda_record(&(struct cuda_call_record){
+            .kind = TF_EV_CUDA_ALLOC, .api = TF_API_cuMemImportFromShareableHandle, .result = r,
+            .device = -1, .ptr = r == 0 && h ? *h : 0, .flags = (uint32_t)type });
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cuMemPoolImportPointer(void *real, cu_deviceptr *p, cu_mempool pool, void *data)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(cu_deviceptr *, cu_mempool, void *), (p, pool, data));
+    if (outer)
+        alloc_event(TF_API_cuMemPoolImportPointer, r, out_dptr(r, p), 0, NULL, 0);
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cudaMemPoolImportPointer(void *real, void **p, cu_mempool pool, void *data)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(void **, cu_mempool, void *), (p, pool, data));
+    if (outer)
+        alloc_event(TF_API_cudaMemPoolImportPointer, r, out_ptr(r, p), 0, NULL, 0);
+    cuda_call_end();
+    return r;
+}

@@ -76,6 +76,9 @@ static const struct {
     { "cuMemUnmap", CUDA_cuMemUnmap, 0 },
     { "cuMemAddressReserve", CUDA_cuMemAddressReserve, 0 },
     { "cuMemAddressFree", CUDA_cuMemAddressFree, 0 },
+    { "cuMemRetainAllocationHandle", CUDA_cuMemRetainAllocationHandle, 0 },
+    { "cuMemImportFromShareableHandle", CUDA_cuMemImportFromShareableHandle, 0 },
+    { "cuMemPoolImportPointer", CUDA_cuMemPoolImportPointer, 0 },
     /* Asked for itself: from 12.0 on the answer has the 5-argument form. */
     { "cuGetProcAddress", CUDA_cuGetProcAddress_v2, 12000 },
     { "cuGetProcAddress", CUDA_cuGetProcAddress, 0 },

@@ -97,6 +97,7 @@ typedef struct undo {
     rp_range block;         /* what the release erased */
     uint32_t seg_pool;      /* the pool whose segment it released, 0 if none */
     rp_range seg;
+    uint64_t handle_ref;    /* a VMM handle one of whose extra references it dropped, 0 none */
 } undo;
 
 struct rp_checks {
@@ -110,6 +111,7 @@ struct rp_checks {
     rp_ptrmap pool_index;   /* pool id -> position in pools */
     size_t last_pool;       /* position of the pool found last */
     rp_ptrmap seg_owner;    /* device allocation base -> pool owning it */
+    rp_ptrmap handle_refs;  /* live VMM handle -> references beyond the first (retained, imported) */
     rp_finding warn[RP_CHECKS_MAX_WARNINGS];
     uint32_t nwarn;
     uint64_t total_warn;
@@ -138,6 +140,7 @@ rp_checks *rp_checks_new(void)
     for (int i = 0; i < SP_COUNT; i++)
         space_init(&c->sp[i], space_names[i]);
     rp_ptrmap_init(&c->seg_owner);
+    rp_ptrmap_init(&c->handle_refs);
     rp_ptrmap_init(&c->pool_index);
     rp_ptrmap_init(&c->undo_at);
     rp_ptrmap_init(&c->undo_thread);
@@ -157,6 +160,7 @@ void rp_checks_free(rp_checks *c)
     free(c->pools);
     rp_ptrmap_free(&c->pool_index);
     rp_ptrmap_free(&c->seg_owner);
+    rp_ptrmap_free(&c->handle_refs);
     free(c->undos);
     rp_ptrmap_free(&c->undo_at);
     rp_ptrmap_free(&c->undo_thread);
@@ -183,6 +187,8 @@ void rp_checks_forget(rp_checks *c)
     }
     rp_ptrmap_free(&c->seg_owner);
     rp_ptrmap_init(&c->seg_owner);
+    rp_ptrmap_free(&c->handle_refs);
+    rp_ptrmap_init(&c->handle_refs);
     /* A failure still to come names a release whose block is forgotten
      * with the rest: nothing to take back. */
     c->nundo = 0;
@@ -611,6 +617,22 @@ static int alloc_failed(rp_checks *c, const tf_event *e, uint32_t owner_pool)
     return 0;
 }
 
+/* A retain (cuMemRetainAllocationHandle) or an import of a handle gives a
+ * reference to an allocation that may be live already: the driver answers
+ * with the handle that names it, which the program releases once per
+ * reference.  cuMemCreate makes a new one: the same handle twice is an
+ * overlap. */
+static int handle_reference(uint32_t api)
+{
+    return api == TF_API_cuMemRetainAllocationHandle || api == TF_API_cuMemImportFromShareableHandle;
+}
+
+static int handle_live(space *s, uint64_t h)
+{
+    const rp_range *r = rp_rangeset_before(&s->mem, h);
+    return r && r->start == h && !is_freed(r);
+}
+
 static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_finding *v)
 {
     tf_space sp = tf_api_space(e->u.cuda.api);
@@ -622,6 +644,14 @@ static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_f
         if (!e->u.cuda.ptr)
             return 0;  /* a zero-byte request */
         space *s = &c->sp[sp];
+        if (sp == TF_SPACE_HANDLE && handle_reference(e->u.cuda.api) && handle_live(s, e->u.cuda.ptr)) {
+            uint64_t *refs = rp_ptrmap_get(&c->handle_refs, e->u.cuda.ptr);
+            if (refs)
+                ++*refs;
+            else
+                rp_ptrmap_put(&c->handle_refs, e->u.cuda.ptr, 1);
+            return 0;
+        }
         /* A VMM handle (cuMemCreate) names physical memory, it is no
          * address: two live handles `size` apart are no overlap, only the
          * same handle twice is.  (As a range, the driver double's handles,
@@ -642,6 +672,14 @@ static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_f
         return 0;  /* freeing NULL is allowed; a failed free freed nothing (logs before 1.1) */
     uint64_t size;
     rp_range block;
+    uint64_t *refs = sp == TF_SPACE_HANDLE ? rp_ptrmap_get(&c->handle_refs, e->u.cuda.ptr) : NULL;
+    if (refs) {
+        /* One reference of several: the handle stays live. */
+        if (!--*refs)
+            rp_ptrmap_del(&c->handle_refs, e->u.cuda.ptr, NULL);
+        undo_note(c, e, sp, &(rp_range){0})->handle_ref = e->u.cuda.ptr;
+        return 0;
+    }
     if (space_free_block(&c->sp[sp], e, e->u.cuda.ptr, 1, &size, &block, v))
         return 1;
     undo_note(c, e, sp, &block);
@@ -722,6 +760,13 @@ static void release_failed(rp_checks *c, uint64_t seq)
             /* Memory handed out over it since stays with its new owner. */
             claim(s, u->block.start, u->block.end, u->block.val, u->block.aux, 0, &clash);
         }
+    }
+    if (u->handle_ref) {
+        uint64_t *refs = rp_ptrmap_get(&c->handle_refs, u->handle_ref);
+        if (refs)
+            ++*refs;
+        else
+            rp_ptrmap_put(&c->handle_refs, u->handle_ref, 1);
     }
     if (u->seg_pool) {
         pool_state *p = pool_of(c, u->seg_pool);
@@ -879,6 +924,7 @@ void rp_checks_save(const rp_checks *c, rp_state_w *w)
     }
     rp_state_ptrmap(w, &c->pool_index);
     rp_state_ptrmap(w, &c->seg_owner);
+    rp_state_ptrmap(w, &c->handle_refs);
     rp_state_array(w, c->undos, c->nundo, sizeof *c->undos);
 }
 
@@ -913,6 +959,7 @@ int rp_checks_load(rp_checks *c, rp_state_r *r)
     }
     rp_state_get_ptrmap(r, &c->pool_index);
     rp_state_get_ptrmap(r, &c->seg_owner);
+    rp_state_get_ptrmap(r, &c->handle_refs);
     /* The pending releases; their two maps are made again from them. */
     size_t nundo;
     undo *undos = rp_state_get_array(r, &nundo, sizeof *undos);
@@ -924,6 +971,7 @@ int rp_checks_load(rp_checks *c, rp_state_r *r)
         undo *u = undo_note(c, &(tf_event){.seq = undos[i].seq, .tid = undos[i].tid}, undos[i].sp, &undos[i].block);
         u->seg_pool = undos[i].seg_pool;
         u->seg = undos[i].seg;
+        u->handle_ref = undos[i].handle_ref;
     }
     free(undos);
     if (c->npools != npools || saved.last_pool >= (npools ? npools : 1))   /* not what save wrote */

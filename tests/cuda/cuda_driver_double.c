@@ -115,9 +115,15 @@ int cuMemCreate(cu_mem_handle *h, size_t size, const cu_mem_alloc_prop *prop,
 
 int cuMemRelease(cu_mem_handle h) { (void)h; return CUDA_SUCCESS; }
 
+/* The last mapping, for cuMemRetainAllocationHandle. */
+static _Atomic cu_deviceptr last_map_va;
+static _Atomic cu_mem_handle last_map_handle;
+
 int cuMemMap(cu_deviceptr p, size_t size, size_t offset, cu_mem_handle h, unsigned long long flags)
 {
-    (void)p, (void)size, (void)offset, (void)h, (void)flags;
+    (void)size, (void)offset, (void)flags;
+    atomic_store(&last_map_handle, h);
+    atomic_store(&last_map_va, p);
     return CUDA_SUCCESS;
 }
 
@@ -131,6 +137,31 @@ int cuMemAddressReserve(cu_deviceptr *p, size_t size, size_t align, cu_deviceptr
 }
 
 int cuMemAddressFree(cu_deviceptr p, size_t size) { (void)p, (void)size; return CUDA_SUCCESS; }
+
+/* Memory made elsewhere: the handle last mapped at an address (as the
+ * driver answers a retain), a new handle per import, a new pointer per
+ * pool import (the exporter's block, mapped here). */
+
+int cuMemRetainAllocationHandle(cu_mem_handle *h, void *addr)
+{
+    if ((cu_deviceptr)(uintptr_t)addr != atomic_load(&last_map_va))
+        return CUDA_ERROR_INVALID_VALUE;
+    *h = atomic_load(&last_map_handle);
+    return CUDA_SUCCESS;
+}
+
+int cuMemImportFromShareableHandle(cu_mem_handle *h, void *os_handle, int type)
+{
+    (void)os_handle, (void)type;
+    *h = atomic_fetch_add(&next_handle, 1);
+    return CUDA_SUCCESS;
+}
+
+int cuMemPoolImportPointer(cu_deviceptr *p, cu_mempool pool, void *data)
+{
+    (void)pool, (void)data;
+    return bump(4096, p);
+}
 
 int cuGetProcAddress_v2(const char *sym, void **pfn, int version, uint64_t flags, int *status);
 
@@ -158,6 +189,9 @@ static const struct { const char *name; void *fn; } procs[] = {
     { "cuMemUnmap", (void *)cuMemUnmap },
     { "cuMemAddressReserve", (void *)cuMemAddressReserve },
     { "cuMemAddressFree", (void *)cuMemAddressFree },
+    { "cuMemRetainAllocationHandle", (void *)cuMemRetainAllocationHandle },
+    { "cuMemImportFromShareableHandle", (void *)cuMemImportFromShareableHandle },
+    { "cuMemPoolImportPointer", (void *)cuMemPoolImportPointer },
 };
 
 int cuGetProcAddress_v2(const char *sym, void **pfn, int version, uint64_t flags, int *status)

@@ -26,6 +26,7 @@ static struct {
     int (*alloc_host)(void **, size_t);
     int (*host_alloc)(void **, size_t, unsigned);
     int (*free_host)(void *);
+    int (*pool_import)(cu_deviceptr *, cu_mempool, void *);
 } driver;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -53,6 +54,7 @@ static void load_driver(void)
     proc("cuMemAllocHost", &driver.alloc_host);
     proc("cuMemHostAlloc", &driver.host_alloc);
     proc("cuMemFreeHost", &driver.free_host);
+    proc("cuMemPoolImportPointer", &driver.pool_import);
 }
 
 static int ready(void)
@@ -149,4 +151,10 @@ int cudaGetDriverEntryPointByVersion(const char *sym, void **pfn, unsigned versi
 int cudaGetDriverEntryPoint(const char *sym, void **pfn, unsigned long long flags, int *status)
 {
     return cudaGetDriverEntryPointByVersion(sym, pfn, RUNTIME_VERSION, flags, status);
+}
+
+int cudaMemPoolImportPointer(void **p, cu_mempool pool, void *data)
+{
+    NEED_DRIVER();
+    return driver.pool_import((cu_deviceptr *)p, pool, data);
 }

@@ -123,7 +123,8 @@ def match_calls(records, calls, exe, driver=True):
 
 
 # The doubles' current device is 0; the virtual-memory calls have none.
-NO_DEVICE = ("cuMemMap", "cuMemUnmap", "cuMemRelease", "cuMemAddressReserve", "cuMemAddressFree")
+NO_DEVICE = ("cuMemMap", "cuMemUnmap", "cuMemRelease", "cuMemAddressReserve", "cuMemAddressFree",
+             "cuMemRetainAllocationHandle", "cuMemImportFromShareableHandle")
 
 
 def expected_device(e, driver=True):
@@ -1174,6 +1175,26 @@ def test_sanitizer_death():
           "the crashing free is in the log")
     check(ending_of(records) == "sanitizer" and status(records)["clean_end"] == 1,
           "ending %r" % ending_of(records))
+
+
+def test_acquire():
+    """Handles and pointers to memory made elsewhere (retained, imported),
+    released with traced calls: each acquisition is recorded, so each
+    release matches one.  Untraced, the check found a false double_free (a
+    handle retained after its release, then released) and false
+    free_unknowns (an imported handle, pointers imported from a pool)."""
+    rc, out, err = run([prog("prog_acquire")], env_for())
+    check(rc == 0, "exit %d: %s" % (rc, err))
+    calls = printed_calls(out)
+    check(len(calls) == 16 and all(r == 0 for _, r, _ in calls), "calls: %s" % out)
+    log = only_log()
+    evs = match_calls(decode(log), calls, "prog_acquire")
+    kinds = {e["api"]: e["kind"] for e in evs}
+    check(kinds.get("cuMemRetainAllocationHandle") == "cuda_alloc"
+          and kinds.get("cudaMemPoolImportPointer") == "cuda_alloc", "acquisitions are allocations: %s" % kinds)
+    p = subprocess.run([ARGS.trace_replay, "check", log], capture_output=True, text=True)
+    check(p.returncode == 0 and "VIOLATION" not in p.stdout and "live_at_end" not in p.stdout,
+          "check: every release matches its acquisition: %d %s" % (p.returncode, p.stdout[-600:]))
 
 
 def test_driver_lookup():

@@ -48,7 +48,8 @@ APIS = ["unknown", "cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync",
         "cuMemAllocAsync", "cuMemFreeAsync", "cuMemAllocFromPoolAsync", "cuMemAllocManaged",
         "cuMemAllocPitch_v2", "cuMemAllocHost_v2", "cuMemHostAlloc", "cuMemFreeHost",
         "cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemAddressReserve",
-        "cuMemAddressFree"]
+        "cuMemAddressFree", "cuMemRetainAllocationHandle", "cuMemImportFromShareableHandle",
+        "cuMemPoolImportPointer", "cudaMemPoolImportPointer"]
 HOST_APIS = ["unknown", "malloc", "calloc", "realloc", "reallocarray", "posix_memalign",
              "aligned_alloc", "memalign", "valloc", "pvalloc", "free", "mmap", "munmap", "mremap"]
 

@@ -616,7 +616,9 @@ static void account(rpt *r, pass *ps, const tf_event *e, const rp_where *w)
         /* Inside a pool operation it is the pool's segment, not the program's. */
         if (tf_api_space(e->u.cuda.api) == TF_SPACE_DEVICE && !e->u.cuda.result && e->u.cuda.ptr && !owner)
             alloc_event(r, ps, e, &ps->direct_dev, e->u.cuda.ptr, e->u.cuda.size, 1);
-        else if (tf_api_space(e->u.cuda.api) == TF_SPACE_HANDLE && !e->u.cuda.result && e->u.cuda.ptr)
+        else if (tf_api_space(e->u.cuda.api) == TF_SPACE_HANDLE && !e->u.cuda.result && e->u.cuda.ptr &&
+                 !rp_ptrmap_get(&ps->vmm_direct.at, e->u.cuda.ptr) && !rp_ptrmap_get(&ps->vmm_pooled.at, e->u.cuda.ptr))
+            /* A retain of a live handle is one more reference to its bytes, counted already. */
             live_add(owner ? &ps->vmm_pooled : &ps->vmm_direct, e->u.cuda.ptr, e->u.cuda.size, 0, e->seq);
         break;
     case TF_EV_CUDA_FREE:
