@@ -171,11 +171,26 @@ int flush_exec_begin(const char *how)
 {
     if (!token_take(0))
         return 0;
-    if (chunk_waiting && log_write(&chunk, cctx) == 0)
-        chunk_waiting = 0;
-    rec_exec_begin(how, &chunk, &end_chunk);
     exec_cut = -1;
-    if ((chunk.len == 0 || log_write(&chunk, cctx) == 0) && end_chunk.len) {
+    if (chunk_waiting) {
+        int rc = log_write(&chunk, cctx);
+        chunk_waiting = rc == -EAGAIN;
+    }
+    /* A frame the file could not take yet is the only copy of its events,
+     * and sealing swaps the writer's buffer with the one it is in: while it
+     * still waits nothing is sealed, nor END written after it (an exec
+     * that fails goes on with both kept, for a later flush; one that
+     * succeeds leaves the log where the file stopped taking it).  Before,
+     * the seal went into that buffer and the log read as whole with the
+     * frame's events missing (the gap in seq no reader flagged). */
+    rec_exec_begin(how, chunk_waiting ? NULL : &chunk, &end_chunk);
+    if (chunk_waiting)
+        return 1;
+    /* The frame sealed now waits too where it cannot be written: a failed
+     * exec gives the flusher its next chance at it. */
+    int rc = chunk.len ? log_write(&chunk, cctx) : 0;
+    chunk_waiting = rc == -EAGAIN;
+    if (rc == 0 && end_chunk.len) {
         exec_cut = log_size();
         log_write(&end_chunk, cctx);
     }

@@ -529,10 +529,14 @@ static struct {
 
 void rec_exec_begin(const char *how, tf_chunk *pending, tf_chunk *end)
 {
-    pending->len = end->len = 0;
+    end->len = 0;
+    if (pending)
+        pending->len = 0;
     if (!writer || !lock_take(rec_tid()))
         return;
     exec_state.held = 1;
+    if (!pending)
+        return;   /* the lock alone: what is encoded stays in the writer */
     tf_writer_seal(writer, pending);
     if (!rec_active())
         return;

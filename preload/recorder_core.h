@@ -40,7 +40,10 @@ void rec_end(const char *how);
  * the exec is under way; seal what is pending into *pending, then INFO
  * `ending` and END into *end.  If the exec fails, rec_exec_failed puts the
  * writer back where it was before END (the caller cut that frame off the
- * file) and lets the threads record again. */
+ * file) and lets the threads record again.  pending NULL: a frame sealed
+ * before still waits for the file (the caller's only copy of it, which
+ * nothing sealed after it may overtake): take the lock alone, and seal and
+ * write nothing; rec_exec_failed then leaves the writer as it is. */
 void rec_exec_begin(const char *how, tf_chunk *pending, tf_chunk *end);
 void rec_exec_failed(void);
 

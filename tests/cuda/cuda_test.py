@@ -936,6 +936,31 @@ def test_closerange():
         os.unlink(only_log())
 
 
+def test_exec_nofd():
+    """An exec tried with every descriptor taken.  A failed one leaves the
+    log as if it had not been tried: every frame the file could not take
+    then waits for a later flush, and comes before anything sealed after it.
+    Before, the frame sealed for the exec was dropped when it could not be
+    written (helper), and one already waiting was overwritten by that seal
+    (unshare refused, where the flusher works in the program's table): the
+    log read as whole, ending exit, with 2 pairs missing and a gap in
+    its seqs.  The hard limit is the soft one: no room to be had."""
+    for wrap in ([], [prog("refuse"), "unshare"]):
+        what = "failed exec with every descriptor taken (%s)" % ("unshare refused" if wrap else "helper")
+        p = subprocess.run(wrap + [prog("prog_endings"), "exec_fail_full"], env=env_for(), cwd=ARGS.work,
+                           capture_output=True, text=True, timeout=120, preexec_fn=low_limit(64))
+        if p.returncode == 77 and wrap:
+            print("SKIP: %s: %s" % (what, p.stderr.strip()))
+            continue
+        check(p.returncode == 0 and "exec returned -1 errno 2" in p.stdout and "filled" in p.stdout
+              and printed_pairs(p.stdout) == [8], "%s: %d %r %r" % (what, p.returncode, p.stdout, p.stderr))
+        records = check_whole(only_log(), 8, "exit", what)
+        check(sum(1 for e in events(records) if e["kind"] == "end") == 1, "%s: one END" % what)
+        seqs = [e["seq"] for e in events(records)]
+        check(seqs == list(range(1, len(seqs) + 1)), "%s: seqs with a gap: %s" % (what, seqs))
+        os.unlink(only_log())
+
+
 def test_fd_race():
     """The app closes every descriptor from 3 up and opens its own file,
     over and over, while the flusher writes a frame every millisecond.  The

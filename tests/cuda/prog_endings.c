@@ -37,6 +37,10 @@
  *   fill_all [_exit]   2 pairs; open /dev/null until no descriptor is
  *                      left (the soft limit), 2 pairs, exit (or _exit)
  *                      with them all taken; print "filled N"
+ *   exec_fail_full     2 pairs; open /dev/null until no descriptor is left;
+ *                      2 pairs, a pause (the flusher's turn), 2 pairs, an
+ *                      exec that fails (ENOENT); close the files, 2 pairs,
+ *                      exit; print "filled N"
  *   first_fd           print the first descriptor open() returns
  *   fd_race MS         a thread makes pairs for MS milliseconds while the
  *                      main thread, over and over, closes every descriptor
@@ -405,6 +409,38 @@ static int fill_all(const char *how)
     return 0;
 }
 
+/* Every descriptor up to the soft limit taken, close-on-exec. */
+static int fill_table(int *fds, int cap)
+{
+    int filled = 0;
+    while (filled < cap && (fds[filled] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+        filled++;
+    return filled;
+}
+
+/* An exec tried with every descriptor taken.  Pairs made before the pause
+ * are the flusher's (written through its helper's table, or waiting for a
+ * descriptor where it has none); those made after it are still in the
+ * writer when the exec comes. */
+static int exec_fail_full(void)
+{
+    make_pairs(2);
+    usleep(300 * 1000);   /* the flusher has written a frame */
+    int fds[4096];
+    int filled = fill_table(fds, 4096);
+    make_pairs(2);
+    usleep(300 * 1000);
+    make_pairs(2);
+    char *argv[] = { "nothing", NULL };
+    int rc = execv("/nonexistent/program", argv);
+    int err = errno;
+    for (int i = 0; i < filled; i++)
+        close(fds[i]);
+    make_pairs(2);
+    say("exec returned %d errno %d\nfilled %d\npairs %d\n", rc, err, filled, pairs);
+    return 0;
+}
+
 static int dup2_over(void)
 {
     make_pairs(2);
@@ -606,6 +642,8 @@ int main(int argc, char **argv)
         return dup2_over();
     if (!strcmp(mode, "fill_all"))
         return fill_all(arg);
+    if (!strcmp(mode, "exec_fail_full"))
+        return exec_fail_full();
     if (!strcmp(mode, "first_fd"))
         return first_fd();
     if (!strcmp(mode, "fd_race"))
