@@ -144,26 +144,60 @@ int flush_now(int bounded)
     return rc;
 }
 
-int flush_final(int bounded)
+/* Run op(arg); when it found no descriptor free (a program at its soft
+ * RLIMIT_NOFILE: a server leaking sockets up to it, a table filled on
+ * purpose), once more with the soft limit raised by up to 8 for that run
+ * alone, where the hard limit allows.  Put back before the program runs
+ * again: an exec must not carry it into the new image. */
+static int with_room(int (*op)(int), int arg)
 {
-    int rc = flush_now(bounded);
+    int rc = op(arg);
     if (rc != -EAGAIN)
         return rc;
-    /* A program that ran out of descriptors ends with them all taken (a
-     * server leaking sockets up to its soft limit): without this its log
-     * would end at the last frame written before, without END. */
     struct rlimit old;
     if (getrlimit(RLIMIT_NOFILE, &old) == 0 && old.rlim_cur < old.rlim_max) {
         struct rlimit more = old;
         more.rlim_cur = old.rlim_max - old.rlim_cur > 8 ? old.rlim_cur + 8 : old.rlim_max;
         if (setrlimit(RLIMIT_NOFILE, &more) == 0) {
-            rc = flush_now(bounded);
+            rc = op(arg);
             setrlimit(RLIMIT_NOFILE, &old);
         }
     }
+    return rc;
+}
+
+int flush_final(int bounded)
+{
+    /* A program that ran out of descriptors ends with them all taken:
+     * without the room its log would end at the last frame written
+     * before, without END. */
+    int rc = with_room(flush_now, bounded);
     if (rc == -EAGAIN)
         trace_warn("no descriptor free at the end of the process: the log's last events were not "
                    "written (%s)", log_path());
+    return rc;
+}
+
+/* exec's writes, under the token: the frame waiting for the file, then
+ * END's frame after it.  Each can be run again where it stopped (with_room):
+ * what was written is not written twice. */
+static int write_waiting(int unused)
+{
+    (void)unused;
+    if (!chunk_waiting)
+        return 0;
+    int rc = log_write(&chunk, cctx);
+    chunk_waiting = rc == -EAGAIN;
+    return rc;
+}
+
+static int write_end(int unused)
+{
+    int rc = write_waiting(unused);
+    if (rc == 0 && end_chunk.len) {
+        exec_cut = log_size();
+        rc = log_write(&end_chunk, cctx);
+    }
     return rc;
 }
 
@@ -172,10 +206,10 @@ int flush_exec_begin(const char *how)
     if (!token_take(0))
         return 0;
     exec_cut = -1;
-    if (chunk_waiting) {
-        int rc = log_write(&chunk, cctx);
-        chunk_waiting = rc == -EAGAIN;
-    }
+    /* An exec with every descriptor taken gets the room an ending gets
+     * (flush_final): before, the log of a successful one ended without END,
+     * or was never created, and nothing said so. */
+    int rc = with_room(write_waiting, 0);
     /* A frame the file could not take yet is the only copy of its events,
      * and sealing swaps the writer's buffer with the one it is in: while it
      * still waits nothing is sealed, nor END written after it (an exec
@@ -184,16 +218,15 @@ int flush_exec_begin(const char *how)
      * the seal went into that buffer and the log read as whole with the
      * frame's events missing (the gap in seq no reader flagged). */
     rec_exec_begin(how, chunk_waiting ? NULL : &chunk, &end_chunk);
-    if (chunk_waiting)
-        return 1;
-    /* The frame sealed now waits too where it cannot be written: a failed
-     * exec gives the flusher its next chance at it. */
-    int rc = chunk.len ? log_write(&chunk, cctx) : 0;
-    chunk_waiting = rc == -EAGAIN;
-    if (rc == 0 && end_chunk.len) {
-        exec_cut = log_size();
-        log_write(&end_chunk, cctx);
+    if (!chunk_waiting) {
+        /* The frame sealed now waits too until written: where it cannot
+         * be, a failed exec gives the flusher its next chance at it. */
+        chunk_waiting = chunk.len > 0;
+        rc = with_room(write_end, 0);
     }
+    if (rc == -EAGAIN)
+        trace_warn("no descriptor free at exec: the log's last events are not written unless the "
+                   "exec fails (%s)", log_path());
     return 1;
 }
 

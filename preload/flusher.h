@@ -37,10 +37,12 @@ int flusher_token_held_here(void);
 /* exec: write everything, then INFO `ending` and END in a frame of their
  * own, and keep the token and the recorder's lock (recorder_core.h) until
  * flush_exec_failed, which cuts that frame off the file again and lets
- * recording go on.  A frame the file cannot take (no descriptor free) is
- * kept for a later flush, as flush_now keeps it, and nothing is written
- * after it.  Returns 1 when it holds them (call flush_exec_failed if
- * the exec returns), 0 when this thread was already writing. */
+ * recording go on.  With no descriptor free its writes get the room
+ * flush_final's get; a frame the file still cannot take is kept for a
+ * later flush, as flush_now keeps it, nothing is written after it, and one
+ * warning says the log ends there if the exec succeeds.  Returns 1 when it
+ * holds them (call flush_exec_failed if the exec returns), 0 when this
+ * thread was already writing. */
 int flush_exec_begin(const char *how);
 void flush_exec_failed(void);
 

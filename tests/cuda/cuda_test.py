@@ -944,7 +944,14 @@ def test_exec_nofd():
     written (helper), and one already waiting was overwritten by that seal
     (unshare refused, where the flusher works in the program's table): the
     log read as whole, ending exit, with 2 pairs missing and a gap in
-    its seqs.  The hard limit is the soft one: no room to be had."""
+    its seqs.  The hard limit is the soft one: no room to be had, and one
+    warning says the log would end there if the exec succeeded.
+
+    A successful exec with every descriptor taken writes its log whole,
+    ending exec, where the hard limit lets the tracer raise the soft one
+    for those writes alone, as an exit does; where it does not, one
+    warning says the log ends early.  Before, with the room there, its log
+    ended without END (or never was created) and nothing said so."""
     for wrap in ([], [prog("refuse"), "unshare"]):
         what = "failed exec with every descriptor taken (%s)" % ("unshare refused" if wrap else "helper")
         p = subprocess.run(wrap + [prog("prog_endings"), "exec_fail_full"], env=env_for(), cwd=ARGS.work,
@@ -954,11 +961,35 @@ def test_exec_nofd():
             continue
         check(p.returncode == 0 and "exec returned -1 errno 2" in p.stdout and "filled" in p.stdout
               and printed_pairs(p.stdout) == [8], "%s: %d %r %r" % (what, p.returncode, p.stdout, p.stderr))
+        lines = p.stderr.splitlines()
+        check(len(lines) == 1 and "no descriptor free at exec" in lines[0], "%s: stderr %r" % (what, p.stderr))
         records = check_whole(only_log(), 8, "exit", what)
         check(sum(1 for e in events(records) if e["kind"] == "end") == 1, "%s: one END" % what)
         seqs = [e["seq"] for e in events(records)]
         check(seqs == list(range(1, len(seqs) + 1)), "%s: seqs with a gap: %s" % (what, seqs))
         os.unlink(only_log())
+    for hard, whole in ((128, True), (64, False)):
+        what = "exec with every descriptor taken (limit 64, hard %d)" % hard
+        p = subprocess.run([prog("prog_endings"), "exec_full"], env=env_for(), cwd=ARGS.work,
+                           capture_output=True, text=True, timeout=120, preexec_fn=low_limit(64, hard))
+        check(p.returncode == 5 and printed_pairs(p.stdout) == [4, 2] and "filled" in p.stdout,
+              "%s: %d %r %r" % (what, p.returncode, p.stdout, p.stderr))
+        found = logs()
+        first = [f for f in found if not f.endswith(".1.tlog")]
+        second = [f for f in found if f.endswith(".1.tlog")]
+        check(len(first) <= 1 and len(second) == 1, "%s: logs %s" % (what, found))
+        check_whole(second[0], 2, "exit", what + ", the new image")
+        if whole:
+            check(p.stderr == "", "%s: stderr %r" % (what, p.stderr))
+            check(len(first) == 1, "%s: the first image left no log: %s" % (what, found))
+            check_whole(first[0], 4, "exec /proc/self/exe", what)
+        else:
+            lines = p.stderr.splitlines()
+            check(len(lines) == 1 and "no descriptor free at exec" in lines[0], "%s: stderr %r" % (what, p.stderr))
+            check(not first or status(decode(first[0]))["clean_end"] == 0,
+                  "%s: END written without a descriptor?" % what)
+        for f in found:
+            os.unlink(f)
 
 
 def test_fd_race():

@@ -41,6 +41,9 @@
  *                      2 pairs, a pause (the flusher's turn), 2 pairs, an
  *                      exec that fails (ENOENT); close the files, 2 pairs,
  *                      exit; print "filled N"
+ *   exec_full ARG0     2 pairs; open /dev/null (close-on-exec) until no
+ *                      descriptor is left; 2 pairs, then execv of itself
+ *                      in mode "after_exec"; print "filled N"
  *   first_fd           print the first descriptor open() returns
  *   fd_race MS         a thread makes pairs for MS milliseconds while the
  *                      main thread, over and over, closes every descriptor
@@ -441,6 +444,22 @@ static int exec_fail_full(void)
     return 0;
 }
 
+/* The new image gets the descriptors back (close-on-exec): only the old
+ * one's ending lacks them. */
+static int exec_full(const char *self)
+{
+    make_pairs(2);
+    usleep(300 * 1000);   /* the flusher has written a frame */
+    int fds[4096];
+    int filled = fill_table(fds, 4096);
+    make_pairs(2);
+    say("filled %d\npairs %d\n", filled, pairs);
+    char *argv[] = { (char *)self, "after_exec", NULL };
+    execv("/proc/self/exe", argv);
+    say("exec failed: %s\n", strerror(errno));
+    return 1;
+}
+
 static int dup2_over(void)
 {
     make_pairs(2);
@@ -644,6 +663,8 @@ int main(int argc, char **argv)
         return fill_all(arg);
     if (!strcmp(mode, "exec_fail_full"))
         return exec_fail_full();
+    if (!strcmp(mode, "exec_full"))
+        return exec_full(argv[0]);
     if (!strcmp(mode, "first_fd"))
         return first_fd();
     if (!strcmp(mode, "fd_race"))
