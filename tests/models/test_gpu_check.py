@@ -18,11 +18,13 @@ on logs of the same shape (imported JSON, a snapshot pickle).
     test_gpu_check.py --replay TRACE_REPLAY
 """
 import argparse
+import atexit
 import importlib.machinery
 import importlib.util
 import io
 import os
 import pickle
+import shutil
 import contextlib
 import subprocess
 import sys
@@ -79,6 +81,7 @@ def main():
     args = ap.parse_args()
     gc = load_gpu_check()
     tmp = tempfile.mkdtemp(prefix="test-gpu-check-")
+    atexit.register(shutil.rmtree, tmp, True)
     # A --no-build directory as --prepare leaves it (empty libtrace.so and
     # tlog_events stand in: these checks run neither).
     build = os.path.join(tmp, "build")
