@@ -510,7 +510,9 @@ def check_report_memory(python, tag):
 # t, old); the lists and tuples of cycles that a collection killed and put
 # on the free lists were not counted at all (1,419 of 2,998 at line c).
 # A tuple built from a generator grows by resizes (_PyTuple_Resize): one
-# object, not one per resize (line r: 11 objects an iteration, old).
+# object, not one per resize (line r: 11 objects an iteration, old).  Lists
+# a free list hands out again, collected again (line y): charged to the
+# last allocation recorded at their address.
 FREE_LISTS = """\
 import gc, sys
 gc.disable()
@@ -525,6 +527,12 @@ print(gc.collect(1))
 for i in range(1000):
     l = []; r = tuple(l if j == 0 else j for j in range(200)); l.append(r)  # LINE:r
 gc.collect()
+def rounds():
+    for r in range(20):
+        for i in range(50):
+            a = []; a.append(a)  # LINE:y
+        gc.collect(0)
+rounds()
 """
 
 
@@ -545,6 +553,7 @@ def check_free_lists(python, tag):
                 if m and m.group(1) == script:
                     counts[int(m.group(2))] = counts.get(int(m.group(2)), 0) + sites[i]["gc_object_count"]
             plain, cycles = counts.get(line("t", FREE_LISTS), 0), counts.get(line("c", FREE_LISTS), 0)
+            young = counts.get(line("y", FREE_LISTS), 0)
             # A few deaths in a collection are charged to an older line: an
             # object a free list handed out has no allocation of its own in
             # the log (the caveat the report prints).
@@ -554,6 +563,14 @@ def check_free_lists(python, tag):
             fails.check(collected == 2998 and cycles >= 0.98 * collected,   # the last cycle is still named
                         "%s: %d collected objects charged to the cycles' line of the %d gc.collect(1) found"
                         % (tag, cycles, collected))
+            # 1,000 lists in self-cycles, 50 a round, each round collected
+            # by gc.collect(0), which leaves the free list as it is: from
+            # the second round the lists come from it, without a py_alloc,
+            # and are charged to the last allocation at their address, most
+            # of them line y's own (old: 42 of 1,000, the rest "allocated
+            # before the log's allocations").
+            fails.check(young >= 800, "%s: %d of the 1000 lists collected by gc.collect(0) charged to their line "
+                                      "(expected 800 or more)" % (tag, young))
             # A list, a generator, the tuple, and on 3.8 to 3.10 the
             # generator's frame.
             made = sum(s["object_count"] for s in data["sites"]
