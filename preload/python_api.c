@@ -77,6 +77,11 @@ void *py_sym(const char *name)
     return h ? dl_real_dlsym(h, name) : NULL;
 }
 
+void *py_local_libpython(void)
+{
+    return atomic_load(&local_scope);
+}
+
 void *py_next(const char *name)
 {
     void *f = dl_real_dlsym(RTLD_NEXT, name);

@@ -109,6 +109,10 @@ extern py_api py;
  * process that has no Python yet. */
 void *py_sym(const char *name);
 
+/* The libpython the program dlopened with RTLD_LOCAL, once py_sym or
+ * py_next found it (a handle for dlsym), else NULL.  Never looks. */
+void *py_local_libpython(void);
+
 /* The definition our own exported one stands in front of (Py_InitializeEx,
  * PyObject_Init, ...): the next after libtrace.so in the global scope, else
  * the RTLD_LOCAL libpython's.  NULL if there is none. */
