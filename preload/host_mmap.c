@@ -195,9 +195,17 @@ static void track(uint32_t api, void *p, uint64_t len)
 
 typedef struct cut { uintptr_t start; uint64_t len; } cut;
 
+static int has_remainder(cut c, uintptr_t lo, uintptr_t hi)
+{
+    return c.start < lo || c.start + page_round(c.len) > hi;
+}
+
 /* Take every tracked mapping overlapping [lo, hi) out of the table and
- * record its release; the mappings taken go to out[] (at most CUTS_MAX; the
- * rest are released without a remainder). */
+ * record its release; the mappings taken go to out[], at most CUTS_MAX:
+ * past that, one that reaches outside the range takes the place of one
+ * that does not (of mappings that do not overlap, two at most reach out:
+ * a munmap over twenty lost the remainder of the last), and the others are
+ * released with nothing to restore should the call fail. */
 static unsigned take_overlapping(uint32_t api, uintptr_t lo, uintptr_t hi, cut *out)
 {
     unsigned n = 0, high = atomic_load(&map_high);
@@ -212,8 +220,16 @@ static unsigned take_overlapping(uint32_t api, uintptr_t lo, uintptr_t hi, cut *
             continue;
         atomic_fetch_sub(&map_count, 1);
         host_record(TF_EV_HOST_FREE, TF_HOST_MMAP, api, (void *)s, len);
-        if (n < CUTS_MAX)
-            out[n++] = (cut){ s, len };
+        cut c = { s, len };
+        if (n < CUTS_MAX) {
+            out[n++] = c;
+        } else if (has_remainder(c, lo, hi)) {
+            for (unsigned k = 0; k < n; k++)
+                if (!has_remainder(out[k], lo, hi)) {
+                    out[k] = c;
+                    break;
+                }
+        }
     }
     return n;
 }
@@ -317,14 +333,23 @@ static void *hook_mremap(void *old, size_t old_len, size_t new_len, int flags, .
     if (!any_tracked() || host_guard || !real_mremap)
         return real_mremap ? real_mremap(old, old_len, new_len, flags, target)
                            : (void *)syscall(SYS_mremap, old, old_len, new_len, flags, target);
-    cut taken[CUTS_MAX];
+    cut taken[CUTS_MAX], replaced[CUTS_MAX];
     uintptr_t lo = (uintptr_t)old, hi = lo + page_round(old_len);
     unsigned n = take_overlapping(TF_HOST_API_MREMAP, lo, hi, taken);
+    /* MREMAP_FIXED unmaps whatever was at the target first, as MAP_FIXED
+     * does (the kernel refuses a target overlapping the old range): left
+     * in the table, a mapping the move covered stayed whole, and its later
+     * munmaps made it a block at the moved one's address, freed twice (a
+     * false double_free). */
+    uintptr_t tlo = (uintptr_t)target, thi = tlo + page_round(new_len);
+    unsigned m = flags & MREMAP_FIXED ? take_overlapping(TF_HOST_API_MREMAP, tlo, thi, replaced) : 0;
     void *p = real_mremap(old, old_len, new_len, flags, target);
     if (p == MAP_FAILED) {
         restore(TF_HOST_API_MREMAP, taken, n);
+        restore(TF_HOST_API_MREMAP, replaced, m);
         return p;
     }
+    keep_remainders(TF_HOST_API_MREMAP, replaced, m, tlo, thi);
     /* What was around the moved range stays; the range itself is now at p
      * (MREMAP_DONTUNMAP leaves the old pages mapped but empty: they are a
      * reservation now, not the buffer). */

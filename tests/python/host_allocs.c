@@ -151,6 +151,46 @@ int main(int argc, char **argv)
     say("free", "munmap", q, 0);
     munmap(q, 4 * BIG);
 
+    /* A move onto the middle of another buffer (MREMAP_FIXED): the kernel
+     * unmaps what it covers first, so that buffer is two now (it stayed
+     * whole, and its munmaps made a block at the moved one's address,
+     * freed twice: a false double_free). */
+    p = mmap(NULL, BIG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    say("alloc", "mmap", p, BIG);
+    q = mmap(NULL, 4 * BIG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    say("alloc", "mmap", q, 4 * BIG);
+    say("free", "mremap", p, 0);
+    say("free", "mremap", q, 0);
+    say("alloc", "mremap", q, BIG);
+    say("alloc", "mremap", (char *)q + 2 * BIG, 2 * BIG);
+    void *r = mremap(p, BIG, BIG, MREMAP_MAYMOVE | MREMAP_FIXED, (char *)q + BIG);
+    say("alloc", "mremap", r, BIG);
+    say("free", "munmap", q, 0);
+    munmap(q, BIG);
+    say("free", "munmap", (char *)q + 2 * BIG, 0);
+    munmap((char *)q + 2 * BIG, 2 * BIG);
+    say("free", "munmap", r, 0);
+    munmap(r, BIG);
+
+    /* One munmap over twenty buffers side by side leaves half of the first
+     * and half of the last (the last one's half was lost: only 16 of the
+     * buffers an unmap covers were kept for their remainders). */
+    char *row = mmap(NULL, 20 * BIG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    say("none", "", row, 0);
+    for (int i = 0; i < 20; i++) {
+        p = mmap(row + i * BIG, BIG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+        say("alloc", "mmap", p, BIG);
+    }
+    for (int i = 0; i < 20; i++)
+        say("free", "munmap", row + i * BIG, 0);
+    say("alloc", "munmap", row, BIG / 2);
+    say("alloc", "munmap", row + 19 * BIG + BIG / 2, BIG / 2);
+    munmap(row + BIG / 2, 19 * BIG);
+    say("free", "munmap", row, 0);
+    munmap(row, BIG / 2);
+    say("free", "munmap", row + 19 * BIG + BIG / 2, 0);
+    munmap(row + 19 * BIG + BIG / 2, BIG / 2);
+
     /* An allocator's own heap, as jemalloc and mimalloc map theirs: not a
      * buffer, and what is carved from it is not seen either. */
     if (noreserve) {
