@@ -32,8 +32,9 @@ typedef void *(*dlvsym_fn)(void *, const char *, const char *);
 typedef void *(*dlopen_fn)(const char *, int);
 typedef int (*dlclose_fn)(void *);
 
-/* Read by the assembly below. */
-__attribute__((visibility("hidden"))) dlsym_fn trace_real_dlsym_ptr;
+/* Read by the assembly below, which LTO cannot see: used, or a link whose
+ * partitions fall otherwise finds it renamed away (undefined reference). */
+__attribute__((visibility("hidden"), used)) dlsym_fn trace_real_dlsym_ptr;
 static dlopen_fn real_dlopen;
 static dlclose_fn real_dlclose;
 static _Atomic unsigned long loader_changes;
