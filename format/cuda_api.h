@@ -16,7 +16,10 @@
  *           included), PINNED page-locked host memory, HANDLE a VMM physical
  *           allocation (cuMemCreate's handle), VA a VMM address reservation,
  *           MAPPING a VMM mapping inside a reservation (no memory of its own:
- *           the handle and the reservation are counted already)
+ *           the handle and the reservation are counted already), CONTEXT
+ *           a context torn down (device reset, primary context reset or
+ *           last release, context destroyed): no address of its own, the
+ *           event's device says whose memory went with it (-1: unknown)
  *   layer   RUNTIME (libcudart) or DRIVER (libcuda)
  *   ptsz    1 when a per-thread-default-stream variant NAME_ptsz exists
  *           (same signature; libtrace.so exports it too)
@@ -47,7 +50,8 @@ typedef enum tf_space {
     TF_SPACE_HANDLE,
     TF_SPACE_VA,
     TF_SPACE_COUNT,
-    TF_SPACE_MAPPING = TF_SPACE_COUNT
+    TF_SPACE_MAPPING = TF_SPACE_COUNT,
+    TF_SPACE_CONTEXT           /* a context's teardown: every block of its device is gone */
 } tf_space;
 
 typedef enum tf_api_layer { TF_LAYER_RUNTIME, TF_LAYER_DRIVER } tf_api_layer;
@@ -64,7 +68,7 @@ typedef struct tf_api_info {
 const tf_api_info *tf_api(uint32_t api);
 /* Its space (TF_SPACE_NONE for unknown numbers). */
 tf_space tf_api_space(uint32_t api);
-/* "device", "pinned", "handle", "va", "mapping" ("unknown" otherwise). */
+/* "device", "pinned", "handle", "va", "mapping", "context" ("unknown" otherwise). */
 const char *tf_space_name(tf_space s);
 
 #endif

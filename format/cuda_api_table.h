@@ -38,6 +38,14 @@
     X(cuMemRetainAllocationHandle,    ALLOC, HANDLE, DRIVER,  0) \
     X(cuMemImportFromShareableHandle, ALLOC, HANDLE, DRIVER,  0) \
     X(cuMemPoolImportPointer,  ALLOC, DEVICE,  DRIVER,  0)       \
-    X(cudaMemPoolImportPointer, ALLOC, DEVICE, RUNTIME, 0)
+    X(cudaMemPoolImportPointer, ALLOC, DEVICE, RUNTIME, 0)       \
+    X(cudaDeviceReset,         FREE,  CONTEXT, RUNTIME, 0)       \
+    X(cudaThreadExit,          FREE,  CONTEXT, RUNTIME, 0)       \
+    X(cuDevicePrimaryCtxReset, FREE,  CONTEXT, DRIVER,  0)       \
+    X(cuDevicePrimaryCtxReset_v2, FREE, CONTEXT, DRIVER, 0)      \
+    X(cuDevicePrimaryCtxRelease, FREE, CONTEXT, DRIVER, 0)       \
+    X(cuDevicePrimaryCtxRelease_v2, FREE, CONTEXT, DRIVER, 0)    \
+    X(cuCtxDestroy,            FREE,  CONTEXT, DRIVER,  0)       \
+    X(cuCtxDestroy_v2,         FREE,  CONTEXT, DRIVER,  0)
 
 #endif

@@ -14,6 +14,7 @@
 #define SPACE_HANDLE TF_SPACE_HANDLE
 #define SPACE_VA TF_SPACE_VA
 #define SPACE_MAPPING TF_SPACE_MAPPING
+#define SPACE_CONTEXT TF_SPACE_CONTEXT
 #define LAYER_RUNTIME TF_LAYER_RUNTIME
 #define LAYER_DRIVER TF_LAYER_DRIVER
 
@@ -39,9 +40,9 @@ const char *tf_space_name(tf_space s)
 {
     static const char *const names[] = {
         [TF_SPACE_DEVICE] = "device", [TF_SPACE_PINNED] = "pinned", [TF_SPACE_HANDLE] = "handle",
-        [TF_SPACE_VA] = "va", [TF_SPACE_MAPPING] = "mapping",
+        [TF_SPACE_VA] = "va", [TF_SPACE_MAPPING] = "mapping", [TF_SPACE_CONTEXT] = "context",
     };
-    return s >= 0 && s <= TF_SPACE_MAPPING ? names[s] : "unknown";
+    return s >= 0 && s <= TF_SPACE_CONTEXT ? names[s] : "unknown";
 }
 
 const char *tf_api_name(uint32_t api)

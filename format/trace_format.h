@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define TF_VERSION_MAJOR 2
-#define TF_VERSION_MINOR 4
+#define TF_VERSION_MINOR 5
 
 /* Record kinds.  Definitions (< 32) give ids meaning; events (>= 32) carry a
  * sequence number.  A reader skips kinds it does not know (records are

@@ -17,6 +17,7 @@ typedef unsigned long long cu_deviceptr;      /* CUdeviceptr */
 typedef unsigned long long cu_mem_handle;     /* CUmemGenericAllocationHandle */
 typedef void *cu_stream;                      /* CUstream, cudaStream_t */
 typedef void *cu_mempool;                     /* CUmemoryPool, cudaMemPool_t */
+typedef void *cu_context;                     /* CUcontext */
 
 /* The head of CUmemAllocationProp: we only read the device. */
 typedef struct cu_mem_alloc_prop {
@@ -32,7 +33,10 @@ typedef struct cu_mem_alloc_prop {
 /* Every entry point we interpose: X(name, hook, parameters, arguments);
  * cuda_hook_<hook> does the work.  The per-thread-default-stream (_ptsz)
  * variants share their base's hook.
- * The last six hand out function pointers rather than memory. */
+ * The teardowns (device and primary context resets, a primary context's
+ * last release, context destruction) free a context's memory wholesale.
+ * The last six hand out function pointers rather than memory.  An entry
+ * point without parameters has params (). */
 #define CUDA_ENTRIES(X) \
     X(cudaMalloc, cudaMalloc, (void **p, size_t size), (p, size)) \
     X(cudaFree, cudaFree, (void *p), (p)) \
@@ -86,6 +90,14 @@ typedef struct cu_mem_alloc_prop {
       (p, pool, data)) \
     X(cudaMemPoolImportPointer, cudaMemPoolImportPointer, (void **p, cu_mempool pool, void *data), \
       (p, pool, data)) \
+    X(cudaDeviceReset, cudaDeviceReset, (), ()) \
+    X(cudaThreadExit, cudaThreadExit, (), ()) \
+    X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset, (int dev), (dev)) \
+    X(cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset_v2, (int dev), (dev)) \
+    X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, (int dev), (dev)) \
+    X(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease_v2, (int dev), (dev)) \
+    X(cuCtxDestroy, cuCtxDestroy, (cu_context ctx), (ctx)) \
+    X(cuCtxDestroy_v2, cuCtxDestroy_v2, (cu_context ctx), (ctx)) \
     X(cuGetProcAddress, cuGetProcAddress, (const char *sym, void **pfn, int version, uint64_t flags), \
       (sym, pfn, version, flags)) \
     X(cuGetProcAddress_v2, cuGetProcAddress_v2, \
@@ -114,5 +126,10 @@ enum cuda_entry {
 
 /* (a, b) -> a, b */
 #define CUDA_UNPAREN(...) __VA_ARGS__
+
+/* first, then a parenthesised list's items: (first, (a, b)) -> first, a, b;
+ * (first, ()) -> first (the entry points without parameters). */
+#define CUDA_PREPEND(first, list) CUDA_PREPEND_(first, CUDA_UNPAREN list)
+#define CUDA_PREPEND_(first, ...) first __VA_OPT__(,) __VA_ARGS__
 
 #endif

@@ -13,17 +13,17 @@
 #define EXPORTED(name, hook, params, args) \
     int name params \
     { \
-        return cuda_hook_##hook(cuda_real_for_caller(CUDA_##name, __builtin_return_address(0)), \
-                                CUDA_UNPAREN args); \
+        return cuda_hook_##hook(CUDA_PREPEND(cuda_real_for_caller(CUDA_##name, __builtin_return_address(0)), \
+                                             args)); \
     }
 CUDA_ENTRIES(EXPORTED)
 
 #define SLOT(name, hook, params, args, i) \
     static int name##_slot##i params \
     { \
-        return cuda_hook_##hook(atomic_load_explicit(&cuda_slot_real[CUDA_##name][i], \
-                                                     memory_order_relaxed), \
-                                CUDA_UNPAREN args); \
+        return cuda_hook_##hook(CUDA_PREPEND(atomic_load_explicit(&cuda_slot_real[CUDA_##name][i], \
+                                                                  memory_order_relaxed), \
+                                             args)); \
     }
 #define SLOTS(name, hook, params, args) \
     SLOT(name, hook, params, args, 0) SLOT(name, hook, params, args, 1) \

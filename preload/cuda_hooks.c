@@ -12,6 +12,10 @@
  *   size: bytes (pitch allocations: pitch * height); frees of unknown size: 0.
  *   stream: the stream; for cuMemMap the allocation handle mapped.
  *   flags: the call's flags argument, else 0.
+ * Teardowns (a context's memory freed wholesale) -> cuda_free of space
+ *   context, ptr 0 (no address: what reads ptr as one is left alone),
+ *   stream the context for cuCtxDestroy, device the one whose memory went
+ *   (-1 unknown).
  */
 #include "cuda_hooks.h"
 #include "cuda_record.h"
@@ -370,4 +374,100 @@ int cuda_hook_cudaMemPoolImportPointer(void *real, void **p, cu_mempool pool, vo
         alloc_event(TF_API_cudaMemPoolImportPointer, r, out_ptr(r, p), 0, NULL, 0);
     cuda_call_end();
     return r;
+}
+
+/* ------------------------------------------------------------ teardowns */
+
+/* A device reset, a primary context's reset or last release, a context
+ * destroyed: the driver frees the context's memory (device, managed and
+ * pinned host allocations) with no free call, and hands the same addresses
+ * out again.  Untraced, the next allocation there was a false overlap, and
+ * the memory a false leak.  Each is recorded as a release (before the call,
+ * like a free, so it comes before any allocation that reuses the memory)
+ * naming the device whose memory went; the replay forgets that device's
+ * blocks.  A failed call is recorded as a failed release, and the replay
+ * still takes the blocks for gone: a reset also reports errors of earlier
+ * launches, and a block wrongly forgotten costs a leak, never a finding.
+ * Teardowns made once exit() has begun (a runtime's exit handlers may
+ * release its primary contexts) are not recorded: what is live then is what
+ * the program never freed, and the log says so at its end. */
+
+static int teardown_recorded(int outer)
+{
+    return outer && !cuda_exit_begun();
+}
+
+int cuda_hook_cudaDeviceReset(void *real)
+{
+    int outer = cuda_call_begin();
+    uint64_t seq = release(teardown_recorded(outer), TF_API_cudaDeviceReset, CUDA_DEVICE_CURRENT, 0, 0, 0);
+    return released(seq, CALL(int (*)(void), ()));
+}
+
+int cuda_hook_cudaThreadExit(void *real)
+{
+    int outer = cuda_call_begin();
+    uint64_t seq = release(teardown_recorded(outer), TF_API_cudaThreadExit, CUDA_DEVICE_CURRENT, 0, 0, 0);
+    return released(seq, CALL(int (*)(void), ()));
+}
+
+static int primary_reset(void *real, uint32_t api, int dev)
+{
+    int outer = cuda_call_begin();
+    uint64_t seq = release(teardown_recorded(outer), api, dev, 0, 0, 0);
+    return released(seq, CALL(int (*)(int), (dev)));
+}
+
+int cuda_hook_cuDevicePrimaryCtxReset(void *real, int dev)
+{
+    return primary_reset(real, TF_API_cuDevicePrimaryCtxReset, dev);
+}
+
+int cuda_hook_cuDevicePrimaryCtxReset_v2(void *real, int dev)
+{
+    return primary_reset(real, TF_API_cuDevicePrimaryCtxReset_v2, dev);
+}
+
+/* Only the last release of a primary context destroys it, and the count of
+ * retains is the driver's (the runtime's own are not in the log): after a
+ * release that succeeded, the context's state says.  Recorded after the
+ * call, so another thread's allocation made between the two may come
+ * first in the log. */
+static int primary_release(void *real, uint32_t api, int dev)
+{
+    int outer = cuda_call_begin();
+    int r = CALL(int (*)(int), (dev));
+    if (teardown_recorded(outer) && r == 0 && cuda_primary_active(dev) != 1)
+        cuda_record(&(struct cuda_call_record){.kind = TF_EV_CUDA_FREE, .api = api, .device = dev});
+    cuda_call_end();
+    return r;
+}
+
+int cuda_hook_cuDevicePrimaryCtxRelease(void *real, int dev)
+{
+    return primary_release(real, TF_API_cuDevicePrimaryCtxRelease, dev);
+}
+
+int cuda_hook_cuDevicePrimaryCtxRelease_v2(void *real, int dev)
+{
+    return primary_release(real, TF_API_cuDevicePrimaryCtxRelease_v2, dev);
+}
+
+/* The device of a context not current on this thread is unknown (-1): the
+ * replay then forgets every device's blocks. */
+static int ctx_destroy(void *real, uint32_t api, cu_context ctx)
+{
+    int outer = teardown_recorded(cuda_call_begin());
+    uint64_t seq = release(outer, api, outer ? cuda_context_device(ctx) : -1, 0, 0, (uintptr_t)ctx);
+    return released(seq, CALL(int (*)(cu_context), (ctx)));
+}
+
+int cuda_hook_cuCtxDestroy(void *real, cu_context ctx)
+{
+    return ctx_destroy(real, TF_API_cuCtxDestroy, ctx);
+}
+
+int cuda_hook_cuCtxDestroy_v2(void *real, cu_context ctx)
+{
+    return ctx_destroy(real, TF_API_cuCtxDestroy_v2, ctx);
 }

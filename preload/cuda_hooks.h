@@ -8,7 +8,7 @@
 #include "cuda_abi.h"
 
 #define CUDA_HOOK_DECLARE(name, hook, params, args) \
-    int cuda_hook_##hook(void *real, CUDA_UNPAREN params);
+    int cuda_hook_##hook(CUDA_PREPEND(void *real, params));
 CUDA_ENTRIES(CUDA_HOOK_DECLARE)
 #undef CUDA_HOOK_DECLARE
 

@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 static __thread __attribute__((tls_model("initial-exec"))) int depth;
 
@@ -55,12 +56,72 @@ static int current_device(void)
     return fn(&device) == 0 ? device : -1;
 }
 
+/* Whether exit() has begun: a CUDA runtime's exit handlers may release its
+ * primary contexts, and taken for teardowns, those releases would make
+ * every block still live at the end no leak.  Set by an exit handler
+ * registered at the first allocation recorded, so after the runtime's
+ * (registered by its first call, which the allocation was or came after):
+ * handlers run last registered first, and libraries' destructors after
+ * them all. */
+static _Atomic int exit_begun, exit_watched;
+
+static void note_exit(void)
+{
+    atomic_store_explicit(&exit_begun, 1, memory_order_relaxed);
+}
+
+int cuda_exit_begun(void)
+{
+    return atomic_load_explicit(&exit_begun, memory_order_relaxed);
+}
+
+int cuda_current_device(void)
+{
+    return current_device();
+}
+
+/* A function of the loaded libcuda.so.1 (NULL: none loaded, or it lacks
+ * it).  For the teardowns only: they are rare, so the loader is asked each
+ * time. */
+static void *driver_function(const char *name)
+{
+    void *libcuda = dl_real_dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (!libcuda)
+        return NULL;
+    void *fn = dl_real_dlsym(libcuda, name);
+    dl_real_dlclose(libcuda);
+    return fn;
+}
+
+int cuda_context_device(void *ctx)
+{
+    int (*get_current)(void **) = (int (*)(void **))driver_function("cuCtxGetCurrent");
+    void *current = NULL;
+    if (!ctx || !get_current || get_current(&current) != 0 || current != ctx)
+        return -1;
+    return current_device();
+}
+
+int cuda_primary_active(int dev)
+{
+    int (*get_state)(int, unsigned *, int *) =
+        (int (*)(int, unsigned *, int *))driver_function("cuDevicePrimaryCtxGetState");
+    unsigned flags = 0;
+    int active = 0;
+    if (!get_state || get_state(dev, &flags, &active) != 0)
+        return -1;
+    return active != 0;
+}
+
 uint64_t cuda_record(const struct cuda_call_record *r)
 {
     if (!rec_active())
         return 0;
-    if (r->kind == TF_EV_CUDA_ALLOC)
+    if (r->kind == TF_EV_CUDA_ALLOC) {
         alloc_env_note();   /* the pools' settings, as the allocator starting now reads them */
+        if (!atomic_load_explicit(&exit_watched, memory_order_relaxed) && !atomic_exchange(&exit_watched, 1))
+            atexit(note_exit);
+    }
     tf_event e;
     tf_event_init(&e, r->kind);
     e.u.cuda.api = r->api;

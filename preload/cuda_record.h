@@ -27,6 +27,16 @@ struct cuda_call_record {
     uint32_t flags;
 };
 
+/* The driver's current device (-1: none, or no driver loaded). */
+int cuda_current_device(void);
+/* The device of context ctx when it is the calling thread's current one,
+ * else -1 (unknown: the driver is not asked to switch contexts). */
+int cuda_context_device(void *ctx);
+/* Whether device dev's primary context is active: 1, 0, or -1 unknown. */
+int cuda_primary_active(int dev);
+/* Whether the process is in exit() (its handlers, its destructors). */
+int cuda_exit_begun(void);
+
 /* Returns the event's seq (0: nothing recorded). */
 uint64_t cuda_record(const struct cuda_call_record *r);
 

@@ -79,6 +79,12 @@ static const struct {
     { "cuMemRetainAllocationHandle", CUDA_cuMemRetainAllocationHandle, 0 },
     { "cuMemImportFromShareableHandle", CUDA_cuMemImportFromShareableHandle, 0 },
     { "cuMemPoolImportPointer", CUDA_cuMemPoolImportPointer, 0 },
+    { "cuDevicePrimaryCtxReset", CUDA_cuDevicePrimaryCtxReset_v2, 11000 },
+    { "cuDevicePrimaryCtxReset", CUDA_cuDevicePrimaryCtxReset, 0 },
+    { "cuDevicePrimaryCtxRelease", CUDA_cuDevicePrimaryCtxRelease_v2, 11000 },
+    { "cuDevicePrimaryCtxRelease", CUDA_cuDevicePrimaryCtxRelease, 0 },
+    { "cuCtxDestroy", CUDA_cuCtxDestroy_v2, 4000 },
+    { "cuCtxDestroy", CUDA_cuCtxDestroy, 0 },
     /* Asked for itself: from 12.0 on the answer has the 5-argument form. */
     { "cuGetProcAddress", CUDA_cuGetProcAddress_v2, 12000 },
     { "cuGetProcAddress", CUDA_cuGetProcAddress, 0 },

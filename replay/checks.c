@@ -44,16 +44,22 @@ typedef struct space {
  * processor streams, where 4096 puts at a time each waited for a line. */
 #define STALE_BATCH 4096
 
-/* A block's val: its seq, and two marks of ours above the seq's bits (a
+/* A block's val: its seq, and three marks of ours above the seq's bits (a
  * forged seq that large is shown cut, it cannot set a mark).  IN_SEG: a
  * pool block found inside a segment that is still there; a block handed out
- * again inside a freed one that was needs no search of the segments. */
+ * again inside a freed one that was needs no search of the segments.
+ * GONE (with FREED): a block its context's teardown took (a device reset, a
+ * context destroyed), val the teardown's seq; the program may still free
+ * it, once, and that is no finding (the driver says what it thinks of it). */
 #define FREED (1ULL << 63)
 #define IN_SEG (1ULL << 62)
-#define SEQ_MASK (IN_SEG - 1)
+#define GONE (1ULL << 61)
+#define SEQ_MASK (GONE - 1)
 
 static int is_freed(const rp_range *r) { return (r->val & FREED) != 0; }
 static uint64_t seq_of(const rp_range *r) { return r->val & SEQ_MASK; }
+/* What `stale` keeps of a freed block: its free's seq, and GONE. */
+static uint64_t stale_val(const rp_range *r) { return r->val & (GONE | SEQ_MASK); }
 
 #define SEG_CACHE 64
 
@@ -112,6 +118,10 @@ struct rp_checks {
     size_t last_pool;       /* position of the pool found last */
     rp_ptrmap seg_owner;    /* device allocation base -> pool owning it */
     rp_ptrmap handle_refs;  /* live VMM handle -> references beyond the first (retained, imported) */
+    rp_ptrmap block_dev;    /* device or pinned block's start -> its device, when not 0 (-1: unknown);
+                               kept after a free: the next block there sets or clears it */
+    uint64_t *gone;         /* starts of the device blocks the last teardown took (rp_checks_gone) */
+    size_t ngone, capgone;
     rp_finding warn[RP_CHECKS_MAX_WARNINGS];
     uint32_t nwarn;
     uint64_t total_warn;
@@ -141,6 +151,7 @@ rp_checks *rp_checks_new(void)
         space_init(&c->sp[i], space_names[i]);
     rp_ptrmap_init(&c->seg_owner);
     rp_ptrmap_init(&c->handle_refs);
+    rp_ptrmap_init(&c->block_dev);
     rp_ptrmap_init(&c->pool_index);
     rp_ptrmap_init(&c->undo_at);
     rp_ptrmap_init(&c->undo_thread);
@@ -161,6 +172,8 @@ void rp_checks_free(rp_checks *c)
     rp_ptrmap_free(&c->pool_index);
     rp_ptrmap_free(&c->seg_owner);
     rp_ptrmap_free(&c->handle_refs);
+    rp_ptrmap_free(&c->block_dev);
+    free(c->gone);
     free(c->undos);
     rp_ptrmap_free(&c->undo_at);
     rp_ptrmap_free(&c->undo_thread);
@@ -189,6 +202,9 @@ void rp_checks_forget(rp_checks *c)
     rp_ptrmap_init(&c->seg_owner);
     rp_ptrmap_free(&c->handle_refs);
     rp_ptrmap_init(&c->handle_refs);
+    rp_ptrmap_free(&c->block_dev);
+    rp_ptrmap_init(&c->block_dev);
+    c->ngone = 0;
     /* A failure still to come names a release whose block is forgotten
      * with the rest: nothing to take back. */
     c->nundo = 0;
@@ -349,7 +365,7 @@ static void covered(const rp_range *r, void *arg)
     if (!is_freed(r))
         count_live(c->s, r, -1);
     else if (r->start != c->ptr)
-        stale_put(c->s, r->start, seq_of(r));
+        stale_put(c->s, r->start, stale_val(r));
 }
 
 /* Hand out [ptr, end): freed blocks it covers leave the set (their starts,
@@ -395,7 +411,7 @@ static int claim_at(space *s, rp_range *r, const rp_rangeset_pos *pos, uint64_t 
             if (!is_freed(r))
                 count_live(s, r, -1);
             else if (r->start != ptr)
-                stale_put(s, r->start, seq_of(r));
+                stale_put(s, r->start, stale_val(r));
             rp_rangeset_erase(&s->mem, r->start, NULL);
         }
     }
@@ -458,10 +474,20 @@ static int space_free_block(space *s, const tf_event *e, uint64_t ptr, int check
                       "%s: 0x%llx freed, but it is inside the live block [0x%llx, 0x%llx), not its start", s->name,
                       ULL(ptr), ULL(r->start), ULL(r->end));
     uint64_t prev = 0;
+    if (r && r->start == ptr && (r->val & GONE)) {
+        /* Its context's teardown took it: a free now is the program's
+         * first, no double free; a second is one. */
+        if (erased)
+            *erased = *r;
+        r->val = FREED | (r->val & IN_SEG) | (e->seq & SEQ_MASK);
+        return 0;
+    }
     if (r && r->start == ptr)
         prev = seq_of(r);   /* a freed block's */
     else
         prev = stale_get(s, ptr);
+    if (prev & GONE)
+        return 0;   /* a block a teardown took, since partly covered by another: forgotten */
     if (prev)
         return report(v, "double_free", site_of(e), (rp_site){prev, 0, 0, 0},
                       "%s: 0x%llx freed again; it was freed at seq %llu and not handed out since", s->name,
@@ -633,9 +659,75 @@ static int handle_live(space *s, uint64_t h)
     return r && r->start == h && !is_freed(r);
 }
 
+/* The device a device or pinned block belongs to: kept only when it is not
+ * 0 (most programs have one device, and pay nothing). */
+static void note_device(rp_checks *c, const tf_event *e)
+{
+    if (e->u.cuda.device)
+        rp_ptrmap_put(&c->block_dev, e->u.cuda.ptr, (uint64_t)(int64_t)e->u.cuda.device);
+    else if (c->block_dev.len)
+        rp_ptrmap_del(&c->block_dev, e->u.cuda.ptr, NULL);
+}
+
+typedef struct teardown_walk {
+    rp_checks *c;
+    int sp;
+    int device;             /* whose memory went; -1 unknown: everyone's */
+    uint64_t seq;
+} teardown_walk;
+
+static int take_block(rp_range *r, void *arg)
+{
+    teardown_walk *t = arg;
+    rp_checks *c = t->c;
+    if (is_freed(r))
+        return 0;
+    if (t->device >= 0) {
+        const uint64_t *d = rp_ptrmap_get(&c->block_dev, r->start);
+        int dev = d ? (int)(int64_t)*d : 0;
+        if (dev >= 0 && dev != t->device)
+            return 0;   /* another device's (a block of unknown device goes) */
+    }
+    count_live(&c->sp[t->sp], r, -1);
+    r->val = FREED | GONE | (r->val & IN_SEG) | t->seq;
+    r->aux = 0;
+    if (t->sp == TF_SPACE_DEVICE) {
+        /* A pool's segment no more: a block handed out there later and
+         * freed is not that pool's segment released. */
+        rp_ptrmap_del(&c->seg_owner, r->start, NULL);
+        rp_grow(&c->gone, &c->capgone, c->ngone + 1, sizeof *c->gone);
+        c->gone[c->ngone++] = r->start;
+    }
+    return 0;
+}
+
+/* A context torn down (a device reset, a primary context reset or last
+ * release, a context destroyed): the driver freed its device, managed and
+ * pinned host memory with no free call, and hands those addresses out
+ * again.  Every live device and pinned block of the event's device goes
+ * (GONE): no overlap with what comes next, no leak at the end, and a free of
+ * it later is the program's business, not a double free.  The log does not
+ * say which context a block was made in, so all of the device's go, those
+ * of its other contexts and its memory pools' (which a context's
+ * destruction leaves, by the documentation) too: a block wrongly taken
+ * costs its leak and its bytes, never a finding.  Device -1 (unknown):
+ * every device's.  VMM handles and reservations belong to no context. */
+static void teardown(rp_checks *c, const tf_event *e)
+{
+    c->ngone = 0;
+    for (int sp = TF_SPACE_DEVICE; sp <= TF_SPACE_PINNED; sp++) {
+        teardown_walk t = {c, sp, e->u.cuda.device, e->seq & SEQ_MASK};
+        rp_rangeset_walk_range(&c->sp[sp].mem, 0, UINT64_MAX, take_block, &t);
+    }
+}
+
 static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_finding *v)
 {
     tf_space sp = tf_api_space(e->u.cuda.api);
+    if (sp == TF_SPACE_CONTEXT && e->kind == TF_EV_CUDA_FREE && !e->u.cuda.result) {
+        teardown(c, e);
+        return 0;
+    }
     if (sp < 0 || sp >= TF_SPACE_COUNT)
         return 0;  /* a mapping, or an entry point this version does not know */
     if (e->kind == TF_EV_CUDA_ALLOC) {
@@ -662,6 +754,8 @@ static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_f
         rp_range *at = rp_rangeset_before_pos(&s->mem, end - 1, e->u.cuda.ptr, &pos);
         if (space_alloc(s, at, &pos, e, e->u.cuda.ptr, end, 0, v))
             return 1;
+        if (sp == TF_SPACE_DEVICE || sp == TF_SPACE_PINNED)
+            note_device(c, e);
         if (sp == TF_SPACE_DEVICE && owner_pool) {
             segment_grow(c, owner_pool, e, e->u.cuda.ptr, e->u.cuda.size);
             rp_ptrmap_put(&c->seg_owner, e->u.cuda.ptr, owner_pool);
@@ -755,8 +849,9 @@ static void release_failed(rp_checks *c, uint64_t seq)
         if (r && r->start == u->block.start && is_freed(r) && seq_of(r) == (u->seq & SEQ_MASK)) {
             r->val = u->block.val;   /* the mark its release left, taken back */
             r->aux = u->block.aux;
-            count_live(s, r, 1);
-        } else {
+            if (!is_freed(r))
+                count_live(s, r, 1);   /* (a block a teardown took stays so) */
+        } else if (!is_freed(&u->block)) {
             /* Memory handed out over it since stays with its new owner. */
             claim(s, u->block.start, u->block.end, u->block.val, u->block.aux, 0, &clash);
         }
@@ -870,6 +965,12 @@ rp_pool_figures rp_checks_pool(const rp_checks *c, uint32_t pool)
 
 uint64_t rp_checks_device_live(const rp_checks *c) { return c->sp[TF_SPACE_DEVICE].live_bytes; }
 
+size_t rp_checks_gone(const rp_checks *c, const uint64_t **starts)
+{
+    *starts = c->gone;
+    return c->ngone;
+}
+
 /* ------------------------------------------------------------ checkpoints */
 
 /* A space as it is (its name is constant data: not saved, set again). */
@@ -925,6 +1026,7 @@ void rp_checks_save(const rp_checks *c, rp_state_w *w)
     rp_state_ptrmap(w, &c->pool_index);
     rp_state_ptrmap(w, &c->seg_owner);
     rp_state_ptrmap(w, &c->handle_refs);
+    rp_state_ptrmap(w, &c->block_dev);
     rp_state_array(w, c->undos, c->nundo, sizeof *c->undos);
 }
 
@@ -960,6 +1062,7 @@ int rp_checks_load(rp_checks *c, rp_state_r *r)
     rp_state_get_ptrmap(r, &c->pool_index);
     rp_state_get_ptrmap(r, &c->seg_owner);
     rp_state_get_ptrmap(r, &c->handle_refs);
+    rp_state_get_ptrmap(r, &c->block_dev);
     /* The pending releases; their two maps are made again from them. */
     size_t nundo;
     undo *undos = rp_state_get_array(r, &nundo, sizeof *undos);

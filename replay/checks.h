@@ -83,5 +83,8 @@ uint32_t rp_checks_warnings(const rp_checks *c, const rp_finding **list, uint64_
 /* Figures for one pool (zeros for an unknown one), and the device totals. */
 rp_pool_figures rp_checks_pool(const rp_checks *c, uint32_t pool);
 uint64_t rp_checks_device_live(const rp_checks *c);
+/* The starts of the device blocks the last teardown event (a cuda_free of
+ * space context) took; valid until the next event. */
+size_t rp_checks_gone(const rp_checks *c, const uint64_t **starts);
 
 #endif

@@ -1,8 +1,8 @@
 /*
  * cuda_driver_double.c - a test double of libcuda.so.1 for machines without
  * a GPU.  Memory comes from one big reservation at a fixed hint address,
- * handed out by a bump pointer and never reused, so addresses are the same
- * on every run.  Functions are reachable by name and through
+ * handed out by a bump pointer and never reused (until a context's teardown,
+ * below), so addresses are the same on every run.  Functions are reachable by name and through
  * cuGetProcAddress(_v2), like the real driver's.
  */
 #include "cuda_abi.h"
@@ -48,6 +48,85 @@ static int bump(size_t size, cu_deviceptr *out)
 int cuInit(unsigned flags) { (void)flags; return CUDA_SUCCESS; }
 int cuDriverGetVersion(int *v) { *v = 13000; return CUDA_SUCCESS; }
 int cuCtxGetDevice(int *device) { *device = 0; return CUDA_SUCCESS; }
+
+/* Contexts, on the one device 0: the primary one (current unless another
+ * was made current) and those cuCtxCreate makes.  A teardown frees what the
+ * contexts hold, as the real driver does, and the next allocations get the
+ * same addresses again: the bump pointer goes back to the start (tests do
+ * not keep VMM reservations or pool memory across a teardown). */
+#define CUDA_ERROR_INVALID_CONTEXT 201
+static char primary_ctx, made_ctx;
+static void *_Atomic current_ctx = &primary_ctx;
+static _Atomic int primary_retains;
+
+static void teardown(void) { atomic_store(&arena_used, 0); }
+
+int cuCtxGetCurrent(cu_context *ctx)
+{
+    *ctx = atomic_load(&current_ctx);
+    return CUDA_SUCCESS;
+}
+
+int cuCtxCreate_v4(cu_context *ctx, void *params, unsigned flags, int dev)
+{
+    (void)params, (void)flags;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *ctx = &made_ctx;
+    atomic_store(&current_ctx, (void *)&made_ctx);
+    return CUDA_SUCCESS;
+}
+
+int cuCtxDestroy_v2(cu_context ctx)
+{
+    if (ctx != &made_ctx)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    teardown();
+    void *was = &made_ctx;
+    atomic_compare_exchange_strong(&current_ctx, &was, (void *)&primary_ctx);
+    return CUDA_SUCCESS;
+}
+
+int cuCtxDestroy(cu_context ctx) { return cuCtxDestroy_v2(ctx); }
+
+int cuDevicePrimaryCtxRetain(cu_context *ctx, int dev)
+{
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    atomic_fetch_add(&primary_retains, 1);
+    *ctx = &primary_ctx;
+    return CUDA_SUCCESS;
+}
+
+int cuDevicePrimaryCtxRelease_v2(int dev)
+{
+    if (dev != 0 || atomic_load(&primary_retains) == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (atomic_fetch_sub(&primary_retains, 1) == 1)
+        teardown();   /* the last release */
+    return CUDA_SUCCESS;
+}
+
+int cuDevicePrimaryCtxRelease(int dev) { return cuDevicePrimaryCtxRelease_v2(dev); }
+
+int cuDevicePrimaryCtxGetState(int dev, unsigned *flags, int *active)
+{
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *flags = 0;
+    *active = atomic_load(&primary_retains) > 0;
+    return CUDA_SUCCESS;
+}
+
+int cuDevicePrimaryCtxReset_v2(int dev)
+{
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    teardown();   /* the context stays retained */
+    return CUDA_SUCCESS;
+}
+
+int cuDevicePrimaryCtxReset(int dev) { return cuDevicePrimaryCtxReset_v2(dev); }
 
 int cuGetExportTable(const void **table, const void *id)
 {
@@ -192,6 +271,13 @@ static const struct { const char *name; void *fn; } procs[] = {
     { "cuMemRetainAllocationHandle", (void *)cuMemRetainAllocationHandle },
     { "cuMemImportFromShareableHandle", (void *)cuMemImportFromShareableHandle },
     { "cuMemPoolImportPointer", (void *)cuMemPoolImportPointer },
+    { "cuCtxGetCurrent", (void *)cuCtxGetCurrent },
+    { "cuCtxCreate", (void *)cuCtxCreate_v4 },
+    { "cuCtxDestroy", (void *)cuCtxDestroy_v2 },
+    { "cuDevicePrimaryCtxRetain", (void *)cuDevicePrimaryCtxRetain },
+    { "cuDevicePrimaryCtxRelease", (void *)cuDevicePrimaryCtxRelease_v2 },
+    { "cuDevicePrimaryCtxReset", (void *)cuDevicePrimaryCtxReset_v2 },
+    { "cuDevicePrimaryCtxGetState", (void *)cuDevicePrimaryCtxGetState },
 };
 
 int cuGetProcAddress_v2(const char *sym, void **pfn, int version, uint64_t flags, int *status)

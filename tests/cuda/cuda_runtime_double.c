@@ -27,6 +27,7 @@ static struct {
     int (*host_alloc)(void **, size_t, unsigned);
     int (*free_host)(void *);
     int (*pool_import)(cu_deviceptr *, cu_mempool, void *);
+    int (*primary_reset)(int);
 } driver;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -55,6 +56,7 @@ static void load_driver(void)
     proc("cuMemHostAlloc", &driver.host_alloc);
     proc("cuMemFreeHost", &driver.free_host);
     proc("cuMemPoolImportPointer", &driver.pool_import);
+    proc("cuDevicePrimaryCtxReset", &driver.primary_reset);
 }
 
 static int ready(void)
@@ -157,4 +159,17 @@ int cudaMemPoolImportPointer(void **p, cu_mempool pool, void *data)
 {
     NEED_DRIVER();
     return driver.pool_import((cu_deviceptr *)p, pool, data);
+}
+
+/* The current device's primary context, reset (cudaThreadExit is the old
+ * name of the same call). */
+int cudaDeviceReset(void)
+{
+    NEED_DRIVER();
+    return driver.primary_reset(0);
+}
+
+int cudaThreadExit(void)
+{
+    return cudaDeviceReset();
 }

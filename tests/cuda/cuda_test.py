@@ -1253,6 +1253,72 @@ def test_acquire():
           "check: every release matches its acquisition: %d %s" % (p.returncode, p.stdout[-600:]))
 
 
+TEARDOWNS = ("cudaDeviceReset", "cudaThreadExit", "cuDevicePrimaryCtxReset_v2",
+             "cuDevicePrimaryCtxRelease_v2", "cuCtxDestroy_v2")
+
+
+def test_teardown():
+    """A context's teardown frees its memory with no free call, and the
+    driver hands the addresses out again: each teardown (device reset,
+    cudaThreadExit, primary context reset, its last release, a context
+    destroyed) is one cuda_free event of space context, and trace-replay
+    check then finds no overlap where the same address comes back (old: the
+    teardowns were not in the log, VIOLATION overlap at seq 3), no double
+    free where the program frees a pinned block the reset took, and no leak
+    of a block the last teardown took (old: live at the end).  A real double
+    free after a reset is still found.  A release made by an exit handler is
+    no teardown: what is live then is what the program never freed."""
+    rc, out, err = run([prog("prog_teardown")], env_for())
+    check(rc == 0, "exit %d: %s" % (rc, err))
+    calls = printed_calls(out)
+    check(len(calls) == 15 and all(r == 0 for _, r, _ in calls), "calls: %s" % out)
+    check("not last: release 0" in out, "the first of two releases: %s" % out)
+    log = only_log()
+    evs = match_calls(decode(log), calls, "prog_teardown")
+    torn = [e for e in evs if e["api"] in TEARDOWNS]
+    check([e["api"] for e in torn] == list(TEARDOWNS) and all(e["kind"] == "cuda_free" for e in torn),
+          "one cuda_free per teardown, the release that was not the last none: %s" % torn)
+    ctx = [int(line.split()[1]) for line in out.splitlines() if line.startswith("ctx ")]
+    check(ctx and torn[-1]["stream"] == ctx[0] and torn[-1]["ptr"] == 0,
+          "cuCtxDestroy: the context in stream, no address: %s %s" % (torn[-1], ctx))
+    device_allocs = [p for api, _, p in calls if api in ("cudaMalloc", "cuMemAlloc_v2")]
+    check(len(set(device_allocs)) == 2 and device_allocs.count(device_allocs[0]) == 6,
+          "the same address after each teardown: %s" % device_allocs)
+    p = subprocess.run([ARGS.trace_replay, "check", log], capture_output=True, text=True)
+    check(p.returncode == 0 and "VIOLATION" not in p.stdout and "live_at_end" not in p.stdout,
+          "check after teardowns: %d %s" % (p.returncode, p.stdout[-800:]))
+    p = subprocess.run([ARGS.trace_replay, "report", "--json", log], capture_output=True, text=True)
+    check(p.returncode == 0, "report: %d %s" % (p.returncode, p.stderr[-400:]))
+    rep = json.loads(p.stdout)
+    check(rep["violations_total"] == 0 and not [w for w in rep["warnings"] if w["invariant"] == "live_at_end"],
+          "report: no violation, no leak: %s %s" % (rep["violations"], rep["warnings"]))
+    os.remove(log)
+    # The pinned block the reset took, freed by the program, then again.
+    rc, out, err = run([prog("prog_teardown"), "double-free"], env_for())
+    check(rc == 0, "exit %d: %s" % (rc, err))
+    calls = printed_calls(out)
+    log = only_log()
+    evs = match_calls(decode(log), calls, "prog_teardown")
+    frees = [e["seq"] for e in evs if e["api"] == "cudaFreeHost"]
+    check(len(frees) == 2, "two frees of the pinned block: %s" % calls)
+    p = subprocess.run([ARGS.trace_replay, "check", log], capture_output=True, text=True)
+    check(p.returncode == 1 and ("VIOLATION double_free at seq %d" % frees[1]) in p.stdout
+          and ("freed at seq %d" % frees[0]) in p.stdout,
+          "the second free is a double free: %d %s" % (p.returncode, p.stdout[-800:]))
+    os.remove(log)
+    # The last release made by an exit handler (the runtime's are): not a
+    # teardown of the log, so the block the program never freed is live at
+    # the end, as without the release.
+    rc, out, err = run([prog("prog_teardown"), "at-exit"], env_for())
+    check(rc == 0 and "at exit: release 0" in out, "exit %d: %s %s" % (rc, out, err))
+    calls = printed_calls(out)
+    log = only_log()
+    match_calls(decode(log), calls, "prog_teardown")
+    p = subprocess.run([ARGS.trace_replay, "check", log], capture_output=True, text=True)
+    check(p.returncode == 0 and "live_at_end" in p.stdout,
+          "the block is live at the end: %d %s" % (p.returncode, p.stdout[-800:]))
+
+
 def test_driver_lookup():
     """No libcuda.so.1 in the process: the search for its cuCtxGetDevice is
     made once, not once per call."""

@@ -49,7 +49,9 @@ APIS = ["unknown", "cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync",
         "cuMemAllocPitch_v2", "cuMemAllocHost_v2", "cuMemHostAlloc", "cuMemFreeHost",
         "cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemAddressReserve",
         "cuMemAddressFree", "cuMemRetainAllocationHandle", "cuMemImportFromShareableHandle",
-        "cuMemPoolImportPointer", "cudaMemPoolImportPointer"]
+        "cuMemPoolImportPointer", "cudaMemPoolImportPointer", "cudaDeviceReset", "cudaThreadExit",
+        "cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxReset_v2", "cuDevicePrimaryCtxRelease",
+        "cuDevicePrimaryCtxRelease_v2", "cuCtxDestroy", "cuCtxDestroy_v2"]
 HOST_APIS = ["unknown", "malloc", "calloc", "realloc", "reallocarray", "posix_memalign",
              "aligned_alloc", "memalign", "valloc", "pvalloc", "free", "mmap", "munmap", "mremap"]
 

@@ -104,6 +104,25 @@ static int parse_line(char **w, int nw, tf_event *e, tstate *t, evtext *out, uin
         e->kind = TF_EV_CUDA_FREE;
         e->u.cuda.api = TF_API_cudaFree;
         e->u.cuda.ptr = a;
+    } else if (!strcmp(k, "cuda_alloc_dev") && nw == 4 && !num(w[1], &a) && !num(w[2], &b) && !num(w[3], &c)) {
+        e->kind = TF_EV_CUDA_ALLOC;
+        e->u.cuda.api = TF_API_cudaMalloc;
+        e->u.cuda.device = (int32_t)a;
+        e->u.cuda.ptr = b;
+        e->u.cuda.size = c;
+    } else if (!strcmp(k, "pinned_alloc") && nw == 3 && !num(w[1], &a) && !num(w[2], &b)) {
+        e->kind = TF_EV_CUDA_ALLOC;
+        e->u.cuda.api = TF_API_cudaMallocHost;
+        e->u.cuda.ptr = a;
+        e->u.cuda.size = b;
+    } else if (!strcmp(k, "pinned_free") && nw == 2 && !num(w[1], &a)) {
+        e->kind = TF_EV_CUDA_FREE;
+        e->u.cuda.api = TF_API_cudaFreeHost;
+        e->u.cuda.ptr = a;
+    } else if (!strcmp(k, "reset") && nw == 2 && !num(w[1], &a)) {
+        e->kind = TF_EV_CUDA_FREE;
+        e->u.cuda.api = TF_API_cudaDeviceReset;
+        e->u.cuda.device = (int32_t)a;
     } else if (!strcmp(k, "vmm_create") && nw == 3 && !num(w[1], &a) && !num(w[2], &b)) {
         e->kind = TF_EV_CUDA_ALLOC;
         e->u.cuda.api = TF_API_cuMemCreate;

@@ -8,6 +8,9 @@
  *     op alloc 1 1536                 pool_op_begin (opens): pool, size
  *     cuda_alloc 0x100000 1536 [err]  cudaMalloc (result err, default 0)
  *     cuda_free 0x100000
+ *     cuda_alloc_dev 1 0x100000 1536  cudaMalloc on device 1 (others: device 0)
+ *     pinned_alloc 0x5000 4096        cudaMallocHost     pinned_free 0x5000
+ *     reset 0                         cudaDeviceReset of device 0 (-1: unknown)
  *     vmm_create 0x1001 2M            cuMemCreate: handle, size
  *     vmm_release 0x1001              cuMemRelease
  *     alloc 1 0x100000 1536 [granted [stream]]   pool_alloc

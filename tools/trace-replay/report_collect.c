@@ -649,6 +649,14 @@ static void account(rpt *r, pass *ps, const tf_event *e, const rp_where *w)
             uint64_t size, born;
             if (!live_del(&ps->vmm_direct, e->u.cuda.ptr, &site, &size, &born))
                 live_del(&ps->vmm_pooled, e->u.cuda.ptr, &site, &size, &born);
+        } else if (tf_api_space(e->u.cuda.api) == TF_SPACE_CONTEXT && !e->u.cuda.result) {
+            /* A teardown: the device blocks it took (the checks, which saw
+             * the event first, say which) are no longer held, nor freed by
+             * whatever collection is running. */
+            const uint64_t *gone;
+            size_t n = rp_checks_gone(ps->checks, &gone);
+            for (size_t i = 0; i < n; i++)
+                free_event(r, &ps->direct_dev, gone[i], 0, 1);
         }
         break;
     case TF_EV_POOL_ALLOC:
