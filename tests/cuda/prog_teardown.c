@@ -83,6 +83,15 @@ int main(int argc, char **argv)
     printf("ctx %llu\n", (unsigned long long)(uintptr_t)ctx);
     r = cuMemAlloc(&d, size);
     show("cuMemAlloc_v2", r, d);
+    /* Through cuGetProcAddress, as the static runtime reaches the driver:
+     * the base name at 13.0 is the _v2 entry point.  It takes d, which the
+     * program then frees (accepted once). */
+    void *reset = NULL;
+    CUdriverProcAddressQueryResult found;
+    if (cuGetProcAddress("cuDevicePrimaryCtxReset", &reset, 13000, 0, &found) != 0 || !reset)
+        printf("missing cuDevicePrimaryCtxReset\n");
+    r = reset ? (int)((CUresult(*)(CUdevice))reset)(0) : -1;
+    show("cuDevicePrimaryCtxReset_v2", r, 0);
     r = cuMemFree(d);
     show("cuMemFree_v2", r, d);
     if (double_free) {
