@@ -329,12 +329,65 @@ static inline int next_record(tf_reader *r, uint32_t *kind, tf_cursor *payload)
     return NEXT_RECORD;
 }
 
+/* Something already says why events may be missing before the next one:
+ * segments deleted or a fork's parent (gap_pending), a damage note since the
+ * last event (a frame found corrupt), an event of a kind this reader skipped
+ * (it may stand for several seqs, as a PY_FREES record does for a 2.2
+ * reader), or a log read from a later segment or from a CHECKPOINT, before
+ * its first event. */
+static int gap_explained(const tf_reader *r)
+{
+    return r->gap_pending || r->seq_free || r->nnotes + r->dropped_notes != r->notes_at_event ||
+           (r->st.events == 0 && (r->defs.checkpoint.present || r->header.segment));
+}
+
+/* A FRAME record's seq is that of the last event written before the frame
+ * (FORMAT.md section 4), and the recorder gives an event its seq and
+ * encodes it under one lock: so where it is not the last event's the walk
+ * met, whole frames are missing between (one overwritten, say), or one came
+ * twice, and every frame around them reads as whole.  Damage, unless
+ * something else explains it; the next event comes after a gap. */
+static void check_frame_seq(tf_reader *r, uint64_t seq)
+{
+    if (seq == r->seq_seen || gap_explained(r))
+        return;
+    unsigned long long want = (unsigned long long)r->seq_seen + 1, got = (unsigned long long)seq;
+    r->st.seq_gaps++;
+    if (seq < r->seq_seen)
+        note(r, "frame %llu goes back to event %llu after event %llu (seqs go back)",
+             (unsigned long long)r->frame_index, got + 1, want - 1);
+    else if (got == want)
+        note(r, "event %llu missing (a gap in seq before frame %llu)", want, (unsigned long long)r->frame_index);
+    else
+        note(r, "events %llu to %llu missing (a gap in seq before frame %llu)", want, got,
+             (unsigned long long)r->frame_index);
+    if (seq > r->seq_seen)
+        r->st.missing_events += seq - r->seq_seen;
+    r->gap_pending = 1;
+}
+
+/* Seqs go up by one from event to event.  An event whose seq is not the
+ * next comes after events that are not here: after a hole check_frame_seq
+ * or another note reported, or one the writer wrote itself (a seq written
+ * as a gap: events were lost, section 7).  A replay goes on from it with
+ * partial history, as after deleted segments.  A log that starts from a
+ * CHECKPOINT goes on after its seq: the state holds what came before. */
+static void check_event_seq(tf_reader *r, const tf_event *e)
+{
+    if (e->seq != r->seq_seen + 1 && (r->st.events || !r->defs.checkpoint.present))
+        r->gap_pending = 1;
+    r->seq_seen = e->seq;
+    r->seq_free = 0;
+    r->notes_at_event = r->nnotes + r->dropped_notes;
+}
+
 static int absorb_frame_record(tf_reader *r, tf_cursor *c)
 {
     tf_get_uv(c); /* the writer's frame index: ours counts damaged frames too */
     uint64_t seq = tf_get_uv(c), t = tf_get_uv(c);
     if (c->bad)
         return TF_REC_BAD;
+    check_frame_seq(r, seq);
     tf_bases_frame(&r->b, seq, t);
     tf_defs_frame(&r->defs);
     r->frame_has_bases = 1;
@@ -445,7 +498,7 @@ int tf_reader_next(tf_reader *r, tf_event *e)
     while (!r->finished) {
         if (r->frees.p && next_py_free(r, e)) {
             r->st.events++;
-            r->st.last_seq = e->seq;
+            r->st.last_seq = r->seq_seen = e->seq;   /* the record's seqs are consecutive */
             return 1;
         }
         /* A column block's records come decoded (expand_block). */
@@ -512,7 +565,13 @@ int tf_reader_next(tf_reader *r, tf_event *e)
             frame_corrupt(r, "records");
             continue;
         }
+        if (kind >= 32 && rc == 0) {
+            r->seq_seen = e->seq;   /* an event of a kind this reader does not know */
+            r->seq_free = 1;
+            continue;
+        }
         if (kind >= 32 && rc == 1) {
+            check_event_seq(r, e);
             r->st.events++;
             r->st.last_seq = e->seq;
             if (r->gap_pending) {
@@ -703,6 +762,9 @@ int tf_reader_next_run(tf_reader *r)
     tf_bases_frame(&r->b, 0, 0);
     r->nnotes = r->dropped_notes = 0;
     r->resume_pending = r->finished = 0;
+    r->gap_pending = r->seq_free = 0;
+    r->seq_seen = 0;
+    r->notes_at_event = 0;
     r->damage[0] = '\0';
     memset(r->notes, 0, sizeof r->notes);
     char err[256];

@@ -240,17 +240,19 @@ int tf_input_opening(tf_reader *r, tf_cursor *c)
     st->segment_first_seq = h.first_seq;
     if (h.segment == prev + 1 && h.first_seq == expected)
         return TF_INPUT_SKIP;   /* its definitions are all known already */
-    if (h.first_seq > expected) {
+    /* Events missing with no segment deleted (the segment before lost its
+     * last frames) are no deletion: the walk's seq check reports them as
+     * damage at this segment's FRAME (reader.c, check_frame_seq). */
+    if (h.first_seq > expected && h.segment > prev + 1) {
         st->gaps++;
         st->gap_seq = h.first_seq;
         st->lost_events += h.first_seq - expected;
         r->gap_pending = 1;
-        if (h.segment > prev + 1)
-            tf_reader_note(r,
-                           "events %llu to %llu were deleted with segments %u to %u (the log is kept within "
-                           "%llu bytes)",
-                           (unsigned long long)expected, (unsigned long long)h.first_seq - 1, prev + 1,
-                           h.segment - 1, (unsigned long long)in->max_bytes);
+        tf_reader_note(r,
+                       "events %llu to %llu were deleted with segments %u to %u (the log is kept within "
+                       "%llu bytes)",
+                       (unsigned long long)expected, (unsigned long long)h.first_seq - 1, prev + 1,
+                       h.segment - 1, (unsigned long long)in->max_bytes);
     }
     return TF_INPUT_ABSORB;   /* what the lost part defined is restated here */
 }

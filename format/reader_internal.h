@@ -127,6 +127,13 @@ struct tf_reader {
     int frame_has_bases;        /* its FRAME record has been read */
     int restating;              /* it is a segment's restatement, read after a gap */
     int gap_pending;            /* the next event comes after a gap: TF_EVENT_AFTER_GAP */
+    /* Seqs are contiguous in a log (FORMAT.md section 7): the walk checks
+     * each event's against the last one it met, returned or skipped. */
+    uint64_t seq_seen;          /* the last event's seq (0: none yet) */
+    int seq_free;               /* the next event's seq is not checked: it follows an event of a
+                                   kind this reader does not know (which may stand for several
+                                   seqs, as a PY_FREES record does for a 2.2 reader) */
+    unsigned notes_at_event;    /* damage notes made before the last event */
     uint64_t frame_index;       /* ordinal of the current frame in the file */
     uint64_t frames_seen;       /* frames met so far, damaged ones included */
 

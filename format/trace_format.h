@@ -97,7 +97,8 @@ const char *tf_host_api_name(uint32_t api);       /* "malloc", ...; "api#N" if u
 const char *tf_host_domain_name(uint32_t domain); /* "malloc", "mmap", "PyMem RAW"... */
 
 /* tf_event.flags: events are missing right before this one (segments of a
- * log kept within a budget were deleted: FORMAT.md section 13). */
+ * log kept within a budget were deleted: FORMAT.md section 13; a fork's
+ * child's first event; or a seq gap: a damaged or lost frame, section 10). */
 #define TF_EVENT_AFTER_GAP 1u
 
 /* One decoded event.  Fields a kind does not use are zero. */
@@ -401,6 +402,12 @@ typedef struct tf_read_status {
     uint64_t gaps;            /* times events were missing between segments read */
     uint64_t gap_seq;         /* the first event after the latest gap */
     uint64_t lost_events;     /* events in segments deleted before they were read */
+    /* Events missing where nothing says why (FORMAT.md section 10): a seq
+     * gap no deleted segment, fork, checkpoint or damaged frame explains
+     * (a frame lost whole), or seqs that go back.  Damage: noted, and the
+     * event after it is flagged TF_EVENT_AFTER_GAP. */
+    uint64_t seq_gaps;        /* times */
+    uint64_t missing_events;  /* events missing in them */
 } tf_read_status;
 
 /* Open a log.  NULL with a message in err when the file cannot be read, is not

@@ -1,6 +1,7 @@
 /*
  * test_damage.c - the reader on damaged logs: cut at every byte, a bit
- * flipped anywhere in any frame, records of kinds it does not know, another
+ * flipped anywhere in any frame, frames cut out or read twice, records of
+ * kinds it does not know, another
  * major version, and files that are not logs.
  */
 #include "tf_test.h"
@@ -56,9 +57,13 @@ static uint64_t read_all(const uint8_t *data, size_t len, tf_reader **out, const
     if (!r)
         return 0;
     tf_event e;
-    uint64_t n = 0;
+    uint64_t n = 0, prev = 0;
     while (tf_reader_next(r, &e)) {
         n++;
+        /* flagged as coming after a gap exactly where events are missing */
+        CHECK(!(e.flags & TF_EVENT_AFTER_GAP) == (e.seq == prev + 1));
+        prev = e.seq;
+        e.flags &= ~TF_EVENT_AFTER_GAP;
         if (e.kind == TF_EV_END)
             continue;
         CHECK(e.seq >= 1 && e.seq <= EVENTS);
@@ -172,7 +177,7 @@ static void test_unknown_kinds(void)
     tf_event got;
     CHECK(tf_reader_next(r, &got) && got.seq == 1 && got.t_ns == 100);
     CHECK(tf_reader_next(r, &got) && got.seq == 3 && got.t_ns == 110 && got.kind == TF_EV_MARK);
-    CHECK(tf_reader_status(r)->corrupt_frames == 0);
+    CHECK(tf_reader_status(r)->corrupt_frames == 0 && !tf_reader_damage(r));
     tf_reader_close(r);
 }
 
@@ -226,6 +231,80 @@ static void test_skippable(const log *lg)
     free(copy);
 }
 
+/* The file with frames [from, to) replaced by the frames `with` names
+ * (-1: none). */
+static uint8_t *splice(const log *lg, int from, int to, int with, size_t *len)
+{
+    size_t wlen = with >= 0 ? lg->frame_off[with + 1] - lg->frame_off[with] : 0;
+    size_t cut = lg->frame_off[to] - lg->frame_off[from];
+    uint8_t *copy = malloc(lg->len + wlen);
+    memcpy(copy, lg->data, lg->frame_off[from]);
+    if (wlen)
+        memcpy(copy + lg->frame_off[from], lg->data + lg->frame_off[with], wlen);
+    memcpy(copy + lg->frame_off[from] + wlen, lg->data + lg->frame_off[to], lg->len - lg->frame_off[to]);
+    *len = lg->len - cut + wlen;
+    return copy;
+}
+
+/* A frame lost whole (as one overwritten at an exec was): every frame left
+ * is whole, so only the seqs show the hole.  It is damage, said as such, and
+ * the event after it comes after a gap; so is a frame read twice (seqs go
+ * back).  Before, both read as a whole log. */
+static void test_missing_frames(const log *lg)
+{
+    for (int k = 1; k < FRAMES - 1; k++) {
+        size_t len;
+        uint8_t *copy = splice(lg, k, k + 1, -1, &len);
+        tf_reader *r;
+        CHECK(read_all(copy, len, &r, lg) == EVENTS + 1 - PER_FRAME);
+        const tf_read_status *st = r ? tf_reader_status(r) : NULL;
+        const char *damage = r ? tf_reader_damage(r) : NULL;
+        char want[96];
+        snprintf(want, sizeof want, "events %d to %d missing (a gap in seq before frame %d)", k * PER_FRAME + 1,
+                 (k + 1) * PER_FRAME, k);
+        CHECK(damage && strcmp(damage, want) == 0);
+        CHECK(st && st->clean_end && st->corrupt_frames == 0 && st->seq_gaps == 1 &&
+              st->missing_events == PER_FRAME && st->gaps == 0);
+        if (k == 1)
+            printf("frame %d cut out: %s\n", k, damage ? damage : "(no damage)");
+        tf_reader_close(r);
+        free(copy);
+    }
+    /* two frames cut out, apart: two notes */
+    {
+        size_t len1, len;
+        uint8_t *one = splice(lg, 3, 4, -1, &len1);
+        log cut = *lg;
+        cut.data = one;
+        cut.len = len1;
+        uint8_t *copy = splice(&cut, 1, 2, -1, &len);
+        tf_reader *r;
+        CHECK(read_all(copy, len, &r, lg) == EVENTS + 1 - 2 * PER_FRAME);
+        CHECK(r && tf_reader_status(r)->seq_gaps == 2 && tf_reader_status(r)->missing_events == 2 * PER_FRAME);
+        CHECK(r && tf_reader_damage(r) && strstr(tf_reader_damage(r), "; events 121 to 160 missing (a gap in seq before frame 2)"));
+        tf_reader_close(r);
+        free(copy);
+        free(one);
+    }
+    /* frame 1 again after frame 2 */
+    {
+        size_t len;
+        uint8_t *copy = splice(lg, 3, 3, 1, &len);
+        tf_reader *r;
+        CHECK(read_all(copy, len, &r, lg) == EVENTS + 1 + PER_FRAME);
+        CHECK(r && tf_reader_damage(r) && strcmp(tf_reader_damage(r), "frame 3 goes back to event 41 after event 120 (seqs go back); "
+                                    "events 81 to 120 missing (a gap in seq before frame 4)") == 0);
+        CHECK(r && tf_reader_status(r)->seq_gaps == 2);   /* back to 41, then on from 80 to 121 */
+        tf_reader_close(r);
+        free(copy);
+    }
+    /* the whole log: no damage (test_truncation's last cut checks it too) */
+    tf_reader *r;
+    CHECK(read_all(lg->data, lg->len, &r, lg) == EVENTS + 1);
+    CHECK(r && !tf_reader_damage(r) && tf_reader_status(r)->seq_gaps == 0);
+    tf_reader_close(r);
+}
+
 static void test_not_logs(void)
 {
     char err[256];
@@ -249,6 +328,7 @@ int main(void)
     test_truncation(&lg);
     test_bit_flips(&lg);
     test_skippable(&lg);
+    test_missing_frames(&lg);
     test_unknown_kinds();
     test_version();
     test_not_logs();

@@ -121,7 +121,8 @@ int main(void)
     after_gap.seq = seq;
     put_free(w, &after_gap, 9500);
     CHECK(after_gap.t_ns == 9500);
-    want[n++] = after_gap;
+    want[n] = after_gap;
+    want[n++].flags = TF_EVENT_AFTER_GAP;   /* the reader flags the event after the gap */
 
     /* Another event ends the run; the one after it writes its seq as a gap
      * from the run's first free, and frees after it open a new record. */

@@ -224,7 +224,7 @@ static int read_one(rpt_tree *t, const char *path, int run, const rpt_options *b
     p->clean_end = r.status->clean_end;
     p->damage = dup_or_null(r.damage);
     p->no_end_only = p->damage && !r.status->clean_end && !r.status->corrupt_frames && !r.status->truncated &&
-                     !r.status->gaps && !r.status->lost_events;
+                     !r.status->gaps && !r.status->lost_events && !r.status->seq_gaps;
     p->has_device = rpt_has_device(&r);
     p->host_watched = rpt_host_watched(&r);
     p->events = r.events;
