@@ -16,8 +16,11 @@
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: mklog SCENARIO.txt OUT.log\n");
+    /* --frame-each: a frame for each event, and on stdout where each frame
+     * starts (a test cuts frames out). */
+    int each = argc == 4 && !strcmp(argv[3], "--frame-each");
+    if (argc != 3 && !each) {
+        fprintf(stderr, "usage: mklog SCENARIO.txt OUT.log [--frame-each]\n");
         return 2;
     }
     evtext t;
@@ -37,7 +40,15 @@ int main(int argc, char **argv)
     tf_write_thread_names(w, 1, "python3", "MainThread");
     uint32_t file = tf_write_string(w, "app.py", 6), fn = tf_write_string(w, "step", 4);
     uint32_t code = tf_write_py_code(w, file, fn, 10);
+    tf_chunk c = {0};
+    int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int rc = fd < 0 ? -1 : 0;
     for (size_t i = 0; i < t.n; i++) {
+        if (each && i && rc == 0) {
+            tf_writer_seal(w, &c);
+            printf("%lld\n", (long long)lseek(fd, 0, SEEK_CUR));
+            rc = tf_chunk_write(fd, &c, NULL, 3);
+        }
         tf_event e = t.ev[i];
         if (t.stacks[i].n) {
             e.native_stack = tf_write_native_stack(w, t.stacks[i].ips, t.stacks[i].n);
@@ -50,10 +61,11 @@ int main(int argc, char **argv)
         tf_event end = {.kind = TF_EV_END, .seq = t.n + 1, .tid = 1, .t_ns = (t.n + 1) * 1000};
         tf_write_event(w, &end);
     }
-    tf_chunk c = {0};
     tf_writer_seal(w, &c);
-    int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int rc = fd < 0 ? -1 : tf_chunk_write(fd, &c, NULL, 3);
+    if (each && rc == 0)
+        printf("%lld\n", (long long)lseek(fd, 0, SEEK_CUR));
+    if (rc == 0)
+        rc = tf_chunk_write(fd, &c, NULL, 3);
     if (fd >= 0)
         close(fd);
     tf_writer_free(w);

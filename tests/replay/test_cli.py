@@ -185,6 +185,28 @@ def damaged(tmp):
     check(rc == 0 and d.get("clean_end") is False and d.get("damage"), "a cut log replays as far as it reads")
     check(0 < d.get("events", 0) < 200000, "and says how far (%s events)" % d.get("events"))
     check(not d.get("warnings"), "no leak report without a clean end")
+    # A frame lost whole (as one overwritten at an exec was): the frames
+    # around it read as whole.  Before, the log read as clean and the hole
+    # (a free) made an overlap the program never had.
+    whole = os.path.join(tmp, "frame_lost.log")
+    text = os.path.join(A.scenarios, "frame_lost.txt")
+    starts = [int(x) for x in subprocess.run([A.mklog, text, whole, "--frame-each"], check=True,
+                                             capture_output=True, text=True).stdout.split()]
+    rc, d = doc(["check", whole])
+    check(rc == 0 and d.get("damage") is None, "frame_lost.txt whole: clean, no damage: %d %s" % (rc, d.get("damage")))
+    lost = os.path.join(tmp, "frame_lost_cut.log")
+    with open(whole, "rb") as f, open(lost, "wb") as g:
+        data = f.read()
+        g.write(data[: starts[1]] + data[starts[2]:])   # frame 1: event 2, the free
+    rc, d = doc(["check", lost])
+    want = "event 2 missing (a gap in seq before frame 1)"
+    check(rc == 0 and not d.get("violation") and d.get("damage") == want and d.get("history_lost_at") == 3,
+          "a frame cut out: damage, partial history from the event after it, no overlap: %d %s %s %s" %
+          (rc, d.get("damage"), d.get("history_lost_at"), d.get("violation")))
+    check(want in (d.get("verdict") or {}).get("text", ""), "the verdict says so: %s" % d.get("verdict"))
+    if A.dump:
+        p = subprocess.run([A.dump, lost], capture_output=True, text=True)
+        check(p.returncode == 1 and want in p.stderr, "trace-dump: damage: %d %r" % (p.returncode, p.stderr))
 
 
 def generated(tmp):
