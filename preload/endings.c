@@ -31,6 +31,12 @@
 _Atomic int ending_deferred_sig;
 static _Atomic pid_t owner;          /* thread ending the process, 0 none */
 static _Atomic int ended;            /* END is written (or nothing to write) */
+/* An exec's END is written and its call under way: it may still fail and
+ * take END back, so the process is not ended yet for another ending. */
+static _Atomic int exec_in_flight;
+/* Threads ending the process for good (exit, _exit, a signal...) waiting
+ * for another's ending: an exec waits for them, not they for a new exec. */
+static _Atomic int enders_waiting;
 static _Atomic pid_t our_pid;
 
 int endings_ours(void)
@@ -40,22 +46,41 @@ int endings_ours(void)
 
 enum { CLAIMED, NESTED, OTHER };
 
-/* Become the thread that ends the process. */
-static int claim(void)
+/* Become the thread that ends the process (for_exec: for an exec, which
+ * may fail and give the process back).
+ *
+ * Another thread's exec that may still fail has not ended the process:
+ * an exit waits for it (the exec succeeds and the exit never returns, or
+ * it fails, takes its END back and lets go), and does not leave while it
+ * is under way.  Before, an exit that found the exec's END written took it
+ * for its own and left: the log ended "exec PATH" where the process had
+ * exited, or, when the exec failed meanwhile and took its END back, with
+ * no END.  An exec that finds an ending waiting lets it go first: a thread
+ * failing exec after exec would otherwise take the process back each time
+ * between two looks of the waiting one. */
+static int claim(int for_exec)
 {
     pid_t me = rec_tid();
     if (atomic_load(&owner) == me)
         return NESTED;   /* a crash inside our own ending, or an ending inside one */
+    if (!for_exec)
+        atomic_fetch_add(&enders_waiting, 1);
+    int rc = OTHER;
     struct timespec ms = { 0, 1000000 };
     for (int waited = 0; waited < OTHER_WAIT_MS; waited++) {
         pid_t expected = 0;
-        if (atomic_compare_exchange_strong(&owner, &expected, me))
-            return CLAIMED;
-        if (atomic_load(&ended))
-            return OTHER;
+        if ((!for_exec || !atomic_load(&enders_waiting)) &&
+            atomic_compare_exchange_strong(&owner, &expected, me)) {
+            rc = CLAIMED;
+            break;
+        }
+        if (atomic_load(&ended) && !atomic_load(&exec_in_flight))
+            break;
         nanosleep(&ms, NULL);
     }
-    return OTHER;
+    if (!for_exec)
+        atomic_fetch_sub(&enders_waiting, 1);
+    return rc;
 }
 
 static void say_end(const char *how)
@@ -137,7 +162,7 @@ static void die_of_deferred(void)
 
 static void end_as(struct how how, int at_exit)
 {
-    if (!endings_ours() || claim() != CLAIMED)
+    if (!endings_ours() || claim(0) != CLAIMED)
         return;
     struct finish f = { how, at_exit };
     own_stack_run(finish, &f);
@@ -182,7 +207,7 @@ int ending_exec_begin(const char *path)
 {
     if (!endings_ours() || rec_event_count() == 0 || !rec_active())
         return 0;
-    if (claim() != CLAIMED)
+    if (claim(1) != CLAIMED)
         return 0;
     struct exec_arg a = { path, 0 };
     own_stack_run(exec_begin_here, &a);
@@ -190,6 +215,7 @@ int ending_exec_begin(const char *path)
         atomic_store(&owner, 0);
         return 0;
     }
+    atomic_store(&exec_in_flight, 1);
     atomic_store(&ended, 1);   /* a signal from here on can die at once: the log is whole */
     die_of_deferred();         /* one sent during the flush: the log says exec, and is whole */
     return 1;
@@ -200,6 +226,7 @@ void ending_exec_failed(void)
     atomic_store(&ended, 0);
     own_stack_run(exec_failed_here, NULL);
     atomic_store(&owner, 0);
+    atomic_store(&exec_in_flight, 0);
 }
 
 static void end_by_signal(int sig)
@@ -258,5 +285,7 @@ void endings_fork_child(void)
     atomic_store(&our_pid, (pid_t)syscall(SYS_getpid));
     atomic_store(&owner, 0);
     atomic_store(&ended, 0);
+    atomic_store(&exec_in_flight, 0);
+    atomic_store(&enders_waiting, 0);
     atomic_store(&ending_deferred_sig, 0);
 }

@@ -60,6 +60,10 @@
  *                      pairs and returns from it (the last thread of the
  *                      child: exit 0); the parent prints "child PID" and
  *                      "status S" of the child
+ *   exec_race PATH     2 pairs; a thread makes exec after exec of PATH,
+ *                      each of which fails, while main() returns 3 (exit)
+ *                      after the first has failed, a few microseconds
+ *                      later or sooner from run to run
  *   stack_use          2 pairs; a SIGUSR1 handler on a pattern-filled
  *                      alternate stack makes an exec that fails (which
  *                      goes through the tracer's exec ending and comes
@@ -71,6 +75,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -613,6 +618,34 @@ static int fork_in_thread(void)
     return 0;
 }
 
+static _Atomic int exec_failures;
+
+static void *exec_over_and_over(void *arg)
+{
+    char *argv[] = { "nothing", NULL };
+    for (;;) {
+        execv((const char *)arg, argv);
+        exec_failures++;
+    }
+    return NULL;
+}
+
+/* A failing exec in one thread while another exits: the log must end as
+ * exit ends it, whichever comes first. */
+static int exec_race(const char *path)
+{
+    make_pairs(2);
+    say("pairs %d\n", pairs);
+    pthread_t t;
+    if (pthread_create(&t, NULL, exec_over_and_over, (void *)path) != 0)
+        return 1;
+    while (!exec_failures)
+        sched_yield();
+    for (volatile unsigned spin = (unsigned)getpid() % 64 * 40; spin; spin--)
+        ;
+    return 3;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -671,6 +704,8 @@ int main(int argc, char **argv)
         return fd_race(atol(arg));
     if (!strcmp(mode, "stack_use"))
         return stack_use();
+    if (!strcmp(mode, "exec_race"))
+        return exec_race(arg);
     if (!strcmp(mode, "thread_exit"))
         return thread_exit();
     if (!strcmp(mode, "fork_in_thread"))

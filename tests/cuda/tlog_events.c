@@ -154,10 +154,12 @@ static void print_tail(const tf_reader *r)
     }
     const tf_read_status *s = tf_reader_status(r);
     printf("{\"type\":\"status\",\"events\":%llu,\"frames\":%llu,\"corrupt\":%llu,"
-           "\"clean_end\":%d,\"truncated\":%d,\"last_seq\":%llu,\"column_blocks\":%llu}\n",
+           "\"clean_end\":%d,\"truncated\":%d,\"last_seq\":%llu,\"column_blocks\":%llu,"
+           "\"seq_gaps\":%llu}\n",
            (unsigned long long)s->events, (unsigned long long)s->frames,
            (unsigned long long)s->corrupt_frames, s->clean_end, s->truncated,
-           (unsigned long long)s->last_seq, (unsigned long long)s->column_blocks);
+           (unsigned long long)s->last_seq, (unsigned long long)s->column_blocks,
+           (unsigned long long)s->seq_gaps);
 }
 
 int main(int argc, char **argv)
