@@ -12,9 +12,11 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -49,10 +51,28 @@ void _Exit(int status)
 
 /* ------------------------------------------------------------------- exec */
 
+/* An exec of a path that names nothing fails (ENOENT, ENOTDIR) whatever
+ * else: no END is written for it, nor taken back.  Before, each such
+ * attempt wrote END's frame and truncated it off the log again, under the
+ * recorder's lock (a program that searches PATH itself, as Python's
+ * os.execvp does, fails once for each entry before the one that exists).
+ * Any other answer (the file is there, or it cannot be told) gets the
+ * whole exec ending.  The file appearing between the look and the call
+ * would leave the log without END: a window of one system call. */
+__attribute__((noinline)) static int names_nothing(const char *path)
+{
+    if (!path)
+        return 0;
+    int saved = errno;
+    int gone = syscall(SYS_faccessat, AT_FDCWD, path, F_OK) != 0 && (errno == ENOENT || errno == ENOTDIR);
+    errno = saved;
+    return gone;
+}
+
 /* One exec attempt: END before, taken back if the call returns. */
-#define EXEC_ATTEMPT(path, call)                       \
+#define EXEC_ATTEMPT_IF(path, may_succeed, call)       \
     do {                                               \
-        int held_ = ending_exec_begin(path);           \
+        int held_ = (may_succeed) && ending_exec_begin(path); \
         int rc_ = (call);                              \
         int errno_ = errno;                            \
         if (held_)                                     \
@@ -60,6 +80,15 @@ void _Exit(int status)
         errno = errno_;                                \
         return rc_;                                    \
     } while (0)
+#define EXEC_ATTEMPT(path, call) EXEC_ATTEMPT_IF(path, 1, call)
+/* A path, not a name looked up in PATH: checked first. */
+#define EXEC_PATH_ATTEMPT(path, call) EXEC_ATTEMPT_IF(path, !names_nothing(path), call)
+/* execvp's file: a path when it holds a slash (else PATH is searched). */
+__attribute__((noinline)) static int file_names_nothing(const char *file)
+{
+    return file && strchr(file, '/') && names_nothing(file);
+}
+#define EXEC_FILE_ATTEMPT(file, call) EXEC_ATTEMPT_IF(file, !file_names_nothing(file), call)
 
 
 static int no_real(void)
@@ -71,25 +100,25 @@ static int no_real(void)
 int execve(const char *path, char *const argv[], char *const envp[])
 {
     execve_fn next = REAL(execve, execve_fn);
-    EXEC_ATTEMPT(path, next ? next(path, argv, envp) : no_real());
+    EXEC_PATH_ATTEMPT(path, next ? next(path, argv, envp) : no_real());
 }
 
 int execv(const char *path, char *const argv[])
 {
     execv_fn next = REAL(execv, execv_fn);
-    EXEC_ATTEMPT(path, next ? next(path, argv) : no_real());
+    EXEC_PATH_ATTEMPT(path, next ? next(path, argv) : no_real());
 }
 
 int execvp(const char *file, char *const argv[])
 {
     execv_fn next = REAL(execvp, execv_fn);
-    EXEC_ATTEMPT(file, next ? next(file, argv) : no_real());
+    EXEC_FILE_ATTEMPT(file, next ? next(file, argv) : no_real());
 }
 
 int execvpe(const char *file, char *const argv[], char *const envp[])
 {
     execve_fn next = REAL(execvpe, execve_fn);
-    EXEC_ATTEMPT(file, next ? next(file, argv, envp) : no_real());
+    EXEC_FILE_ATTEMPT(file, next ? next(file, argv, envp) : no_real());
 }
 
 int fexecve(int fd, char *const argv[], char *const envp[])

@@ -39,7 +39,7 @@
  *                      with them all taken; print "filled N"
  *   exec_fail_full     2 pairs; open /dev/null until no descriptor is left;
  *                      2 pairs, a pause (the flusher's turn), 2 pairs, an
- *                      exec that fails (ENOENT); close the files, 2 pairs,
+ *                      exec that fails (EACCES: "/"); close the files, 2 pairs,
  *                      exit; print "filled N"
  *   exec_full ARG0     2 pairs; open /dev/null (close-on-exec) until no
  *                      descriptor is left; 2 pairs, then execv of itself
@@ -440,7 +440,7 @@ static int exec_fail_full(void)
     usleep(300 * 1000);
     make_pairs(2);
     char *argv[] = { "nothing", NULL };
-    int rc = execv("/nonexistent/program", argv);
+    int rc = execv("/", argv);   /* EACCES after the whole exec ending (exec_in_handler) */
     int err = errno;
     for (int i = 0; i < filled; i++)
         close(fds[i]);
@@ -483,11 +483,13 @@ static int dup2_over(void)
 #define PROBE_STACK (64 * 1024)
 static unsigned char *probe_stack;
 
+/* A directory: the exec fails (EACCES) after the tracer's whole exec
+ * ending (a path that names nothing is told apart before, exit_exec.c). */
 static void exec_in_handler(int sig)
 {
     (void)sig;
     char *argv[] = { "nothing", NULL };
-    execv("/nonexistent/program", argv);
+    execv("/", argv);
 }
 
 static int stack_use(void)
