@@ -49,7 +49,10 @@ def build_double_init(opts, venv):
 def pytest(opts, venv, args, via_module=False, flags=(), pythonpath=(), cwd=SAMPLE, preload=None):
     env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "TRACE_OUTPUT", "PYTHONPATH")}
     if preload:
+        # Its log up to --gputrace's restart goes where TRACE_OUTPUT says,
+        # not into pytest_sample/ (ten such logs were committed).
         env["LD_PRELOAD"] = preload
+        env["TRACE_OUTPUT"] = os.path.join(opts.work, "preloaded-%p.tlog")
     env.update(PYTHONPATH=":".join([os.path.join(ROOT, "python")] + list(pythonpath)), CUDA_DOUBLES=opts.doubles,
                GPUTRACE_PREFIX=opts.prefix, PYTHONDONTWRITEBYTECODE="1")
     if opts.preload:
