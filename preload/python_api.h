@@ -91,6 +91,7 @@ typedef struct py_api {
     void *(*PyInterpreterState_Get)(void);   /* _PyInterpreterState_Get on 3.8 */
     int64_t (*PyInterpreterState_GetID)(void *interp);
     py_object *(*PyLong_FromSsize_t)(ssize_t v);
+    py_object *(*PySys_GetObject)(const char *name);   /* borrowed */
     py_object *none;           /* &_Py_NoneStruct */
     py_object *code_type;      /* &PyCode_Type */
     py_object *type_type;      /* &PyType_Type */

@@ -36,10 +36,29 @@ static uint64_t coarse_now(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* threading, if imported (a new reference), or NULL.  3.8's
+ * PyImport_GetModule is a fatal error ("PyImport_GetModuleDict: no module
+ * dictionary!", abort) once the interpreter's modules are gone: the end of
+ * a subinterpreter (Py_EndInterpreter) raises "cpython.PyInterpreterState_
+ * Clear" after that, and 3.8's audit hooks are the runtime's, so ours sees
+ * it; a look then (the thread's first in 100 ms) aborted the program.  There
+ * sys.modules is read through the interpreter's sys dict, which outlives
+ * it (emptied by then: nothing found).  3.9+ raise an exception instead. */
+static py_object *threading_module(void)
+{
+    if (py.minor > 8)
+        return py.PyImport_GetModule(key_threading);
+    py_object *modules = py.PySys_GetObject("modules");
+    py_object *module = modules ? py.PyDict_GetItem(modules, key_threading) : NULL;
+    if (module)
+        py.Py_IncRef(module);
+    return module;
+}
+
 /* The Thread object of this thread (borrowed), or NULL. */
 static py_object *current_thread(void)
 {
-    py_object *module = py.PyImport_GetModule(key_threading);   /* NULL: not imported */
+    py_object *module = threading_module();   /* NULL: not imported */
     if (!module)
         return NULL;
     py_object *dict = py.PyModule_GetDict(module);

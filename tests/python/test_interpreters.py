@@ -4,6 +4,9 @@
   interpreter id, and the 3 MiB buffer its collection frees is nested in that
   collection.  3.8 to 3.11 through _testcapi.run_in_subinterp: the same, each
   collection recorded once (3.8 shares one gc.callbacks among interpreters).
+- A subinterpreter ended 150 ms after its last Python code, from the main
+  thread and a thread of its own: the program exits normally (3.8 aborted,
+  the thread's name looked up after the interpreter's modules were gone).
 - Embedding: a program that calls Py_Initialize / Py_FinalizeEx three times
   (embed_rounds.c, built here against each shared interpreter) is traced in
   every round: its gc.collect() and the buffer that collection frees; with
@@ -112,6 +115,21 @@ def check_subinterpreters(python, version, tag):
                 % (tag, run.proc.returncode, len(run.of("py_alloc")), run.proc.stderr[-800:]))
 
 
+def check_subinterpreter_end(python, version, tag):
+    """A subinterpreter ended long after its last Python code ran (the
+    thread's name looked up at its "cpython.PyInterpreterState_Clear"): on
+    3.8 that lookup aborted the program once the interpreter's modules were
+    gone (subinterp_end_late.py)."""
+    run = pt.run_traced([python, pt.workload("subinterp_end_late.py")], args.preload, args.pylog)
+    if run.proc.returncode == 77:
+        print("   subinterpreter end: %s has no subinterpreter module; skipped" % tag)
+        return
+    fails.check(run.proc.returncode == 0 and run.proc.stdout == "ok\n",
+                "%s: subinterp_end_late.py failed (%d): %s" % (tag, run.proc.returncode, run.proc.stderr[-500:]))
+    fails.check(run.info("ending") == ["exit"], "%s: subinterp_end_late.py's log ends with %s"
+                % (tag, run.info("ending")))
+
+
 def check_embedding(python, version, tag):
     embed = pt.embedding(python)
     if not embed:
@@ -212,6 +230,7 @@ def check(python, version):
     tag = "%s (%s)" % (version, python)
     check_rounds_leave_nothing(python, version, tag)
     check_subinterpreters(python, version, tag)
+    check_subinterpreter_end(python, version, tag)
     check_embedding(python, version, tag)
     check_embedding_dlopen(python, version, tag)
 
