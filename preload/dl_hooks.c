@@ -20,6 +20,7 @@
 #include "host_blocks.h"
 #include "modules.h"
 #include "python.h"
+#include "python_api.h"
 #include "recorder.h"
 
 #include <dlfcn.h>
@@ -153,6 +154,8 @@ void *dlopen(const char *file, int mode)
         host_on_dlopen();
         python_on_dlopen();
     }
+    if (handle && !(mode & RTLD_NOLOAD))
+        py_other_libpythons_own_calls();
     return handle;
 }
 

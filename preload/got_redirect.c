@@ -55,6 +55,7 @@ typedef struct pass {
     unsigned n;
     unsigned rewritten;
     uintptr_t self;                     /* libtrace.so's load address */
+    uintptr_t only;                     /* got_redirect_object: that object's, or 0 */
 } pass;
 
 int got_redirect_supported(void)
@@ -124,7 +125,7 @@ static unsigned scan_relocations(const object *o, const ElfW(Rela) *rel, size_t 
              * first call; an object that defines the name itself may be
              * bound to that definition, inside it too, and keeps it. */
             int unresolved = type == R_JUMP_SLOT && now >= o->lo && now < o->hi &&
-                             o->symtab[sym].st_shndx == SHN_UNDEF;
+                             (o->symtab[sym].st_shndx == SHN_UNDEF || ps->only);
             if (now == (uintptr_t)t->to)
                 break;
             if (now == (uintptr_t)t->from || unresolved)
@@ -207,6 +208,25 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
+static int visit_only(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    pass *ps = arg;
+    if (info->dlpi_addr != ps->only || !info->dlpi_name || !info->dlpi_name[0])
+        return 0;
+    scan_object(info, ps);
+    return 1;
+}
+
+unsigned got_redirect_object(uintptr_t base, const got_target *targets, unsigned n)
+{
+    pass ps = { .targets = targets, .n = n, .only = base };
+    if (!base)
+        return 0;
+    dl_iterate_phdr(visit_only, &ps);
+    return ps.rewritten;
+}
+
 unsigned got_redirect(const got_target *targets, unsigned n)
 {
     pass ps = { .targets = targets, .n = n };
@@ -223,6 +243,14 @@ unsigned got_redirect(const got_target *targets, unsigned n)
 
 unsigned got_redirect(const got_target *targets, unsigned n)
 {
+    (void)targets;
+    (void)n;
+    return 0;
+}
+
+unsigned got_redirect_object(uintptr_t base, const got_target *targets, unsigned n)
+{
+    (void)base;
     (void)targets;
     (void)n;
     return 0;

@@ -9,6 +9,8 @@
 #ifndef TRACE_GOT_REDIRECT_H
 #define TRACE_GOT_REDIRECT_H
 
+#include <stdint.h>
+
 /* One function to redirect: calls that the dynamic linker bound to `from`
  * (the definition that won the lookup) go to `to` instead. */
 typedef struct got_target {
@@ -30,5 +32,10 @@ int got_redirect_supported(void);
  * rewritten.
  * Safe to call from several threads: the loader's lock serialises it. */
 unsigned got_redirect(const got_target *targets, unsigned n);
+
+/* The same in the one object loaded at base, whatever earlier calls saw, for
+ * targets the object defines itself (`to`, its own definition): a slot
+ * holding `from` or, lazily bound, the object's own PLT is rewritten. */
+unsigned got_redirect_object(uintptr_t base, const got_target *targets, unsigned n);
 
 #endif

@@ -228,14 +228,47 @@ static void after_round(void)
 typedef void (*init_ex_fn)(int);
 typedef void (*init_fn)(void);
 typedef py_status (*init_config_fn)(const void *);
-#define REAL(type, name) \
-    static type real_; \
-    if (!real_) \
-        *(void **)&real_ = py_next(name)
+
+/* The definition a call of ours goes to: the traced interpreter's (py_next,
+ * found once: that library is never unloaded under us), unless the caller's
+ * object has its own (python_api.h).  A plugin host that opens two
+ * libpythons RTLD_LOCAL has each one's Py_Initialize tail-jump to its own
+ * Py_InitializeEx through its PLT, which reached ours: forwarding every call
+ * to the first library found ran that one's initialisation for the second
+ * (whose own never ran: the program aborted in its PyEval_SaveThread, "the
+ * GIL is released"), or, once the first was finalised and closed,
+ * reinitialised the first and crashed.  A tail call leaves no return
+ * address in the library, so its own calls are pointed at its own
+ * definitions at each dlopen (py_other_libpythons_own_calls); this catches
+ * the calls from its scope that still come here.  Only the traced
+ * interpreter's rounds are ours to follow; another's just runs. */
+static void *forward_to(enum py_export e, const char *name, void *_Atomic *traced, const void *ret,
+                        int *other)
+{
+    void *real = atomic_load_explicit(traced, memory_order_acquire);
+    if (!real) {
+        real = py_next(name);
+        atomic_store_explicit(traced, real, memory_order_release);
+    }
+    void *own = py_own_for_caller(e, ret);
+    *other = own && own != real;
+    if (*other)
+        py_note_other_libpython(own);
+    return own ? own : real;
+}
+#define REAL(type, e, name)                                                                   \
+    static void *_Atomic traced_;                                                              \
+    int other_;                                                                                \
+    type real_;                                                                                \
+    *(void **)&real_ = forward_to(e, name, &traced_, __builtin_return_address(0), &other_)
 
 EXPORTED void Py_InitializeEx(int install_signals)
 {
-    REAL(init_ex_fn, "Py_InitializeEx");
+    REAL(init_ex_fn, PY_EXPORT_INITIALIZE_EX, "Py_InitializeEx");
+    if (other_) {
+        real_(install_signals);
+        return;
+    }
     before_round();
     if (real_)
         real_(install_signals);
@@ -244,7 +277,11 @@ EXPORTED void Py_InitializeEx(int install_signals)
 
 EXPORTED void Py_Initialize(void)
 {
-    REAL(init_fn, "Py_Initialize");
+    REAL(init_fn, PY_EXPORT_INITIALIZE, "Py_Initialize");
+    if (other_) {
+        real_();
+        return;
+    }
     before_round();
     if (real_)
         real_();
@@ -253,7 +290,9 @@ EXPORTED void Py_Initialize(void)
 
 EXPORTED py_status Py_InitializeFromConfig(const void *config)
 {
-    REAL(init_config_fn, "Py_InitializeFromConfig");
+    REAL(init_config_fn, PY_EXPORT_INITIALIZE_FROM_CONFIG, "Py_InitializeFromConfig");
+    if (other_)
+        return real_(config);
     before_round();
     py_status status = { 0 };
     if (real_)

@@ -409,6 +409,11 @@ __attribute__((visibility("default"))) const char *_PyMem_GetCurrentAllocatorNam
     static const char *(*real)(void);
     if (!real)
         *(void **)&real = py_next("_PyMem_GetCurrentAllocatorName");
+    /* A second libpython's own (python_api.h): its allocators are not ours. */
+    const char *(*own)(void);
+    *(void **)&own = py_own_for_caller(PY_EXPORT_ALLOCATOR_NAME, __builtin_return_address(0));
+    if (own && own != real)
+        return own();
     const char *name = real ? real() : NULL;
     return name ? name : name_through_wrappers();
 }

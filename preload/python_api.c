@@ -4,11 +4,16 @@
 #include "python_api.h"
 
 #include "dl_hooks.h"
+#include "got_redirect.h"
+#include "native_stack.h"
+#include "recorder.h"
 
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 py_api py;
@@ -91,6 +96,262 @@ void *py_next(const char *name)
     if (!h && !dl_real_dlsym(RTLD_DEFAULT, "PySys_AddAuditHook"))
         h = find_local_scope();
     return h ? dl_real_dlsym(h, name) : NULL;
+}
+
+/* ------------------------------------- a caller's own libpython (python_api.h) */
+
+static const char *const export_name[PY_EXPORT_COUNT] = {
+    [PY_EXPORT_INITIALIZE] = "Py_Initialize",
+    [PY_EXPORT_INITIALIZE_EX] = "Py_InitializeEx",
+    [PY_EXPORT_INITIALIZE_FROM_CONFIG] = "Py_InitializeFromConfig",
+    [PY_EXPORT_OBJECT_INIT] = "PyObject_Init",
+    [PY_EXPORT_OBJECT_INIT_VAR] = "PyObject_InitVar",
+    [PY_EXPORT_ALLOCATOR_NAME] = "_PyMem_GetCurrentAllocatorName",
+};
+
+/* Call sites seen per export and the answer for each, as cuda_symbols.c
+ * keeps them for CUDA's entry points: few sites (3.8's libpython calls
+ * PyObject_Init through its PLT from 7 places, later ones from none), a
+ * lock-free lookup, the whole table forgotten when a dlclose succeeded (the
+ * caller's object may be gone and another mapped at its addresses; then the
+ * answer is asked again).  sites_epoch is the dlclose count << 1, odd while
+ * the table is being emptied.  A caller with no definition of its own is
+ * kept too, as NO_OWN: the double-initialisation check calls PyObject_Init
+ * through here for every object an extension module initialises. */
+#define PY_CALL_SITES 32
+static const char no_own_mark;
+#define NO_OWN ((void *)&no_own_mark)
+
+struct py_call_site {
+    _Atomic uintptr_t ret;   /* published last */
+    void *_Atomic own;
+};
+
+static struct py_call_site sites[PY_EXPORT_COUNT][PY_CALL_SITES];
+static _Atomic int sites_lock;
+static _Atomic unsigned long sites_epoch;
+
+/* Whether the dynamic linker binds every object's calls of name to ours
+ * and, without us, would have found no definition in the global scope: each
+ * object's calls would then go to the first in its own scope (a libpython
+ * opened RTLD_LOCAL reaches its own).  Where a global one exists (the
+ * program's, a libpython linked or opened RTLD_GLOBAL), every caller would
+ * have reached that one, and py_next (or a static interpreter's own) is it. */
+static int only_ours_global(const char *name)
+{
+    void *winner = dl_real_dlsym(RTLD_DEFAULT, name);
+    return winner && native_stack_is_ours((uintptr_t)winner) && !dl_real_dlsym(RTLD_NEXT, name);
+}
+
+/* name's definition in the scope of the caller's object, where that is
+ * where its call would have gone without us (only_ours_global); else NULL.
+ * The main program's scope is the global one: its answer is py_next's. */
+static void *own_lookup(const char *name, const void *ret)
+{
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (!only_ours_global(name))
+        return NULL;
+    if (!dladdr1(ret, &info, (void **)&map, RTLD_DL_LINKMAP) || !map || !map->l_name[0])
+        return NULL;
+    void *handle = dl_real_dlopen(map->l_name, RTLD_LAZY | RTLD_NOLOAD);
+    if (!handle)
+        return NULL;
+    void *own = dl_real_dlsym(handle, name);
+    dl_real_dlclose(handle);
+    return own && !native_stack_is_ours((uintptr_t)own) ? own : NULL;
+}
+
+static void *cached_own(const struct py_call_site *s, const void *ret, unsigned long epoch)
+{
+    for (int i = 0; i < PY_CALL_SITES; i++) {
+        uintptr_t key = atomic_load_explicit(&s[i].ret, memory_order_acquire);
+        if (key == (uintptr_t)ret) {
+            void *own = atomic_load_explicit(&s[i].own, memory_order_relaxed);
+            /* Not emptied and filled again since the epoch was read. */
+            atomic_thread_fence(memory_order_acquire);
+            return atomic_load_explicit(&sites_epoch, memory_order_relaxed) == epoch ? own : NULL;
+        }
+        if (!key)
+            break;
+    }
+    return NULL;
+}
+
+/* Under sites_lock: forget every call site (their objects may be gone). */
+static void sites_empty(unsigned long epoch)
+{
+    atomic_store_explicit(&sites_epoch, atomic_load_explicit(&sites_epoch, memory_order_relaxed) | 1,
+                          memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    for (int e = 0; e < PY_EXPORT_COUNT; e++)
+        for (int i = 0; i < PY_CALL_SITES && atomic_load_explicit(&sites[e][i].ret, memory_order_relaxed); i++)
+            atomic_store_explicit(&sites[e][i].ret, 0, memory_order_relaxed);
+    atomic_store_explicit(&sites_epoch, epoch, memory_order_release);
+}
+
+void *py_own_for_caller(enum py_export e, const void *ret)
+{
+    struct py_call_site *s = sites[e];
+    unsigned long now = dl_loader_unloads() << 1;
+    unsigned long epoch = atomic_load_explicit(&sites_epoch, memory_order_acquire);
+    void *own = epoch == now ? cached_own(s, ret, epoch) : NULL;
+    if (own)
+        return own == NO_OWN ? NULL : own;
+    own = own_lookup(export_name[e], ret);
+    if (!own)
+        own = NO_OWN;
+    /* Remember it; a full table only costs the lookup above next time. */
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&sites_lock, &expected, 1)) {
+        /* A dlclose while we asked the loader: what it said may be stale. */
+        if (dl_loader_unloads() << 1 == now) {
+            if (atomic_load_explicit(&sites_epoch, memory_order_relaxed) != now)
+                sites_empty(now);
+            for (int i = 0; i < PY_CALL_SITES; i++) {
+                uintptr_t key = atomic_load_explicit(&s[i].ret, memory_order_relaxed);
+                if (key == (uintptr_t)ret)
+                    break;   /* another thread's, just now */
+                if (!key) {
+                    atomic_store_explicit(&s[i].own, own, memory_order_relaxed);
+                    atomic_store_explicit(&s[i].ret, (uintptr_t)ret, memory_order_release);
+                    break;
+                }
+            }
+        }
+        atomic_store(&sites_lock, 0);
+    }
+    return own == NO_OWN ? NULL : own;
+}
+
+void py_note_other_libpython(const void *own)
+{
+    static _Atomic int said;
+    if (atomic_exchange(&said, 1))
+        return;
+    Dl_info other, traced;
+    const char *traced_name = "none";
+    if (py.PySys_AddAuditHook && dladdr(*(void **)&py.PySys_AddAuditHook, &traced) && traced.dli_fname)
+        traced_name = traced.dli_fname;
+    char msg[900];
+    snprintf(msg, sizeof msg, "Python of %s: a second libpython in the process, not traced (only the "
+             "first one found is, %s); its calls of the functions we stand in front of go to its own",
+             dladdr(own, &other) && other.dli_fname ? other.dli_fname : "?", traced_name);
+    rec_info("not_watched", msg);
+}
+
+/* ------------------------------------------ a second libpython's own calls */
+
+struct libpythons {
+    int n;
+    struct { const char *name; uintptr_t base; const void *phdr; } lib[MAX_CANDIDATES];
+};
+
+static int collect_libpythons(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct libpythons *c = arg;
+    const char *name = info->dlpi_name;
+    if (!name || !name[0] || c->n == MAX_CANDIDATES)
+        return 0;
+    const char *base = strrchr(name, '/');
+    if (!strncmp(base ? base + 1 : name, "libpython", 9)) {
+        c->lib[c->n].name = name;
+        c->lib[c->n].base = info->dlpi_addr;
+        c->lib[c->n].phdr = info->dlpi_phdr;
+        c->n++;
+    }
+    return 0;
+}
+
+/* The load address of the object defining f, or 0. */
+static uintptr_t object_of(const void *f)
+{
+    Dl_info info;
+    return f && dladdr(f, &info) ? (uintptr_t)info.dli_fbase : 0;
+}
+
+/* Libraries already done (load address and program headers), for the
+ * dlclose count they were done under. */
+static pthread_mutex_t others_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { uintptr_t base; const void *phdr; } others_done[MAX_CANDIDATES];
+static int n_others_done;
+static unsigned long others_unloads;
+
+static int other_done(uintptr_t base, const void *phdr)
+{
+    for (int i = 0; i < n_others_done; i++)
+        if (others_done[i].base == base && others_done[i].phdr == phdr)
+            return 1;
+    if (n_others_done < MAX_CANDIDATES) {
+        others_done[n_others_done].base = base;
+        others_done[n_others_done].phdr = phdr;
+        n_others_done++;
+    }
+    return 0;
+}
+
+/* Whether the library loaded as path at base defines PySys_AddAuditHook
+ * itself: a libpython, not a library linked to one. */
+static int defines_audit_hook(const char *path, uintptr_t base)
+{
+    void *h = dl_real_dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        return 0;
+    int defines = object_of(dl_real_dlsym(h, "PySys_AddAuditHook")) == base;
+    dl_real_dlclose(h);
+    return defines;
+}
+
+/* In one libpython not traced, loaded as path at base: its slots for our
+ * exports point at its own definitions. */
+static void own_calls_in(const char *path, uintptr_t base)
+{
+    void *h = dl_real_dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        return;
+    got_target targets[PY_EXPORT_COUNT];
+    unsigned n = 0;
+    if (object_of(dl_real_dlsym(h, "PySys_AddAuditHook")) == base) {
+        for (int e = 0; e < PY_EXPORT_COUNT; e++) {
+            void *own = dl_real_dlsym(h, export_name[e]);
+            if (own && object_of(own) == base && only_ours_global(export_name[e]))
+                targets[n++] = (got_target){ .name = export_name[e],
+                                             .from = dl_real_dlsym(RTLD_DEFAULT, export_name[e]),
+                                             .to = own };
+        }
+        py_note_other_libpython(dl_real_dlsym(h, "PySys_AddAuditHook"));
+    }
+    if (n)
+        got_redirect_object(base, targets, n);
+    dl_real_dlclose(h);
+}
+
+void py_other_libpythons_own_calls(void)
+{
+    if (!got_redirect_supported())
+        return;
+    struct libpythons c = { .n = 0 };
+    dl_iterate_phdr(collect_libpythons, &c);
+    if (!c.n)
+        return;
+    /* The traced one: the interpreter py holds, else the one it will hold
+     * (the global scope's, else the first library loaded). */
+    uintptr_t traced = object_of(*(void **)&py.PySys_AddAuditHook);
+    if (!traced)
+        traced = object_of(dl_real_dlsym(RTLD_DEFAULT, "PySys_AddAuditHook"));
+    pthread_mutex_lock(&others_lock);
+    if (others_unloads != dl_loader_unloads()) {
+        others_unloads = dl_loader_unloads();
+        n_others_done = 0;
+    }
+    for (int i = 0; i < c.n && !traced; i++)
+        if (defines_audit_hook(c.lib[i].name, c.lib[i].base))
+            traced = c.lib[i].base;   /* nothing traced yet: the first loaded will be */
+    for (int i = 0; i < c.n; i++)
+        if (c.lib[i].base != traced && !other_done(c.lib[i].base, c.lib[i].phdr))
+            own_calls_in(c.lib[i].name, c.lib[i].base);
+    pthread_mutex_unlock(&others_lock);
 }
 
 /* dlsym returns void *; a function pointer is filled through memcpy-free

@@ -116,8 +116,43 @@ void *py_local_libpython(void);
 
 /* The definition our own exported one stands in front of (Py_InitializeEx,
  * PyObject_Init, ...): the next after libtrace.so in the global scope, else
- * the RTLD_LOCAL libpython's.  NULL if there is none. */
+ * the RTLD_LOCAL libpython's.  NULL if there is none.  This is the traced
+ * interpreter's; a caller with a libpython of its own gets py_own_for_caller's
+ * answer first. */
 void *py_next(const char *name);
+
+/* Our exports that stand in front of a libpython's functions. */
+enum py_export {
+    PY_EXPORT_INITIALIZE,
+    PY_EXPORT_INITIALIZE_EX,
+    PY_EXPORT_INITIALIZE_FROM_CONFIG,
+    PY_EXPORT_OBJECT_INIT,
+    PY_EXPORT_OBJECT_INIT_VAR,
+    PY_EXPORT_ALLOCATOR_NAME,
+    PY_EXPORT_COUNT
+};
+
+/* For our export e called from return address ret: the definition the
+ * caller's own object binds to when that object reaches one through its own
+ * scope (a libpython calling its own exported function through its PLT, as
+ * pyenv's Py_Initialize calls Py_InitializeEx, or a library linked to a
+ * libpython), unless it is ours; else NULL, and the caller's default
+ * (py_next, or a static interpreter's own) is right.  With two libpythons in
+ * one process (a plugin host opening each RTLD_LOCAL) each one's calls go to
+ * its own definitions, where py_next knows only the first.  Answers are kept
+ * per call site until a dlclose succeeds (it may have unmapped the caller). */
+void *py_own_for_caller(enum py_export e, const void *ret);
+
+/* After a dlopen: in each libpython other than the traced one, the slots for
+ * our exports (its own calls of them through its PLT) are pointed at its own
+ * definitions (got_redirect.h).  Its Py_Initialize tail-jumps to its
+ * Py_InitializeEx, so ours cannot tell by the return address whose call it
+ * is: without this the traced library's ran in its place. */
+void py_other_libpythons_own_calls(void);
+
+/* Once per process: the log says a libpython other than the traced one (its
+ * function own, just found by py_own_for_caller) runs, untraced. */
+void py_note_other_libpython(const void *own);
 
 /* Nonzero when this process has a CPython interpreter (PySys_AddAuditHook is
  * reachable); fills the functions that need no interpreter. */

@@ -71,6 +71,9 @@ void python_double_init_record(py_object *op, py_object *type)
 
 /* The exported names are aliases of these local functions, so that
  * comparing with them tells our definition from one that won the lookup. */
+/* A caller with a libpython of its own other than the traced one (a plugin
+ * host's second libpython, python_api.h) gets that one's definition, and no
+ * check: the object is not the traced interpreter's. */
 static py_object *checked_init(py_object *op, py_object *type)
 {
     init_fn real = __atomic_load_n(&real_init, __ATOMIC_ACQUIRE);
@@ -78,6 +81,10 @@ static py_object *checked_init(py_object *op, py_object *type)
         *(void **)&real = py_next("PyObject_Init");
         __atomic_store_n(&real_init, real, __ATOMIC_RELEASE);
     }
+    init_fn own;
+    *(void **)&own = py_own_for_caller(PY_EXPORT_OBJECT_INIT, __builtin_return_address(0));
+    if (own && own != real)
+        return own(op, type);
     if (checking && op && !in_real_init && already_initialised(op, type))
         python_double_init_record(op, type);
     return real ? real(op, type) : op;
@@ -90,6 +97,10 @@ static py_object *checked_init_var(py_object *op, py_object *type, ssize_t size)
         *(void **)&real = py_next("PyObject_InitVar");
         __atomic_store_n(&real_init_var, real, __ATOMIC_RELEASE);
     }
+    init_var_fn own;
+    *(void **)&own = py_own_for_caller(PY_EXPORT_OBJECT_INIT_VAR, __builtin_return_address(0));
+    if (own && own != real)
+        return own(op, type, size);
     if (checking && op && !in_real_init && already_initialised(op, type))
         python_double_init_record(op, type);
     if (!real)
