@@ -446,6 +446,8 @@ int py_api_resolve(const char **why)
         RESOLVE(PyInterpreterState_Get, "_PyInterpreterState_Get");
     RESOLVE(PyInterpreterState_GetID, "PyInterpreterState_GetID");
     RESOLVE(PyLong_FromSsize_t, "PyLong_FromSsize_t");
+    RESOLVE(PyInterpreterState_Head, "PyInterpreterState_Head");
+    RESOLVE(PyInterpreterState_Main, "PyInterpreterState_Main");
     RESOLVE(PySys_GetObject, "PySys_GetObject");
 
     void **first = (void **)&py.Py_IsInitialized;

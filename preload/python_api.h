@@ -91,6 +91,8 @@ typedef struct py_api {
     void *(*PyInterpreterState_Get)(void);   /* _PyInterpreterState_Get on 3.8 */
     int64_t (*PyInterpreterState_GetID)(void *interp);
     py_object *(*PyLong_FromSsize_t)(ssize_t v);
+    void *(*PyInterpreterState_Head)(void);   /* the newest interpreter on 3.8 to 3.11 */
+    void *(*PyInterpreterState_Main)(void);
     py_object *(*PySys_GetObject)(const char *name);   /* borrowed */
     py_object *none;           /* &_Py_NoneStruct */
     py_object *code_type;      /* &PyCode_Type */

@@ -63,7 +63,20 @@ static inline __attribute__((always_inline)) int holder_is_me(void *tstate)
  * this thread holds the GIL (then it is right in a subinterpreter too).
  * Without the GIL, the state bound to the thread by the GIL-state key.
  * PyGILState_Check is not used: it lies before initialisation and once a
- * subinterpreter exists. */
+ * subinterpreter exists.
+ *
+ * On 3.8-3.11 that key holds the first thread state made on the thread,
+ * the main interpreter's, and nothing follows which one the thread runs:
+ * PyEval_SaveThread leaves the state it released only in its caller's
+ * local variable (the runtime's "current" is set to NULL, the GIL's
+ * last_holder is overwritten by the next thread to take it).  A thread in a
+ * subinterpreter (_xxsubinterpreters.run_string swaps its state in) that
+ * released the GIL around a call (ctypes) was given the main interpreter's
+ * frames: the line that called run_string, not the subinterpreter's code.
+ * With no exact answer, no stack is recorded there while more than one
+ * interpreter exists (new ones go to the head of the runtime's list, the
+ * main one stays last: a pointer compare, nothing dereferenced); 3.12+
+ * binds the state a thread runs to the key, and is right. */
 static void *own_tstate(void)
 {
     if (!py.Py_IsInitialized())
@@ -71,6 +84,8 @@ static void *own_tstate(void)
     void *tstate = py.current_tstate();
     if (tstate && (py.minor >= 12 || holder_is_me(tstate)))
         return tstate;          /* the GIL held: ours */
+    if (py.minor < 12 && py.PyInterpreterState_Head() != py.PyInterpreterState_Main())
+        return NULL;            /* a subinterpreter exists: which state is ours is unknown */
     return py.PyGILState_GetThisThreadState();   /* GIL released: our frames are still ours */
 }
 

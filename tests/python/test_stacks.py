@@ -13,7 +13,9 @@ recorder keeps are each named in full, and defined a frame at a time
 called in a loop names __init__, then its caller's line: 3.13's specialised
 class call runs __init__ over a trampoline frame (_Py_InitCleanup, file and
 function "__init__", line 0) that CPython's tracebacks leave out, and so
-must the stacks."""
+must the stacks.  Code run in a subinterpreter with the GIL released (ctypes)
+never gets the main interpreter's stack (3.8 to 3.11 gave it the line that
+called run_string)."""
 import os
 import subprocess
 import tempfile
@@ -353,8 +355,66 @@ def check_dump_memory(python, tag):
             pt.discard(log)
 
 
+SUBINTERP = pt.workload("subinterp_released.py")
+
+
+def check_subinterpreter_released(python, version, tag):
+    """Code run in a subinterpreter that released the GIL (ctypes) was given
+    the main interpreter's stack on 3.8 to 3.11 (the run_string line): the
+    thread's GIL-state key holds its main-interpreter state there, and
+    nothing says which state the thread released.  Its allocation now has
+    the subinterpreter's own stack (3.12+) or none (3.8 to 3.11, while a
+    subinterpreter exists), never the main interpreter's; with the GIL held
+    it is the subinterpreter's, and the main interpreter's own allocation
+    made once the subinterpreters are gone keeps its stack."""
+    run = pt.run_traced([python, SUBINTERP], args.preload, args.pylog)
+    if run.proc.returncode == 77:
+        print("   subinterpreter stacks: %s has no subinterpreter module; skipped" % tag)
+        return
+    if not fails.check(run.proc.returncode == 0, "%s: subinterp_released.py failed: %s"
+                       % (tag, run.proc.stderr[-800:])):
+        return
+    with open(SUBINTERP) as f:
+        sub_at = next(n for n, text in enumerate(f, 1) if text.startswith("SUB = "))
+    in_sub = lambda marker: pt.line_of(SUBINTERP, marker) - sub_at + 1
+    base = 3 << 20
+    by_size = {}
+    for e in run.of("host_alloc"):
+        if base < e["size"] <= base + 32:
+            by_size.setdefault(e["size"] - base, []).append(e)
+    frames = lambda e: [(f[0].rsplit("/", 1)[-1], f[1], f[2]) for f in e["py"][:2]]
+    minor = int(version.split(".")[1])
+    for k, where in ((1, "main thread"), (2, "its own thread")):
+        got = by_size.get(k, [])
+        if not fails.check(len(got) == 1, "%s: %d allocations of 3 MiB + %d, expected 1"
+                           % (tag, len(got), k)):
+            continue
+        stack = frames(got[0])
+        outer = stack[1][1] if len(stack) > 1 else 0
+        right = [("<string>", in_sub("sub-released"), "sub_alloc"), ("<string>", outer, "sub_outer")]
+        fails.check(stack == right or (minor < 12 and stack == []),
+                    "%s: allocation with the GIL released in a subinterpreter (%s) has the stack %s, "
+                    "expected %s%s" % (tag, where, stack, right, " or none" if minor < 12 else ""))
+    for k, where in ((11, "main thread"), (21, "its own thread")):
+        got = by_size.get(k, [])
+        if not fails.check(len(got) == 1, "%s: %d allocations of 3 MiB + %d, expected 1"
+                           % (tag, len(got), k)):
+            continue
+        stack = frames(got[0])
+        fails.check(stack[:1] == [("<string>", in_sub("sub-held"), "sub_held")],
+                    "%s: allocation with the GIL held in a subinterpreter (%s) has the stack %s"
+                    % (tag, where, stack))
+    got = by_size.get(3, [])
+    if fails.check(len(got) == 1, "%s: %d allocations of 3 MiB + 3, expected 1" % (tag, len(got))):
+        main_line = pt.line_of(SUBINTERP, "main-released")
+        fails.check(frames(got[0])[:1] == [("subinterp_released.py", main_line, "main_alloc")],
+                    "%s: the main interpreter's allocation with the GIL released has the stack %s"
+                    % (tag, frames(got[0])))
+
+
 def check_all(python, version):
     check(python, version)
+    check_subinterpreter_released(python, version, "%s (%s)" % (version, python))
     if version == "3.12":
         check_dump_memory(python, "%s (%s)" % (version, python))
 
