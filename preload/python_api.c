@@ -4,6 +4,7 @@
 #include "python_api.h"
 
 #include "dl_hooks.h"
+#include "fork_gate.h"
 #include "got_redirect.h"
 #include "native_stack.h"
 #include "recorder.h"
@@ -190,8 +191,16 @@ static void sites_empty(unsigned long epoch)
     atomic_store_explicit(&sites_epoch, epoch, memory_order_release);
 }
 
+/* Set once a libpython other than the traced one has been seen loaded
+ * (py_other_libpythons_own_calls, at each dlopen): until then a caller's own
+ * definition can only be the traced one's, and the answer is NULL at the
+ * cost of one load. */
+static _Atomic int others_seen;
+
 void *py_own_for_caller(enum py_export e, const void *ret)
 {
+    if (!atomic_load_explicit(&others_seen, memory_order_acquire))
+        return NULL;
     struct py_call_site *s = sites[e];
     unsigned long now = dl_loader_unloads() << 1;
     unsigned long epoch = atomic_load_explicit(&sites_epoch, memory_order_acquire);
@@ -313,6 +322,7 @@ static void own_calls_in(const char *path, uintptr_t base)
     got_target targets[PY_EXPORT_COUNT];
     unsigned n = 0;
     if (object_of(dl_real_dlsym(h, "PySys_AddAuditHook")) == base) {
+        atomic_store_explicit(&others_seen, 1, memory_order_release);
         for (int e = 0; e < PY_EXPORT_COUNT; e++) {
             void *own = dl_real_dlsym(h, export_name[e]);
             if (own && object_of(own) == base && only_ours_global(export_name[e]))
@@ -327,14 +337,17 @@ static void own_calls_in(const char *path, uintptr_t base)
     dl_real_dlclose(h);
 }
 
+/* Inside the fork gate (fork_gate.h): the walk holds the loader's lock, and
+ * a child must not inherit others_lock held. */
 void py_other_libpythons_own_calls(void)
 {
-    if (!got_redirect_supported())
-        return;
     struct libpythons c = { .n = 0 };
+    fork_gate_enter();
     dl_iterate_phdr(collect_libpythons, &c);
-    if (!c.n)
+    if (!c.n) {
+        fork_gate_leave();
         return;
+    }
     /* The traced one: the interpreter py holds, else the one it will hold
      * (the global scope's, else the first library loaded). */
     uintptr_t traced = object_of(*(void **)&py.PySys_AddAuditHook);
@@ -352,6 +365,7 @@ void py_other_libpythons_own_calls(void)
         if (c.lib[i].base != traced && !other_done(c.lib[i].base, c.lib[i].phdr))
             own_calls_in(c.lib[i].name, c.lib[i].base);
     pthread_mutex_unlock(&others_lock);
+    fork_gate_leave();
 }
 
 /* dlsym returns void *; a function pointer is filled through memcpy-free
@@ -446,9 +460,9 @@ int py_api_resolve(const char **why)
         RESOLVE(PyInterpreterState_Get, "_PyInterpreterState_Get");
     RESOLVE(PyInterpreterState_GetID, "PyInterpreterState_GetID");
     RESOLVE(PyLong_FromSsize_t, "PyLong_FromSsize_t");
+    RESOLVE(PySys_GetObject, "PySys_GetObject");
     RESOLVE(PyInterpreterState_Head, "PyInterpreterState_Head");
     RESOLVE(PyInterpreterState_Main, "PyInterpreterState_Main");
-    RESOLVE(PySys_GetObject, "PySys_GetObject");
 
     void **first = (void **)&py.Py_IsInitialized;
     void **last = (void **)&py.type_type;

@@ -142,7 +142,9 @@ enum py_export {
  * (py_next, or a static interpreter's own) is right.  With two libpythons in
  * one process (a plugin host opening each RTLD_LOCAL) each one's calls go to
  * its own definitions, where py_next knows only the first.  Answers are kept
- * per call site until a dlclose succeeds (it may have unmapped the caller). */
+ * per call site until a dlclose succeeds (it may have unmapped the caller).
+ * Until a second libpython has been seen loaded, NULL for one load: with one
+ * libpython the answer could only be the traced one's. */
 void *py_own_for_caller(enum py_export e, const void *ret);
 
 /* After a dlopen: in each libpython other than the traced one, the slots for
