@@ -454,13 +454,14 @@ int py_api_resolve(const char **why)
     py.type_type = py_sym("PyType_Type");
     py.bytes_type = py_sym("PyBytes_Type");
     py.list_type = py_sym("PyList_Type");
+    if (py.minor == 8)
+        RESOLVE(_PySys_GetObjectId, "_PySys_GetObjectId");
     resolve_current_tstate();
     RESOLVE(PyInterpreterState_Get, "PyInterpreterState_Get");
     if (!py.PyInterpreterState_Get)
         RESOLVE(PyInterpreterState_Get, "_PyInterpreterState_Get");
     RESOLVE(PyInterpreterState_GetID, "PyInterpreterState_GetID");
     RESOLVE(PyLong_FromSsize_t, "PyLong_FromSsize_t");
-    RESOLVE(PySys_GetObject, "PySys_GetObject");
     RESOLVE(PyInterpreterState_Head, "PyInterpreterState_Head");
     RESOLVE(PyInterpreterState_Main, "PyInterpreterState_Main");
 

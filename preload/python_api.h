@@ -93,12 +93,13 @@ typedef struct py_api {
     py_object *(*PyLong_FromSsize_t)(ssize_t v);
     void *(*PyInterpreterState_Head)(void);   /* the newest interpreter on 3.8 to 3.11 */
     void *(*PyInterpreterState_Main)(void);
-    py_object *(*PySys_GetObject)(const char *name);   /* borrowed */
     py_object *none;           /* &_Py_NoneStruct */
     py_object *code_type;      /* &PyCode_Type */
     py_object *type_type;      /* &PyType_Type */
     py_object *bytes_type;     /* &PyBytes_Type; NULL: line tables are not read (python_stack.c) */
     py_object *list_type;      /* &PyList_Type */
+    /* 3.8's private _PySys_GetObjectId (borrowed; python_threads.c), else NULL. */
+    py_object *(*_PySys_GetObjectId)(void *id);
 } py_api;
 
 extern py_api py;

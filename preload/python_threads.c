@@ -42,13 +42,25 @@ static uint64_t coarse_now(void)
  * a subinterpreter (Py_EndInterpreter) raises "cpython.PyInterpreterState_
  * Clear" after that, and 3.8's audit hooks are the runtime's, so ours sees
  * it; a look then (the thread's first in 100 ms) aborted the program.  There
- * sys.modules is read through the interpreter's sys dict, which outlives
- * it (emptied by then: nothing found).  3.9+ raise an exception instead. */
+ * sys.modules is read from the interpreter's sys dict, which outlives it
+ * (emptied, then None, then gone: nothing found), through an identifier
+ * whose str object is made at install: no object is created here (a look
+ * runs inside the recorder's events; PySys_GetObject made a str per look,
+ * whose allocation could be an event of its own).  3.9+ raise an
+ * exception instead of aborting. */
+static struct py_identifier {
+    struct py_identifier *next;   /* _Py_Identifier, 3.8 */
+    const char *string;
+    py_object *object;
+} id_modules = { NULL, "modules", NULL };
+
 static py_object *threading_module(void)
 {
     if (py.minor > 8)
         return py.PyImport_GetModule(key_threading);
-    py_object *modules = py.PySys_GetObject("modules");
+    if (!id_modules.object)
+        return NULL;              /* not made at install (or cleared by a finalisation) */
+    py_object *modules = py._PySys_GetObjectId(&id_modules);
     py_object *module = modules ? py.PyDict_GetItem(modules, key_threading) : NULL;
     if (module)
         py.Py_IncRef(module);
@@ -142,9 +154,13 @@ void python_threads_install(void)
     key_threading = py.PyUnicode_InternFromString("threading");
     key_active = py.PyUnicode_InternFromString("_active");
     key_name = py.PyUnicode_InternFromString("_name");
-    if (key_threading && key_active && key_name) {
+    if (py.minor == 8 && py._PySys_GetObjectId)
+        py._PySys_GetObjectId(&id_modules);   /* makes id_modules.object, kept till finalisation */
+    if (key_threading && key_active && key_name && (py.minor > 8 || id_modules.object)) {
         rec_set_thread_namer(thread_name);
     } else {
+        if (key_name)
+            py.Py_DecRef(key_name);   /* the others go at python_threads_forget */
         key_name = NULL;
         py.PyErr_Clear();
     }
