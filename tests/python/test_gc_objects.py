@@ -620,6 +620,85 @@ def check_fork(python, tag):
                     "allocated before it, no segment deleted)" % (tag, said))
 
 
+# A log that lost a frame (damage) is not one whose segments were deleted:
+# the objects a collection freed whose allocations were in the lost frame
+# were said to be "in segments deleted to keep the log within its budget"
+# (JSON segments_deleted true, old) of a log without a budget.
+LOST_FRAME = """\
+import gc, time
+gc.disable()
+class N:
+    pass
+time.sleep(0.3)
+keep = []
+for i in range(3000):
+    a = N(); b = N(); a.b = b; b.a = a; keep.append(a)  # LINE:m
+time.sleep(0.3)
+del keep[:]
+print(gc.collect())
+"""
+
+
+def zstd_frames(data):
+    """(start, end) of each frame of a log, from the frames' own headers and
+    block sizes (RFC 8878), without decompressing."""
+    frames, at = [], 0
+    while at < len(data):
+        start = at
+        magic = int.from_bytes(data[at:at + 4], "little")
+        if magic & 0xFFFFFFF0 == 0x184D2A50:          # skippable
+            at += 8 + int.from_bytes(data[at + 4:at + 8], "little")
+            frames.append((start, at))
+            continue
+        if magic != 0xFD2FB528:
+            raise AssertionError("not a zstd frame at %d" % at)
+        fhd = data[at + 4]
+        single, checksum, dict_flag, fcs_flag = fhd >> 5 & 1, fhd >> 2 & 1, fhd & 3, fhd >> 6
+        at += 5 + (0 if single else 1) + (0, 1, 2, 4)[dict_flag] + ((1 if single else 0), 2, 4, 8)[fcs_flag]
+        while True:
+            header = int.from_bytes(data[at:at + 3], "little")
+            at += 3 + (1 if header >> 1 & 3 == 1 else header >> 3)
+            if header & 1:
+                break
+        at += 4 if checksum else 0
+        frames.append((start, at))
+    return frames
+
+
+def check_lost_frame(python, tag):
+    with tempfile.TemporaryDirectory() as tmp:
+        script = program_file(tmp, "lost.py", LOST_FRAME)
+        run, log = pt.run_traced_keep([python, "-S", script], args.preload, args.pylog, env={"TRACE_PY_ALLOCS": "1"})
+        try:
+            if not fails.check(run.proc.returncode == 0, "%s: lost-frame program failed: %s"
+                               % (tag, run.proc.stderr[-500:])):
+                return
+            with open(log, "rb") as f:
+                data = f.read()
+        finally:
+            pt.discard(log)
+        frames = zstd_frames(data)
+        cut = os.path.join(tmp, "cut.tlog")
+        said = None
+        # The frame with the loop's allocations: the one whose loss leaves
+        # most of the 6,000 objects without their allocation.
+        for start, end in frames[1:-1]:
+            with open(cut, "wb") as f:
+                f.write(data[:start] + data[end:])
+            o = json.loads(report(cut, "--json"))["gc"]["objects_collected"]
+            if o and o["allocated_before_log"] >= 5000:
+                said = o
+                text = report(cut)
+                break
+        if not fails.check(said is not None, "%s: no frame of %d held the loop's allocations" % (tag, len(frames))):
+            return
+        fails.check(said.get("events_missing") is True and said["segments_deleted"] is False,
+                    "%s: a log that lost a frame: %s (expected events_missing, no segment deleted)" % (tag, said))
+        fails.check("in events the damaged log lost" in text and "segments deleted" not in text,
+                    "%s: the text report of a log that lost a frame says: %s"
+                    % (tag, [l for l in text.splitlines() if "(no site)" in l]))
+
+
 # Python code a collection runs (a finalizer, a weakref callback) frees by
 # counts what it drops: not objects the collector found.  A __del__ that
 # empties a module's cache had the cache's 1,000 lists counted as collected
@@ -675,6 +754,7 @@ def check_all(python, version):
     check_dict_copies(python, "%s (%s)" % (version, python))
     check_free_lists(python, "%s (%s)" % (version, python))
     check_fork(python, "%s (%s)" % (version, python))
+    check_lost_frame(python, "%s (%s)" % (version, python))
     check_finalizer(python, "%s (%s)" % (version, python))
     if version == "3.12" and "libasan" not in args.preload:   # ASan's heap is not the tool's
         check_report_memory(python, "%s (%s)" % (version, python))

@@ -130,6 +130,7 @@ typedef struct rpt {
     uint64_t gc_obj_count, gc_obj_bytes, gc_obj_unknown;
     int events_deleted;                /* segments were deleted (TRACE_MAX_BYTES): events before are gone */
     int after_fork;                    /* a fork's child: what came before is in the parent's log */
+    int events_missing;                /* the log is damaged where events are missing (a frame lost, corrupt) */
 
     rpt_double_init *dinits;
     uint32_t ndinits;

@@ -860,6 +860,14 @@ void rpt_read(rpt *r, const rp_subscriber *follow)
     rp_walk_free(walk);
     r->status = tf_reader_status(rd);
     r->damage = tf_reader_damage(rd);
+    /* A gap the reader took for damage (a frame lost whole, a corrupt one)
+     * is no deleted segment: the events were in the log and are not now.
+     * Both can come in one log; neither status said: as before. */
+    if (r->events_deleted) {
+        int damaged = r->status->seq_gaps || r->status->corrupt_frames;
+        r->events_missing = damaged;
+        r->events_deleted = r->status->gaps || r->status->lost_events || !damaged;
+    }
     if (r->status->clean_end)
         rp_checks_end(ps->checks);
     r->nwarnings = rp_checks_warnings(ps->checks, &r->warnings, &r->total_warnings);

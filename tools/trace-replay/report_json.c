@@ -360,6 +360,7 @@ static void gc(rn_json *w, const rpt *r)
         rn_json_u64(w, "allocated_before_log", r->gc_obj_unknown);
         rn_json_bool(w, "segments_deleted", r->events_deleted);
         rn_json_bool(w, "after_fork", r->after_fork);
+        rn_json_bool(w, "events_missing", r->events_missing);
         rn_json_end_obj(w);
     } else {
         rn_json_null(w, "objects_collected");

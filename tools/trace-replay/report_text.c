@@ -394,8 +394,12 @@ static void print_gc_objects(const rpt *r, rn_stacks *st, FILE *out)
                  "  recorded at its address, which may be another line's (docs/python.md, py_free).\n");
     if (r->gc_obj_unknown)
         fprintf(out, "  %" PRIu64 " more were allocated %s (no site).\n", r->gc_obj_unknown,
-                r->events_deleted ? "in segments deleted to keep the log within its budget, or before recording "
-                                    "started"
+                r->events_deleted && r->events_missing
+                    ? "in segments deleted to keep the log within its budget or in events the damaged log lost, "
+                      "or before recording started"
+                : r->events_deleted ? "in segments deleted to keep the log within its budget, or before recording "
+                                      "started"
+                : r->events_missing ? "in events the damaged log lost, or before the log's allocations"
                 : r->after_fork ? "before the fork, in the parent (its log has their allocations)"
                                 : "before the log's allocations");
     print_sites(r, st, out, 'o', "  Sites (objects freed by collections, most first)");
