@@ -105,7 +105,7 @@ static const char *const host_api_names[TF_HOST_API_COUNT] = {
     [TF_HOST_API_ALIGNED_ALLOC] = "aligned_alloc", [TF_HOST_API_MEMALIGN] = "memalign",
     [TF_HOST_API_VALLOC] = "valloc", [TF_HOST_API_PVALLOC] = "pvalloc",
     [TF_HOST_API_FREE] = "free", [TF_HOST_API_MMAP] = "mmap", [TF_HOST_API_MUNMAP] = "munmap",
-    [TF_HOST_API_MREMAP] = "mremap",
+    [TF_HOST_API_MREMAP] = "mremap", [TF_HOST_API_MAP_REST] = "map_rest",
 };
 
 const char *tf_host_api_name(uint32_t api)

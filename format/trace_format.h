@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define TF_VERSION_MAJOR 2
-#define TF_VERSION_MINOR 5
+#define TF_VERSION_MINOR 6
 
 /* Record kinds.  Definitions (< 32) give ids meaning; events (>= 32) carry a
  * sequence number.  A reader skips kinds it does not know (records are
@@ -91,6 +91,7 @@ enum tf_host_api {
     TF_HOST_API_REALLOCARRAY, TF_HOST_API_POSIX_MEMALIGN, TF_HOST_API_ALIGNED_ALLOC,
     TF_HOST_API_MEMALIGN, TF_HOST_API_VALLOC, TF_HOST_API_PVALLOC, TF_HOST_API_FREE,
     TF_HOST_API_MMAP, TF_HOST_API_MUNMAP, TF_HOST_API_MREMAP,
+    TF_HOST_API_MAP_REST,   /* 2.6: what is left of a mapping a call cut (FORMAT.md section 7) */
     TF_HOST_API_COUNT
 };
 const char *tf_host_api_name(uint32_t api);       /* "malloc", ...; "api#N" if unknown */

@@ -235,23 +235,28 @@ static unsigned take_overlapping(uint32_t api, uintptr_t lo, uintptr_t hi, cut *
 }
 
 /* After a successful unmap of [lo, hi): what is left of each mapping taken,
- * if still large, is a block of its own. */
-static void keep_remainders(uint32_t api, const cut *taken, unsigned n, uintptr_t lo, uintptr_t hi)
+ * if still large, is a block of its own.  Its api is map_rest, not the
+ * call's: the piece was made where its mapping was, and a report that took
+ * it for the cutting call's allocation counted its bytes twice, at the
+ * wrong site (an munmap of 8 MiB in a 64 MiB mapping: 56 MiB more
+ * "allocated" at the munmap; FORMAT.md section 7). */
+static void keep_remainders(const cut *taken, unsigned n, uintptr_t lo, uintptr_t hi)
 {
     for (unsigned i = 0; i < n; i++) {
         uintptr_t s = taken[i].start, e = s + page_round(taken[i].len);
         if (s < lo && lo - s >= host_threshold)
-            track(api, (void *)s, lo - s);
+            track(TF_HOST_API_MAP_REST, (void *)s, lo - s);
         if (e > hi && e - hi >= host_threshold)
-            track(api, (void *)hi, e - hi);
+            track(TF_HOST_API_MAP_REST, (void *)hi, e - hi);
     }
 }
 
-/* A failed call: the mappings are all still there. */
-static void restore(uint32_t api, const cut *taken, unsigned n)
+/* A failed call: the mappings are all still there, each the rest of
+ * itself. */
+static void restore(const cut *taken, unsigned n)
 {
     for (unsigned i = 0; i < n; i++)
-        track(api, (void *)taken[i].start, taken[i].len);
+        track(TF_HOST_API_MAP_REST, (void *)taken[i].start, taken[i].len);
 }
 
 static int any_tracked(void)
@@ -279,9 +284,9 @@ static void *mapped(mmap_fn *which, void *addr, size_t len, int prot, int flags,
     void *p = call_mmap(*which, addr, len, prot, flags, fd, off);
     if (fixed) {
         if (p == MAP_FAILED)
-            restore(TF_HOST_API_MMAP, taken, n);
+            restore(taken, n);
         else
-            keep_remainders(TF_HOST_API_MMAP, taken, n, lo, hi);
+            keep_remainders(taken, n, lo, hi);
     }
     if (p != MAP_FAILED && wanted(len, prot, flags, caller))
         track(TF_HOST_API_MMAP, p, len);
@@ -313,9 +318,9 @@ static int hook_munmap(void *addr, size_t len)
     unsigned n = take_overlapping(TF_HOST_API_MUNMAP, lo, hi, taken);
     int rc = call_munmap(addr, len);
     if (rc == 0)
-        keep_remainders(TF_HOST_API_MUNMAP, taken, n, lo, hi);
+        keep_remainders(taken, n, lo, hi);
     else
-        restore(TF_HOST_API_MUNMAP, taken, n);
+        restore(taken, n);
     return rc;
 }
 
@@ -345,15 +350,15 @@ static void *hook_mremap(void *old, size_t old_len, size_t new_len, int flags, .
     unsigned m = flags & MREMAP_FIXED ? take_overlapping(TF_HOST_API_MREMAP, tlo, thi, replaced) : 0;
     void *p = real_mremap(old, old_len, new_len, flags, target);
     if (p == MAP_FAILED) {
-        restore(TF_HOST_API_MREMAP, taken, n);
-        restore(TF_HOST_API_MREMAP, replaced, m);
+        restore(taken, n);
+        restore(replaced, m);
         return p;
     }
-    keep_remainders(TF_HOST_API_MREMAP, replaced, m, tlo, thi);
+    keep_remainders(replaced, m, tlo, thi);
     /* What was around the moved range stays; the range itself is now at p
      * (MREMAP_DONTUNMAP leaves the old pages mapped but empty: they are a
      * reservation now, not the buffer). */
-    keep_remainders(TF_HOST_API_MREMAP, taken, n, lo, hi);
+    keep_remainders(taken, n, lo, hi);
     if (n && new_len >= host_threshold)
         track(TF_HOST_API_MREMAP, p, new_len);
     return p;

@@ -524,11 +524,16 @@ def analyse_log(dump, path, res, root=None):
         live[(space, key)] = rec
         current[(space, key)] = rec
 
+    cuts = []           # host blocks released last: (key, record, the running test's, tid)
+
     def freed(ev, space, key):
         rec = live.pop((space, key), None)
-        current.pop((space, key), None)
+        mine = current.pop((space, key), None) is not None
         if rec is None:
             return
+        if space.startswith("host"):
+            cuts.append((key, rec, mine, ev.get("tid")))
+            del cuts[:-32]
         # A collection's only when the block is older than it: a
         # finalizer's temporary, made and dropped while it ran, is not; nor
         # is a resize (the data lives on in the new block).
@@ -541,6 +546,19 @@ def analyse_log(dump, path, res, root=None):
             r["gc_freed"].append(rec)
         else:
             rec["freed_seq"] = ev["seq"]
+
+    def rest(ev, space, key, size):
+        """What is left of a mapping released just before (FORMAT.md section
+        7, map_rest): the same allocation, smaller, not a new one of the
+        running test's."""
+        for at, rec, mine, tid in reversed(cuts):
+            if tid == ev.get("tid") and key is not None and at is not None and at <= key < at + rec["size"]:
+                piece = dict(rec, size=size)
+                live[(space, key)] = piece
+                if mine and test is not None:
+                    current[(space, key)] = piece
+                return
+        allocated(ev, space, key, size, "host buffer")
 
     for line in proc.stdout:
         # Most lines are events this does not look at (host buffers,
@@ -608,6 +626,8 @@ def analyse_log(dump, path, res, root=None):
                       "pool block")
         elif kind == "pool_free":
             freed(ev, "pool%s" % ev.get("pool"), ev.get("ptr"))
+        elif kind == "host_alloc" and ev.get("api") == "map_rest":
+            rest(ev, "host%s" % ev.get("domain"), ev.get("ptr"), ev.get("size", 0))
         elif kind == "host_alloc":
             allocated(ev, "host%s" % ev.get("domain"), ev.get("ptr"), ev.get("size", 0), "host buffer")
         elif kind == "host_free":

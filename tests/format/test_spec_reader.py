@@ -53,7 +53,8 @@ APIS = ["unknown", "cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync",
         "cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxReset_v2", "cuDevicePrimaryCtxRelease",
         "cuDevicePrimaryCtxRelease_v2", "cuCtxDestroy", "cuCtxDestroy_v2"]
 HOST_APIS = ["unknown", "malloc", "calloc", "realloc", "reallocarray", "posix_memalign",
-             "aligned_alloc", "memalign", "valloc", "pvalloc", "free", "mmap", "munmap", "mremap"]
+             "aligned_alloc", "memalign", "valloc", "pvalloc", "free", "mmap", "munmap", "mremap",
+             "map_rest"]
 
 
 class Invalid(Exception):

@@ -10,6 +10,10 @@
  * cannot take.  The test passes "no-pvalloc" for those.  With "noreserve" it
  * also maps a large region with MAP_NORESERVE, as an allocator inside a
  * library maps its own heap (no event; a not_watched record instead).
+ * With "cut" it only maps 64 MiB in one function, cuts 8 MiB out of it in
+ * another and makes 16 MiB of it PROT_NONE (MAP_FIXED) in a third, and
+ * exits with the rest mapped: the report must charge what is left to the
+ * first (test_host_allocators.py check_cut_report).
  */
 
 #include <malloc.h>
@@ -52,9 +56,33 @@ static void say(const char *what, const char *api, void *p, size_t size)
         printf("alloc %s %llu %zu\n", api, (unsigned long long)(uintptr_t)p, size);
 }
 
+__attribute__((noinline)) static char *cut_map_whole(void)
+{
+    return keep(mmap(NULL, 64u << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+}
+
+__attribute__((noinline)) static void cut_unmap_part(char *p)
+{
+    munmap(p + (8u << 20), 8u << 20);
+    keep(p);
+}
+
+__attribute__((noinline)) static void cut_uncommit_part(char *p)
+{
+    keep(mmap(p + (32u << 20), 16u << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0));
+}
+
 int main(int argc, char **argv)
 {
     void *p, *q;
+    if (argc > 1 && strcmp(argv[1], "cut") == 0) {
+        char *whole = cut_map_whole();
+        if (whole == MAP_FAILED)
+            return 1;
+        cut_unmap_part(whole);
+        cut_uncommit_part(whole);
+        return 0;
+    }
     int pvalloc_ok = !(argc > 1 && strcmp(argv[1], "no-pvalloc") == 0);
     int noreserve = argc > 1 && strcmp(argv[1], "noreserve") == 0;
 #ifdef TAKE_ADDRESSES
@@ -135,9 +163,9 @@ int main(int argc, char **argv)
     say("alloc", "mmap", p, 4 * BIG);
     say("free", "munmap", p, 0);
     munmap((char *)p + BIG, page);          /* leaves [p, p+BIG) and the rest */
-    say("alloc", "munmap", p, BIG);
+    say("alloc", "map_rest", p, BIG);       /* what is left: not new blocks */
     q = (char *)p + BIG + page;
-    say("alloc", "munmap", q, 3 * BIG - page);
+    say("alloc", "map_rest", q, 3 * BIG - page);
     munmap(p, BIG);
     say("free", "munmap", p, 0);
     munmap(q, 3 * BIG - page);
@@ -161,8 +189,8 @@ int main(int argc, char **argv)
     say("alloc", "mmap", q, 4 * BIG);
     say("free", "mremap", p, 0);
     say("free", "mremap", q, 0);
-    say("alloc", "mremap", q, BIG);
-    say("alloc", "mremap", (char *)q + 2 * BIG, 2 * BIG);
+    say("alloc", "map_rest", q, BIG);
+    say("alloc", "map_rest", (char *)q + 2 * BIG, 2 * BIG);
     void *r = mremap(p, BIG, BIG, MREMAP_MAYMOVE | MREMAP_FIXED, (char *)q + BIG);
     say("alloc", "mremap", r, BIG);
     say("free", "munmap", q, 0);
@@ -183,8 +211,8 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < 20; i++)
         say("free", "munmap", row + i * BIG, 0);
-    say("alloc", "munmap", row, BIG / 2);
-    say("alloc", "munmap", row + 19 * BIG + BIG / 2, BIG / 2);
+    say("alloc", "map_rest", row, BIG / 2);
+    say("alloc", "map_rest", row + 19 * BIG + BIG / 2, BIG / 2);
     munmap(row + BIG / 2, 19 * BIG);
     say("free", "munmap", row, 0);
     munmap(row, BIG / 2);

@@ -38,6 +38,15 @@ typedef struct live {
     uint64_t bytes;
 } live;
 
+/* A host block just released, for the map_rest pieces that may follow
+ * (what is left of a mapping a call cut: FORMAT.md section 7). */
+typedef struct recent_cut {
+    uint64_t ptr, size, born;
+    uint32_t site, tid;
+    int by_collection;         /* charged as freed by a collection */
+} recent_cut;
+#define RECENT_CUTS 32u        /* a call cuts CUTS_MAX (16) mappings at most */
+
 typedef struct pass {
     rpt *r;
     rp_checks *checks;
@@ -54,6 +63,8 @@ typedef struct pass {
     live vmm_direct, vmm_pooled;
     live pool_blocks;
     live host;
+    recent_cut cuts[RECENT_CUTS];   /* the host blocks released last, a ring */
+    uint32_t ncuts;                 /* ever put in it */
     live py_objects;           /* each address's last py_alloc (kept past frees: object_freed) */
     rp_ptrmap site_index;      /* key hash -> site index */
     rp_ptrmap dinit_index;     /* key hash -> double-init group */
@@ -499,6 +510,48 @@ static void free_event(rpt *r, live *l, uint64_t ptr, uint64_t gc_seq, int devic
         charge_gc_free(r, site, size, device);
 }
 
+/* A host block's release; the block is remembered a while for the map_rest
+ * pieces that may follow it. */
+static void host_freed(rpt *r, pass *ps, const tf_event *e, uint64_t gc_seq)
+{
+    uint32_t site;
+    uint64_t size, born;
+    if (!live_del(&ps->host, e->u.host.ptr, &site, &size, &born))
+        return;
+    int by_collection = freed_by_collection(born, gc_seq);
+    if (by_collection)
+        charge_gc_free(r, site, size, 0);
+    ps->cuts[ps->ncuts++ % RECENT_CUTS] = (recent_cut){
+        .ptr = e->u.host.ptr, .size = size, .born = born, .site = site, .tid = e->tid,
+        .by_collection = by_collection };
+}
+
+/* A map_rest piece: what is left of the mapping this thread released just
+ * before it, which holds its start (the newest such: an address range freed
+ * earlier may have held it too).  It keeps that mapping's site and age and
+ * is no new allocation: counted at the cutting call, an munmap of 8 MiB in a
+ * 64 MiB mapping was 56 MiB more allocated at the munmap's line.  A piece
+ * whose mapping the log does not have (written by a 2.5 recorder: it has no
+ * map_rest; or cut out of the log) is counted where it was made. */
+static void host_rest(rpt *r, pass *ps, const tf_event *e)
+{
+    uint64_t p = e->u.host.ptr;
+    for (uint32_t k = 0; k < RECENT_CUTS && k < ps->ncuts; k++) {
+        const recent_cut *c = &ps->cuts[(ps->ncuts - 1 - k) % RECENT_CUTS];
+        if (c->tid == e->tid && p >= c->ptr && p - c->ptr < c->size) {
+            live_add(&ps->host, p, e->u.host.size, c->site, c->born);
+            /* A collection that cut a mapping freed only the cut. */
+            uint64_t back = e->u.host.size < c->size ? e->u.host.size : c->size;
+            if (c->by_collection && r->sites[c->site].gc_host_bytes >= back) {
+                r->sites[c->site].gc_host_bytes -= back;
+                r->gc_host_bytes -= back;
+            }
+            return;
+        }
+    }
+    alloc_event(r, ps, e, &ps->host, p, e->u.host.size, 0);
+}
+
 /* An object allocation (py_alloc): its site, for when a collection frees
  * it.  A block freed outside collections is not in the log; the next
  * allocation at its address replaces it here (every allocation is there
@@ -670,13 +723,15 @@ static void account(rpt *r, pass *ps, const tf_event *e, const rp_where *w)
     case TF_EV_POOL_SEGMENT:
         break;
     case TF_EV_HOST_ALLOC:
-        if (e->u.host.ptr)
+        if (e->u.host.ptr && e->u.host.api == TF_HOST_API_MAP_REST)
+            host_rest(r, ps, e);
+        else if (e->u.host.ptr)
             alloc_event(r, ps, e, &ps->host, e->u.host.ptr, e->u.host.size, 0);
         break;
     case TF_EV_HOST_FREE:
         /* A resize (realloc, mremap) releases the old block, not the
          * buffer: the data lives on in the new one, whatever runs around. */
-        free_event(r, &ps->host, e->u.host.ptr, resize(e->u.host.api) ? 0 : gc_seq, 0);
+        host_freed(r, ps, e, resize(e->u.host.api) ? 0 : gc_seq);
         break;
     case TF_EV_PY_DOUBLE_INIT:
         double_init(r, ps, e);
