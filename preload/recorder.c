@@ -18,6 +18,7 @@
 #include "host_blocks.h"
 #include "native_stack.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -411,29 +412,40 @@ static uint64_t record_py_free(tf_event *e)
 
 uint64_t rec_py_free(tf_event *e)
 {
+    int saved_errno = errno;
     host_guard_enter();
     uint64_t seq = record_py_free(e);
     host_guard_leave();
+    errno = saved_errno;
     return seq;
 }
 
 /* host_guard: what the recorder, libunwind and the flusher allocate on the
- * way is the tracer's, not the application's (host_blocks.h). */
+ * way is the tracer's, not the application's (host_blocks.h).  errno is the
+ * program's: an event is recorded inside its calls (a malloc that succeeded,
+ * a realloc that failed with ENOMEM and whose block is recorded again after
+ * it), and the stack walk (libunwind's validation pipe answers EAGAIN,
+ * unwind_pipe.c), the flusher's start and its writes would otherwise leave
+ * their own errno there. */
 uint64_t rec_event(tf_event *e, unsigned flags)
 {
+    int saved_errno = errno;
     check_open_ops();
     host_guard_enter();
     uint64_t seq = record_event(e, flags, NULL, NULL);
     host_guard_leave();
+    errno = saved_errno;
     return seq;
 }
 
 uint64_t rec_event_text(tf_event *e, unsigned flags, uint32_t *text_id, const char *text)
 {
+    int saved_errno = errno;
     check_open_ops();
     host_guard_enter();
     uint64_t seq = record_event(e, flags, text_id, text);
     host_guard_leave();
+    errno = saved_errno;
     return seq;
 }
 
@@ -452,11 +464,15 @@ void rec_close(uint64_t seq)
 /* Definitions: run fn under the lock when recording. */
 void rec_define(void (*fn)(tf_writer *w, void *arg), void *arg)
 {
-    if (!rec_active() || !lock_take(rec_tid()))
+    if (!rec_active())
         return;
-    if (rec_active())
-        fn(writer, arg);
-    lock_release();
+    int saved_errno = errno;   /* as rec_event: a not_watched INFO comes inside the program's calls */
+    if (lock_take(rec_tid())) {
+        if (rec_active())
+            fn(writer, arg);
+        lock_release();
+    }
+    errno = saved_errno;
 }
 
 struct string_arg { const char *s; uint32_t id; };
