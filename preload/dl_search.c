@@ -6,12 +6,22 @@
  * DT_RUNPATH, then the cache and the default directories.  We handle the
  * caller's own entries (with $ORIGIN) and leave everything else to glibc;
  * RPATH inherited from the loading chain is not followed.
+ *
+ * glibc also remembers the name an object was asked for: a later dlopen of
+ * that bare name, from any object, gets the loaded one, whatever the
+ * caller's own search path (the soname matches too, but a plugin may have
+ * none, and "libfoo.so" is often not its soname).  The object we loaded by
+ * its full path is known to glibc under that path only, so the names we
+ * translated are remembered here and a later bare dlopen of one gets the
+ * same object while it is loaded.  (A DT_NEEDED of that name in a library
+ * loaded later still searches as usual.)
  */
 #include "dl_search.h"
 #include "dl_hooks.h"
 
 #include <dlfcn.h>
 #include <link.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +105,57 @@ static void origin_of(const struct link_map *map, char *origin, size_t cap)
     snprintf(origin, cap, "%.*s", (int)len, path);
 }
 
+/* Bare names translated to a full path (remember), newest last: a few
+ * dozen at most in a process, kept for its life. */
+#define REMEMBERED_MAX 128
+struct remembered {
+    char *name, *path;
+};
+static struct remembered *_Atomic remembered[REMEMBERED_MAX];
+
+static void remember(const char *name, const char *path)
+{
+    for (int i = 0; i < REMEMBERED_MAX; i++) {
+        struct remembered *r = atomic_load(&remembered[i]);
+        if (!r)
+            break;
+        if (!strcmp(r->name, name) && !strcmp(r->path, path))
+            return;             /* loaded again after a dlclose */
+    }
+    struct remembered *r = malloc(sizeof *r);
+    if (!r)
+        return;
+    r->name = strdup(name);
+    r->path = strdup(path);
+    if (r->name && r->path)
+        for (int i = 0; i < REMEMBERED_MAX; i++) {
+            struct remembered *empty = NULL;
+            if (atomic_compare_exchange_strong(&remembered[i], &empty, r))
+                return;
+        }
+    free(r->name);
+    free(r->path);
+    free(r);
+}
+
+/* The path `name` was loaded from by an earlier translation, when that
+ * object is still loaded, copied into buf; else NULL. */
+static const char *recall(const char *name, char *buf, size_t cap)
+{
+    for (int i = REMEMBERED_MAX - 1; i >= 0; i--) {
+        struct remembered *r = atomic_load(&remembered[i]);
+        if (!r || strcmp(r->name, name) != 0)
+            continue;
+        void *loaded = dl_real_dlopen(r->path, RTLD_LAZY | RTLD_NOLOAD);
+        if (!loaded)
+            continue;
+        dl_real_dlclose(loaded);
+        if ((size_t)snprintf(buf, cap, "%s", r->path) < cap)
+            return buf;
+    }
+    return NULL;
+}
+
 const char *dl_search_for_caller(const char *file, const void *caller, char *buf, size_t cap)
 {
     if (!file || strchr(file, '/'))
@@ -104,6 +165,9 @@ const char *dl_search_for_caller(const char *file, const void *caller, char *buf
         dl_real_dlclose(loaded);
         return file;
     }
+    const char *again = recall(file, buf, cap);
+    if (again)
+        return again;
     Dl_info info;
     struct link_map *map = NULL;
     if (!dladdr1(caller, &info, (void **)&map, RTLD_DL_LINKMAP) || !map)
@@ -118,5 +182,8 @@ const char *dl_search_for_caller(const char *file, const void *caller, char *buf
     if (sp.is_runpath && find_in(getenv("LD_LIBRARY_PATH"), origin, file, buf, cap))
         return file;
     const char *found = find_in(sp.list, origin, file, buf, cap);
-    return found ? found : file;
+    if (!found)
+        return file;
+    remember(file, found);
+    return found;
 }
