@@ -10,7 +10,9 @@
  * fresh threads each make the calls.  Exits 1 with the calls that changed
  * errno.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
