@@ -73,6 +73,11 @@ typedef struct pool_state {
     int seen_segments;      /* the outside-segment check needs to know them */
     int partial;            /* history lost: its older segments are unknown */
     rp_pool_figures fig;
+    /* Zero-byte blocks (requested and granted 0) live at each address, a
+     * count: they hold no memory, so several may share an address, or sit
+     * at a live block's start or one past a segment's end (a bump pointer
+     * handed out as it is), and none of that is an overlap. */
+    rp_ptrmap zeros;
 } pool_state;
 
 /* The CUDA spaces that hold memory (format/cuda_api.h), then large host buffers. */
@@ -167,6 +172,7 @@ void rp_checks_free(rp_checks *c)
     for (size_t i = 0; i < c->npools; i++) {
         space_free(&c->pools[i].blocks);
         rp_rangeset_free(&c->pools[i].segs);
+        rp_ptrmap_free(&c->pools[i].zeros);
     }
     free(c->pools);
     rp_ptrmap_free(&c->pool_index);
@@ -193,6 +199,8 @@ void rp_checks_forget(rp_checks *c)
         space_init(&p->blocks, "pool blocks");
         rp_rangeset_free(&p->segs);
         rp_rangeset_init(&p->segs);
+        rp_ptrmap_free(&p->zeros);
+        rp_ptrmap_init(&p->zeros);
         p->blocks.partial = p->partial = 1;
         memset(p->seg_cache, 0, sizeof p->seg_cache);
         p->seen_segments = 0;
@@ -246,6 +254,7 @@ static pool_state *pool_of(rp_checks *c, uint32_t id)
     space_init(&p->blocks, "pool blocks");
     p->partial = p->blocks.partial = c->partial;
     rp_rangeset_init(&p->segs);
+    rp_ptrmap_init(&p->zeros);
     rp_ptrmap_put(&c->pool_index, id, c->npools++);
     return p;
 }
@@ -788,7 +797,17 @@ static int pool_alloc(rp_checks *c, const tf_event *e, rp_finding *v)
     uint64_t size = e->u.pool.granted ? e->u.pool.granted : e->u.pool.requested;
     if (!ptr)
         return 0;  /* a zero-byte request: nothing handed out */
-    uint64_t end = ptr + (size ? size : 1), marks = 0;
+    if (!size) {
+        /* A zero-byte block at a real address: it overlaps nothing. */
+        uint64_t *n = rp_ptrmap_get(&p->zeros, ptr);
+        if (n)
+            ++*n;
+        else
+            rp_ptrmap_put(&p->zeros, ptr, 1);
+        p->fig.blocks++;
+        return 0;
+    }
+    uint64_t end = ptr + size, marks = 0;
     rp_rangeset_pos pos;
     rp_range *at = rp_rangeset_before_pos(&p->blocks.mem, end - 1, ptr, &pos);
     if (at && at->start == ptr && end <= at->end && (at->val & (FREED | IN_SEG)) == (FREED | IN_SEG)) {
@@ -816,7 +835,7 @@ static int pool_alloc(rp_checks *c, const tf_event *e, rp_finding *v)
                  e->u.pool.pool);
         return 1;
     }
-    p->fig.allocated += size ? size : 1;
+    p->fig.allocated += size;
     p->fig.blocks++;
     note_peak(p);
     return 0;
@@ -828,6 +847,26 @@ static int pool_free(rp_checks *c, const tf_event *e, rp_finding *v)
     uint64_t size;
     if (!e->u.pool.ptr)
         return 0;
+    uint64_t *zeros = p->zeros.len ? rp_ptrmap_get(&p->zeros, e->u.pool.ptr) : NULL;
+    if (zeros && !e->u.pool.granted) {
+        /* A zero-byte block there: this free is its (or, told with no size,
+         * a block's at the same start, whose own free then takes this one:
+         * the same count either way). */
+        if (!--*zeros)
+            rp_ptrmap_del(&p->zeros, e->u.pool.ptr, NULL);
+        p->fig.blocks--;
+        return 0;
+    }
+    if (zeros) {
+        const rp_range *r = rp_rangeset_before(&p->blocks.mem, e->u.pool.ptr);
+        if (!r || r->start != e->u.pool.ptr || is_freed(r)) {
+            /* Told a size, but no block of it starts there: the zero one. */
+            if (!--*zeros)
+                rp_ptrmap_del(&p->zeros, e->u.pool.ptr, NULL);
+            p->fig.blocks--;
+            return 0;
+        }
+    }
     if (space_free_ptr(&p->blocks, e, e->u.pool.ptr, 1, &size, v))
         return 1;
     p->fig.allocated -= size;
@@ -1022,6 +1061,7 @@ void rp_checks_save(const rp_checks *c, rp_state_w *w)
         rp_state_put(w, p, sizeof *p);
         space_save(&p->blocks, w);
         rp_state_rangeset(w, &p->segs);
+        rp_state_ptrmap(w, &p->zeros);
     }
     rp_state_ptrmap(w, &c->pool_index);
     rp_state_ptrmap(w, &c->seg_owner);
@@ -1053,11 +1093,14 @@ int rp_checks_load(rp_checks *c, rp_state_r *r)
         pool_state *p = pool_of(c, saved_pool.id);
         space blocks = p->blocks;   /* fresh from pool_of, its buffers kept */
         rp_rangeset segs = p->segs;
+        rp_ptrmap zeros = p->zeros;
         *p = saved_pool;
         p->blocks = blocks;
         p->segs = segs;
+        p->zeros = zeros;
         space_load(&p->blocks, "pool blocks", r);
         rp_state_get_rangeset(r, &p->segs);
+        rp_state_get_ptrmap(r, &p->zeros);
     }
     rp_state_get_ptrmap(r, &c->pool_index);
     rp_state_get_ptrmap(r, &c->seg_owner);
