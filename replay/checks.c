@@ -623,7 +623,11 @@ static int segment_release(rp_checks *c, uint32_t pool, const tf_event *e, uint6
         return 0;  /* told twice, or never obtained inside a traced operation */
     }
     memset(p->seg_cache, 0, sizeof p->seg_cache);  /* releases are rare */
-    rp_ptrmap_del(&c->seg_owner, ptr, NULL);
+    /* The device allocation there is no longer this pool's segment; one of
+     * another pool (whose block this pool's segment was) stays that pool's. */
+    const uint64_t *owner = rp_ptrmap_get(&c->seg_owner, ptr);
+    if (owner && *owner == pool)
+        rp_ptrmap_del(&c->seg_owner, ptr, NULL);
     /* The witness is the last live block in it (the highest).  No block in
      * it is inside a segment any more. */
     live_hit h = {NULL, NULL};
@@ -930,6 +934,13 @@ int rp_checks_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_fin
     case TF_EV_POOL_SEGMENT:
         if (e->u.segment.grow == TF_SEGMENT_GROW) {
             segment_grow(c, e->u.segment.pool, e, e->u.segment.ptr, e->u.segment.size);
+            /* A segment the pool obtained outside its operations (a
+             * cudaMalloc before op_begin, or one it was handed): the device
+             * allocation starting there is its segment, as one nested in
+             * its operation is, unless another pool's already. */
+            if (e->u.segment.ptr && handle_live(&c->sp[TF_SPACE_DEVICE], e->u.segment.ptr) &&
+                !rp_ptrmap_get(&c->seg_owner, e->u.segment.ptr))
+                rp_ptrmap_put(&c->seg_owner, e->u.segment.ptr, e->u.segment.pool);
             return 0;
         }
         return segment_release(c, e->u.segment.pool, e, e->u.segment.ptr, e->u.segment.size, v);

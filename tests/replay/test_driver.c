@@ -219,6 +219,12 @@ static void model_free(void)
     CHECK(n == 3 && !strcmp(w[2].invariant, "live_at_end") && w[2].at.seq == 5);  /* not the pool's segment */
     CHECK(rp_replay_result(r)->peak_reserved == 1024 && rp_replay_result(r)->peak_allocated == 1024);
     rp_replay_free(r);
+    /* Segments told with pool_segment grow are the pools' cached segments. */
+    r = run("segment_told.txt", NULL, 0);
+    n = rp_replay_warnings(r, &w, &total);
+    CHECK(!rp_replay_result(r)->violated);
+    CHECK(total == 0 && n == 0);
+    rp_replay_free(r);
     /* A release the real call refused is taken back. */
     r = run("release_failed.txt", NULL, 0);
     n = rp_replay_warnings(r, &w, &total);
