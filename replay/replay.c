@@ -1596,6 +1596,11 @@ static int driver_event(void *ctx, const tf_event *e, const rp_where *w)
         rp_replay_history_lost(r, e->seq);
     r->res.events++;
     rp_finding v;
+    /* A segment counts once, told twice or not (a cudaMalloc nested in
+     * the operation, then pool_segment grow): the checks keep it once. */
+    uint32_t seg_pool = e->kind == TF_EV_POOL_SEGMENT && e->u.segment.grow ? e->u.segment.pool
+                        : e->kind == TF_EV_CUDA_ALLOC ? w->owner_pool : 0;
+    uint64_t segs_before = seg_pool ? rp_checks_pool(r->checks, seg_pool).segments : 0;
     if (rp_checks_wants(e) && rp_checks_event(r->checks, e, w->owner_pool, &v)) {
         if (!r->res.violated) {
             r->res.violation = v;
@@ -1629,12 +1634,13 @@ static int driver_event(void *ctx, const tf_event *e, const rp_where *w)
         pool_of(r, e->u.pool.pool);
         break;
     case TF_EV_POOL_SEGMENT:
-        if (e->u.segment.grow && pool_of(r, e->u.segment.pool)->selected)
+        if (e->u.segment.grow && pool_of(r, e->u.segment.pool)->selected &&
+            rp_checks_pool(r->checks, seg_pool).segments > segs_before)
             r->res.seg_sizes[log2_floor(e->u.segment.size)]++;
         break;
     case TF_EV_CUDA_ALLOC:
         if (w->owner_pool && is_device_alloc(e) && !e->u.cuda.result && e->u.cuda.ptr &&
-            pool_of(r, w->owner_pool)->selected)
+            pool_of(r, w->owner_pool)->selected && rp_checks_pool(r->checks, seg_pool).segments > segs_before)
             r->res.seg_sizes[log2_floor(e->u.cuda.size)]++;
         break;
     default:
