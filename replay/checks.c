@@ -63,10 +63,18 @@ static uint64_t stale_val(const rp_range *r) { return r->val & (GONE | SEQ_MASK)
 
 #define SEG_CACHE 64
 
+/* A segment's val: HOST_SEG marks pinned host memory a pool obtained inside
+ * its operation (cudaHostAlloc): its blocks are inside a segment, but its
+ * bytes are no device memory the pool reserved (the figures leave it out). */
+#define HOST_SEG (1ULL << 63)
+
+static uint64_t seg_bytes(const rp_range *r) { return r->val & HOST_SEG ? 0 : r->end - r->start; }
+static uint64_t seg_count(const rp_range *r) { return r->val & HOST_SEG ? 0 : 1; }
+
 typedef struct pool_state {
     uint32_t id;
     space blocks;
-    rp_rangeset segs;       /* val: seq that obtained it */
+    rp_rangeset segs;       /* val: seq that obtained it, and HOST_SEG */
     /* The segments of recent blocks, by the block's 64 KiB page: most blocks
      * land in a segment met lately, and the set is then not searched. */
     struct { uint64_t lo, hi; } seg_cache[SEG_CACHE];
@@ -558,13 +566,15 @@ static void note_peak(pool_state *p)
         p->fig.peak_allocated = p->fig.allocated;
 }
 
-static void segment_grow(rp_checks *c, uint32_t pool, const tf_event *e, uint64_t ptr, uint64_t size)
+static void segment_grow(rp_checks *c, uint32_t pool, const tf_event *e, uint64_t ptr, uint64_t size, int host)
 {
     pool_state *p = pool_of(c, pool);
     p->seen_segments = 1;
     if (rp_rangeset_overlap(&p->segs, ptr, ptr + size))
         return;  /* the same segment told twice (a hook and a cudaMalloc) */
-    rp_rangeset_insert(&p->segs, ptr, ptr + size, e->seq, pack_stacks(e));
+    rp_rangeset_insert(&p->segs, ptr, ptr + size, (e->seq & SEQ_MASK) | (host ? HOST_SEG : 0), pack_stacks(e));
+    if (host)
+        return;
     p->fig.reserved += size;
     p->fig.segments++;
     note_peak(p);
@@ -588,16 +598,17 @@ static uint64_t release_range(pool_state *p, uint64_t ptr, uint64_t size, rp_ran
     while ((o = rp_rangeset_overlap(&p->segs, ptr, end)) != NULL) {
         rp_range r = *o;
         rp_rangeset_erase(&p->segs, r.start, NULL);
-        p->fig.segments--;
+        p->fig.segments -= seg_count(&r);
         if (r.start < ptr) {
             rp_rangeset_insert(&p->segs, r.start, ptr, r.val, r.aux);
-            p->fig.segments++;
+            p->fig.segments += seg_count(&r);
         }
         if (r.end > end) {
             rp_rangeset_insert(&p->segs, end, r.end, r.val, r.aux);
-            p->fig.segments++;
+            p->fig.segments += seg_count(&r);
         }
-        gone += (r.end < end ? r.end : end) - (r.start > ptr ? r.start : ptr);
+        if (!(r.val & HOST_SEG))
+            gone += (r.end < end ? r.end : end) - (r.start > ptr ? r.start : ptr);
     }
     p->fig.reserved -= gone;
     return gone;
@@ -617,8 +628,8 @@ static int segment_release(rp_checks *c, uint32_t pool, const tf_event *e, uint6
             u->seg_pool = pool;
             u->seg = r;
         }
-        p->fig.reserved -= r.end - r.start;
-        p->fig.segments--;
+        p->fig.reserved -= seg_bytes(&r);
+        p->fig.segments -= seg_count(&r);
     } else if (!size || !release_range(p, ptr, size, &r)) {
         return 0;  /* told twice, or never obtained inside a traced operation */
     }
@@ -704,10 +715,10 @@ static int take_block(rp_range *r, void *arg)
     count_live(&c->sp[t->sp], r, -1);
     r->val = FREED | GONE | (r->val & IN_SEG) | t->seq;
     r->aux = 0;
+    /* A pool's segment no more: a block handed out there later and freed
+     * is not that pool's segment released. */
+    rp_ptrmap_del(&c->seg_owner, r->start, NULL);
     if (t->sp == TF_SPACE_DEVICE) {
-        /* A pool's segment no more: a block handed out there later and
-         * freed is not that pool's segment released. */
-        rp_ptrmap_del(&c->seg_owner, r->start, NULL);
         rp_grow(&c->gone, &c->capgone, c->ngone + 1, sizeof *c->gone);
         c->gone[c->ngone++] = r->start;
     }
@@ -769,8 +780,10 @@ static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_f
             return 1;
         if (sp == TF_SPACE_DEVICE || sp == TF_SPACE_PINNED)
             note_device(c, e);
-        if (sp == TF_SPACE_DEVICE && owner_pool) {
-            segment_grow(c, owner_pool, e, e->u.cuda.ptr, e->u.cuda.size);
+        if ((sp == TF_SPACE_DEVICE || sp == TF_SPACE_PINNED) && owner_pool) {
+            /* Pinned host memory obtained inside the operation is the
+             * pool's too (a pinned pool, or a device pool's fallback). */
+            segment_grow(c, owner_pool, e, e->u.cuda.ptr, e->u.cuda.size, sp == TF_SPACE_PINNED);
             rp_ptrmap_put(&c->seg_owner, e->u.cuda.ptr, owner_pool);
         }
         return 0;
@@ -790,7 +803,8 @@ static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_f
     if (space_free_block(&c->sp[sp], e, e->u.cuda.ptr, 1, &size, &block, v))
         return 1;
     undo_note(c, e, sp, &block);
-    uint64_t *owner = sp == TF_SPACE_DEVICE ? rp_ptrmap_get(&c->seg_owner, e->u.cuda.ptr) : NULL;
+    uint64_t *owner = sp == TF_SPACE_DEVICE || sp == TF_SPACE_PINNED ? rp_ptrmap_get(&c->seg_owner, e->u.cuda.ptr)
+                                                                     : NULL;
     return owner ? segment_release(c, (uint32_t)*owner, e, e->u.cuda.ptr, 0, v) : 0;
 }
 
@@ -910,8 +924,8 @@ static void release_failed(rp_checks *c, uint64_t seq)
         pool_state *p = pool_of(c, u->seg_pool);
         rp_rangeset_insert(&p->segs, u->seg.start, u->seg.end, u->seg.val, u->seg.aux);
         rp_ptrmap_put(&c->seg_owner, u->seg.start, u->seg_pool);
-        p->fig.reserved += u->seg.end - u->seg.start;
-        p->fig.segments++;
+        p->fig.reserved += seg_bytes(&u->seg);
+        p->fig.segments += seg_count(&u->seg);
     }
     undo_drop(c, i);
 }
@@ -933,7 +947,7 @@ int rp_checks_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_fin
         return pool_free(c, e, v);
     case TF_EV_POOL_SEGMENT:
         if (e->u.segment.grow == TF_SEGMENT_GROW) {
-            segment_grow(c, e->u.segment.pool, e, e->u.segment.ptr, e->u.segment.size);
+            segment_grow(c, e->u.segment.pool, e, e->u.segment.ptr, e->u.segment.size, 0);
             /* A segment the pool obtained outside its operations (a
              * cudaMalloc before op_begin, or one it was handed): the device
              * allocation starting there is its segment, as one nested in

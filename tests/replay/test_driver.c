@@ -219,6 +219,10 @@ static void model_free(void)
     CHECK(n == 3 && !strcmp(w[2].invariant, "live_at_end") && w[2].at.seq == 5);  /* not the pool's segment */
     CHECK(rp_replay_result(r)->peak_reserved == 1024 && rp_replay_result(r)->peak_allocated == 1024);
     rp_replay_free(r);
+    /* Pinned host memory obtained inside an operation is the pool's segment. */
+    r = run("pinned_segment.txt", NULL, 0);
+    CHECK(!rp_replay_result(r)->violated && rp_replay_result(r)->peak_reserved == 65536);
+    rp_replay_free(r);
     /* A segment told twice (nested cudaMalloc and pool_segment grow) was obtained once. */
     r = run("segment_twice.txt", NULL, 0);
     CHECK(!rp_replay_result(r)->violated && rp_replay_result(r)->seg_sizes[20] == 2);
