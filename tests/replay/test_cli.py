@@ -398,6 +398,17 @@ def vmm_figures(tmp):
     check(peak.get("bytes") == 4 << 20, "... and held by the program: %r" % peak)
 
 
+def pool_segments(tmp):
+    """The report's segments obtained per pool: a device allocation nested
+    in the pool's operation is one (CuPy tells its segments no other way:
+    leak.txt said 0), and one told twice, nested and with pool_segment
+    grow, is one."""
+    for name, want in (("leak.txt", 1), ("segment_twice.txt", 2)):
+        rc, d = doc(["report", mklog(name, tmp)])
+        got = [p.get("segments") for p in d.get("pools") or []]
+        check(got == [want], "report %s: segments obtained %r, expected [%d]" % (name, got, want))
+
+
 def small_things(tmp):
     """Point 11."""
     for tool in ([A.replay], [A.dump] if A.dump else []):
@@ -445,7 +456,7 @@ def main():
     A = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for t in (exit_codes, json_shape, determinism, explore, minimize, stats_pool_leaks, damaged, generated,
-                  one_nesting, hostile_text, python_first, verdicts, vmm_figures, small_things):
+                  one_nesting, hostile_text, python_first, verdicts, vmm_figures, pool_segments, small_things):
             t(tmp)
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0

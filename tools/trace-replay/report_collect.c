@@ -439,7 +439,7 @@ static void pool_event(rpt *r, pass *ps, const tf_event *e, const rp_frame *up)
     case TF_EV_POOL_OP_BEGIN: p->ops++; note_reentry(p, e, up); break;
     case TF_EV_POOL_ALLOC: p->allocs++; break;
     case TF_EV_POOL_FREE: p->frees++; break;
-    default: p->segments += e->u.segment.grow == TF_SEGMENT_GROW; break;
+    default: break;   /* segments: counted as the checks count them (collect_event) */
     }
     if (bare && (e->kind == TF_EV_POOL_ALLOC || e->kind == TF_EV_POOL_FREE))
         note_reentry(p, e, up);
@@ -804,11 +804,18 @@ static int event(void *ctx, const tf_event *e, const rp_where *w)
         live_init(&ps->py_objects);
     }
     rp_finding v;
+    /* A segment the pool obtained: told with pool_segment grow, a device
+     * allocation nested in its operation, or both (once). */
+    uint32_t seg_pool = e->kind == TF_EV_POOL_SEGMENT && e->u.segment.grow == TF_SEGMENT_GROW ? e->u.segment.pool
+                        : e->kind == TF_EV_CUDA_ALLOC ? w->owner_pool : 0;
+    uint64_t segs_before = seg_pool ? rp_checks_pool(ps->checks, seg_pool).segments : 0;
     if (rp_checks_event(ps->checks, e, w->owner_pool, &v)) {
         if (r->nviolations < RPT_MAX_VIOLATIONS)
             r->violations[r->nviolations++] = v;
         r->total_violations++;
     }
+    if (seg_pool && rp_checks_pool(ps->checks, seg_pool).segments > segs_before)
+        pool_of(r, ps, seg_pool)->segments++;
     if (e->kind >= TF_EV_POOL_ALLOC && e->kind <= TF_EV_POOL_SEGMENT && e->kind != TF_EV_POOL_OP_END)
         pool_event(r, ps, e, w->up);
     account(r, ps, e, w);
