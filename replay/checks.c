@@ -63,9 +63,11 @@ static uint64_t stale_val(const rp_range *r) { return r->val & (GONE | SEQ_MASK)
 
 #define SEG_CACHE 64
 
-/* A segment's val: HOST_SEG marks pinned host memory a pool obtained inside
- * its operation (cudaHostAlloc): its blocks are inside a segment, but its
- * bytes are no device memory the pool reserved (the figures leave it out). */
+/* A segment's val: HOST_SEG marks pinned host memory (cudaHostAlloc) or a VA
+ * reservation (cuMemAddressReserve, whose physical memory is VMM handles) a
+ * pool obtained inside its operation: its blocks are inside a segment, but
+ * its bytes are no device memory the pool reserved (the figures leave it
+ * out). */
 #define HOST_SEG (1ULL << 63)
 
 static uint64_t seg_bytes(const rp_range *r) { return r->val & HOST_SEG ? 0 : r->end - r->start; }
@@ -570,6 +572,20 @@ static void segment_grow(rp_checks *c, uint32_t pool, const tf_event *e, uint64_
 {
     pool_state *p = pool_of(c, pool);
     p->seen_segments = 1;
+    const rp_range *o;
+    if (!host) {
+        /* Device memory mapped into an address range the pool reserved (a
+         * HOST_SEG): the mapping takes its place there, the rest of the
+         * range stays the pool's. */
+        while ((o = rp_rangeset_overlap(&p->segs, ptr, ptr + size)) != NULL && (o->val & HOST_SEG)) {
+            rp_range r = *o;
+            rp_rangeset_erase(&p->segs, r.start, NULL);
+            if (r.start < ptr)
+                rp_rangeset_insert(&p->segs, r.start, ptr, r.val, r.aux);
+            if (r.end > ptr + size)
+                rp_rangeset_insert(&p->segs, ptr + size, r.end, r.val, r.aux);
+        }
+    }
     if (rp_rangeset_overlap(&p->segs, ptr, ptr + size))
         return;  /* the same segment told twice (a hook and a cudaMalloc) */
     rp_rangeset_insert(&p->segs, ptr, ptr + size, (e->seq & SEQ_MASK) | (host ? HOST_SEG : 0), pack_stacks(e));
@@ -780,10 +796,11 @@ static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_f
             return 1;
         if (sp == TF_SPACE_DEVICE || sp == TF_SPACE_PINNED)
             note_device(c, e);
-        if ((sp == TF_SPACE_DEVICE || sp == TF_SPACE_PINNED) && owner_pool) {
-            /* Pinned host memory obtained inside the operation is the
-             * pool's too (a pinned pool, or a device pool's fallback). */
-            segment_grow(c, owner_pool, e, e->u.cuda.ptr, e->u.cuda.size, sp == TF_SPACE_PINNED);
+        if ((sp == TF_SPACE_DEVICE || sp == TF_SPACE_PINNED || sp == TF_SPACE_VA) && owner_pool) {
+            /* Pinned host memory and address ranges obtained inside the
+             * operation are the pool's too (a pinned pool, a device pool's
+             * fallback, one that grows by mapping VMM handles). */
+            segment_grow(c, owner_pool, e, e->u.cuda.ptr, e->u.cuda.size, sp != TF_SPACE_DEVICE);
             rp_ptrmap_put(&c->seg_owner, e->u.cuda.ptr, owner_pool);
         }
         return 0;
@@ -803,8 +820,9 @@ static int cuda_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_f
     if (space_free_block(&c->sp[sp], e, e->u.cuda.ptr, 1, &size, &block, v))
         return 1;
     undo_note(c, e, sp, &block);
-    uint64_t *owner = sp == TF_SPACE_DEVICE || sp == TF_SPACE_PINNED ? rp_ptrmap_get(&c->seg_owner, e->u.cuda.ptr)
-                                                                     : NULL;
+    uint64_t *owner = sp == TF_SPACE_DEVICE || sp == TF_SPACE_PINNED || sp == TF_SPACE_VA
+                          ? rp_ptrmap_get(&c->seg_owner, e->u.cuda.ptr)
+                          : NULL;
     return owner ? segment_release(c, (uint32_t)*owner, e, e->u.cuda.ptr, 0, v) : 0;
 }
 

@@ -132,6 +132,15 @@ static int parse_line(char **w, int nw, tf_event *e, tstate *t, evtext *out, uin
         e->kind = TF_EV_CUDA_FREE;
         e->u.cuda.api = TF_API_cuMemRelease;
         e->u.cuda.ptr = a;
+    } else if (!strcmp(k, "va_reserve") && nw == 3 && !num(w[1], &a) && !num(w[2], &b)) {
+        e->kind = TF_EV_CUDA_ALLOC;
+        e->u.cuda.api = TF_API_cuMemAddressReserve;
+        e->u.cuda.ptr = a;
+        e->u.cuda.size = b;
+    } else if (!strcmp(k, "va_free") && nw == 2 && !num(w[1], &a)) {
+        e->kind = TF_EV_CUDA_FREE;
+        e->u.cuda.api = TF_API_cuMemAddressFree;
+        e->u.cuda.ptr = a;
     } else if (!strcmp(k, "segment") && nw == 5 && !num(w[2], &a) && !num(w[3], &b) && !num(w[4], &c)) {
         e->kind = TF_EV_POOL_SEGMENT;
         e->u.segment.grow = !strcmp(w[1], "grow") ? TF_SEGMENT_GROW : TF_SEGMENT_RELEASE;

@@ -13,6 +13,7 @@
  *     reset 0                         cudaDeviceReset of device 0 (-1: unknown)
  *     vmm_create 0x1001 2M            cuMemCreate: handle, size
  *     vmm_release 0x1001              cuMemRelease
+ *     va_reserve 0x400000 4M          cuMemAddressReserve   va_free 0x400000
  *     alloc 1 0x100000 1536 [granted [stream]]   pool_alloc
  *     end                             pool_op_end of the innermost open op
  *     op free 1 0x100000              pool_op_begin (opens): pool, pointer

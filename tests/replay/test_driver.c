@@ -223,6 +223,14 @@ static void model_free(void)
     r = run("pinned_segment.txt", NULL, 0);
     CHECK(!rp_replay_result(r)->violated && rp_replay_result(r)->peak_reserved == 65536);
     rp_replay_free(r);
+    /* So is an address range reserved inside an operation (VMM growth). */
+    r = run("va_segment.txt", NULL, 0);
+    CHECK(!rp_replay_result(r)->violated && rp_replay_result(r)->peak_reserved == 65536);
+    rp_replay_free(r);
+    r = run("va_told.txt", NULL, 0);
+    CHECK(!rp_replay_result(r)->violated && rp_replay_result(r)->peak_reserved == 4 << 20 &&
+          rp_replay_result(r)->seg_sizes[21] == 2);
+    rp_replay_free(r);
     /* A segment told twice (nested cudaMalloc and pool_segment grow) was obtained once. */
     r = run("segment_twice.txt", NULL, 0);
     CHECK(!rp_replay_result(r)->violated && rp_replay_result(r)->seg_sizes[20] == 2);
