@@ -716,6 +716,34 @@ typedef struct teardown_walk {
     uint64_t seq;
 } teardown_walk;
 
+typedef struct pool_teardown { pool_state *p; uint64_t seq; } pool_teardown;
+
+static int take_pool_block(rp_range *r, void *arg)
+{
+    pool_teardown *t = arg;
+    if (is_freed(r))
+        return 0;
+    count_live(&t->p->blocks, r, -1);
+    t->p->fig.allocated -= r->end - r->start;
+    t->p->fig.blocks--;
+    r->val = FREED | GONE | (r->val & IN_SEG) | t->seq;
+    r->aux = 0;
+    return 0;
+}
+
+/* A pool's segment [start, end) went with its context: the blocks in it
+ * went too (GONE: a free of one later is no finding, a block handed out
+ * there again no overlap), and the pool holds the segment no more. */
+static void pool_segment_gone(rp_checks *c, uint32_t pool, uint64_t start, uint64_t end, uint64_t seq)
+{
+    pool_state *p = pool_of(c, pool);
+    pool_teardown t = {p, seq};
+    rp_rangeset_walk_range(&p->blocks.mem, start, end, take_pool_block, &t);
+    rp_range all;
+    release_range(p, start, end - start, &all);
+    memset(p->seg_cache, 0, sizeof p->seg_cache);
+}
+
 static int take_block(rp_range *r, void *arg)
 {
     teardown_walk *t = arg;
@@ -732,8 +760,11 @@ static int take_block(rp_range *r, void *arg)
     r->val = FREED | GONE | (r->val & IN_SEG) | t->seq;
     r->aux = 0;
     /* A pool's segment no more: a block handed out there later and freed
-     * is not that pool's segment released. */
-    rp_ptrmap_del(&c->seg_owner, r->start, NULL);
+     * is not that pool's segment released.  The pool's blocks in it went
+     * with it. */
+    uint64_t owner;
+    if (rp_ptrmap_del(&c->seg_owner, r->start, &owner))
+        pool_segment_gone(c, (uint32_t)owner, r->start, r->end, t->seq);
     if (t->sp == TF_SPACE_DEVICE) {
         rp_grow(&c->gone, &c->capgone, c->ngone + 1, sizeof *c->gone);
         c->gone[c->ngone++] = r->start;

@@ -269,6 +269,10 @@ static void model_free(void)
     expect("teardown_double_free.txt", NULL, "double_free", 4);
     expect("teardown_other_device.txt", NULL, "double_free", 4);
     expect("teardown_overlap.txt", NULL, "overlap", 3);
+    r = run("teardown_pool.txt", NULL, 0);   /* a pool's blocks go with its segment */
+    n = rp_replay_warnings(r, &w, &total);
+    CHECK(!rp_replay_result(r)->violated && total == 0);
+    rp_replay_free(r);
 }
 
 static void explore(void)
