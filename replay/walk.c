@@ -96,9 +96,13 @@ static void close_for(rp_walk *w, thread *t, const tf_event *e)
     }
     while (t->n && t->f[t->n - 1].seq != e->parent)
         close_top(w, t, RP_CLOSE_LEFT, e);
-    /* An operation right inside an open one of its own pool: that one raised. */
+    /* An allocation or free right inside an open allocation or free of its
+     * own pool: that one raised.  An `other` operation on either side is a
+     * pool calling itself (a trim inside an allocation, its retry after):
+     * the hooks that leave raised operations open make none. */
     if (e->kind == TF_EV_POOL_OP_BEGIN && t->n && t->f[t->n - 1].kind == TF_EV_POOL_OP_BEGIN &&
-        t->f[t->n - 1].pool == e->u.pool_op.pool)
+        t->f[t->n - 1].pool == e->u.pool_op.pool && e->u.pool_op.op != TF_POOL_OP_OTHER &&
+        t->f[t->n - 1].op != TF_POOL_OP_OTHER)
         close_top(w, t, RP_CLOSE_LEFT, e);
 }
 

@@ -21,11 +21,13 @@
  *  - pool_op_end closes the operation it names and whatever is still open
  *    inside it; gc_stop closes the innermost open collection and what is
  *    inside it.  An end whose frame is not open closes nothing.
- *  - An operation that begins right inside an open operation of the same
- *    pool means that one raised: the recorder keeps an operation open until
- *    its end, so what follows nests under it, and a pool does not call
- *    itself.  The open one closes first ("left") and the new one takes its
- *    place.
+ *  - An allocation or free that begins right inside an open allocation or
+ *    free of the same pool means that one raised: the recorder keeps an
+ *    operation open until its end, so what follows nests under it.  The
+ *    open one closes first ("left") and the new one takes its place.  An
+ *    `other` operation on either side nests as any operation does: a pool
+ *    calling itself (its trim inside an allocation) is annotated so, and the
+ *    hooks whose operations can be left open (CuPy's) make no `other`.
  *  - A thread holds at most RP_WALK_MAX_DEPTH frames (the recorder nests 64
  *    deep at most; a hostile log cannot make the walker's memory grow with
  *    its length): deeper openings are plain events.

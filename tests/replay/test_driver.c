@@ -207,6 +207,7 @@ static void model_free(void)
     expect("outside_segment.txt", NULL, "outside_segment", 3);
     expect("segment_in_use.txt", NULL, "segment_in_use", 3);
     expect("zero_size.txt", NULL, NULL, 0);
+    expect("nested_other.txt", NULL, NULL, 0);
     /* Live blocks at a clean end are warnings, not violations. */
     rp_replay *r = run("leak.txt", NULL, 0);
     const rp_finding *w;
