@@ -915,19 +915,14 @@ static int pool_free(rp_checks *c, const tf_event *e, rp_finding *v)
     if (!e->u.pool.ptr)
         return 0;
     uint64_t *zeros = p->zeros.len ? rp_ptrmap_get(&p->zeros, e->u.pool.ptr) : NULL;
-    if (zeros && !e->u.pool.granted) {
-        /* A zero-byte block there: this free is its (or, told with no size,
-         * a block's at the same start, whose own free then takes this one:
-         * the same count either way). */
-        if (!--*zeros)
-            rp_ptrmap_del(&p->zeros, e->u.pool.ptr, NULL);
-        p->fig.blocks--;
-        return 0;
-    }
     if (zeros) {
+        /* Zero-byte blocks there: a live block starting there is freed
+         * first (a free says no size it can be told by), so that its
+         * address is never taken as still live once the pool may hand it
+         * out again; the zero-byte block's own free then comes with none
+         * live, and takes one of them. */
         const rp_range *r = rp_rangeset_before(&p->blocks.mem, e->u.pool.ptr);
         if (!r || r->start != e->u.pool.ptr || is_freed(r)) {
-            /* Told a size, but no block of it starts there: the zero one. */
             if (!--*zeros)
                 rp_ptrmap_del(&p->zeros, e->u.pool.ptr, NULL);
             p->fig.blocks--;
