@@ -409,6 +409,15 @@ def pool_segments(tmp):
         check(got == [want], "report %s: segments obtained %r, expected [%d]" % (name, got, want))
 
 
+def told_segment_figures(tmp):
+    """A device allocation a pool tells as its segment is not also held by
+    the program (it was, until the pool told it)."""
+    rc, d = doc(["report", mklog("segment_told_figures.txt", tmp)])
+    peak = (d.get("memory") or {}).get("peak_allocated") or {}
+    check(rc == 0 and peak.get("bytes") == 64 << 10 and peak.get("seq") == 1,
+          "report: the segment is the pool's once told: %r" % peak)
+
+
 def small_things(tmp):
     """Point 11."""
     for tool in ([A.replay], [A.dump] if A.dump else []):
@@ -456,7 +465,7 @@ def main():
     A = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for t in (exit_codes, json_shape, determinism, explore, minimize, stats_pool_leaks, damaged, generated,
-                  one_nesting, hostile_text, python_first, verdicts, vmm_figures, pool_segments, small_things):
+                  one_nesting, hostile_text, python_first, verdicts, vmm_figures, pool_segments, told_segment_figures, small_things):
             t(tmp)
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0

@@ -721,6 +721,14 @@ static void account(rpt *r, pass *ps, const tf_event *e, const rp_where *w)
         free_event(r, &ps->pool_blocks, e->u.pool.ptr, gc_seq, 1);
         break;
     case TF_EV_POOL_SEGMENT:
+        /* A pool told a segment it obtained outside its operations: the
+         * device allocation that starts there is the pool's (as the checks
+         * take it), what the program holds is the pool's blocks in it. */
+        if (e->u.segment.grow == TF_SEGMENT_GROW && e->u.segment.ptr) {
+            uint32_t site;
+            uint64_t size, born;
+            live_del(&ps->direct_dev, e->u.segment.ptr, &site, &size, &born);
+        }
         break;
     case TF_EV_HOST_ALLOC:
         if (e->u.host.ptr && e->u.host.api == TF_HOST_API_MAP_REST)
