@@ -92,13 +92,13 @@ static void read_python_version(void)
     }
 }
 
-static tf_header make_header(void)
+static tf_header make_header(pid_t ppid)
 {
     return (tf_header){
         .version_major = TF_VERSION_MAJOR,
         .version_minor = TF_VERSION_MINOR,
         .pid = (uint32_t)getpid(),
-        .ppid = (uint32_t)getppid(),
+        .ppid = (uint32_t)ppid,
         .wall_start_ns = clock_ns(CLOCK_REALTIME),
         .mono_start_ns = rec_clock_ns(),
         .hostname = hostname,
@@ -119,8 +119,17 @@ static void note_rank(void)
         rec_info("rank", c->rank);
 }
 
+/* The process that forks, noted before the fork: a forked child's parent.
+ * getppid() in the child is not that once the parent has ended (a daemon's
+ * double fork: the middle process _exits at once, gunicorn --daemon), and
+ * the child's atfork handler may run after that: it then named pid 1 or a
+ * subreaper, and `trace-replay report` put the child at the root of the
+ * tree, not under the process that forked it. */
+static pid_t forking_pid;
+
 static void fork_prepare(void)
 {
+    forking_pid = getpid();
     /* CPython 3.12+ warns in os.fork() when the process has more than one
      * OS thread, so the flusher must not live across fork.  It stops here,
      * what is pending is written now (a parent idle after fork would keep it
@@ -150,14 +159,14 @@ static void fork_child(void)
     endings_fork_child();
     ending_signals_fork_child();
     trace_config_set_pid(getpid());
-    tf_header h = make_header();
+    tf_header h = make_header(forking_pid);
     rec_fork_child(&h);
     /* Readers take the child's first event as coming after a gap (FORMAT.md,
      * INFO keys): a block the parent allocated may be freed here, and a
      * pool's state is the parent's, which this log does not hold. */
     char from[96];
     snprintf(from, sizeof from, "from pid %d: what it allocated before the fork is not in this log",
-             (int)getppid());
+             (int)forking_pid);
     rec_info("forked", from);
     host_fork_child();
     log_fork_child();
@@ -204,7 +213,7 @@ __attribute__((constructor)) static void trace_start(void)
     native_stack_init();
     read_process_facts();
     read_python_version();
-    tf_header h = make_header();
+    tf_header h = make_header(getppid());
     if (rec_start(&h) < 0) {
         trace_warn("out of memory at start: not tracing");
         return;
