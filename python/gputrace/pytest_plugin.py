@@ -524,16 +524,26 @@ def analyse_log(dump, path, res, root=None):
         live[(space, key)] = rec
         current[(space, key)] = rec
 
-    cuts = []           # host blocks released last: (key, record, the running test's, tid)
+    # Host blocks released last, for the map_rest pieces that follow a cut:
+    # [key, size, record (None: a block no test made), the running test's,
+    # tid, charged to a collection].
+    cuts = []
 
     def freed(ev, space, key):
         rec = live.pop((space, key), None)
         mine = current.pop((space, key), None) is not None
+        cut = None
+        if space.startswith("host") and key is not None:
+            # Remembered even when no test made it (allocated before the
+            # tests or in a wider fixture): what a cut leaves of such a
+            # mapping is nobody's, not the cutting test's new buffer (the
+            # rest of a module fixture's mapping was charged to the test
+            # that cut it).
+            cut = [key, rec["size"] if rec else ev.get("size", 0), rec, mine, ev.get("tid"), False]
+            cuts.append(cut)
+            del cuts[:-32]
         if rec is None:
             return
-        if space.startswith("host"):
-            cuts.append((key, rec, mine, ev.get("tid")))
-            del cuts[:-32]
         # A collection's only when the block is older than it: a
         # finalizer's temporary, made and dropped while it ran, is not; nor
         # is a resize (the data lives on in the new block).
@@ -544,19 +554,33 @@ def analyse_log(dump, path, res, root=None):
                 r["leaked"].remove(rec)
             rec["gc_seq"] = ev["seq"]
             r["gc_freed"].append(rec)
+            if cut:
+                cut[5] = True
         else:
             rec["freed_seq"] = ev["seq"]
 
-    def rest(ev, space, key, size):
+    def left_of_cut(ev, space, key, size):
         """What is left of a mapping released just before (FORMAT.md section
         7, map_rest): the same allocation, smaller, not a new one of the
         running test's."""
-        for at, rec, mine, tid in reversed(cuts):
-            if tid == ev.get("tid") and key is not None and at is not None and at <= key < at + rec["size"]:
+        for at, whole, rec, mine, tid, charged in reversed(cuts):
+            if tid == ev.get("tid") and key is not None and at <= key < at + whole:
+                if rec is None:
+                    return
                 piece = dict(rec, size=size)
+                piece.pop("gc_seq", None)
+                piece.pop("freed_seq", None)
                 live[(space, key)] = piece
                 if mine and test is not None:
                     current[(space, key)] = piece
+                if charged:
+                    # A collection that cut a mapping freed only the cut
+                    # (the whole mapping was charged: 32 MiB for a
+                    # finalizer that gave back 8).
+                    rec["size"] -= min(size, rec["size"])
+                    if not rec["size"]:
+                        r = results_for(rec["test"])["gc_freed"]
+                        r[:] = [a for a in r if a is not rec]
                 return
         allocated(ev, space, key, size, "host buffer")
 
@@ -627,7 +651,7 @@ def analyse_log(dump, path, res, root=None):
         elif kind == "pool_free":
             freed(ev, "pool%s" % ev.get("pool"), ev.get("ptr"))
         elif kind == "host_alloc" and ev.get("api") == "map_rest":
-            rest(ev, "host%s" % ev.get("domain"), ev.get("ptr"), ev.get("size", 0))
+            left_of_cut(ev, "host%s" % ev.get("domain"), ev.get("ptr"), ev.get("size", 0))
         elif kind == "host_alloc":
             allocated(ev, "host%s" % ev.get("domain"), ev.get("ptr"), ev.get("size", 0), "host buffer")
         elif kind == "host_free":

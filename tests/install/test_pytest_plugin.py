@@ -324,6 +324,23 @@ def main():
           "a wide fixture's teardown is charged to the last test: %d %s\n%s"
           % (p.returncode, got, section or p.stdout[-1500:]))
 
+    # Cuts into anonymous mappings (map_rest pieces): the rest of a module
+    # fixture's mapping is not the cutting test's (it was charged 24 MiB
+    # "only garbage collection freed"), a finalizer that gives back 8 MiB of
+    # a 32 MiB mapping freed 8 MiB (was 32), and the summary reads a piece
+    # after a mark (it stopped with a TypeError: exit 1, INTERNALERROR).
+    p = pytest(opts, venv, ["--gputrace", "test_map_cut.py"])
+    got, section = outcomes(p.stdout), gputrace_section(p.stdout)
+    trimmed = section_for(section, "test_map_cut.py::test_trim_in_collection")
+    check(p.returncode == 0 and got == {"test_map_cut.py::test_uses_mapping": {"PASSED"},
+                                        "test_map_cut.py::test_cuts_mapping": {"PASSED"},
+                                        "test_map_cut.py::test_trim_in_collection": {"PASSED"}}
+          and "test_map_cut.py::test_cuts_mapping\n" not in section
+          and "only garbage collection freed: 8.0 MiB in 1 allocation" in trimmed
+          and "3 test(s) traced" in section and "1 with findings" in section,
+          "what a cut leaves of a mapping stays with the test or fixture that made it: %d %s\n%s"
+          % (p.returncode, got, section or p.stdout[-1500:]))
+
     # --gputrace-dir DIR, the value apart: the restarted pytest keeps its
     # rootdir (DIR exists by then, and pytest counts an option's value that
     # names a path as a place its rootdir must cover).  Outside this
