@@ -524,10 +524,11 @@ def analyse_log(dump, path, res, root=None):
         live[(space, key)] = rec
         current[(space, key)] = rec
 
-    # Host blocks released last, for the map_rest pieces that follow a cut:
-    # [key, size, record (None: a block no test made), the running test's,
-    # tid, charged to a collection].
-    cuts = []
+    # Host blocks each thread released last, for the map_rest pieces that
+    # follow a cut on the same thread (other threads' releases may come
+    # between): tid -> [[key, size, record (None: a block no test made),
+    # the running test's, charged to a collection]].
+    cuts = {}
 
     def freed(ev, space, key):
         rec = live.pop((space, key), None)
@@ -539,9 +540,10 @@ def analyse_log(dump, path, res, root=None):
             # mapping is nobody's, not the cutting test's new buffer (the
             # rest of a module fixture's mapping was charged to the test
             # that cut it).
-            cut = [key, rec["size"] if rec else ev.get("size", 0), rec, mine, ev.get("tid"), False]
-            cuts.append(cut)
-            del cuts[:-32]
+            cut = [key, rec["size"] if rec else ev.get("size", 0), rec, mine, False]
+            ring = cuts.setdefault(ev.get("tid"), [])
+            ring.append(cut)
+            del ring[:-32]
         if rec is None:
             return
         # A collection's only when the block is older than it: a
@@ -555,7 +557,7 @@ def analyse_log(dump, path, res, root=None):
             rec["gc_seq"] = ev["seq"]
             r["gc_freed"].append(rec)
             if cut:
-                cut[5] = True
+                cut[4] = True
         else:
             rec["freed_seq"] = ev["seq"]
 
@@ -563,8 +565,8 @@ def analyse_log(dump, path, res, root=None):
         """What is left of a mapping released just before (FORMAT.md section
         7, map_rest): the same allocation, smaller, not a new one of the
         running test's."""
-        for at, whole, rec, mine, tid, charged in reversed(cuts):
-            if tid == ev.get("tid") and key is not None and at <= key < at + whole:
+        for at, whole, rec, mine, charged in reversed(cuts.get(ev.get("tid"), ())):
+            if key is not None and at <= key < at + whole:
                 if rec is None:
                     return
                 piece = dict(rec, size=size)

@@ -35,6 +35,17 @@ static tstate *thread(tstate *ts, int *nts, uint32_t tid)
     return &ts[(*nts)++];
 }
 
+/* A host api by its name (FORMAT.md section 7: "mmap", "munmap", "map_rest"...). */
+static int host_api(const char *w, uint32_t *api)
+{
+    for (uint32_t i = 1; i < TF_HOST_API_COUNT; i++)
+        if (!strcmp(w, tf_host_api_name(i))) {
+            *api = i;
+            return 0;
+        }
+    return -1;
+}
+
 static int parse_line(char **w, int nw, tf_event *e, tstate *t, evtext *out, uint64_t *stack, uint32_t *nstack)
 {
     uint64_t a = 0, b = 0, c = 0, d = 0;
@@ -147,13 +158,17 @@ static int parse_line(char **w, int nw, tf_event *e, tstate *t, evtext *out, uin
         e->u.segment.pool = (uint32_t)a;
         e->u.segment.ptr = b;
         e->u.segment.size = c;
-    } else if (!strcmp(k, "host_alloc") && nw == 3 && !num(w[1], &a) && !num(w[2], &b)) {
+    } else if (!strcmp(k, "host_alloc") && (nw == 3 || nw == 4) && !num(w[1], &a) && !num(w[2], &b)) {
         e->kind = TF_EV_HOST_ALLOC;
         e->u.host.ptr = a;
         e->u.host.size = b;
-    } else if (!strcmp(k, "host_free") && nw == 2 && !num(w[1], &a)) {
+        if (nw == 4 && host_api(w[3], &e->u.host.api))
+            return -1;
+    } else if (!strcmp(k, "host_free") && (nw == 2 || nw == 3) && !num(w[1], &a)) {
         e->kind = TF_EV_HOST_FREE;
         e->u.host.ptr = a;
+        if (nw == 3 && host_api(w[2], &e->u.host.api))
+            return -1;
     } else if (!strcmp(k, "release_failed") && nw == 3 && !num(w[1], &a) && !num(w[2], &b)) {
         e->kind = TF_EV_RELEASE_FAILED;
         e->u.release_failed.release = a;

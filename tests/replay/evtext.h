@@ -20,7 +20,8 @@
  *     free 1 0x100000 [size]          pool_free
  *     gc [generation]                 gc_start (opens)   gcend: gc_stop
  *     segment grow|release 1 0x100000 1048576
- *     host_alloc 0x5000 1048576       host_free 0x5000
+ *     host_alloc 0x5000 1048576 [api] host_free 0x5000 [api]  (api: a host api
+ *                                     name, FORMAT.md section 7: mmap, map_rest...)
  *     stack 0x401000 0x401100 ...     native stack of the next event (in
  *                                     memory its id is 1 + the event's index)
  *     endlog                          the END record

@@ -418,6 +418,20 @@ def told_segment_figures(tmp):
           "report: the segment is the pool's once told: %r" % peak)
 
 
+def cut_on_busy_threads(tmp):
+    """The pieces a cut leaves (map_rest) are the mapping's, found among the
+    releases of their own thread, however many large blocks other threads
+    release while the cut runs (a ring of all threads' last 32 releases lost
+    the mapping: its pieces counted as 2 more blocks, 56 MiB more)."""
+    rc, d = doc(["report", mklog("host_cut_threads.txt", tmp)])
+    sites = d.get("sites") or []
+    count, total = sum(s.get("host_count", 0) for s in sites), sum(s.get("host_bytes", 0) for s in sites)
+    peak = (d.get("memory") or {}).get("peak_host") or {}
+    check(rc == 0 and count == 41 and total == 144 << 20 and peak.get("bytes") == 144 << 20,
+          "report: a cut while another thread frees 40 blocks: 41 blocks, 144 MiB allocated "
+          "(got %d, %d), peak %r" % (count, total, peak))
+
+
 def small_things(tmp):
     """Point 11."""
     for tool in ([A.replay], [A.dump] if A.dump else []):
@@ -465,7 +479,8 @@ def main():
     A = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for t in (exit_codes, json_shape, determinism, explore, minimize, stats_pool_leaks, damaged, generated,
-                  one_nesting, hostile_text, python_first, verdicts, vmm_figures, pool_segments, told_segment_figures, small_things):
+                  one_nesting, hostile_text, python_first, verdicts, vmm_figures, pool_segments, told_segment_figures, cut_on_busy_threads,
+                  small_things):
             t(tmp)
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0

@@ -42,10 +42,20 @@ typedef struct live {
  * (what is left of a mapping a call cut: FORMAT.md section 7). */
 typedef struct recent_cut {
     uint64_t ptr, size, born;
-    uint32_t site, tid;
+    uint32_t site;
     int by_collection;         /* charged as freed by a collection */
 } recent_cut;
 #define RECENT_CUTS 32u        /* a call cuts CUTS_MAX (16) mappings at most */
+
+/* The host blocks one thread released last, a ring.  One per thread: the
+ * pieces follow their call's releases on its thread, but other threads'
+ * releases come between (recorded while the cut ran); a ring shared by all
+ * threads lost the cut under 32 large frees of other threads, and its
+ * pieces were counted as new allocations at the cutting call. */
+typedef struct cut_ring {
+    recent_cut cuts[RECENT_CUTS];
+    uint32_t n;                /* ever put in it */
+} cut_ring;
 
 typedef struct pass {
     rpt *r;
@@ -63,8 +73,8 @@ typedef struct pass {
     live vmm_direct, vmm_pooled;
     live pool_blocks;
     live host;
-    recent_cut cuts[RECENT_CUTS];   /* the host blocks released last, a ring */
-    uint32_t ncuts;                 /* ever put in it */
+    cut_ring *rings;           /* per thread, at its position in r->threads */
+    size_t nrings, caprings;
     live py_objects;           /* each address's last py_alloc (kept past frees: object_freed) */
     rp_ptrmap site_index;      /* key hash -> site index */
     rp_ptrmap dinit_index;     /* key hash -> double-init group */
@@ -510,6 +520,19 @@ static void free_event(rpt *r, live *l, uint64_t ptr, uint64_t gc_seq, int devic
         charge_gc_free(r, site, size, device);
 }
 
+/* The ring of the event's thread (count_thread has seen it). */
+static cut_ring *ring_of(rpt *r, pass *ps, uint32_t tid)
+{
+    uint64_t *at = rp_ptrmap_get(&ps->thread_index, tid);
+    uint64_t i = at ? *at : r->nthreads;
+    if (i >= ps->nrings) {
+        rp_grow(&ps->rings, &ps->caprings, i + 1, sizeof *ps->rings);
+        memset(ps->rings + ps->nrings, 0, (i + 1 - ps->nrings) * sizeof *ps->rings);
+        ps->nrings = i + 1;
+    }
+    return &ps->rings[i];
+}
+
 /* A host block's release; the block is remembered a while for the map_rest
  * pieces that may follow it. */
 static void host_freed(rpt *r, pass *ps, const tf_event *e, uint64_t gc_seq)
@@ -521,9 +544,9 @@ static void host_freed(rpt *r, pass *ps, const tf_event *e, uint64_t gc_seq)
     int by_collection = freed_by_collection(born, gc_seq);
     if (by_collection)
         charge_gc_free(r, site, size, 0);
-    ps->cuts[ps->ncuts++ % RECENT_CUTS] = (recent_cut){
-        .ptr = e->u.host.ptr, .size = size, .born = born, .site = site, .tid = e->tid,
-        .by_collection = by_collection };
+    cut_ring *ring = ring_of(r, ps, e->tid);
+    ring->cuts[ring->n++ % RECENT_CUTS] = (recent_cut){
+        .ptr = e->u.host.ptr, .size = size, .born = born, .site = site, .by_collection = by_collection };
 }
 
 /* A map_rest piece: what is left of the mapping this thread released just
@@ -536,9 +559,10 @@ static void host_freed(rpt *r, pass *ps, const tf_event *e, uint64_t gc_seq)
 static void host_rest(rpt *r, pass *ps, const tf_event *e)
 {
     uint64_t p = e->u.host.ptr;
-    for (uint32_t k = 0; k < RECENT_CUTS && k < ps->ncuts; k++) {
-        const recent_cut *c = &ps->cuts[(ps->ncuts - 1 - k) % RECENT_CUTS];
-        if (c->tid == e->tid && p >= c->ptr && p - c->ptr < c->size) {
+    const cut_ring *ring = ring_of(r, ps, e->tid);
+    for (uint32_t k = 0; k < RECENT_CUTS && k < ring->n; k++) {
+        const recent_cut *c = &ring->cuts[(ring->n - 1 - k) % RECENT_CUTS];
+        if (p >= c->ptr && p - c->ptr < c->size) {
             live_add(&ps->host, p, e->u.host.size, c->site, c->born);
             /* A collection that cut a mapping freed only the cut. */
             uint64_t back = e->u.host.size < c->size ? e->u.host.size : c->size;
@@ -967,6 +991,7 @@ void rpt_free(rpt *r)
         live_free(&ps->vmm_pooled);
         live_free(&ps->pool_blocks);
         live_free(&ps->host);
+        free(ps->rings);
         live_free(&ps->py_objects);
         rp_ptrmap_free(&ps->site_index);
         rp_ptrmap_free(&ps->dinit_index);
