@@ -432,6 +432,17 @@ def cut_on_busy_threads(tmp):
           "(got %d, %d), peak %r" % (count, total, peak))
 
 
+def cut_in_collections(tmp):
+    """A collection whose finalizer cut a mapping freed the cut only, and
+    one whose cut failed (the mapping put back whole) freed no block."""
+    rc, d = doc(["report", mklog("host_cut_gc.txt", tmp)])
+    sites = d.get("sites") or []
+    got = (sum(s.get("gc_host_bytes", 0) for s in sites), sum(s.get("gc_host_count", 0) for s in sites),
+           (d.get("gc") or {}).get("freed_in_collections_host_bytes"))
+    check(rc == 0 and got == (8 << 20, 1, 8 << 20),
+          "report: collections freed 8 MiB in 1 block (bytes, blocks, total): %r" % (got,))
+
+
 def small_things(tmp):
     """Point 11."""
     for tool in ([A.replay], [A.dump] if A.dump else []):
@@ -479,7 +490,8 @@ def main():
     A = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for t in (exit_codes, json_shape, determinism, explore, minimize, stats_pool_leaks, damaged, generated,
-                  one_nesting, hostile_text, python_first, verdicts, vmm_figures, pool_segments, told_segment_figures, cut_on_busy_threads,
+                  one_nesting, hostile_text, python_first, verdicts, vmm_figures, pool_segments, told_segment_figures,
+                  cut_on_busy_threads, cut_in_collections,
                   small_things):
             t(tmp)
     print("%d failure(s)" % len(failures))

@@ -43,7 +43,7 @@ typedef struct live {
 typedef struct recent_cut {
     uint64_t ptr, size, born;
     uint32_t site;
-    int by_collection;         /* charged as freed by a collection */
+    uint64_t charged;          /* bytes of it charged as freed by a collection */
 } recent_cut;
 #define RECENT_CUTS 32u        /* a call cuts CUTS_MAX (16) mappings at most */
 
@@ -546,7 +546,7 @@ static void host_freed(rpt *r, pass *ps, const tf_event *e, uint64_t gc_seq)
         charge_gc_free(r, site, size, 0);
     cut_ring *ring = ring_of(r, ps, e->tid);
     ring->cuts[ring->n++ % RECENT_CUTS] = (recent_cut){
-        .ptr = e->u.host.ptr, .size = size, .born = born, .site = site, .by_collection = by_collection };
+        .ptr = e->u.host.ptr, .size = size, .born = born, .site = site, .charged = by_collection ? size : 0 };
 }
 
 /* A map_rest piece: what is left of the mapping this thread released just
@@ -559,16 +559,22 @@ static void host_freed(rpt *r, pass *ps, const tf_event *e, uint64_t gc_seq)
 static void host_rest(rpt *r, pass *ps, const tf_event *e)
 {
     uint64_t p = e->u.host.ptr;
-    const cut_ring *ring = ring_of(r, ps, e->tid);
+    cut_ring *ring = ring_of(r, ps, e->tid);
     for (uint32_t k = 0; k < RECENT_CUTS && k < ring->n; k++) {
-        const recent_cut *c = &ring->cuts[(ring->n - 1 - k) % RECENT_CUTS];
+        recent_cut *c = &ring->cuts[(ring->n - 1 - k) % RECENT_CUTS];
         if (p >= c->ptr && p - c->ptr < c->size) {
             live_add(&ps->host, p, e->u.host.size, c->site, c->born);
-            /* A collection that cut a mapping freed only the cut. */
-            uint64_t back = e->u.host.size < c->size ? e->u.host.size : c->size;
-            if (c->by_collection && r->sites[c->site].gc_host_bytes >= back) {
-                r->sites[c->site].gc_host_bytes -= back;
+            /* A collection that cut a mapping freed only the cut; one
+             * whose call failed (the mapping put back whole) freed no
+             * block (it stayed one block freed, of 0 bytes). */
+            uint64_t back = e->u.host.size < c->charged ? e->u.host.size : c->charged;
+            rpt_site *s = &r->sites[c->site];
+            if (back && s->gc_host_bytes >= back) {
+                s->gc_host_bytes -= back;
                 r->gc_host_bytes -= back;
+                c->charged -= back;
+                if (!c->charged && s->gc_host_count)
+                    s->gc_host_count--;
             }
             return;
         }
