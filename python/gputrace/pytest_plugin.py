@@ -524,11 +524,13 @@ def analyse_log(dump, path, res, root=None):
         live[(space, key)] = rec
         current[(space, key)] = rec
 
-    # Host blocks each thread released last, for the map_rest pieces that
-    # follow a cut on the same thread (other threads' releases may come
-    # between): tid -> [[key, size, record (None: a block no test made),
-    # the running test's, charged to a collection]].
+    # Host blocks each thread released since its last host allocation (a
+    # call's releases), for the map_rest pieces that follow them on the same
+    # thread (other threads' releases may come between, and one munmap may
+    # release hundreds of mappings): tid -> [[key, size, record (None: a
+    # block no test made), the running test's, charged to a collection]].
     cuts = {}
+    closed = set()      # threads whose next host release begins a call
 
     def freed(ev, space, key):
         rec = live.pop((space, key), None)
@@ -541,9 +543,13 @@ def analyse_log(dump, path, res, root=None):
             # rest of a module fixture's mapping was charged to the test
             # that cut it).
             cut = [key, rec["size"] if rec else ev.get("size", 0), rec, mine, False]
-            ring = cuts.setdefault(ev.get("tid"), [])
+            tid = ev.get("tid")
+            if tid in closed:
+                closed.discard(tid)
+                cuts[tid] = []
+            ring = cuts.setdefault(tid, [])
             ring.append(cut)
-            del ring[:-32]
+            del ring[:-2048]
         if rec is None:
             return
         # A collection's only when the block is older than it: a
@@ -654,8 +660,10 @@ def analyse_log(dump, path, res, root=None):
             freed(ev, "pool%s" % ev.get("pool"), ev.get("ptr"))
         elif kind == "host_alloc" and ev.get("api") == "map_rest":
             left_of_cut(ev, "host%s" % ev.get("domain"), ev.get("ptr"), ev.get("size", 0))
+            closed.add(ev.get("tid"))
         elif kind == "host_alloc":
             allocated(ev, "host%s" % ev.get("domain"), ev.get("ptr"), ev.get("size", 0), "host buffer")
+            closed.add(ev.get("tid"))
         elif kind == "host_free":
             freed(ev, "host%s" % ev.get("domain"), ev.get("ptr"))
         elif kind == "py_double_init" and test is not None:

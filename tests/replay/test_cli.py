@@ -422,7 +422,9 @@ def cut_on_busy_threads(tmp):
     """The pieces a cut leaves (map_rest) are the mapping's, found among the
     releases of their own thread, however many large blocks other threads
     release while the cut runs (a ring of all threads' last 32 releases lost
-    the mapping: its pieces counted as 2 more blocks, 56 MiB more)."""
+    the mapping: its pieces counted as 2 more blocks, 56 MiB more), and
+    however many mappings the call released after the one it cut (a ring of
+    32: 1 block, 1 MiB more)."""
     rc, d = doc(["report", mklog("host_cut_threads.txt", tmp)])
     sites = d.get("sites") or []
     count, total = sum(s.get("host_count", 0) for s in sites), sum(s.get("host_bytes", 0) for s in sites)
@@ -430,6 +432,12 @@ def cut_on_busy_threads(tmp):
     check(rc == 0 and count == 41 and total == 144 << 20 and peak.get("bytes") == 144 << 20,
           "report: a cut while another thread frees 40 blocks: 41 blocks, 144 MiB allocated "
           "(got %d, %d), peak %r" % (count, total, peak))
+    rc, d = doc(["report", mklog("host_cut_row.txt", tmp)])
+    sites = d.get("sites") or []
+    count, total = sum(s.get("host_count", 0) for s in sites), sum(s.get("host_bytes", 0) for s in sites)
+    check(rc == 0 and count == 40 and total == 80 << 20,
+          "report: one munmap over 40 mappings, the first and last cut: 40 blocks, 80 MiB allocated "
+          "(got %d, %d)" % (count, total))
 
 
 def cut_in_collections(tmp):

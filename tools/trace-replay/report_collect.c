@@ -45,17 +45,21 @@ typedef struct recent_cut {
     uint32_t site;
     uint64_t charged;          /* bytes of it charged as freed by a collection */
 } recent_cut;
-#define RECENT_CUTS 32u        /* a call cuts CUTS_MAX (16) mappings at most */
+#define RUN_MAX 2048u          /* a call releases 1024 tracked mappings at most (MAP_SLOTS) */
 
-/* The host blocks one thread released last, a ring.  One per thread: the
- * pieces follow their call's releases on its thread, but other threads'
- * releases come between (recorded while the cut ran); a ring shared by all
- * threads lost the cut under 32 large frees of other threads, and its
- * pieces were counted as new allocations at the cutting call. */
-typedef struct cut_ring {
-    recent_cut cuts[RECENT_CUTS];
-    uint32_t n;                /* ever put in it */
-} cut_ring;
+/* The host blocks one thread released since its last host allocation: a
+ * call's releases, which its pieces follow on the same thread.  One per
+ * thread, as other threads' releases come between (recorded while the cut
+ * ran): a ring shared by all threads lost the cut under 32 large frees of
+ * other threads.  Nor a fixed number: an munmap over 40 mappings released
+ * the first, cut, before 39 others, and a ring of 32 lost it.  Either way
+ * its pieces were counted as new allocations at the cutting call.  A ring
+ * of up to RUN_MAX. */
+typedef struct cut_run {
+    recent_cut *cuts;
+    uint32_t n, cap;           /* n: put in since the run began */
+    int closed;                /* a host allocation came: the next release begins a run */
+} cut_run;
 
 typedef struct pass {
     rpt *r;
@@ -73,8 +77,8 @@ typedef struct pass {
     live vmm_direct, vmm_pooled;
     live pool_blocks;
     live host;
-    cut_ring *rings;           /* per thread, at its position in r->threads */
-    size_t nrings, caprings;
+    cut_run *runs;             /* per thread, at its position in r->threads */
+    size_t nruns, capruns;
     live py_objects;           /* each address's last py_alloc (kept past frees: object_freed) */
     rp_ptrmap site_index;      /* key hash -> site index */
     rp_ptrmap dinit_index;     /* key hash -> double-init group */
@@ -520,17 +524,17 @@ static void free_event(rpt *r, live *l, uint64_t ptr, uint64_t gc_seq, int devic
         charge_gc_free(r, site, size, device);
 }
 
-/* The ring of the event's thread (count_thread has seen it). */
-static cut_ring *ring_of(rpt *r, pass *ps, uint32_t tid)
+/* The run of the event's thread (count_thread has seen it). */
+static cut_run *run_of(rpt *r, pass *ps, uint32_t tid)
 {
     uint64_t *at = rp_ptrmap_get(&ps->thread_index, tid);
     uint64_t i = at ? *at : r->nthreads;
-    if (i >= ps->nrings) {
-        rp_grow(&ps->rings, &ps->caprings, i + 1, sizeof *ps->rings);
-        memset(ps->rings + ps->nrings, 0, (i + 1 - ps->nrings) * sizeof *ps->rings);
-        ps->nrings = i + 1;
+    if (i >= ps->nruns) {
+        rp_grow(&ps->runs, &ps->capruns, i + 1, sizeof *ps->runs);
+        memset(ps->runs + ps->nruns, 0, (i + 1 - ps->nruns) * sizeof *ps->runs);
+        ps->nruns = i + 1;
     }
-    return &ps->rings[i];
+    return &ps->runs[i];
 }
 
 /* A host block's release; the block is remembered a while for the map_rest
@@ -544,8 +548,14 @@ static void host_freed(rpt *r, pass *ps, const tf_event *e, uint64_t gc_seq)
     int by_collection = freed_by_collection(born, gc_seq);
     if (by_collection)
         charge_gc_free(r, site, size, 0);
-    cut_ring *ring = ring_of(r, ps, e->tid);
-    ring->cuts[ring->n++ % RECENT_CUTS] = (recent_cut){
+    cut_run *run = run_of(r, ps, e->tid);
+    if (run->closed)
+        run->n = run->closed = 0;
+    if (run->n == run->cap && run->cap < RUN_MAX) {   /* not wrapped yet: grows in place */
+        run->cap = run->cap ? 2 * run->cap : 16;
+        run->cuts = rp_xrealloc(run->cuts, run->cap * sizeof *run->cuts);
+    }
+    run->cuts[run->n++ % run->cap] = (recent_cut){
         .ptr = e->u.host.ptr, .size = size, .born = born, .site = site, .charged = by_collection ? size : 0 };
 }
 
@@ -559,9 +569,9 @@ static void host_freed(rpt *r, pass *ps, const tf_event *e, uint64_t gc_seq)
 static void host_rest(rpt *r, pass *ps, const tf_event *e)
 {
     uint64_t p = e->u.host.ptr;
-    cut_ring *ring = ring_of(r, ps, e->tid);
-    for (uint32_t k = 0; k < RECENT_CUTS && k < ring->n; k++) {
-        recent_cut *c = &ring->cuts[(ring->n - 1 - k) % RECENT_CUTS];
+    cut_run *run = run_of(r, ps, e->tid);
+    for (uint32_t k = 0; k < run->cap && k < run->n; k++) {
+        recent_cut *c = &run->cuts[(run->n - 1 - k) % run->cap];
         if (p >= c->ptr && p - c->ptr < c->size) {
             live_add(&ps->host, p, e->u.host.size, c->site, c->born);
             /* A collection that cut a mapping freed only the cut; one
@@ -765,6 +775,7 @@ static void account(rpt *r, pass *ps, const tf_event *e, const rp_where *w)
             host_rest(r, ps, e);
         else if (e->u.host.ptr)
             alloc_event(r, ps, e, &ps->host, e->u.host.ptr, e->u.host.size, 0);
+        run_of(r, ps, e->tid)->closed = 1;   /* the thread's next release is another call's */
         break;
     case TF_EV_HOST_FREE:
         /* A resize (realloc, mremap) releases the old block, not the
@@ -997,7 +1008,9 @@ void rpt_free(rpt *r)
         live_free(&ps->vmm_pooled);
         live_free(&ps->pool_blocks);
         live_free(&ps->host);
-        free(ps->rings);
+        for (size_t i = 0; i < ps->nruns; i++)
+            free(ps->runs[i].cuts);
+        free(ps->runs);
         live_free(&ps->py_objects);
         rp_ptrmap_free(&ps->site_index);
         rp_ptrmap_free(&ps->dinit_index);
