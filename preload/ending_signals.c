@@ -22,6 +22,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 
@@ -76,6 +77,28 @@ static int refaults(int sig, const siginfo_t *info)
            (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE);
 }
 
+/* The init of a pid namespace (pid 1: a container's first process under
+ * `docker run` without --init or a Kubernetes pod, `unshare -pf`) does not
+ * die of a signal whose action is the default: the kernel drops it, from
+ * its own namespace or an ancestor's (`docker stop`), unless it is a fault
+ * (a forced signal), and SIGKILL.  Our handler in place of SIG_DFL made the
+ * kernel deliver them: the log ended ("signal SIGTERM") and recording
+ * stopped, while the process lived on (a syscall it slept in was even
+ * interrupted).  So in init we stand in only for the signals a fault
+ * raises, which refault and kill it as they would have; one of those sent
+ * by kill() is dropped by our handler as the kernel would have dropped it.
+ * getpid() at each look: a forked child may be init of a namespace its
+ * parent made (unshare(CLONE_NEWPID), then fork). */
+static int is_init(void)
+{
+    return getpid() == 1;
+}
+
+static int fault_signal(int sig)
+{
+    return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE;
+}
+
 static void die(int sig, int refault)
 {
     struct sigaction dfl = { .sa_handler = SIG_DFL };
@@ -102,6 +125,10 @@ static void on_signal(int sig, siginfo_t *info, void *uctx)
     (void)uctx;
     int saved_errno = errno;
     int refault = refaults(sig, info);
+    if (!refault && is_init()) {
+        errno = saved_errno;     /* the kernel drops it with SIG_DFL in place */
+        return;
+    }
     if (ending_signal(sig, !refault) == ENDING_DEFERRED) {
         errno = saved_errno;
         return;
@@ -129,6 +156,15 @@ static struct sigaction as_read_back(const struct sigaction *act, const struct s
 /* The app's disposition is SIG_DFL (act): ours goes to the kernel. */
 static int stand_in(sigaction_fn real, int sig, const struct sigaction *act)
 {
+    if (!fault_signal(sig) && is_init()) {
+        /* SIG_DFL itself: the kernel drops the signal (is_init). */
+        struct sigaction back;
+        if (real(sig, act, NULL) != 0 || real(sig, NULL, &back) != 0)
+            return -1;
+        app_action[sig] = back;
+        ours[sig] = 0;
+        return 0;
+    }
     struct sigaction mine = { .sa_sigaction = on_signal,
                               .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART };
     sigfillset(&mine.sa_mask);

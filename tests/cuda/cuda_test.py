@@ -883,6 +883,29 @@ def test_signals():
         os.unlink(only_log())
 
 
+def test_init_signals():
+    """The init of a pid namespace (pid 1: a container's first process without
+    --init, unshare -pf) does not die of a signal under its default action:
+    the kernel drops it, except a fault.  Sent SIGTERM, SIGINT, SIGHUP,
+    SIGUSR1, SIGPIPE, SIGALRM and SIGSEGV by kill(), it lives on, as it does
+    bare, and its log goes on to its exit.  Our handler in place of SIG_DFL
+    had the kernel deliver them: the log ended at the first ("signal
+    SIGTERM", 2 of the 4 pairs) and recording stopped, while the process
+    lived on.  A real fault still kills it, with a whole log."""
+    for how, status, pairs, ending in (("exec", "init exit 0", 4, "exit"),
+                                       ("fork", "init exit 0", 4, "_exit 0"),
+                                       ("fault", "init killed by %d" % signal.SIGSEGV, 4, "signal SIGSEGV")):
+        for traced in (False, True):
+            rc, out, err = run([prog("prog_endings"), "init", how], env_for(traced=traced))
+            if rc == 77:
+                print(err.strip())
+                sys.exit(77)
+            check(rc == 0 and status in out and "pairs 4" in out,
+                  "init %s (traced %s): exit %d, %r %r; expected %r and pairs 4" % (how, traced, rc, out, err[-300:], status))
+        check_whole(only_log(), pairs, ending, "init " + how)
+        os.unlink(only_log())
+
+
 def test_altstack():
     """The app's signal handlers run on an alternate stack no larger than
     the kernel and the app's own handler need, plus the 512 bytes that

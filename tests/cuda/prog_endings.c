@@ -64,6 +64,17 @@
  *                      each of which fails, while main() returns 3 (exit)
  *                      after the first has failed, a few microseconds
  *                      later or sooner from run to run
+ *   init exec|fork|fault  the init of a new pid namespace (pid 1; a user
+ *                      namespace too, for the right): the child of an
+ *                      unshare, exec'd (exec, fault) or only forked (fork,
+ *                      where the handlers in place are the parent's) makes
+ *                      2 pairs, is sent SIGTERM, SIGINT, SIGHUP, SIGUSR1,
+ *                      SIGPIPE, SIGALRM and SIGSEGV under their default
+ *                      action by kill() (by itself, then SIGTERM by a child
+ *                      of its own), which the kernel drops, then 2 pairs
+ *                      more and exit 0 (fault: a real fault, which kills
+ *                      init); the parent prints "init exit N" or "init
+ *                      killed by N"; exit 77 where no namespace can be made
  *   stack_use          2 pairs; a SIGUSR1 handler on a pattern-filled
  *                      alternate stack makes an exec that fails (which
  *                      goes through the tracer's exec ending and comes
@@ -78,6 +89,7 @@
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -648,6 +660,56 @@ static int exec_race(const char *path)
     return 3;
 }
 
+static int as_init_body(const char *how)
+{
+    static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGPIPE, SIGALRM, SIGSEGV };
+    make_pairs(2);
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+        if (strcmp(how, "fork") != 0)
+            signal(sigs[i], SIG_DFL);   /* fork: the parent's dispositions, as they are */
+        kill(1, sigs[i]);
+    }
+    pid_t sender = fork();
+    if (sender == 0) {
+        kill(1, SIGTERM);
+        _exit(0);
+    }
+    if (sender > 0)
+        waitpid(sender, NULL, 0);
+    make_pairs(2);
+    say("pairs %d\n", pairs);
+    if (!strcmp(how, "fault"))
+        *(volatile int *)(uintptr_t)8 = 1;
+    return 0;
+}
+
+static int as_init(const char *argv0, const char *how)
+{
+    if (getpid() == 1)
+        return as_init_body(how);
+    if (unshare(CLONE_NEWUSER | CLONE_NEWPID) != 0) {
+        fprintf(stderr, "skipped: unshare(CLONE_NEWUSER|CLONE_NEWPID): %s\n", strerror(errno));
+        return 77;
+    }
+    pid_t child = fork();
+    if (child < 0)
+        return 1;
+    if (child == 0) {
+        if (!strcmp(how, "fork"))
+            _exit(as_init_body(how));
+        execl(argv0, argv0, "init", how, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    if (waitpid(child, &st, 0) != child)
+        return 1;
+    if (WIFSIGNALED(st))
+        say("init killed by %d\n", WTERMSIG(st));
+    else
+        say("init exit %d\n", WEXITSTATUS(st));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -710,6 +772,8 @@ int main(int argc, char **argv)
         return exec_race(arg);
     if (!strcmp(mode, "thread_exit"))
         return thread_exit();
+    if (!strcmp(mode, "init"))
+        return as_init(argv[0], arg);
     if (!strcmp(mode, "fork_in_thread"))
         return fork_in_thread();
     fprintf(stderr, "usage: prog_endings MODE [ARG]\n");
