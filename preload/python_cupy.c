@@ -33,7 +33,9 @@
 #include "pool_api.h"
 #include "recorder.h"
 
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -66,11 +68,23 @@ static int version_noted, lookups;
 static py_object *sys_modules;   /* sys.modules, held: no import machinery needed to look */
 
 /* Per thread: registered yet, and the pool operations open on it (a free
- * can nest in a malloc through a collection). */
+ * can nest in a malloc through a collection).  The open ones are kept in a
+ * block of the heap made at the thread's first operation (the hooks run
+ * with the GIL, never in a signal handler) and freed at its exit, not in
+ * static TLS: under LD_AUDIT (and for a late dlopen) a library's static TLS
+ * comes out of glibc's small surplus, about 1.8 KiB in all, and the 768
+ * bytes these took made libtrace.so's 2.1 KiB too many: the program did not
+ * start ("cannot allocate memory in static TLS block", exit 127). */
+typedef struct open_stack {
+    uint64_t ops[MAX_OPEN];
+    int pools[MAX_OPEN];
+} open_stack;
 static __thread int registered_here __attribute__((tls_model("initial-exec")));
-static __thread uint64_t open_ops[MAX_OPEN] __attribute__((tls_model("initial-exec")));
-static __thread int open_pools[MAX_OPEN] __attribute__((tls_model("initial-exec")));
+static __thread open_stack *open_here __attribute__((tls_model("initial-exec")));
 static __thread int n_open __attribute__((tls_model("initial-exec")));
+static pthread_once_t open_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t open_key;
+static int open_key_ok;
 static __thread uint64_t thread_id __attribute__((tls_model("initial-exec")));
 
 static uint64_t kwarg(py_object *kwargs, py_object *key)
@@ -98,12 +112,40 @@ static int pool_of(py_object *kwargs)
     return device_pools[device] ? device_pools[device] : pool;
 }
 
+static void free_open_stack(void *p)
+{
+    open_here = NULL;   /* on the thread that ends: a later operation makes another */
+    free(p);
+}
+
+static void make_open_key(void)
+{
+    open_key_ok = pthread_key_create(&open_key, free_open_stack) == 0;
+}
+
+/* This thread's open operations (NULL where no block could be had: then
+ * they are counted and not closed, as past MAX_OPEN). */
+static open_stack *open_stack_here(void)
+{
+    if (!open_here) {
+        pthread_once(&open_key_once, make_open_key);
+        open_stack *s = calloc(1, sizeof *s);
+        if (s && open_key_ok && pthread_setspecific(open_key, s) != 0) {
+            free(s);
+            s = NULL;
+        }
+        open_here = s;
+    }
+    return open_here;
+}
+
 static void op_begin(int in_pool, int op, uint64_t arg)
 {
     uint64_t seq = pool_api_op_begin(in_pool, op, arg);
-    if (n_open < MAX_OPEN) {
-        open_ops[n_open] = seq;
-        open_pools[n_open] = in_pool;
+    open_stack *s = open_stack_here();
+    if (s && n_open < MAX_OPEN) {
+        s->ops[n_open] = seq;
+        s->pools[n_open] = in_pool;
     }
     n_open++;
 }
@@ -113,8 +155,9 @@ static void op_end(void)
     if (n_open == 0)
         return;
     n_open--;
-    if (n_open < MAX_OPEN && open_ops[n_open])
-        pool_api_op_end(open_pools[n_open], open_ops[n_open]);
+    open_stack *s = open_here;
+    if (s && n_open < MAX_OPEN && s->ops[n_open])
+        pool_api_op_end(s->pools[n_open], s->ops[n_open]);
 }
 
 static py_object *none(void)

@@ -883,6 +883,23 @@ def test_signals():
         os.unlink(only_log())
 
 
+def test_audit():
+    """Under LD_AUDIT (an audit library that does nothing), the preload's
+    static TLS comes out of glibc's surplus, about 1.8 KiB: the program
+    starts and its log is whole.  libtrace.so's 2.1 KiB (768 bytes of them
+    CuPy's open pool operations) did not fit: "cannot allocate memory in
+    static TLS block", exit 127, the program never ran."""
+    env = env_for(traced=False)
+    env["LD_AUDIT"] = os.path.join(ARGS.bin, "libaudit_noop.so")
+    rc, out, err = run([prog("prog_endings"), "exit"], env)
+    check(rc == 0 and "pairs 2" in out, "bare under LD_AUDIT: exit %d %r %r" % (rc, out, err[-300:]))
+    env = env_for()
+    env["LD_AUDIT"] = os.path.join(ARGS.bin, "libaudit_noop.so")
+    rc, out, err = run([prog("prog_endings"), "exit"], env)
+    check(rc == 0 and "pairs 2" in out, "traced under LD_AUDIT: exit %d %r %r" % (rc, out, err[-300:]))
+    check_whole(only_log(), 2, "exit", "under LD_AUDIT")
+
+
 def test_init_signals():
     """The init of a pid namespace (pid 1: a container's first process without
     --init, unshare -pf) does not die of a signal under its default action:
