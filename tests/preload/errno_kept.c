@@ -55,6 +55,8 @@ static void *run(void *arg)
         q = realloc(p, huge);
         if (q || errno != ENOMEM)
             atomic_fetch_add(&changed[REALLOC_FAILED], 1);
+        if (q)
+            p = q;
         KEEP(FREE, free(p));
         KEEP(MMAP, p = mmap(NULL, BIG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
         if (p != MAP_FAILED)
