@@ -678,8 +678,12 @@ static int as_init_body(const char *how)
         waitpid(sender, NULL, 0);
     make_pairs(2);
     say("pairs %d\n", pairs);
-    if (!strcmp(how, "fault"))
-        *(volatile int *)(uintptr_t)8 = 1;
+    if (!strcmp(how, "fault")) {
+        /* A real fault (the kernel's forced SIGSEGV); through a volatile
+         * pointer, or GCC sees the constant address (-Warray-bounds). */
+        volatile int *volatile bad = (volatile int *)(uintptr_t)8;
+        *bad = 1;
+    }
     return 0;
 }
 
