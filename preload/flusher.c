@@ -332,6 +332,30 @@ static void *flusher_main(void *arg)
     return NULL;
 }
 
+/* Our two threads' stacks: sized for what runs on them, not the default
+ * (RLIMIT_STACK, 8 MiB as a rule), whose address space a program under
+ * `ulimit -v` that runs bare may not have to spare.  The flusher's is the
+ * larger: it compresses (zstd's stack use is a few KiB), and when it is the
+ * last thread it calls exit(), which runs the program's atexit handlers and
+ * destructors on it.  glibc caches the stacks of joined threads by size, so
+ * the flusher started again after a fork reuses its stack as before.  glibc
+ * carves the static TLS of every initially loaded object out of the stack:
+ * a program whose static TLS does not fit (pthread_create says EINVAL) gets
+ * the default stacks, as before. */
+#define FLUSHER_STACK (1024 * 1024)
+#define HELPER_STACK (256 * 1024)
+
+static int own_thread_attr(pthread_attr_t *attr, size_t stack)
+{
+    if (pthread_attr_init(attr) != 0)
+        return 0;
+    if (pthread_attr_setstacksize(attr, stack) != 0) {
+        pthread_attr_destroy(attr);
+        return 0;
+    }
+    return 1;
+}
+
 void flusher_ensure_started(void)
 {
     int expected = NOT_STARTED;
@@ -347,7 +371,20 @@ void flusher_ensure_started(void)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&thread, NULL, flusher_main, NULL);
+    pthread_attr_t attr;
+    int have_attr = own_thread_attr(&attr, FLUSHER_STACK);
+    pthread_attr_t helper_attr;
+    int have_helper_attr = own_thread_attr(&helper_attr, HELPER_STACK);
+    pf_launch(have_helper_attr ? &helper_attr : NULL);
+    int rc = pthread_create(&thread, have_attr ? &attr : NULL, flusher_main, NULL);
+    if (rc != 0 && have_attr)
+        rc = pthread_create(&thread, NULL, flusher_main, NULL);
+    if (rc != 0)
+        pf_cancel();
+    if (have_attr)
+        pthread_attr_destroy(&attr);
+    if (have_helper_attr)
+        pthread_attr_destroy(&helper_attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         /* Still correct, only later: exit and fatal signals flush. */

@@ -24,6 +24,8 @@ enum { STARTING, READY, FAILED };
 
 static pthread_t helper;
 static _Atomic int running;
+/* pf_launch made the thread; pf_start or pf_cancel joins it. */
+static _Atomic int launched;
 static _Atomic int word;
 static _Atomic int start_state;
 static int (*job_op)(void *);
@@ -78,27 +80,44 @@ static void *helper_main(void *unused)
     }
 }
 
-void pf_start(void)
+/* Called with every signal blocked: so are the helper's (no handler of
+ * the program's ever runs on it).  Why not on the flusher: private_files.h. */
+int pf_launch(const pthread_attr_t *attr)
 {
-    if (atomic_load(&running))
-        return;
+    if (atomic_load(&running) || atomic_load(&launched))
+        return 0;
     atomic_store(&word, IDLE);
     atomic_store(&start_state, STARTING);
-    /* Called on the flusher, whose signals are all blocked: so are the
-     * helper's (no handler of the program's ever runs on it).  The
-     * default attributes: glibc caches thread stacks, and a small one
-     * would be one more mapping to make for each flusher. */
-    if (pthread_create(&helper, NULL, helper_main, NULL) != 0)
+    if (pthread_create(&helper, attr, helper_main, NULL) != 0 &&
+        (!attr || pthread_create(&helper, NULL, helper_main, NULL) != 0))
+        return -1;
+    atomic_store(&launched, 1);
+    return 0;
+}
+
+void pf_start(void)
+{
+    if (!atomic_load(&launched) || atomic_load(&running))
         return;
     int s;
     while ((s = atomic_load(&start_state)) == STARTING)
         futex_wait(&start_state, STARTING, 0);
     if (s != READY) {
-        pthread_join(helper, NULL);
+        pf_cancel();
         return;
     }
     starter = 1;
     atomic_store(&running, 1);
+}
+
+void pf_cancel(void)
+{
+    if (!atomic_load(&launched) || atomic_load(&running))
+        return;
+    atomic_store(&word, QUIT);
+    futex_wake(&word);
+    pthread_join(helper, NULL);
+    atomic_store(&launched, 0);
 }
 
 void pf_stop(void)
@@ -109,6 +128,7 @@ void pf_stop(void)
     atomic_store(&word, QUIT);
     futex_wake(&word);
     pthread_join(helper, NULL);
+    atomic_store(&launched, 0);
     starter = 0;
 }
 
@@ -140,6 +160,7 @@ int pf_in_private_table(void)
 void pf_fork_child(void)
 {
     atomic_store(&running, 0);
+    atomic_store(&launched, 0);
     atomic_store(&word, IDLE);
     starter = 0;
 }

@@ -33,10 +33,22 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* On the flusher, as it starts and before it returns.  Start fails quietly
+/* The helper is made by the thread that makes the flusher, just before
+ * it, with every signal blocked (pf_launch: 0, or -1 with no thread made),
+ * not by the flusher: making a thread allocates (glibc's pthread_create
+ * callocs the new thread's TLS vector on the creating thread), and that
+ * one allocation on the flusher, which otherwise never allocates, gave it
+ * a malloc arena of its own: 64 MiB of address space (128 MiB at its
+ * peak), which a program under `ulimit -v` that runs bare could not spare.
+ * The flusher adopts the helper as it starts (pf_start: waits for it to
+ * have its own table) and stops it before it returns (pf_stop); a flusher
+ * that could not be made has it stopped (pf_cancel).  Start fails quietly
  * (the work then runs inline, guarded). */
+#include <pthread.h>
+int pf_launch(const pthread_attr_t *attr);
 void pf_start(void);
 void pf_stop(void);
+void pf_cancel(void);
 
 /* Run op(arg) in the helper's table when called on the thread that
  * started it and the helper runs; otherwise here.  Returns op's value. */

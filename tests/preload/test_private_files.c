@@ -64,12 +64,28 @@ static int count_threads(void)
     return n;
 }
 
-/* The flusher's part: start, work there, stop, on one thread. */
+/* Threads before the helper was launched (main's). */
+static int threads_before;
+
+/* pthread_join returns once the kernel clears the thread's tid, which is
+ * before the task leaves /proc/self/task: give it a moment. */
+static int count_threads_settled(int want)
+{
+    int n = count_threads();
+    for (int i = 0; i < 2000 && n != want; i++) {
+        usleep(1000);
+        n = count_threads();
+    }
+    return n;
+}
+
+/* The flusher's part: adopt the helper its starter launched, work there,
+ * stop, on one thread. */
 static void *as_flusher(void *arg)
 {
     int *ends = arg;
     pid_t me = (pid_t)syscall(SYS_gettid);
-    int before = count_threads();
+    int before = threads_before + 1;   /* and this thread */
     pf_start();
     CHECK(pf_helper_running(), "the helper did not start (unshare or close_range refused?)");
     CHECK(count_threads() == before + 1, "threads %d, expected %d", count_threads(), before + 1);
@@ -97,13 +113,7 @@ static void *as_flusher(void *arg)
 
     pf_stop();
     CHECK(!pf_helper_running(), "still running after pf_stop");
-    /* pthread_join returns once the kernel clears the thread's tid, which
-     * is before the task leaves /proc/self/task: give it a moment. */
-    int after = count_threads();
-    for (int i = 0; i < 2000 && after != before; i++) {
-        usleep(1000);
-        after = count_threads();
-    }
+    int after = count_threads_settled(before);
     CHECK(after == before, "threads %d after stop, expected %d", after, before);
     /* Stopped: the work runs here again. */
     CHECK(pf_run(open_one, &o) == 7 && o.tid == me, "after stop, ran on %d, not here (%d)", (int)o.tid, (int)me);
@@ -164,6 +174,15 @@ int main(void)
     int p[2];
     if (pipe(p) != 0)
         return 1;
+    /* A launch whose flusher never came: cancelled, the thread gone. */
+    threads_before = count_threads();
+    CHECK(pf_launch(NULL) == 0, "launch");
+    pf_cancel();
+    CHECK(!pf_helper_running(), "running after a cancel");
+    int left = count_threads_settled(threads_before);
+    CHECK(left == threads_before, "threads %d after a cancel, expected %d", left, threads_before);
+    /* Launched here, as the flusher's starter does, then adopted. */
+    CHECK(pf_launch(NULL) == 0, "launch");
     pthread_t t;
     pthread_create(&t, NULL, as_flusher, p);
     pthread_join(t, NULL);
