@@ -45,13 +45,26 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 
 /* The libraries are opened again (RTLD_NOLOAD: only if loaded) after the
  * walk, not inside it: dl_iterate_phdr holds a loader lock of its own. */
+static uintptr_t own_base(void)
+{
+    /* dladdr walks every loaded object's symbols (some 30,000 instructions
+     * at a process's start); our own base does not change. */
+    static _Atomic uintptr_t base;
+    uintptr_t b = atomic_load_explicit(&base, memory_order_relaxed);
+    Dl_info self;
+    if (!b && dladdr((void *)own_base, &self)) {
+        b = (uintptr_t)self.dli_fbase;
+        atomic_store_explicit(&base, b, memory_order_relaxed);
+    }
+    return b;
+}
+
 static void *find_local_scope(void)
 {
     struct candidates c = { .n = 0 };
-    Dl_info self;
-    if (!dladdr((void *)find_local_scope, &self))
+    c.self = own_base();
+    if (!c.self)
         return NULL;
-    c.self = (uintptr_t)self.dli_fbase;
     dl_iterate_phdr(collect, &c);
     for (int i = 0; i < c.n; i++) {
         void *h = dl_real_dlopen(c.name[i], RTLD_LAZY | RTLD_NOLOAD);
@@ -59,7 +72,7 @@ static void *find_local_scope(void)
             continue;
         void *f = dl_real_dlsym(h, "PySys_AddAuditHook");
         Dl_info where;
-        if (f && dladdr(f, &where) && where.dli_fbase != self.dli_fbase) {
+        if (f && dladdr(f, &where) && (uintptr_t)where.dli_fbase != c.self) {
             void *expected = NULL;
             if (atomic_compare_exchange_strong(&local_scope, &expected, h))
                 return h;
@@ -372,14 +385,16 @@ void py_other_libpythons_own_calls(void)
  * assignment of the same size, which POSIX guarantees to work. */
 #define RESOLVE(field, name) (*(void **)&py.field = py_sym(name))
 
+/* Stops at the first name missing: in a process without Python (a shell
+ * or a compiler that inherited the preload), each missing name costs two
+ * failed lookups and a walk of the loaded objects, at its start and at each
+ * dlopen. */
 int py_api_probe(void)
 {
-    RESOLVE(PySys_AddAuditHook, "PySys_AddAuditHook");
-    RESOLVE(Py_IsInitialized, "Py_IsInitialized");
-    RESOLVE(PyMem_GetAllocator, "PyMem_GetAllocator");
-    RESOLVE(PyMem_SetAllocator, "PyMem_SetAllocator");
-    return py.PySys_AddAuditHook && py.Py_IsInitialized && py.PyMem_GetAllocator &&
-           py.PyMem_SetAllocator;
+    return RESOLVE(PySys_AddAuditHook, "PySys_AddAuditHook") &&
+           RESOLVE(Py_IsInitialized, "Py_IsInitialized") &&
+           RESOLVE(PyMem_GetAllocator, "PyMem_GetAllocator") &&
+           RESOLVE(PyMem_SetAllocator, "PyMem_SetAllocator");
 }
 
 static int parse_version(void)
