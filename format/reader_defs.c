@@ -99,7 +99,10 @@ static int absorb_native_stack(tf_defs *d, tf_cursor *c)
     tf_span *e = define(&d->natives, &d->native_ids, id, sizeof *e);
     if (!e)
         return TF_REC_NOMEM;
-    *e = (tf_span){ .items = ips, .n = n };
+    /* The modules its addresses are in are those loaded now: a module
+     * unloaded later, and another loaded over its addresses, do not change
+     * what the stack's frames were. */
+    *e = (tf_span){ .items = ips, .n = n, .push = d->module_clock };
     return TF_REC_OK;
 }
 
@@ -254,7 +257,9 @@ static int absorb_module_load(tf_defs *d, tf_cursor *c)
     tf_module_entry *e = define(&d->modules, &d->module_ids, m->id, sizeof *e);
     if (!e)
         return TF_REC_NOMEM;
-    *e = (tf_module_entry){ m, 1 };
+    if (d->module_clock < UINT32_MAX - 1)
+        d->module_clock++;
+    *e = (tf_module_entry){ m, 1, d->module_clock, UINT32_MAX };
     return TF_REC_OK;
 }
 
@@ -270,7 +275,11 @@ static int absorb_module_unload(tf_defs *d, tf_cursor *c)
     if (!u)
         return TF_REC_NOMEM;
     *u = id;
-    ((tf_module_entry *)list_at(&d->modules, pos, sizeof(tf_module_entry)))->loaded = 0;
+    if (d->module_clock < UINT32_MAX - 1)
+        d->module_clock++;
+    tf_module_entry *e = list_at(&d->modules, pos, sizeof(tf_module_entry));
+    e->loaded = 0;
+    e->until = d->module_clock;
     return TF_REC_OK;
 }
 
@@ -553,6 +562,25 @@ const tf_module *tf_reader_module_for(const tf_reader *r, uint64_t ip)
      * module. */
     for (uint32_t i = r->defs.modules.count; i-- > 0;)
         if (e[i].loaded && module_holds(e[i].m, ip))
+            return e[i].m;
+    return NULL;
+}
+
+const tf_module *tf_reader_stack_module(const tf_reader *r, uint32_t stack, uint64_t ip)
+{
+    const tf_span *span = lookup(&r->defs.natives, &r->defs.native_ids, stack, sizeof *span);
+    if (!span)
+        return tf_reader_module_for(r, ip);
+    uint32_t at = span->push;
+    const tf_module_entry *e = r->defs.modules.items;
+    for (uint32_t i = r->defs.modules.count; i-- > 0;)
+        if (e[i].from <= at && at < e[i].until && module_holds(e[i].m, ip))
+            return e[i].m;
+    /* None then: a module whose code ran before the log had it (a
+     * constructor run by the dlopen that loaded it, before the recorder
+     * saw the load), the first loaded after the stack. */
+    for (uint32_t i = 0; i < r->defs.modules.count; i++)
+        if (e[i].from > at && module_holds(e[i].m, ip))
             return e[i].m;
     return NULL;
 }

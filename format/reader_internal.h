@@ -29,7 +29,9 @@ typedef struct tf_span { const void *items; uint32_t n, push; } tf_span;
 /* A pushed frame and where its outer stack is in py_stacks (UINT32_MAX:
  * none, the frame is the outermost). */
 typedef struct tf_py_push { tf_py_frame frame; uint32_t outer; } tf_py_push;
-typedef struct tf_module_entry { tf_module *m; int loaded; } tf_module_entry;
+/* A module and when it was loaded: `from` and `until` on the module clock
+ * (below), `until` UINT32_MAX while it is loaded. */
+typedef struct tf_module_entry { tf_module *m; int loaded; uint32_t from, until; } tf_module_entry;
 typedef struct tf_named { uint32_t num; const char *name, *py_name; } tf_named; /* threads, pools */
 typedef struct tf_info { const char *key, *value; } tf_info;
 
@@ -37,7 +39,9 @@ typedef struct tf_info { const char *key, *value; } tf_info;
 typedef struct tf_defs {
     tf_arena arena;                 /* the bytes behind every pointer below */
     tf_list strings;    tf_idmap string_ids;    /* tf_span of char */
-    tf_list natives;    tf_idmap native_ids;    /* tf_span of uint64_t */
+    tf_list natives;    tf_idmap native_ids;    /* tf_span of uint64_t; its `push`: the
+                                                 * module clock when it was defined */
+    uint32_t module_clock;                      /* MODULE_LOAD and MODULE_UNLOAD records read */
     tf_list py_stacks;  tf_idmap py_stack_ids;  /* tf_span of tf_py_frame */
     tf_list py_pushes;                          /* tf_py_push */
     uint32_t py_next;   /* one past the last Python stack id this frame defined (0: none) */

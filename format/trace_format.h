@@ -479,6 +479,12 @@ const char *tf_reader_pool_name(const tf_reader *r, uint32_t pool);
 /* Modules loaded at this point of the read, and the one holding ip (NULL if
  * none).  Unloaded modules stay reachable by id for symbolising old stacks. */
 const tf_module *tf_reader_module_for(const tf_reader *r, uint64_t ip);
+/* The module that held ip when native stack `stack` was defined (the modules
+ * loaded then; failing that, the first loaded after it), whatever was loaded
+ * or unloaded since: a frame of a module unloaded before this point of the
+ * read, whose addresses another module took, is still the first one's.
+ * Falls back on tf_reader_module_for when the stack is not known. */
+const tf_module *tf_reader_stack_module(const tf_reader *r, uint32_t stack, uint64_t ip);
 const tf_module *tf_reader_module(const tf_reader *r, uint32_t id);
 uint32_t tf_reader_module_count(const tf_reader *r);
 /* The i-th module met, 0-based, in the order the log loaded them. */

@@ -189,11 +189,13 @@ static uint32_t frame_hash(const tf_module *m, uint64_t ip, int outer)
     return (uint32_t)(h ^ (h >> 32)) ^ (uint32_t)outer;
 }
 
-/* The frame number of (m, ip, outer), symbolised on first sight.  Colliding
- * hashes take the next key. */
-static uint32_t frame_of(rn_stacks *s, uint64_t ip, int outer)
+/* The frame number of (m, ip, outer), symbolised on first sight, m being
+ * the module that held ip when native stack `stack` was recorded (not the
+ * one there now: a module unloaded and another loaded at its addresses).
+ * Colliding hashes take the next key. */
+static uint32_t frame_of(rn_stacks *s, uint32_t stack, uint64_t ip, int outer)
 {
-    const tf_module *m = tf_reader_module_for(s->reader, ip);
+    const tf_module *m = tf_reader_stack_module(s->reader, stack, ip);
     uint32_t pos;
     for (uint32_t h = frame_hash(m, ip, outer);; h++) {
         if (!tf_idmap_get(&s->frame_index, h, &pos)) {
@@ -241,8 +243,12 @@ static const stack_entry *native_entry(rn_stacks *s, uint32_t id)
         return NULL;
     s->refs = grow_size(s->refs, &s->caprefs, s->nrefs + n, sizeof *s->refs);
     stack_entry e = {(uint32_t)s->nrefs, n};
+    /* Every frame is a return address, the innermost too: the recorder
+     * cuts its own frames off, so the first one kept is where the program
+     * called into libtrace.so (a malloc, a cudaMalloc, a collection's
+     * callback), not an instruction being executed. */
     for (uint32_t i = 0; i < n; i++)
-        s->refs[s->nrefs + i] = frame_of(s, ips[i], i > 0);
+        s->refs[s->nrefs + i] = frame_of(s, id, ips[i], 1);
     s->nrefs += n;
     s->native = grow(s->native, &s->capnative, (size_t)s->nnative + 1, sizeof *s->native);
     s->native[s->nnative] = e;
@@ -332,11 +338,11 @@ static int contains_lower(const char *name, const char *key)
     return strstr(low, key) != NULL;
 }
 
-static const char *function_at(rn_stacks *s, const uint64_t *ips, uint32_t i)
+static const char *function_at(rn_stacks *s, uint32_t id, const uint64_t *ips, uint32_t i)
 {
-    const tf_module *m = tf_reader_module_for(s->reader, ips[i]);
-    /* Outer frames hold return addresses: the call itself, as frame_of. */
-    return m ? sym_function(s->sym, m, i ? ips[i] - 1 : ips[i]) : NULL;
+    const tf_module *m = tf_reader_stack_module(s->reader, id, ips[i]);
+    /* Frames hold return addresses: the call itself, as frame_of. */
+    return m ? sym_function(s->sym, m, ips[i] - 1) : NULL;
 }
 
 uint32_t rn_stacks_functions(rn_stacks *s, uint32_t id, const char **out, uint32_t max)
@@ -348,7 +354,7 @@ uint32_t rn_stacks_functions(rn_stacks *s, uint32_t id, const char **out, uint32
     if (n > max)
         n = max;
     for (uint32_t i = 0; i < n; i++)
-        out[i] = function_at(s, ips, i);
+        out[i] = function_at(s, id, ips, i);
     return n;
 }
 
@@ -359,7 +365,7 @@ int rn_stacks_has_function(rn_stacks *s, uint32_t id, const char *key)
     if (!s->reader || !s->sym || !id || !tf_reader_native_stack(s->reader, id, &ips, &n))
         return 0;
     for (uint32_t i = 0; i < n; i++) {
-        const char *fn = function_at(s, ips, i);
+        const char *fn = function_at(s, id, ips, i);
         if (fn && contains_lower(fn, key))
             return 1;
     }

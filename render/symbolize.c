@@ -7,6 +7,7 @@
  */
 #include <dlfcn.h>
 #include <elfutils/libdwelf.h>
+#include <gelf.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -107,8 +108,45 @@ void sym_free(sym_ctx *s)
     free(s);
 }
 
-/* 1 when path is an ELF file whose build-id is the wanted one (any ELF file
- * when none is wanted). */
+/* The segments of a module `trace-replay import` made up from frames that
+ * named a path and an offset (replay/import_json.c): one R+X range of whole
+ * pages, which says nothing of the binary's own. */
+static int made_up_segments(const tf_module *m)
+{
+    return m->nsegments == 1 && m->segments[0].flags == 5 && m->segments[0].vaddr % 4096 == 0 &&
+           m->segments[0].memsz % 4096 == 0;
+}
+
+/* 1 when the ELF file's PT_LOAD segments are the recorded ones (vaddr, size
+ * in memory, flags, in order; a separate debug file keeps them too). */
+static int segments_match(Elf *elf, const tf_module *m)
+{
+    if (made_up_segments(m))
+        return 1;
+    size_t nph;
+    if (elf_getphdrnum(elf, &nph) != 0)
+        return 0;
+    uint32_t k = 0;
+    for (size_t i = 0; i < nph; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(elf, (int)i, &ph))
+            return 0;
+        if (ph.p_type != PT_LOAD)
+            continue;
+        if (k >= m->nsegments)
+            return m->nsegments >= 16;  /* the recorder keeps 16 at most */
+        const tf_segment *g = &m->segments[k++];
+        if (g->vaddr != ph.p_vaddr || g->memsz != ph.p_memsz || g->flags != ph.p_flags)
+            return 0;
+    }
+    return k == m->nsegments;
+}
+
+/* 1 when path is an ELF file whose build-id is the wanted one.  A module
+ * recorded without a build-id (linked with --build-id=none) is matched by
+ * its PT_LOAD segments instead: the file at its path may have been rebuilt
+ * since, and its symbols read as the old binary's would name the wrong
+ * functions and lines. */
 static int build_id_matches(const char *path, const tf_module *m)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -120,8 +158,10 @@ static int build_id_matches(const char *path, const tf_module *m)
     if (elf && elf_kind(elf) == ELF_K_ELF) {
         const void *id;
         ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
-        ok = m->build_id_len == 0 ||
-             (n == (ssize_t)m->build_id_len && memcmp(id, m->build_id, (size_t)n) == 0);
+        if (m->build_id_len)
+            ok = n == (ssize_t)m->build_id_len && memcmp(id, m->build_id, (size_t)n) == 0;
+        else
+            ok = !m->nsegments || segments_match(elf, m);
     }
     elf_end(elf);
     close(fd);

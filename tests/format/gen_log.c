@@ -42,7 +42,10 @@ static __attribute__((noinline)) uint64_t return_address(void)
 
 static __attribute__((noinline)) void allocation_site(void)
 {
-    stack_ips[0] = (uint64_t)(uintptr_t)&return_address;
+    /* Every frame the recorder writes is a return address, the innermost
+     * too: one just past return_address's first byte reads as a call made
+     * from inside it. */
+    stack_ips[0] = (uint64_t)(uintptr_t)&return_address + 1;
     stack_ips[1] = return_address(); call_line = __LINE__;
     stack_ips[2] = 0x10000100;  /* inside the module that has no file */
     stack_ips[3] = 0xdead;      /* inside no module */

@@ -129,10 +129,12 @@ class Tools:
 
     def stack(self, *functions):
         """A native stack whose frames are in these functions (innermost
-        first), in the module made from the places library."""
+        first), in the module made from the places library: return
+        addresses, one past each function's first byte, as the recorder's
+        frames all are (the innermost too)."""
         base = 0x7f0000000000
-        return [{"ip": base + self.offsets[f] + (1 if i else 0), "module": self.places,
-                 "offset": self.offsets[f] + (1 if i else 0)} for i, f in enumerate(functions)]
+        return [{"ip": base + self.offsets[f] + 1, "module": self.places,
+                 "offset": self.offsets[f] + 1} for f in functions]
 
     def log(self, log):
         self.n += 1

@@ -41,12 +41,14 @@ def symbol_ip(name):
 
 def mklog(name, tmp):
     """The scenario as a log; 0x401800 in a stack stands for
-    append_to_free_list (as test_driver's fake symbolisation has it)."""
+    append_to_free_list (as test_driver's fake symbolisation has it): a
+    return address inside it, one past its first byte, since every frame of
+    a recorded stack is a return address (the innermost too)."""
     out = os.path.join(tmp, name.replace(".txt", ".log"))
     text = open(os.path.join(A.scenarios, name)).read()
     scenario = os.path.join(tmp, name)
     with open(scenario, "w") as f:
-        f.write(text.replace("0x401800", hex(symbol_ip("append_to_free_list"))))
+        f.write(text.replace("0x401800", hex(symbol_ip("append_to_free_list") + 1)))
     subprocess.run([A.mklog, scenario, out], check=True)
     return out
 

@@ -222,7 +222,7 @@ static int native_site_of(rpt *r, pass *ps, uint32_t stack, int cuda, uint32_t *
     uint64_t *cached = rp_ptrmap_get(&ps->native_site, key);
     if (!cached) {
         uint32_t i = 0;
-        while (i < n && is_tracer(tf_reader_module_for(r->reader, ips[i])))
+        while (i < n && is_tracer(tf_reader_stack_module(r->reader, stack, ips[i])))
             i++;
         if (cuda && i < n)
             i = past_static_runtime(r, stack, i);
@@ -808,7 +808,7 @@ static void note_modules(rpt *r, pass *ps, uint32_t stack)
         return;
     rp_ptrmap_put(&ps->stacks_seen, stack, 1);
     for (uint32_t i = 0; i < n; i++) {
-        const tf_module *m = tf_reader_module_for(r->reader, ips[i]);
+        const tf_module *m = tf_reader_stack_module(r->reader, stack, ips[i]);
         if (m && !rp_ptrmap_get(&ps->modules_seen, m->id)) {
             rp_ptrmap_put(&ps->modules_seen, m->id, 1);
             rp_grow(&r->modules_on_stacks, &ps->capmodules, r->nmodules_on_stacks + 1, sizeof *r->modules_on_stacks);

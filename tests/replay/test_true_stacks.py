@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Native stacks name what ran, checked against the sources' own lines:
+
+- the innermost frame is a return address like the others (the recorder cuts
+  its own frames off): the line named is the call's, not the one after it
+  (old: `memset` line after the `malloc` call, truth_a.c:9 for :8);
+- a library unloaded, and another loaded at its addresses, keeps its names in
+  the report, which resolves stacks after reading the whole log (old: the
+  later library's `frame_dummy` or `??` with its file and lines);
+- a library linked without a build-id and rebuilt at the same path after the
+  run is not read as the recorded one (old: the new build's functions and
+  lines).
+
+usage: test_true_stacks.py REPLAY DUMP TRUTHPROG LIBA LIBB LIBN1 LIBN2 PRELOAD SRCDIR"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SIZES = {"a": (2 << 20) + 1, "b": (2 << 20) + 2, "n": (2 << 20) + 3}
+
+
+def marker_line(path, marker):
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            if marker in line:
+                return i
+    raise SystemExit("no %s in %s" % (marker, path))
+
+
+def innermost_by_size(dump, log):
+    p = subprocess.run([dump, "--json", log], capture_output=True, text=True)
+    out = {}
+    for line in p.stdout.splitlines():
+        e = json.loads(line)
+        if e.get("kind") == "host_alloc" and e.get("native_stack"):
+            for tag, size in SIZES.items():
+                if e.get("size") == size and tag not in out:
+                    out[tag] = e["native_stack"][0]
+    return p.returncode, out
+
+
+def main():
+    replay, dump, prog, liba, libb, libn1, libn2, preload, src = sys.argv[1:10]
+    truth = os.path.join(src, "truth")
+    lines = {"a": marker_line(os.path.join(truth, "truth_a.c"), "TRUTH_A_CALL"),
+             "b": marker_line(os.path.join(truth, "truth_b.c"), "TRUTH_B_CALL"),
+             "n": marker_line(os.path.join(truth, "truth_n1.c"), "TRUTH_N_CALL")}
+    files = {"a": "truth_a.c", "b": "truth_b.c", "n": "truth_n1.c"}
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {}
+        for tag, lib in (("a", liba), ("b", libb), ("n", libn1)):
+            paths[tag] = os.path.join(tmp, "libtruth_%s.so" % tag)
+            shutil.copy(lib, paths[tag])
+        log = os.path.join(tmp, "truth.tlog")
+        env = dict(os.environ, LD_PRELOAD=preload, TRACE_OUTPUT=log, TRACE_QUIET="1", TRACE_HOST_BUFFERS="1")
+        run = subprocess.run([prog, paths["a"], paths["b"], paths["n"]], env=env, capture_output=True, text=True)
+        if run.returncode != 0:
+            print("FAIL: truthprog: %d %s" % (run.returncode, run.stderr), file=sys.stderr)
+            return 1
+        bases = dict(l.split() for l in run.stdout.split("\n") if l)
+        reused = bases.get("a") == bases.get("b")
+
+        # trace-dump: each event's stacks resolved as it is read.
+        rc, frames = innermost_by_size(dump, log)
+        for tag in ("a", "b", "n"):
+            f = frames.get(tag)
+            want = ("truth_alloc_" + tag, files[tag], lines[tag])
+            got = f and (f.get("function"), os.path.basename(f.get("file") or ""), f.get("line"))
+            if got != want:
+                failures.append("trace-dump, library %s: innermost frame %s, expected %s" % (tag, got, want))
+
+        # The report: stacks resolved after the whole log was read.
+        p = subprocess.run([replay, "report", "--json", log], capture_output=True, text=True)
+        rep = json.loads(p.stdout)
+        natives = [s.get("native") or "" for s in rep.get("sites", [])]
+        for tag in ("a", "b"):
+            want = "truth_alloc_%s (" % tag
+            hit = [n for n in natives if want in n]
+            if not hit:
+                failures.append("report: no site names %s: %s" % (want, natives))
+            elif not re.search(r"%s:%d\)" % (re.escape(files[tag]), lines[tag]), hit[0]):
+                failures.append("report: %s at the wrong line (call on line %d): %s" % (want, lines[tag], hit[0]))
+        if not reused:
+            print("note: library b was not loaded at library a's addresses (%s, %s): the reuse part "
+                  "checked nothing" % (bases.get("a"), bases.get("b")))
+
+        # The library without a build-id, rebuilt after the run.
+        shutil.copy(libn2, paths["n"])
+        rc, frames = innermost_by_size(dump, log)
+        f = frames.get("n") or {}
+        if f.get("function") or f.get("file"):
+            failures.append("a rebuilt library without build-id was read as the recorded one: %s" % f)
+        if not f.get("module", "").endswith("libtruth_n.so") or not f.get("offset"):
+            failures.append("the frame still says module and offset: %s" % f)
+    for f in failures:
+        print("FAIL:", f, file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,11 @@
+/* truth_a.c - loaded, used and unloaded first by truthprog.c: its frames
+ * must keep its names after truth_b.c is loaded at the same addresses. */
+#include <stdlib.h>
+#include <string.h>
+
+__attribute__((noinline, noclone)) void *truth_alloc_a(size_t n)
+{
+    char *p = malloc(n); /* TRUTH_A_CALL */
+    memset(p, 1, 64);    /* the line after the call: not the one to name */
+    return p;
+}
