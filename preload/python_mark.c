@@ -45,7 +45,7 @@ static void mark(py_object *args)
     if (!text || !is_str(text))
         return;
     char buf[MARK_MAX + 1];
-    size_t n = py_text_utf8(layout, text, buf, MARK_MAX);
+    size_t n = py_text_utf8(layout, text, buf, MARK_MAX, NULL);
     buf[n] = '\0';
     pool_api_mark(buf);
 }

@@ -248,11 +248,22 @@ static uint32_t slot_of(uintptr_t key, uint64_t salt, uint32_t size)
     return (uint32_t)(((key ^ (salt << 17)) * 0x9E3779B97F4A7C15ull) >> 40) & (size - 1);
 }
 
+/* A code object's file or function name.  Under the recorder's lock, so
+ * one buffer: as long as a path can be (PATH_MAX), and a longer name is cut
+ * with a visible "..." (cut silently, a path 1390 bytes long read as a
+ * directory 'd' a third of the way down). */
+#define NAME_MAX_BYTES 4096
+static char name_buf[NAME_MAX_BYTES + 3];
+
 static uint32_t intern_text(tf_writer *w, void *str)
 {
-    char buf[1024];
-    size_t n = py_text_utf8(layout, str, buf, sizeof buf);
-    return n ? tf_write_string(w, buf, n) : tf_write_string(w, "?", 1);
+    int cut = 0;
+    size_t n = py_text_utf8(layout, str, name_buf, NAME_MAX_BYTES, &cut);
+    if (n && cut) {
+        memcpy(name_buf + n, "...", 3);
+        n += 3;
+    }
+    return n ? tf_write_string(w, name_buf, n) : tf_write_string(w, "?", 1);
 }
 
 static uint32_t intern_code(tf_writer *w, void *code)
