@@ -220,6 +220,7 @@ static uint32_t frame_of(rn_stacks *s, uint32_t stack, uint64_t ip, int outer)
         sym_info info;
         if (s->sym && sym_lookup(s->sym, m, outer ? ip - 1 : ip, &info)) {
             e->f.function = info.function;
+            e->f.inlined = info.inlined;
             e->f.file = info.file;
             e->f.line = info.line > 0 ? (uint32_t)info.line : 0;
         }
@@ -413,6 +414,7 @@ static void render_native(rn_stacks *s, frame_entry *e)
     else
         add(s, ",\"offset\":null", 14);
     add_str(s, ",\"function\":", f->function);
+    add_str(s, ",\"inlined\":", f->inlined);
     add_str(s, ",\"file\":", f->file);
     if (f->line)
         add_num(s, ",\"line\":%llu", f->line);
@@ -491,7 +493,10 @@ void rn_py_frame_text(const rn_py_frame *f, char *buf, size_t len)
 
 void rn_native_frame_text(const rn_native_frame *f, char *buf, size_t len)
 {
-    int n = snprintf(buf, len, "%s", f->function ? f->function : "??");
+    /* Code inlined into the function: its name first, as its file and line
+     * are what follow (the line is not in the function's own code). */
+    int n = f->inlined ? snprintf(buf, len, "%s inlined in %s", f->inlined, f->function ? f->function : "??")
+                       : snprintf(buf, len, "%s", f->function ? f->function : "??");
     if (f->file && n >= 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, " (%s:%u)", f->file, f->line);
     if (n >= 0 && (size_t)n < len) {

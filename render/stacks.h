@@ -32,6 +32,8 @@ typedef struct rn_native_frame {
     uint64_t ip, offset;
     const char *module;        /* NULL when no module holds ip */
     const char *function;      /* NULL when unknown */
+    const char *inlined;       /* the function inlined into `function` whose code
+                                * this is (file and line are its), NULL if none */
     const char *file;
     uint32_t line;             /* 0 when unknown */
     rn_frame_kind kind;

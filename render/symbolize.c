@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <elfutils/libdwelf.h>
 #include <gelf.h>
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -359,6 +360,61 @@ static const char *readable_name(sym_ctx *s, const char *name)
     return e->readable ? e->readable : name;
 }
 
+/* The innermost inlined subroutine under die whose ranges hold pc (CU
+ * relative), NULL when none.  A walk of our own: dwarf_getscopes gives up
+ * on link-time-optimised units, whose inlined code names its origin in
+ * another unit. */
+static Dwarf_Die *inlined_under(Dwarf_Die *die, Dwarf_Addr pc, Dwarf_Die *found, int depth)
+{
+    Dwarf_Die child;
+    if (depth > 64 || dwarf_child(die, &child) != 0)
+        return NULL;
+    do {
+        int tag = dwarf_tag(&child);
+        int scope = tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block;
+        int holder = tag == DW_TAG_namespace || tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+                     tag == DW_TAG_union_type || tag == DW_TAG_module;
+        if (holder) {
+            Dwarf_Die *in = inlined_under(&child, pc, found, depth + 1);
+            if (in)
+                return in;
+        } else if (scope && dwarf_haspc(&child, pc) == 1) {
+            /* The scope holding pc: the answer is in it or nowhere. */
+            Dwarf_Die *in = inlined_under(&child, pc, found, depth + 1);
+            if (in)
+                return in;
+            if (tag != DW_TAG_inlined_subroutine)
+                return NULL;
+            *found = child;
+            return found;
+        }
+    } while (dwarf_siblingof(&child, &child) == 0);
+    return NULL;
+}
+
+/* The innermost function inlined where addr is: its name, as the line
+ * table's file and line (which are that code's) go with, NULL when addr is
+ * in no inlined code or no DWARF says. */
+static const char *inlined_at(sym_ctx *s, Dwfl_Module *dm, Dwarf_Addr addr)
+{
+    Dwarf_Addr bias;
+    Dwarf_Die *cu = dwfl_module_addrdie(dm, addr, &bias), found;
+    if (!cu) {  /* no .debug_aranges (clang): the unit that holds addr */
+        while ((cu = dwfl_module_nextcu(dm, cu, &bias)) != NULL && dwarf_haspc(cu, addr - bias) != 1)
+            ;
+        if (!cu)
+            return NULL;
+    }
+    Dwarf_Die *in = inlined_under(cu, addr - bias, &found, 0);
+    if (!in)
+        return NULL;
+    Dwarf_Attribute at;
+    const char *name = dwarf_formstring(dwarf_attr_integrate(in, DW_AT_linkage_name, &at));
+    if (!name)
+        name = dwarf_formstring(dwarf_attr_integrate(in, DW_AT_name, &at));
+    return readable_name(s, name ? name : "?");
+}
+
 const char *sym_function(sym_ctx *s, const tf_module *m, uint64_t ip)
 {
     sym_module *mod = m ? module_entry(s, m) : NULL;
@@ -381,6 +437,7 @@ int sym_lookup(sym_ctx *s, const tf_module *m, uint64_t ip, sym_info *out)
     if (!dm)
         return 0;
     out->function = readable_name(s, dwfl_module_addrname(dm, addr));
+    out->inlined = inlined_at(s, dm, addr);
     Dwfl_Line *line = dwfl_module_getsrc(dm, addr);
     if (line) {
         int lineno = 0;

@@ -10,7 +10,9 @@
  *   2. /usr/lib/debug/.build-id/xx/rest.debug;
  *   3. the recorded path itself.
  * A candidate whose build-id differs from the recorded one is never used (a
- * module recorded without a build-id accepts the first ELF file found).
+ * module recorded without a build-id accepts the first ELF file whose
+ * PT_LOAD segments are the recorded ones: a file rebuilt at the path since
+ * the run is another binary).
  * Stripped binaries get their DWARF from separate debug files found the same
  * way.  C++ names come demangled where the system has libstdc++.  Results are cached per module; missing, unreadable or odd files just
  * give no answer.
@@ -26,6 +28,9 @@ typedef struct sym_ctx sym_ctx;
 
 typedef struct sym_info {
     const char *function;   /* symbol name (C++ ones demangled), NULL when unknown */
+    const char *inlined;    /* the innermost function inlined into it whose code
+                             * ip is in (file and line are that code's), NULL
+                             * when none or no DWARF says */
     const char *file;       /* source file, NULL when unknown */
     int line;               /* 0 when unknown */
     const char *binary;     /* the file the answer came from, NULL if none */
@@ -36,7 +41,7 @@ sym_ctx *sym_new(const char *const *debug_dirs, int n);
 void sym_free(sym_ctx *s);
 
 /* Look up ip (a runtime address inside module m).  Pass ip - 1 for return
- * addresses (every frame but the innermost) so the line is the call's.
+ * addresses (every frame of a recorded stack) so the line is the call's.
  * Returns 1 when a function or a line was found, else 0.  Strings stay valid
  * until sym_free. */
 int sym_lookup(sym_ctx *s, const tf_module *m, uint64_t ip, sym_info *out);

@@ -92,8 +92,8 @@ def check_json(dump, log, expect):
     check(stack[1].get("line") == expect["line1"], f"frame 1 line {stack[1]}")
     check(stack[2]["module"] == "/nonexistent/libfake.so" and stack[2]["offset"] == "0x100"
           and stack[2]["function"] is None and stack[2]["line"] is None, f"frame 2 {stack[2]}")
-    check(stack[3] == {"ip": "0xdead", "module": None, "offset": None, "function": None, "file": None,
-                       "line": None, "kind": "user"}, f"frame 3 {stack[3]}")
+    check(stack[3] == {"ip": "0xdead", "module": None, "offset": None, "function": None, "inlined": None,
+                       "file": None, "line": None, "kind": "user"}, f"frame 3 {stack[3]}")
     py = cuda["py_stack"]
     check(py == [{"file": "app.py", "line": 15, "function": "train_step"},
                  {"file": "app.py", "line": 40, "function": "<module>"}], f"py stack {py}")

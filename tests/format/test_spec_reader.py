@@ -754,7 +754,7 @@ def main():
         failures += 1
     for want, got in zip(lines[1:], records):
         for frame in want.get("native_stack", []):
-            for key in ("module", "offset", "function", "file", "line", "kind"):
+            for key in ("module", "offset", "function", "inlined", "file", "line", "kind"):
                 frame.pop(key, None)
         if want != got:
             failures += 1

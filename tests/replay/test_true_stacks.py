@@ -9,7 +9,10 @@
   later library's `frame_dummy` or `??` with its file and lines);
 - a library linked without a build-id and rebuilt at the same path after the
   run is not read as the recorded one (old: the new build's functions and
-  lines).
+  lines);
+- code inlined into a function is named with its line: `inlined` says which
+  function's code the line is in (old: only the function it was inlined
+  into, beside a line of the inlined function's).
 
 usage: test_true_stacks.py REPLAY DUMP TRUTHPROG LIBA LIBB LIBN1 LIBN2 PRELOAD SRCDIR"""
 import json
@@ -20,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-SIZES = {"a": (2 << 20) + 1, "b": (2 << 20) + 2, "n": (2 << 20) + 3}
+SIZES = {"a": (2 << 20) + 1, "b": (2 << 20) + 2, "n": (2 << 20) + 3, "i": (2 << 20) + 4}
 
 
 def marker_line(path, marker):
@@ -48,7 +51,8 @@ def main():
     truth = os.path.join(src, "truth")
     lines = {"a": marker_line(os.path.join(truth, "truth_a.c"), "TRUTH_A_CALL"),
              "b": marker_line(os.path.join(truth, "truth_b.c"), "TRUTH_B_CALL"),
-             "n": marker_line(os.path.join(truth, "truth_n1.c"), "TRUTH_N_CALL")}
+             "n": marker_line(os.path.join(truth, "truth_n1.c"), "TRUTH_N_CALL"),
+             "i": marker_line(os.path.join(truth, "truth_a.c"), "TRUTH_INLINE_CALL")}
     files = {"a": "truth_a.c", "b": "truth_b.c", "n": "truth_n1.c"}
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,6 +78,12 @@ def main():
             if got != want:
                 failures.append("trace-dump, library %s: innermost frame %s, expected %s" % (tag, got, want))
 
+        f = frames.get("i") or {}
+        got = (f.get("function"), f.get("inlined"), os.path.basename(f.get("file") or ""), f.get("line"))
+        want = ("truth_alloc_a_inl", "truth_inline_helper", "truth_a.c", lines["i"])
+        if got != want:
+            failures.append("trace-dump, inlined code: innermost frame %s, expected %s" % (got, want))
+
         # The report: stacks resolved after the whole log was read.
         p = subprocess.run([replay, "report", "--json", log], capture_output=True, text=True)
         rep = json.loads(p.stdout)
@@ -85,6 +95,9 @@ def main():
                 failures.append("report: no site names %s: %s" % (want, natives))
             elif not re.search(r"%s:%d\)" % (re.escape(files[tag]), lines[tag]), hit[0]):
                 failures.append("report: %s at the wrong line (call on line %d): %s" % (want, lines[tag], hit[0]))
+        want = "truth_inline_helper inlined in truth_alloc_a_inl ("
+        if not any(want in n for n in natives):
+            failures.append("report: no site says %s: %s" % (want, natives))
         if not reused:
             print("note: library b was not loaded at library a's addresses (%s, %s): the reuse part "
                   "checked nothing" % (bases.get("a"), bases.get("b")))

@@ -23,6 +23,11 @@ static void *use(const char *path, const char *sym, size_t n, int unload, const 
         exit(2);
     }
     free(f(n));
+    if (unload) {   /* library A: its function with inlined code too */
+        alloc_fn g = (alloc_fn)dlsym(h, "truth_alloc_a_inl");
+        if (g)
+            free(g(n + 3));
+    }
     printf("%s %p\n", tag, info.dli_fbase);
     fflush(stdout);
     if (unload)
