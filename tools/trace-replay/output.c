@@ -349,8 +349,14 @@ static void text_stacks(const rp_output *rep, const char *indent, uint32_t nativ
         fprintf(f, "%s  #%-2u 0x%" PRIx64, indent, i, nf[i]->ip);
         if (nf[i]->module)
             fprintf(f, " %s+0x%" PRIx64, rn_text(a, sizeof a, nf[i]->module), nf[i]->offset);
+        /* Code inlined into the function: its name first, as the file and
+         * line are its code's. */
+        if (nf[i]->inlined)
+            fprintf(f, " %s inlined in", rn_text(b, sizeof b, nf[i]->inlined));
         if (nf[i]->function)
             fprintf(f, " %s", rn_text(b, sizeof b, nf[i]->function));
+        else if (nf[i]->inlined)
+            fputs(" ??", f);
         if (nf[i]->file)
             fprintf(f, " (%s:%u)", rn_text(c, sizeof c, nf[i]->file), nf[i]->line);
         fputc('\n', f);
