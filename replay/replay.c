@@ -68,6 +68,7 @@ typedef struct pool {
     int selected;
     const rp_model_ops *ops;   /* NULL: model-free checks only */
     int broken;                /* keep_going: the model left the pool's state */
+    int driven;                /* the model has been given an operation or a release */
     void *m, *scratch;
     rp_ptrmap xlat;            /* recorded block address -> model address */
     rp_ptrmap segx;            /* recorded segment base -> model segment base */
@@ -294,6 +295,17 @@ static int pool_selected(const rp_options *o, uint32_t id, const char *name)
     return name && !strcmp(name, o->pool);
 }
 
+/* The options the run used, as far as the log has told them. */
+static void configure_pool(rp_replay *r, pool *p)
+{
+    if (!p->ops->configure)
+        return;
+    hctx h = context(r, p, p->m, NULL, RP_NIL, NULL, NULL, NULL);
+    h.host.ctx = &h;
+    rp_settings set = {setting_of, r};
+    p->ops->configure(p->m, &set, &h.host);
+}
+
 /* Found through a map: a log can name any number of pools. */
 static pool *pool_lookup(rp_replay *r, uint32_t id)
 {
@@ -319,15 +331,24 @@ static pool *pool_lookup(rp_replay *r, uint32_t id)
     if (p->ops) {
         p->m = p->ops->create();
         r->nmodelled++;
-        if (p->ops->configure) {
-            /* The options the run used, as far as the log has told them. */
-            hctx h = context(r, p, p->m, NULL, RP_NIL, NULL, NULL, NULL);
-            h.host.ctx = &h;
-            rp_settings set = {setting_of, r};
-            p->ops->configure(p->m, &set, &h.host);
-        }
+        configure_pool(r, p);
     }
     return p;
+}
+
+/* Before the model's first piece of work: configured again, from the
+ * options as the log has told them by now.  The pool appears at its first
+ * pool_op_begin, but the recorder writes the allocator settings (INFO
+ * env:NAME) at the process's first device allocation, which for CuPy is
+ * inside that first operation: configured only at the pool's appearance,
+ * the model never saw CUPY_GPU_MEMORY_LIMIT. */
+static void drive_pool(rp_replay *r, pool *p)
+{
+    if (p->driven)
+        return;
+    p->driven = 1;
+    if (p->ops && !p->broken)
+        configure_pool(r, p);
 }
 
 /* Events of one pool come in runs: the pool of the last one, without a
@@ -1377,6 +1398,7 @@ static void apply_top(rp_replay *r, const gathered *g)
     pool *p = modelled(r, pool_id_of(&g->buf[0]));
     if (!p)
         return;
+    drive_pool(r, p);
     rp_grow(&r->used, &r->capused, g->nbuf, sizeof *r->used);
     memset(r->used, 0, g->nbuf);
     if (r->hook) {
@@ -1510,6 +1532,7 @@ static void top_release(rp_replay *r, const tf_event *e, uint64_t ptr, uint32_t 
         uint64_t *base;
         if (!p->ops || (pool_hint && p->id != pool_hint) || !(base = rp_ptrmap_get(&p->segx, ptr)))
             continue;
+        drive_pool(r, p);
         hctx h = context(r, p, p->m, NULL, RP_NIL, NULL, NULL, e);
         h.host.ctx = &h;
         const rp_range *rg = rp_rangeset_find(&p->msegs, *base);
@@ -1993,6 +2016,7 @@ void rp_replay_save(const rp_replay *r, rp_state_w *w)
         rp_state_u64(w, p->id);
         rp_state_u64(w, (uint64_t)p->selected);
         rp_state_u64(w, (uint64_t)p->broken);
+        rp_state_u64(w, (uint64_t)p->driven);
         rp_state_str(w, p->ops ? p->ops->name : NULL);
         if (p->ops)
             p->ops->save(p->m, w);
@@ -2088,6 +2112,7 @@ int rp_replay_load(rp_replay *r, rp_state_r *st, char *err, size_t errlen)
         p->id = (uint32_t)rp_state_get_u64(st);
         p->selected = (int)rp_state_get_u64(st);
         p->broken = (int)rp_state_get_u64(st);
+        p->driven = (int)rp_state_get_u64(st);
         rp_state_get_str(st, name, sizeof name);
         if (st->bad)
             goto bad;

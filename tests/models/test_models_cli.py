@@ -20,6 +20,8 @@ per behaviour of issue 18, through trace-replay check --json:
              back), success; cupy-next frees directly there, stages a free
              only under its held lock and commits it before free_all gives
              segments back; a release whose call failed is not one
+  limit      CUPY_GPU_MEMORY_LIMIT written inside CuPy's first operation
+             (where the recorder writes it) is followed
   points     cupy5's new re-entrancy points: a collection in _arena while the
              stream's arena is being made again; one in free_all_blocks'
              _compact_index
@@ -444,6 +446,33 @@ def ladders(t):
                   % (model, pool_of(d)))
 
 
+def cupy_limit_late(t):
+    """CUPY_GPU_MEMORY_LIMIT as the recorder writes it: INFO env:NAME at the
+    process's first device allocation, which is inside CuPy's first pool
+    operation, after the pool appeared.  A 64 KiB request over the 32 KiB
+    limit is refused before any device attempt (the operation raised: no
+    pool_alloc); the model must follow the limit too.  Configured only when
+    the pool appeared, the model never saw it, asked for a segment the log
+    does not show and kept 64 KiB the pool never had (real CuPy 14.2 on the
+    CUDA doubles: 18 GB "allocated" in the model, 2 answers diverged)."""
+    for model in ("cupy", "cupy-next"):
+        log = Log((1, "cupy"))
+        log.info("cupy_version", "14.2.0")
+        with log.op(1, ALLOC, 4096):
+            log.info("env:CUPY_GPU_MEMORY_LIMIT", "32768")
+            log.cuda_alloc(0x100000, 4096)
+            log.ev("pool_alloc", pool=1, ptr=0x100000, requested=4096, granted=4096, stream=0)
+        with log.op(1, ALLOC, 65536):
+            pass
+        log.alloc(1, 8192, 0x200000, segments=[(0x200000, 8192)])
+        log.end()
+        rc, d, _ = t.check(log, "--model", model)
+        check(rc == 0 and fidelity(d) == (4, 0), "%s: the limit written inside the first operation is "
+              "followed (no segment for the refused request): %s" % (model, fidelity(d)))
+        check(pool_of(d).get("reserved") == 12288 and pool_of(d).get("allocated") == 12288,
+              "%s: the model keeps only what the pool had under the limit: %s" % (model, pool_of(d)))
+
+
 def next_staging(t):
     """cupy-next: a free during a collection that started with the lock held
     (a new arena for stream 7) is staged, and free_all_blocks commits it
@@ -575,6 +604,7 @@ def main():
         bfc_extend(t)
         bfc_gc(t)
         ladders(t)
+        cupy_limit_late(t)
         next_staging(t)
         failed_release(t)
         arena_point(t)
