@@ -82,6 +82,7 @@ typedef struct pool_state {
     struct { uint64_t lo, hi; } seg_cache[SEG_CACHE];
     int seen_segments;      /* the outside-segment check needs to know them */
     int partial;            /* history lost: its older segments are unknown */
+    int by_reference;       /* rp_checks_pool_holds_by_reference */
     rp_pool_figures fig;
     /* Zero-byte blocks (requested and granted 0) live at each address, a
      * count: they hold no memory, so several may share an address, or sit
@@ -137,6 +138,8 @@ struct rp_checks {
                                kept after a free: the next block there sets or clears it */
     uint64_t *gone;         /* starts of the device blocks the last teardown took (rp_checks_gone) */
     size_t ngone, capgone;
+    uint64_t *unseen;       /* starts of the pool blocks the last event freed unseen (rp_checks_unseen) */
+    size_t nunseen, capunseen;
     rp_finding warn[RP_CHECKS_MAX_WARNINGS];
     uint32_t nwarn;
     uint64_t total_warn;
@@ -190,6 +193,7 @@ void rp_checks_free(rp_checks *c)
     rp_ptrmap_free(&c->handle_refs);
     rp_ptrmap_free(&c->block_dev);
     free(c->gone);
+    free(c->unseen);
     free(c->undos);
     rp_ptrmap_free(&c->undo_at);
     rp_ptrmap_free(&c->undo_thread);
@@ -630,6 +634,19 @@ static uint64_t release_range(pool_state *p, uint64_t ptr, uint64_t size, rp_ran
     return gone;
 }
 
+typedef struct pool_teardown { pool_state *p; uint64_t seq; } pool_teardown;
+static int take_pool_block(rp_range *r, void *arg);
+
+static int note_unseen(rp_range *r, void *arg)
+{
+    rp_checks *c = arg;
+    if (!is_freed(r)) {
+        rp_grow(&c->unseen, &c->capunseen, c->nunseen + 1, sizeof *c->unseen);
+        c->unseen[c->nunseen++] = r->start;
+    }
+    return 0;
+}
+
 static int segment_release(rp_checks *c, uint32_t pool, const tf_event *e, uint64_t ptr, uint64_t size,
                            rp_finding *v)
 {
@@ -660,6 +677,19 @@ static int segment_release(rp_checks *c, uint32_t pool, const tf_event *e, uint6
     live_hit h = {NULL, NULL};
     rp_rangeset_walk_range(&p->blocks.mem, r.start, r.end, out_of_segment, &h);
     const rp_range *b = h.last;
+    if (b && p->by_reference && e->kind == TF_EV_CUDA_FREE) {
+        rp_finding *w = warning(c);
+        if (w)
+            report(w, "unseen_free", site_of(e), site_of_range(b),
+                   "pool %u: device memory [0x%llx, 0x%llx) freed while block [0x%llx, 0x%llx) in it was live: its "
+                   "free was not recorded (CuPy frees a chunk without its pool, and without the hook, once the "
+                   "MemoryPool object is gone)",
+                   pool, ULL(r.start), ULL(r.end), ULL(b->start), ULL(b->end));
+        pool_teardown t = {p, e->seq & SEQ_MASK};
+        rp_rangeset_walk_range(&p->blocks.mem, r.start, r.end, note_unseen, c);
+        rp_rangeset_walk_range(&p->blocks.mem, r.start, r.end, take_pool_block, &t);
+        return 0;
+    }
     if (b)
         return report(v, "segment_in_use", site_of(e), site_of_range(b),
                       "pool %u released segment [0x%llx, 0x%llx) while block [0x%llx, 0x%llx) in it is live", pool,
@@ -715,8 +745,6 @@ typedef struct teardown_walk {
     int device;             /* whose memory went; -1 unknown: everyone's */
     uint64_t seq;
 } teardown_walk;
-
-typedef struct pool_teardown { pool_state *p; uint64_t seq; } pool_teardown;
 
 static int take_pool_block(rp_range *r, void *arg)
 {
@@ -981,6 +1009,7 @@ int rp_checks_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_fin
      * would be skipped by the callers that ask rp_checks_wants first. */
     if (!rp_checks_wants(e))
         return 0;
+    c->nunseen = 0;
     switch (e->kind) {
     case TF_EV_CUDA_ALLOC:
     case TF_EV_CUDA_FREE:
@@ -1117,6 +1146,17 @@ static void space_load(space *s, const char *name, rp_state_r *r)
         r->bad = 1;
     }
     free(pending);
+}
+
+size_t rp_checks_unseen(const rp_checks *c, const uint64_t **starts)
+{
+    *starts = c->unseen;
+    return c->nunseen;
+}
+
+void rp_checks_pool_holds_by_reference(rp_checks *c, uint32_t pool)
+{
+    pool_of(c, pool)->by_reference = 1;
 }
 
 void rp_checks_save(const rp_checks *c, rp_state_w *w)

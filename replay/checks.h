@@ -48,6 +48,18 @@ static inline int rp_checks_wants(const tf_event *e)
  * segment), 0 if none.  Returns 1 and fills *v on a violation. */
 int rp_checks_event(rp_checks *c, const tf_event *e, uint32_t owner_pool, rp_finding *v);
 
+/* A pool whose blocks hold their segment by reference (CuPy's: a chunk
+ * keeps its segment's Memory object alive): a device free of a segment with
+ * blocks in it still live means those blocks were freed unseen (CuPy frees a
+ * chunk without its pool, and without the hook, once the MemoryPool object
+ * is gone: a pool dropped while its arrays live), not a pool that gave back
+ * memory in use.  Those blocks go (GONE) with a warning unseen_free, not
+ * the violation segment_in_use. */
+void rp_checks_pool_holds_by_reference(rp_checks *c, uint32_t pool);
+/* The starts of the pool blocks the last event freed unseen (above);
+ * valid until the next event. */
+size_t rp_checks_unseen(const rp_checks *c, const uint64_t **starts);
+
 /* Events are missing before the next one (segments deleted to keep a log
  * within its budget, FORMAT.md section 13; a follower that fell behind):
  * forget what is live, since the missing part freed and reused memory, and

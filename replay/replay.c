@@ -321,6 +321,10 @@ static pool *pool_lookup(rp_replay *r, uint32_t id)
     p->id = id;
     const char *name = r->o.pool_name ? r->o.pool_name(r->o.pool_name_ctx, id) : NULL;
     p->selected = pool_selected(&r->o, id, name);
+    /* CuPy's pools (the hook names them cupy, cupy device N): a chunk
+     * holds its segment's Memory by reference. */
+    if (name && !strncmp(name, "cupy", 4))
+        rp_checks_pool_holds_by_reference(r->checks, id);
     p->ops = !p->selected || r->models_off ? NULL
              : r->o.model          ? r->o.model
              : r->o.model_auto     ? model_by_name(r, name)
@@ -1539,6 +1543,26 @@ static void top_release(rp_replay *r, const tf_event *e, uint64_t ptr, uint32_t 
         uint64_t size = rg && rg->start == *base ? rg->end - rg->start : 0;
         if (e->kind == TF_EV_POOL_SEGMENT && e->u.segment.size)
             size = e->u.segment.size;
+        /* Blocks in it whose frees were not recorded (the checks said so:
+         * CuPy's pool object was gone): freed in the model first, as the
+         * real chunks were before their segment went. */
+        const uint64_t *unseen;
+        size_t nunseen = rp_checks_unseen(r->checks, &unseen);
+        for (size_t k = 0; k < nunseen; k++) {
+            uint64_t mptr;
+            if (!rp_ptrmap_del(&p->xlat, unseen[k], &mptr))
+                continue;
+            if (r->sh.p == p) {
+                trial t = {.point = -1};
+                hctx hs = context(r, p, r->sh.m, NULL, RP_NIL, NULL, &t, e);
+                hs.host.ctx = &hs;
+                if (p->ops->free(r->sh.m, mptr, 0, &hs.host) == RP_UNKNOWN)
+                    t.left_log = 1;
+                shadow_outcome(r, &t);
+            }
+            if (p->ops->free(p->m, mptr, 0, &h.host) == RP_UNKNOWN)
+                diverge(r, e->seq);
+        }
         if (r->sh.p == p) {
             trial t = {.point = -1};
             hctx hs = context(r, p, r->sh.m, NULL, RP_NIL, NULL, &t, e);

@@ -22,6 +22,8 @@ per behaviour of issue 18, through trace-replay check --json:
              segments back; a release whose call failed is not one
   limit      CUPY_GPU_MEMORY_LIMIT written inside CuPy's first operation
              (where the recorder writes it) is followed
+  pool gone  a CuPy block freed unseen (its MemoryPool object gone) with its
+             segment: a warning unseen_free, not segment_in_use
   points     cupy5's new re-entrancy points: a collection in _arena while the
              stream's arena is being made again; one in free_all_blocks'
              _compact_index
@@ -473,6 +475,39 @@ def cupy_limit_late(t):
               "%s: the model keeps only what the pool had under the limit: %s" % (model, pool_of(d)))
 
 
+def cupy_pool_gone(t):
+    """A MemoryPool dropped while an array of it lives (real CuPy 14.2:
+    `with cupy.cuda.using_allocator(cupy.cuda.MemoryPool().malloc)` in a
+    function that returns the array): when the array goes, PooledMemory.free
+    finds the pool's weakref dead and frees the chunk without the pool and
+    without the hook; its segment's Memory is then freed.  The log shows the
+    block live and its segment freed: no segment_in_use (it was a false
+    VIOLATION), a warning unseen_free, the block gone in the model too.  A
+    pool of another kind keeps the violation."""
+    for model in ("cupy", "cupy-next", "none"):
+        log = Log((1, "cupy"))
+        log.alloc(1, 1000, 0x100000, granted=1024, segments=[(0x100000, 1024)])
+        log.cuda_free(0x100000)
+        log.alloc(1, 1000, 0x200000, granted=1024, segments=[(0x200000, 1024)])
+        log.free(1, 0x200000)
+        log.end()
+        rc, d, out = t.check(log, "--model", model)
+        check(rc == 0 and "VIOLATION" not in out, "%s: a dropped pool's block freed unseen with its segment "
+              "(exit %d): %s" % (model, rc, out[-400:]))
+        check("unseen_free" in out, "%s: no warning unseen_free: %s" % (model, out[-400:]))
+        if model != "none":
+            check(fidelity(d) == (4, 0) and pool_of(d).get("allocated") == 0,
+                  "%s: the model followed (the block went with its segment): %s %s"
+                  % (model, fidelity(d), pool_of(d)))
+    log = Log((1, "mypool"))
+    log.alloc(1, 1000, 0x100000, granted=1024, segments=[(0x100000, 1024)])
+    log.cuda_free(0x100000)
+    log.end()
+    rc, d, out = t.check(log)
+    check(rc == 1 and "segment_in_use" in out, "another pool's segment freed under a live block is still a "
+          "violation (exit %d): %s" % (rc, out[-300:]))
+
+
 def next_staging(t):
     """cupy-next: a free during a collection that started with the lock held
     (a new arena for stream 7) is staged, and free_all_blocks commits it
@@ -605,6 +640,7 @@ def main():
         bfc_gc(t)
         ladders(t)
         cupy_limit_late(t)
+        cupy_pool_gone(t)
         next_staging(t)
         failed_release(t)
         arena_point(t)

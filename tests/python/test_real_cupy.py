@@ -22,7 +22,10 @@ replay and the figures still hold); CUPY_GPU_MEMORY_LIMIT (the limit was written
 first operation and the models never followed it); and the per-thread
 default stream, whose arenas CuPy keys by id() of a per-thread object that a
 later thread can get again (the recorder keys them by thread id): the model
-may leave the log there, but the verdict must not be a VIOLATION.
+may leave the log there, but the verdict must not be a VIOLATION.  And a
+MemoryPool dropped while its array lives (workloads/real_cupy_pool_gone.py):
+the array's free is unseen, its segment's is not; a warning unseen_free, not
+the false VIOLATION segment_in_use it was.
 
 Skips (77) where no Python with CuPy is found: set TRACE_CUPY_PYTHON to the
 interpreters (':'-separated) of virtual environments with cupy-cuda13x
@@ -44,6 +47,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHIM = os.path.join(HERE, "real_cupy")
 WORKLOAD = os.path.join(HERE, "workloads", "real_cupy_train.py")
+POOL_GONE = os.path.join(HERE, "workloads", "real_cupy_pool_gone.py")
 MARK_BASE = 3 << 20
 fails = []
 
@@ -194,6 +198,20 @@ def run_case(args, python, shim_dir, tmp, tag, env_extra, strict=True):
           "%s: report (exit %d): %s" % (tag, r.returncode, r.stdout[-800:]))
 
 
+def run_pool_gone(args, python, shim_dir, tmp):
+    log = os.path.join(tmp, "gone.tlog")
+    env = dict(os.environ)
+    env.update({"PYTHONPATH": shim_dir, "LD_LIBRARY_PATH": args.cuda_doubles, "LD_PRELOAD": args.preload,
+                "TRACE_OUTPUT": log})
+    p = subprocess.run([python, POOL_GONE], capture_output=True, text=True, env=env, timeout=300)
+    if not check(p.returncode == 0 and p.stdout == "ok\n", "pool gone: the workload failed (exit %d): %s"
+                 % (p.returncode, p.stderr[-1000:])):
+        return
+    c = subprocess.run([args.replay, "check", log], capture_output=True, text=True)
+    check(c.returncode == 0 and "unseen_free" in c.stdout and "VIOLATION" not in c.stdout,
+          "pool gone: a dropped MemoryPool's array freed (exit %d): %s" % (c.returncode, c.stdout[-600:]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--preload", required=True)
@@ -217,6 +235,7 @@ def main():
             run_case(args, python, shim, tmp, "gc5", {"GC_THRESHOLD": "5"})
             run_case(args, python, shim, tmp, "early", {"EARLY_THREAD": "1"})
             run_case(args, python, shim, tmp, "limit", {"CUPY_GPU_MEMORY_LIMIT": "70000000"})
+            run_pool_gone(args, python, shim, tmp)
             run_case(args, python, shim, tmp, "ptds", {"CUPY_CUDA_PER_THREAD_DEFAULT_STREAM": "1"}, strict=False)
     print("%d failure(s)" % len(fails))
     return 1 if fails else 0
