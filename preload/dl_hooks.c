@@ -142,11 +142,22 @@ int dl_real_dlclose(void *handle)
     return real_dlclose ? real_dlclose(handle) : -1;
 }
 
+/* How deep this thread is in dlopen: the constructors of the objects it
+ * loads run inside it, before the rescan after it (recorder.c). */
+static __thread __attribute__((tls_model("initial-exec"))) int dlopen_depth;
+
+int dl_in_dlopen(void)
+{
+    return dlopen_depth;
+}
+
 void *dlopen(const char *file, int mode)
 {
     char path[PATH_MAX];
-    void *handle = dl_real_dlopen(
-        dl_search_for_caller(file, __builtin_return_address(0), path, sizeof path), mode);
+    const char *found = dl_search_for_caller(file, __builtin_return_address(0), path, sizeof path);
+    dlopen_depth++;
+    void *handle = dl_real_dlopen(found, mode);
+    dlopen_depth--;
     if (handle && !(mode & RTLD_NOLOAD))
         atomic_fetch_add(&loader_changes, 1);
     if (handle && rec_active()) {

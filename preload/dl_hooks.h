@@ -14,6 +14,11 @@ int dl_real_dlclose(void *handle);
  * nothing need not be repeated until this changes. */
 unsigned long dl_loader_changes(void);
 
+/* Nonzero while the calling thread is inside dlopen (our interposed one):
+ * code running there (an object's constructors) may be in an object that
+ * has no MODULE_LOAD yet. */
+int dl_in_dlopen(void);
+
 /* Counts dlclose calls that went through us and succeeded: only these can
  * unmap code, so what was learnt about an address (a call site's real CUDA
  * function, cuda_symbols.c) holds until this changes. */

@@ -12,6 +12,8 @@
 #include "recorder_core.h"
 
 #include <link.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,9 @@ struct module_list {
 };
 
 static struct module_list recorded;   /* under the recorder's lock */
+/* recorded.generation, readable without the lock (a hint: a stale value
+ * costs one rescan more). */
+static _Atomic unsigned long long applied_generation;
 static char exe_path[4096];
 
 static void list_free(struct module_list *l)
@@ -160,6 +165,7 @@ static void apply(tf_writer *w, void *arg)
     }
     recorded.count = kept;
     recorded.generation = snap->generation;
+    atomic_store_explicit(&applied_generation, snap->generation, memory_order_relaxed);
 }
 
 void modules_rescan(void)
@@ -170,6 +176,25 @@ void modules_rescan(void)
     fork_gate_leave();
     rec_define(apply, &snap);
     list_free(&snap);
+}
+
+static int probe_generation(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    unsigned long long *generation = arg;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+        *generation = info->dlpi_adds + info->dlpi_subs;
+    return 1;   /* the first object tells it: stop there */
+}
+
+void modules_rescan_if_changed(void)
+{
+    unsigned long long generation = 0;
+    fork_gate_enter();
+    dl_iterate_phdr(probe_generation, &generation);
+    fork_gate_leave();
+    if (generation && generation == atomic_load_explicit(&applied_generation, memory_order_relaxed))
+        return;
+    modules_rescan();
 }
 
 /* Under the recorder's lock, in the child: the parent's table into the new log. */

@@ -9,6 +9,12 @@
  * for those that went away: at start and after each dlopen/dlclose. */
 void modules_rescan(void);
 
+/* modules_rescan when the loader's adds+subs differ from the last snapshot
+ * applied (one dl_iterate_phdr callback to ask): for an event recorded
+ * inside dlopen, whose stack may run through the constructor of an object
+ * not yet recorded. */
+void modules_rescan_if_changed(void);
+
 /* In a forked child: the parent's table, restated in the child's new log
  * (no loader call: see modules.c). */
 void modules_fork_child(void);

@@ -17,6 +17,8 @@
 #include "flusher.h"
 #include "host_blocks.h"
 #include "native_stack.h"
+#include "dl_hooks.h"
+#include "modules.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -355,6 +357,13 @@ static uint64_t record_event(tf_event *e, unsigned flags, uint32_t *text_id, con
     int nested = in_rec_event++;
     struct captured c;
     capture(&c, flags, nested);
+    /* Inside dlopen (a constructor of the object being loaded: OpenBLAS
+     * maps its buffers there, at every NumPy import), the stack may run
+     * through objects the rescan after dlopen has not recorded yet, and a
+     * reader resolves an address with the modules loaded at its event:
+     * record them first. */
+    if (!nested && c.native.n && dl_in_dlopen())
+        modules_rescan_if_changed();
     c.text = text;
     c.text_id = text_id;
     if (!take_or_drop(tid))
