@@ -73,6 +73,34 @@ ensure_wheelhouse() {
         --dest "$TRACE_WHEELHOUSE" $TRACE_WHEELS >/dev/null
 }
 
+# Real CuPy for python_real_cupy (CuPy's own pool code traced on the CUDA
+# doubles, no GPU): cupy-cuda13x in a venv of its own, made from pyenv's 3.11
+# (its numpy comes along; the interpreters the other tests run stay as they
+# are).  tests/python/test_real_cupy.py finds it at the same default place
+# (or TRACE_CUPY_PYTHON).  Best effort: without PyPI the test skips and says
+# so.
+TRACE_CUPY_VENV=${TRACE_CUPY_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/gputrace/cupy-venv}
+ensure_cupy() {
+    "$TRACE_CUPY_VENV/bin/python" -c 'import cupy' 2>/dev/null && return 0
+    python=
+    for p in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.11*/bin/python3.11; do
+        [ -x "$p" ] && python=$p
+    done
+    if [ -z "$python" ]; then
+        echo "setup: no pyenv python3.11 for CuPy: python_real_cupy will skip"
+        return 0
+    fi
+    echo "setup: pip install cupy-cuda13x into $TRACE_CUPY_VENV"
+    rm -rf "$TRACE_CUPY_VENV"
+    if ! { "$python" -m venv "$TRACE_CUPY_VENV" &&
+           "$TRACE_CUPY_VENV/bin/python" -m pip install -q --disable-pip-version-check \
+               cupy-cuda13x >/dev/null; }; then
+        echo "setup: CuPy could not be installed: python_real_cupy will skip"
+        rm -rf "$TRACE_CUPY_VENV"
+    fi
+    return 0
+}
+
 # The configuration CI tests: quickstart builds the same, so neither
 # rebuilds what the other built.
 TRACE_CMAKE_OPTIONS="-DTRACE_WERROR=ON -DTRACE_FUZZ=ON"

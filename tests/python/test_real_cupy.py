@@ -29,8 +29,9 @@ the false VIOLATION segment_in_use it was.
 
 Skips (77) where no Python with CuPy is found: set TRACE_CUPY_PYTHON to the
 interpreters (':'-separated) of virtual environments with cupy-cuda13x
-installed; python3 on PATH is tried otherwise.  The suite never installs
-CuPy.
+installed; otherwise the venv scripts/test makes (TRACE_CUPY_VENV, by default
+~/.cache/gputrace/cupy-venv) and python3 on PATH are tried.  ctest alone never
+installs CuPy; scripts/test does, where PyPI can be reached.
 
     test_real_cupy.py --preload LIBTRACE --replay TRACE_REPLAY --dump TRACE_DUMP --cuda-doubles DIR
 """
@@ -63,8 +64,11 @@ def candidates():
     env = os.environ.get("TRACE_CUPY_PYTHON")
     if env:
         return [p for p in env.split(":") if p]
-    found = shutil.which("python3")
-    return [found] if found else []
+    # Where scripts/test puts it (scripts/lib/setup.sh, ensure_cupy).
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    venv = os.environ.get("TRACE_CUPY_VENV") or os.path.join(cache, "gputrace", "cupy-venv")
+    found = [p for p in (os.path.join(venv, "bin", "python"), shutil.which("python3")) if p and os.access(p, os.X_OK)]
+    return found
 
 
 def cupy_version(python):
