@@ -12,7 +12,7 @@
  *
  * A writer for a log cut into segments (the header's max_bytes) also keeps a
  * journal: a copy of every definition record of the process's state it
- * encodes (modules, threads, pools, INFO), so that each new segment can open
+ * encodes (modules, pools, INFO; not threads: write_named), so that each new segment can open
  * with them (tf_writer_restate) and be read without the segments before it,
  * which the recorder deletes.  Interned content (strings, stacks, code
  * objects) is not restated: at each new segment the writer forgets it, and
@@ -479,7 +479,14 @@ void tf_write_module_unload(tf_writer *w, uint32_t module_id)
         state_end(w, payload, tf_put_uv(payload, module_id));
 }
 
-/* THREAD, POOL and INFO share one shape: a number or string, then a string. */
+/* THREAD, POOL and INFO share one shape: a number or string, then a string.
+ * THREAD records are not kept in the journal: a thread's names are written
+ * again before its first event in each new segment (the recorder does, as
+ * it defines stacks again), so a segment names the threads its events
+ * need.  Restating every THREAD record ever written made the opening of a
+ * segment grow with every thread the process ever ran: about 200 KB after
+ * 40,000 short-lived threads, every segment, 433 KB on disk for a 128 KiB
+ * budget (follow.rotation_threads). */
 static void write_named(tf_writer *w, uint32_t kind, uint32_t num, const char *key,
                         const char *value)
 {
@@ -487,7 +494,10 @@ static void write_named(tf_writer *w, uint32_t kind, uint32_t num, const char *k
     if (!payload)
         return;
     uint8_t *p = kind == TF_REC_INFO ? put_str(payload, key) : tf_put_uv(payload, num);
-    state_end(w, payload, put_str(p, value));
+    if (kind == TF_REC_THREAD)
+        record_end(w, payload, put_str(p, value));
+    else
+        state_end(w, payload, put_str(p, value));
 }
 
 void tf_write_thread(tf_writer *w, uint32_t tid, const char *name)
@@ -505,7 +515,7 @@ void tf_write_thread_names(tf_writer *w, uint32_t tid, const char *name, const c
     if (!payload)
         return;
     uint8_t *p = put_str(tf_put_uv(payload, tid), name);
-    state_end(w, payload, put_str(p, py_name));
+    record_end(w, payload, put_str(p, py_name));   /* not journaled: write_named */
 }
 
 void tf_write_pool(tf_writer *w, uint32_t pool, const char *name)

@@ -272,18 +272,29 @@ static __attribute__((noinline)) void capture_names_only(struct captured *c, int
     capture(c, 0, nested);
 }
 
-/* Under the lock: the thread's THREAD record, when one is due. */
+/* Under the lock: the thread's THREAD record, when one is due.  A new
+ * segment's opening restates no THREAD record (writer.c), and the
+ * generation it bumped may have come between capture_names and the lock
+ * (or the event captured no names: END, a handler's event): a thread named
+ * in an earlier generation is named again from what it last wrote, so
+ * every event of a segment has its thread's names before it there. */
 static void encode_names(const struct captured *c, pid_t tid)
 {
-    if (c->name_due) {
-        tf_write_thread_names(writer, (uint32_t)tid, c->os_name, c->py_name);
-        my_named_generation = c->generation;
-        my_names_epoch = c->names_epoch;
-        memcpy(my_os_name, c->os_name, sizeof my_os_name);
-        my_os_name[sizeof my_os_name - 1] = '\0';
-        memcpy(my_py_name, c->py_name, sizeof my_py_name);
-        my_py_version = c->py_version;
+    uint32_t now = atomic_load_explicit(&generation, memory_order_relaxed);
+    if (!c->name_due) {
+        if (my_named_generation && my_named_generation != now) {
+            tf_write_thread_names(writer, (uint32_t)tid, my_os_name, my_py_name);
+            my_named_generation = now;
+        }
+        return;
     }
+    tf_write_thread_names(writer, (uint32_t)tid, c->os_name, c->py_name);
+    my_named_generation = now;
+    my_names_epoch = c->names_epoch;
+    memcpy(my_os_name, c->os_name, sizeof my_os_name);
+    my_os_name[sizeof my_os_name - 1] = '\0';
+    memcpy(my_py_name, c->py_name, sizeof my_py_name);
+    my_py_version = c->py_version;
 }
 
 /* Under the lock: the event's place in the order, its thread and parent. */

@@ -5,6 +5,7 @@
  *
  *     prog_churn ITERATIONS [--double-free-at K]... [--sleep-us N] [--wait-file PATH]
  *                [--free-again K J] [--wait-checkpoints STEM] [--open-op-from K]
+ *                [--thread-every N]
  *
  * ITERATIONS 0: until killed.  --double-free-at K (repeatable): at
  * iteration K it frees again the block it freed just before (a double free
@@ -32,6 +33,7 @@
  * It prints "done N" at the end.
  */
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +44,19 @@
 
 #define LIVE 16
 #define MAX_POINTS 8
+
+/* --thread-every: a short-lived thread with a name of its own. */
+static void *short_lived(void *arg)
+{
+    char name[16];
+    snprintf(name, sizeof name, "churn-%ld", (long)(intptr_t)arg % 100000000);
+    pthread_setname_np(pthread_self(), name);
+    void *p;
+    if (cudaMalloc(&p, 256) == cudaSuccess)
+        cudaFree(p);
+    trace_mark(name);
+    return NULL;
+}
 
 /* --wait-checkpoints: the newest segment k on disk, and when k >= 2, the
  * checkpoint of segment k - 1 or k. */
@@ -75,7 +90,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: prog_churn ITERATIONS [--double-free-at K]... [--sleep-us N] [--wait-file PATH]\n");
         return 2;
     }
-    long iterations = atol(argv[1]), points[MAX_POINTS], sleep_us = 0, again_at = 0, again_of = 0, op_from = 0;
+    long iterations = atol(argv[1]), points[MAX_POINTS], sleep_us = 0, again_at = 0, again_of = 0, op_from = 0, thread_every = 0;
     int npoints = 0;
     const char *wait_file = NULL, *stem = NULL;
     void *kept = NULL;
@@ -94,6 +109,8 @@ int main(int argc, char **argv)
             wait_file = argv[i + 1];
         else if (!strcmp(argv[i], "--open-op-from"))
             op_from = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--thread-every"))
+            thread_every = atol(argv[i + 1]);
     }
     int pool = 0;
     uint64_t op = 0;
@@ -129,6 +146,11 @@ int main(int argc, char **argv)
                 for (; wait_file && access(go, F_OK) != 0; usleep(1000))
                     ;
             }
+        if (thread_every && it % thread_every == 0) {
+            pthread_t t;
+            if (pthread_create(&t, NULL, short_lived, (void *)(intptr_t)it) == 0)
+                pthread_join(t, NULL);
+        }
         trace_mark("iteration");
         if (sleep_us)
             usleep((useconds_t)sleep_us);

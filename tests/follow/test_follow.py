@@ -549,9 +549,51 @@ def test_checkpoint_open_op():
     os.rename(ckpts[0] + ".away", ckpts[0])
 
 
+def test_rotation_threads():
+    """TRACE_MAX_BYTES with a great many short-lived threads (a ten-hour run
+    with a thread per request, a data loader's workers): the files stay
+    within the budget, and every event of the kept window has its thread's
+    name before it.  A segment's opening restated every THREAD record ever
+    written, so it grew with every thread the process had run, dead or
+    alive: after 40,000 threads each segment (an eighth of the budget, 16 KiB)
+    opened with about 200 KB of names, and the files took 433,092 bytes for a
+    budget of 131,072 (now about 111,000)."""
+    budget = 128 * 1024
+    log = work("rot-threads.tlog")
+    p = subprocess.run(churn(40000, "--thread-every", 1), env=traced_env(log, TRACE_MAX_BYTES="128K"),
+                       capture_output=True, text=True, timeout=LONG)
+    check(p.returncode == 0, "prog_churn failed: %s" % p.stderr[-500:])
+    files = segments(log)
+    sizes = [os.path.getsize(f) for f in files]
+    total = sum(sizes)
+    print("%d files, %d bytes on disk for a budget of %d (newest: %s)" % (len(files), total, budget, sizes[-3:]))
+    check(len(files) >= 3, "no rotation: %s" % files)
+    check(total <= budget + budget // 8, "%d bytes on disk, budget %d: %s" % (total, budget, sizes))
+    lines, dump = dump_json(log)
+    check(dump.returncode == 1 and "were deleted with segments 1 to" in dump.stderr, dump.stderr)
+    # Each short-lived thread marks its own name: the name its tid has at
+    # that event is that one (tids are reused, so the latest THREAD record
+    # counts), and every event's thread is named.
+    names, marks, unnamed = {}, 0, []
+    for x in lines:
+        if x.get("kind") == "thread":
+            names[x["tid"]] = x["name"]
+        elif "seq" in x:
+            if x["tid"] not in names:
+                unnamed.append(x["seq"])
+            elif x["kind"] == "mark" and x.get("text", "").startswith("churn-"):
+                marks += 1
+                check(names[x["tid"]] == x["text"], "event %d of thread %d named %r, marked %r" %
+                      (x["seq"], x["tid"], names[x["tid"]], x["text"]))
+    check(not unnamed, "%d events of threads without a name, the first %s" % (len(unnamed), unnamed[:5]))
+    check(marks > 1000, "only %d marks of short-lived threads kept" % marks)
+    c = subprocess.run(replay_cmd("check", log), capture_output=True, text=True)
+    check(c.returncode == 0 and "were deleted" in c.stdout, "check: exit %d\n%s" % (c.returncode, c.stdout[-1500:]))
+
+
 TESTS = {"checkpoint": test_checkpoint, "checkpoint_open_op": test_checkpoint_open_op, "running": test_running, "continue": test_continue, "stop": test_stop, "stop_job": test_stop_job,
          "abort": test_abort,
-         "gone": test_gone, "rotation": test_rotation, "rotation_follower": test_rotation_follower}
+         "gone": test_gone, "rotation": test_rotation, "rotation_threads": test_rotation_threads, "rotation_follower": test_rotation_follower}
 
 
 def main():
