@@ -330,7 +330,7 @@ void tf_writer_rewind(tf_writer *w, const tf_writer_mark *m);
 
 /* The opening frame of a new segment file (FORMAT.md section 13): HEADER
  * (segment, first_seq = the next event's seq) and every definition of the
- * process's state written so far (modules and their unloads, pools, INFO;
+ * process's state written so far (modules still loaded, pools, INFO;
  * not THREAD records: the caller names each thread again before its first
  * event in the segment), with the same ids, in the same order, encoded into *out (which
  * grows by mapped pages, as chunks do).  The writer then forgets its

@@ -5,7 +5,7 @@
  *
  *     prog_churn ITERATIONS [--double-free-at K]... [--sleep-us N] [--wait-file PATH]
  *                [--free-again K J] [--wait-checkpoints STEM] [--open-op-from K]
- *                [--thread-every N]
+ *                [--thread-every N] [--dlopen PATH]
  *
  * ITERATIONS 0: until killed.  --double-free-at K (repeatable): at
  * iteration K it frees again the block it freed just before (a double free
@@ -33,6 +33,7 @@
  * It prints "done N" at the end.
  */
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -92,7 +93,7 @@ int main(int argc, char **argv)
     }
     long iterations = atol(argv[1]), points[MAX_POINTS], sleep_us = 0, again_at = 0, again_of = 0, op_from = 0, thread_every = 0;
     int npoints = 0;
-    const char *wait_file = NULL, *stem = NULL;
+    const char *wait_file = NULL, *stem = NULL, *reload = NULL;
     void *kept = NULL;
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--free-again") && i + 2 < argc) {
@@ -111,6 +112,8 @@ int main(int argc, char **argv)
             op_from = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--thread-every"))
             thread_every = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--dlopen"))
+            reload = argv[i + 1];
     }
     int pool = 0;
     uint64_t op = 0;
@@ -150,6 +153,14 @@ int main(int argc, char **argv)
             pthread_t t;
             if (pthread_create(&t, NULL, short_lived, (void *)(intptr_t)it) == 0)
                 pthread_join(t, NULL);
+        }
+        if (reload) {
+            void *h = dlopen(reload, RTLD_NOW | RTLD_LOCAL);
+            if (!h) {
+                fprintf(stderr, "prog_churn: %s\n", dlerror());
+                return 1;
+            }
+            dlclose(h);
         }
         trace_mark("iteration");
         if (sleep_us)

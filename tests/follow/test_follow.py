@@ -591,9 +591,38 @@ def test_rotation_threads():
     check(c.returncode == 0 and "were deleted" in c.stdout, "check: exit %d\n%s" % (c.returncode, c.stdout[-1500:]))
 
 
+def test_rotation_modules():
+    """TRACE_MAX_BYTES with a library loaded and unloaded over and over (a
+    plugin reloaded through a long run): the files stay within the budget,
+    and the modules still loaded resolve the kept events' stacks.  A
+    segment's opening restated every MODULE_LOAD and MODULE_UNLOAD ever
+    written: after 20,000 reloads of a small library each segment opened
+    with their records, and the files took 212,223 bytes for a budget of
+    131,072 (segments of 97 KB; now about 123,000)."""
+    budget = 128 * 1024
+    log = work("rot-modules.tlog")
+    lib = os.path.join(ARGS.bin, "libaudit_noop.so")
+    p = subprocess.run(churn(20000, "--dlopen", lib), env=traced_env(log, TRACE_MAX_BYTES="128K"),
+                       capture_output=True, text=True, timeout=LONG)
+    check(p.returncode == 0, "prog_churn failed: %s" % p.stderr[-500:])
+    files = segments(log)
+    sizes = [os.path.getsize(f) for f in files]
+    total = sum(sizes)
+    print("%d files, %d bytes on disk for a budget of %d (newest: %s)" % (len(files), total, budget, sizes[-3:]))
+    check(len(files) >= 3, "no rotation: %s" % files)
+    check(total <= budget + budget // 8, "%d bytes on disk, budget %d: %s" % (total, budget, sizes))
+    lines, dump = dump_json(log)
+    check(dump.returncode == 1 and "were deleted with segments 1 to" in dump.stderr, dump.stderr)
+    kept = [x for x in events_of(lines) if x["kind"] == "mark"]
+    check(kept and all(any(f.get("module", "").endswith("prog_churn") for f in x["native_stack"])
+                       for x in kept[-50:]), "the last marks' stacks do not resolve to prog_churn")
+    c = subprocess.run(replay_cmd("check", log), capture_output=True, text=True)
+    check(c.returncode == 0 and "were deleted" in c.stdout, "check: exit %d\n%s" % (c.returncode, c.stdout[-1500:]))
+
+
 TESTS = {"checkpoint": test_checkpoint, "checkpoint_open_op": test_checkpoint_open_op, "running": test_running, "continue": test_continue, "stop": test_stop, "stop_job": test_stop_job,
          "abort": test_abort,
-         "gone": test_gone, "rotation": test_rotation, "rotation_threads": test_rotation_threads, "rotation_follower": test_rotation_follower}
+         "gone": test_gone, "rotation": test_rotation, "rotation_threads": test_rotation_threads, "rotation_modules": test_rotation_modules, "rotation_follower": test_rotation_follower}
 
 
 def main():
