@@ -342,6 +342,14 @@ void tf_writer_rewind(tf_writer *w, const tf_writer_mark *m);
  * encoded since the seal. */
 int tf_writer_restate(tf_writer *w, uint32_t segment, tf_chunk *out);
 uint32_t tf_writer_epoch(const tf_writer *w);
+/* Memory the writer's intern tables hold (strings, stacks, code objects). */
+size_t tf_writer_interned_bytes(const tf_writer *w);
+/* Forget the interned content as tf_writer_restate does, without a new
+ * segment: content used again is defined again under a new id in the same
+ * log, and tf_writer_epoch changes.  Right after a seal only (else -1).  A
+ * run whose stacks never repeat (code made by exec, a site per request)
+ * otherwise grows these tables for as long as it runs. */
+int tf_writer_forget_interned(tf_writer *w);
 
 /* Compress a sealed chunk into one checksummed zstd frame and write all of it.
  * cctx is a ZSTD_CCtx* the caller keeps (NULL: one is made and freed).

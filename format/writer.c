@@ -271,6 +271,29 @@ int tf_writer_restate(tf_writer *w, uint32_t segment, tf_chunk *out)
     return 0;
 }
 
+static size_t intern_bytes(const tf_intern *t)
+{
+    return (t->slots ? (t->mask + 1) * sizeof *t->slots : 0) + t->keys_cap;
+}
+
+size_t tf_writer_interned_bytes(const tf_writer *w)
+{
+    return intern_bytes(&w->strings) + intern_bytes(&w->native_stacks) + intern_bytes(&w->py_codes) +
+           intern_bytes(&w->py_stacks);
+}
+
+int tf_writer_forget_interned(tf_writer *w)
+{
+    if (w->chunk.len)
+        return -1;
+    tf_intern_forget(&w->strings);
+    tf_intern_forget(&w->native_stacks);
+    tf_intern_forget(&w->py_codes);
+    tf_intern_forget(&w->py_stacks);
+    w->epoch++;
+    return 0;
+}
+
 uint32_t tf_writer_epoch(const tf_writer *w)
 {
     return w->epoch;

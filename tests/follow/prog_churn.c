@@ -5,7 +5,7 @@
  *
  *     prog_churn ITERATIONS [--double-free-at K]... [--sleep-us N] [--wait-file PATH]
  *                [--free-again K J] [--wait-checkpoints STEM] [--open-op-from K]
- *                [--thread-every N] [--dlopen PATH]
+ *                [--thread-every N] [--dlopen PATH] [--unique-marks 1]
  *
  * ITERATIONS 0: until killed.  --double-free-at K (repeatable): at
  * iteration K it frees again the block it freed just before (a double free
@@ -92,7 +92,7 @@ int main(int argc, char **argv)
         return 2;
     }
     long iterations = atol(argv[1]), points[MAX_POINTS], sleep_us = 0, again_at = 0, again_of = 0, op_from = 0, thread_every = 0;
-    int npoints = 0;
+    int npoints = 0, unique_marks = 0;
     const char *wait_file = NULL, *stem = NULL, *reload = NULL;
     void *kept = NULL;
     for (int i = 2; i + 1 < argc; i += 2) {
@@ -114,6 +114,8 @@ int main(int argc, char **argv)
             thread_every = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--dlopen"))
             reload = argv[i + 1];
+        else if (!strcmp(argv[i], "--unique-marks"))
+            unique_marks = atoi(argv[i + 1]);
     }
     int pool = 0;
     uint64_t op = 0;
@@ -162,7 +164,12 @@ int main(int argc, char **argv)
             }
             dlclose(h);
         }
-        trace_mark("iteration");
+        if (unique_marks) {
+            char text[64];
+            snprintf(text, sizeof text, "iteration %ld, a text of its own", it);
+            trace_mark(text);
+        } else
+            trace_mark("iteration");
         if (sleep_us)
             usleep((useconds_t)sleep_us);
     }
