@@ -350,6 +350,13 @@ size_t tf_writer_interned_bytes(const tf_writer *w);
  * run whose stacks never repeat (code made by exec, a site per request)
  * otherwise grows these tables for as long as it runs. */
 int tf_writer_forget_interned(tf_writer *w);
+/* Forget the native stacks alone (a module was unloaded): the same
+ * addresses, met again, are defined again under a new id, after the
+ * MODULE_LOAD of whatever holds them now.  A reader resolves a native
+ * stack with the modules loaded at its definition (FORMAT.md section 6),
+ * so an id kept across an unload would name the unloaded module's file
+ * for code another module put at the same addresses. */
+void tf_writer_forget_native_stacks(tf_writer *w);
 
 /* Compress a sealed chunk into one checksummed zstd frame and write all of it.
  * cctx is a ZSTD_CCtx* the caller keeps (NULL: one is made and freed).

@@ -294,6 +294,11 @@ int tf_writer_forget_interned(tf_writer *w)
     return 0;
 }
 
+void tf_writer_forget_native_stacks(tf_writer *w)
+{
+    tf_intern_forget(&w->native_stacks);
+}
+
 uint32_t tf_writer_epoch(const tf_writer *w)
 {
     return w->epoch;

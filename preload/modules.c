@@ -163,6 +163,10 @@ static void apply(tf_writer *w, void *arg)
             free(m->path);
         }
     }
+    /* Code another module puts at the unloaded one's addresses would have
+     * its stacks under ids defined while the old one was loaded. */
+    if (kept < recorded.count)
+        rec_native_stacks_stale(w);
     recorded.count = kept;
     recorded.generation = snap->generation;
     atomic_store_explicit(&applied_generation, snap->generation, memory_order_relaxed);

@@ -508,6 +508,13 @@ void rec_define(void (*fn)(tf_writer *w, void *arg), void *arg)
     errno = saved_errno;
 }
 
+void rec_native_stacks_stale(tf_writer *w)
+{
+    tf_writer_forget_native_stacks(w);
+    /* The memos' ids (native_stack.c) are valid for one generation. */
+    atomic_fetch_add(&generation, 1);
+}
+
 struct string_arg { const char *s; uint32_t id; };
 
 static void define_string(tf_writer *w, void *arg)

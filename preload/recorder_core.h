@@ -65,6 +65,10 @@ size_t rec_seal_restate(tf_chunk *out, uint32_t segment, tf_chunk *restated);
 /* Run fn with the writer under the recorder's lock, if recording: for
  * definitions that are not events (modules).  fn must not call out. */
 void rec_define(void (*fn)(tf_writer *w, void *arg), void *arg);
+/* Inside rec_define's fn: a module was unloaded, so native stack ids known
+ * so far (the writer's table, every thread's memos) are not to be used
+ * again (tf_writer_forget_native_stacks says why). */
+void rec_native_stacks_stale(tf_writer *w);
 
 /* Events recorded so far, and events dropped (recorded from a signal handler
  * that interrupted its own thread inside the recorder). */

@@ -110,6 +110,35 @@ def main():
             failures.append("a rebuilt library without build-id was read as the recorded one: %s" % f)
         if not f.get("module", "").endswith("libtruth_n.so") or not f.get("offset"):
             failures.append("the frame still says module and offset: %s" % f)
+        # The same addresses again after an unload, in another module (two
+        # copies of A, loaded in turn at the same base, called from the same
+        # place): the second event's frames are the second copy's.
+        for tag in ("r1", "r2"):
+            paths[tag] = os.path.join(tmp, "libtruth_%s.so" % tag)
+            shutil.copy(liba, paths[tag])
+        log = os.path.join(tmp, "reload.tlog")
+        env["TRACE_OUTPUT"] = log
+        run = subprocess.run([prog, "--reload", paths["r1"], paths["r2"]], env=env, capture_output=True,
+                             text=True)
+        if run.returncode != 0:
+            failures.append("truthprog --reload: %d %s" % (run.returncode, run.stderr))
+        else:
+            bases = dict(l.split()[:2] for l in run.stdout.split("\n") if l.startswith("r"))
+            p = subprocess.run([dump, "--json", log], capture_output=True, text=True)
+            modules = {}
+            for line in p.stdout.splitlines():
+                e = json.loads(line)
+                if e.get("kind") == "host_alloc" and e.get("native_stack"):
+                    for i, tag in enumerate(("r1", "r2")):
+                        if e.get("size") == (2 << 20) + 10 + i:
+                            modules[tag] = e["native_stack"][0].get("module") or ""
+            for tag in ("r1", "r2"):
+                if not modules.get(tag, "").endswith("libtruth_%s.so" % tag):
+                    failures.append("reload: the %s event's innermost frame is in %r, not libtruth_%s.so"
+                                    % (tag, modules.get(tag), tag))
+            if bases.get("r1") != bases.get("r2"):
+                print("note: the two copies were not loaded at one base (%s, %s): the reload part "
+                      "checked nothing" % (bases.get("r1"), bases.get("r2")))
     for f in failures:
         print("FAIL:", f, file=sys.stderr)
     return 1 if failures else 0

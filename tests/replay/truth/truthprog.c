@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef void *(*alloc_fn)(size_t);
 
@@ -37,6 +38,18 @@ static void *use(const char *path, const char *sym, size_t n, int unload, const 
 
 int main(int argc, char **argv)
 {
+    /* Two copies of library A loaded one after the other, each unloaded,
+     * called from the same place: at the same base, the very same return
+     * addresses (the reload part of test_true_stacks.py). */
+    if (argc == 4 && !strcmp(argv[1], "--reload")) {
+        volatile int copies = 2;
+        for (int i = 0; i < copies; i++) {   /* one call site: not unrolled */
+            char tag[16];
+            snprintf(tag, sizeof tag, "r%d", i + 1);
+            use(argv[2 + i], "truth_alloc_a", (2u << 20) + 10 + (size_t)i, 1, tag);
+        }
+        return 0;
+    }
     if (argc != 4)
         return 2;
     use(argv[1], "truth_alloc_a", (2u << 20) + 1, 1, "a");
