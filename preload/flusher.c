@@ -356,11 +356,9 @@ static int own_thread_attr(pthread_attr_t *attr, size_t stack)
     return 1;
 }
 
-void flusher_ensure_started(void)
+static __attribute__((noinline)) void start_thread(void)
 {
     int expected = NOT_STARTED;
-    if (atomic_load_explicit(&started, memory_order_relaxed) != NOT_STARTED)
-        return;
     starting_here = 1;
     if (!atomic_compare_exchange_strong(&started, &expected, STARTING)) {
         starting_here = 0;
@@ -395,6 +393,14 @@ void flusher_ensure_started(void)
     }
     atomic_store(&started, RUNNING);
     starting_here = 0;
+}
+
+/* Asked at every event: the check alone, so that it stays small enough for
+ * the compiler to inline into the recorder. */
+void flusher_ensure_started(void)
+{
+    if (atomic_load_explicit(&started, memory_order_relaxed) == NOT_STARTED)
+        start_thread();
 }
 
 void flusher_kick(void)

@@ -278,14 +278,11 @@ static __attribute__((noinline)) void capture_names_only(struct captured *c, int
  * (or the event captured no names: END, a handler's event): a thread named
  * in an earlier generation is named again from what it last wrote, so
  * every event of a segment has its thread's names before it there. */
-static void encode_names(const struct captured *c, pid_t tid)
+static __attribute__((noinline)) void encode_names_due(const struct captured *c, pid_t tid, uint32_t now)
 {
-    uint32_t now = atomic_load_explicit(&generation, memory_order_relaxed);
     if (!c->name_due) {
-        if (my_named_generation && my_named_generation != now) {
-            tf_write_thread_names(writer, (uint32_t)tid, my_os_name, my_py_name);
-            my_named_generation = now;
-        }
+        tf_write_thread_names(writer, (uint32_t)tid, my_os_name, my_py_name);
+        my_named_generation = now;
         return;
     }
     tf_write_thread_names(writer, (uint32_t)tid, c->os_name, c->py_name);
@@ -295,6 +292,14 @@ static void encode_names(const struct captured *c, pid_t tid)
     my_os_name[sizeof my_os_name - 1] = '\0';
     memcpy(my_py_name, c->py_name, sizeof my_py_name);
     my_py_version = c->py_version;
+}
+
+/* Every event comes here: the check inline, the writing out of line. */
+static inline void encode_names(const struct captured *c, pid_t tid)
+{
+    uint32_t now = atomic_load_explicit(&generation, memory_order_relaxed);
+    if (__builtin_expect(c->name_due || (my_named_generation && my_named_generation != now), 0))
+        encode_names_due(c, tid, now);
 }
 
 /* Under the lock: the event's place in the order, its thread and parent. */
