@@ -173,9 +173,10 @@ static rn_frame_kind kind_of(const rn_stacks *s, const rn_native_frame *f)
     for (size_t i = 0; f->function && i < sizeof startup / sizeof *startup; i++)
         if (strlen(startup[i]) == name_len && !strncmp(f->function, startup[i], name_len))
             return RN_FRAME_STARTUP;
-    /* A static interpreter: CPython is the executable itself. */
-    if (f->module && s->exe && !strcmp(f->module, s->exe) && starts(base_name(s->exe), "python") &&
-        (!f->function || starts(f->function, "Py") || starts(f->function, "_Py") || !strcmp(f->function, "main")))
+    /* A static interpreter: CPython is the executable itself, all of its
+     * code (not only the Py and _Py names: cfunction_vectorcall_O, run_mod
+     * and the other static functions were the program's, unfolded). */
+    if (f->module && s->exe && !strcmp(f->module, s->exe) && starts(base_name(s->exe), "python"))
         return RN_FRAME_INTERPRETER;
     return RN_FRAME_USER;
 }

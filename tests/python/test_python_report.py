@@ -145,6 +145,26 @@ def check_static(python, tag):
     than "none"."""
     if not pt.is_static(python):
         return
+    # Every frame in the executable is the interpreter's (folded as
+    # CPython's), not only its Py and _Py functions: cfunction_vectorcall_O
+    # and run_mod were the program's own frames.
+    run, log = pt.run_traced_keep([python, CAST, "cast"], args.preload, args.pylog)
+    try:
+        dump = os.path.join(os.path.dirname(args.replay), "trace-dump")
+        out = subprocess.run([dump, "--json", log], capture_output=True, text=True).stdout
+        exe = os.path.realpath(python)
+        kinds, user = 0, set()
+        for line in out.splitlines():
+            e = json.loads(line)
+            for f in e.get("native_stack") or []:
+                if f.get("module") and os.path.realpath(f["module"]) == exe:
+                    kinds += 1
+                    if f.get("kind") not in ("interpreter", "startup"):
+                        user.add("%s: %s" % (f.get("function"), f.get("kind")))
+        fails.check(kinds and not user, "%s: %d frames in the executable, these not the interpreter's: %s"
+                    % (tag, kinds, sorted(user)[:8]))
+    finally:
+        pt.discard(log)
     for setting, on in ((None, True), ("0", False)):
         env = {"TRACE_PY_DOUBLE_INIT": setting} if setting else {}
         run, log = pt.run_traced_keep([python, CAST, "cast"], args.preload, args.pylog, env=env)
