@@ -200,6 +200,13 @@ def run_case(args, python, shim_dir, tmp, tag, env_extra, strict=True):
     r = subprocess.run([args.replay, "report", log], capture_output=True, text=True)
     check(r.returncode == 0 and "real_cupy_train.py:" in r.stdout and "-> cupy empty" in r.stdout,
           "%s: report (exit %d): %s" % (tag, r.returncode, r.stdout[-800:]))
+    # A device site's native frame is CuPy's pool code, which called our
+    # MemoryHook through the interpreter, not the interpreter's frame that
+    # called the hook (every site said `cfunction_call`).
+    natives = [l.strip() for l in r.stdout.split("Top device allocation sites", 1)[-1].splitlines()
+               if l.strip().startswith("native:")][:3]
+    check(natives and all("memory.cpython" in l and "libpython" not in l for l in natives),
+          "%s: device sites' native frames: %s" % (tag, natives))
 
 
 def run_pool_gone(args, python, shim_dir, tmp):

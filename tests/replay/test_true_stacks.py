@@ -136,6 +136,13 @@ def main():
                 if not modules.get(tag, "").endswith("libtruth_%s.so" % tag):
                     failures.append("reload: the %s event's innermost frame is in %r, not libtruth_%s.so"
                                     % (tag, modules.get(tag), tag))
+            # The report keeps them two sites: one address, two libraries
+            # (old: one site, named after the first copy).
+            p = subprocess.run([replay, "report", "--json", log], capture_output=True, text=True)
+            natives = [s.get("native") or "" for s in json.loads(p.stdout).get("sites", [])]
+            for tag in ("r1", "r2"):
+                if not any("libtruth_%s.so" % tag in n for n in natives):
+                    failures.append("reload: no report site in libtruth_%s.so: %s" % (tag, natives))
             if bases.get("r1") != bases.get("r2"):
                 print("note: the two copies were not loaded at one base (%s, %s): the reload part "
                       "checked nothing" % (bases.get("r1"), bases.get("r2")))

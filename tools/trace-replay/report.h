@@ -39,6 +39,7 @@ typedef struct rpt_site {
     uint32_t caller_code, caller_line;
     uint32_t via_library;
     uint64_t native_ip;
+    const char *native_module;         /* the module holding native_ip then (the reader's) */
     uint32_t native_stack, py_stack;   /* stacks of its first allocation */
     uint32_t native_index;             /* native_ip's frame in native_stack */
     uint64_t dev_bytes, dev_count;     /* device memory handed to the program */

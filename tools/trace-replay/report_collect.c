@@ -84,6 +84,7 @@ typedef struct pass {
     rp_ptrmap dinit_index;     /* key hash -> double-init group */
     rp_ptrmap native_site;     /* native stack id -> index of its site frame */
     rp_ptrmap site_by_stacks;  /* py stack id << 32 | native stack id -> site (events but CUDA's) */
+    rp_ptrmap pool_site_by_stacks;   /* the same for pool events (SITE_POOL) */
     rp_ptrmap library_code;    /* py code id -> 2 library, 1 the program's */
     rp_ptrmap code_canon;      /* py code id -> the first code id with its content */
     rp_ptrmap code_by_content; /* content hash (probed) -> that first code id */
@@ -183,10 +184,11 @@ static int live_del(live *l, uint64_t ptr, uint32_t *site, uint64_t *size, uint6
 
 /* ----------------------------------------------------------------- sites */
 
+static const char *module_base(const tf_module *m);
+
 static int is_tracer(const tf_module *m)
 {
-    const char *base = m && m->path ? strrchr(m->path, '/') : NULL;
-    base = base ? base + 1 : m ? m->path : NULL;
+    const char *base = module_base(m);
     return base && !strncmp(base, "libtrace.so", 11);
 }
 
@@ -209,23 +211,68 @@ static uint32_t past_static_runtime(rpt *r, uint32_t stack, uint32_t i)
     return j < n ? j : i;
 }
 
+static const char *module_base(const tf_module *m)
+{
+    const char *base = m && m->path ? strrchr(m->path, '/') : NULL;
+    return base ? base + 1 : m ? m->path : NULL;
+}
+
+/* CPython's code: libpython, or a static interpreter's executable. */
+static int is_interpreter(const rpt *r, const tf_module *m)
+{
+    const char *base = module_base(m);
+    if (!base)
+        return 0;
+    if (!strncmp(base, "libpython", 9))
+        return 1;
+    const tf_header *h = tf_reader_header(r->reader);
+    const char *exe = h && h->exe ? strrchr(h->exe, '/') : NULL;
+    return exe && !strcmp(m->path, h->exe) && !strncmp(exe + 1, "python", 6);
+}
+
+/* The loader and libc: where a stack of interpreter frames ends when no
+ * extension module called the interpreter. */
+static int is_runtime(const tf_module *m)
+{
+    const char *base = module_base(m);
+    return base && (!strncmp(base, "libc.so", 7) || !strncmp(base, "libc-", 5) || !strncmp(base, "ld-linux", 8) ||
+                    !strncmp(base, "ld.so", 5) || !strncmp(base, "ld64.so", 7));
+}
+
+enum { SITE_PLAIN, SITE_CUDA, SITE_POOL };
+
 /* The innermost frame outside the tracer itself (its hooks are on every
- * stack and tell nothing about the program), and for CUDA calls outside a
- * static CUDA runtime: 1 with its index and address. */
-static int native_site_of(rpt *r, pass *ps, uint32_t stack, int cuda, uint32_t *index, uint64_t *ip)
+ * stack and tell nothing about the program), for CUDA calls outside a
+ * static CUDA runtime, and for pool events outside the interpreter frames
+ * that called a hook made a Python callable (CuPy's MemoryHook: every
+ * CuPy site said `cfunction_call`, the frame that called our hook, where
+ * the Cython pool code that called the interpreter says which pool
+ * operation it was).  1 with its index, address and module's path. */
+static int native_site_of(rpt *r, pass *ps, uint32_t stack, int mode, uint32_t *index, uint64_t *ip,
+                          const char **module)
 {
     const uint64_t *ips;
     uint32_t n;
     if (!tf_reader_native_stack(r->reader, stack, &ips, &n))
         return 0;
-    uint64_t key = stack | (uint64_t)!!cuda << 32;
+    uint64_t key = stack | (uint64_t)mode << 32;
     uint64_t *cached = rp_ptrmap_get(&ps->native_site, key);
     if (!cached) {
         uint32_t i = 0;
         while (i < n && is_tracer(tf_reader_stack_module(r->reader, stack, ips[i])))
             i++;
-        if (cuda && i < n)
+        if (mode == SITE_CUDA && i < n)
             i = past_static_runtime(r, stack, i);
+        if (mode == SITE_POOL) {
+            /* Only when a module of the program's called the interpreter:
+             * a pool written in Python keeps the interpreter's frame. */
+            uint32_t j = i;
+            while (j < n && is_interpreter(r, tf_reader_stack_module(r->reader, stack, ips[j])))
+                j++;
+            const tf_module *m = j < n ? tf_reader_stack_module(r->reader, stack, ips[j]) : NULL;
+            if (j > i && m && !is_tracer(m) && !is_runtime(m))
+                i = j;
+        }
         rp_ptrmap_put(&ps->native_site, key, i);
         cached = rp_ptrmap_get(&ps->native_site, key);
     }
@@ -233,6 +280,8 @@ static int native_site_of(rpt *r, pass *ps, uint32_t stack, int cuda, uint32_t *
         return 0;
     *index = (uint32_t)*cached;
     *ip = ips[*index];
+    const tf_module *m = tf_reader_stack_module(r->reader, stack, *ip);
+    *module = m ? m->path : NULL;
     return 1;
 }
 
@@ -240,14 +289,23 @@ typedef struct site_key {
     const rpt *r;
     uint32_t code, line, caller_code, caller_line, via_library;
     uint64_t ip;
+    const char *module;   /* the path of the module holding ip when recorded */
 } site_key;
+
+/* Two libraries loaded in turn at one address are two sites; the same
+ * library loaded again is one. */
+static int same_module(const char *a, const char *b)
+{
+    return a == b || (a && b && !strcmp(a, b));
+}
 
 static int same_site(const void *ctx, uint64_t idx)
 {
     const site_key *k = ctx;
     const rpt_site *s = &k->r->sites[idx];
     return s->py_code == k->code && s->py_line == k->line && s->caller_code == k->caller_code &&
-           s->caller_line == k->caller_line && s->via_library == k->via_library && s->native_ip == k->ip;
+           s->caller_line == k->caller_line && s->via_library == k->via_library && s->native_ip == k->ip &&
+           same_module(s->native_module, k->module);
 }
 
 /* Is this code object's file the standard library's or an installed
@@ -321,26 +379,28 @@ static uint32_t canon_code(rpt *r, pass *ps, uint32_t code)
     return canon;
 }
 
-static uint32_t site_of_stacks(rpt *r, pass *ps, const tf_event *e, int cuda);
+static uint32_t site_of_stacks(rpt *r, pass *ps, const tf_event *e, int mode);
 
 static uint32_t site_of(rpt *r, pass *ps, const tf_event *e)
 {
     /* Most events repeat a pair of stacks met before (222 million events of
      * a NumPy suite, 550 thousand pairs): its site is looked up once. */
-    int cuda = e->kind == TF_EV_CUDA_ALLOC || e->kind == TF_EV_CUDA_FREE;
+    int mode = e->kind == TF_EV_CUDA_ALLOC || e->kind == TF_EV_CUDA_FREE ? SITE_CUDA
+               : e->kind == TF_EV_POOL_ALLOC || e->kind == TF_EV_POOL_FREE ? SITE_POOL : SITE_PLAIN;
+    rp_ptrmap *map = mode == SITE_POOL ? &ps->pool_site_by_stacks : &ps->site_by_stacks;
     uint64_t pair = (uint64_t)e->py_stack << 32 | e->native_stack;
-    uint64_t *known = cuda ? NULL : rp_ptrmap_get(&ps->site_by_stacks, pair);
+    uint64_t *known = mode == SITE_CUDA ? NULL : rp_ptrmap_get(map, pair);
     if (known)
         return (uint32_t)*known;
-    uint32_t site = site_of_stacks(r, ps, e, cuda);
-    if (!cuda)
-        rp_ptrmap_put(&ps->site_by_stacks, pair, site);
+    uint32_t site = site_of_stacks(r, ps, e, mode);
+    if (mode != SITE_CUDA)
+        rp_ptrmap_put(map, pair, site);
     return site;
 }
 
-static uint32_t site_of_stacks(rpt *r, pass *ps, const tf_event *e, int cuda)
+static uint32_t site_of_stacks(rpt *r, pass *ps, const tf_event *e, int mode)
 {
-    site_key k = {r, 0, 0, 0, 0, 0, 0};
+    site_key k = {.r = r};
     tf_py_walk w;
     uint32_t n;
     /* The innermost frames only, walked (the stack is not made an array):
@@ -375,8 +435,10 @@ static uint32_t site_of_stacks(rpt *r, pass *ps, const tf_event *e, int cuda)
         }
     }
     uint32_t index = 0;
-    if (e->native_stack && !native_site_of(r, ps, e->native_stack, cuda, &index, &k.ip))
+    if (e->native_stack && !native_site_of(r, ps, e->native_stack, mode, &index, &k.ip, &k.module)) {
         k.ip = 0;
+        k.module = NULL;
+    }
     uint64_t key;
     uint64_t *idx = index_slot(&ps->site_index,
                                mix(mix(mix(mix(mix(mix(1, k.code), k.line), k.caller_code), k.caller_line),
@@ -393,6 +455,7 @@ static uint32_t site_of_stacks(rpt *r, pass *ps, const tf_event *e, int cuda)
     s->caller_line = k.caller_line;
     s->via_library = k.via_library;
     s->native_ip = k.ip;
+    s->native_module = k.module;
     s->native_stack = e->native_stack;
     s->native_index = index;
     s->py_stack = e->py_stack;
@@ -937,6 +1000,7 @@ int rpt_open(rpt *r, const char *path, const rpt_options *o, char *err, size_t e
     rp_ptrmap_init(&ps->dinit_index);
     rp_ptrmap_init(&ps->native_site);
     rp_ptrmap_init(&ps->site_by_stacks);
+    rp_ptrmap_init(&ps->pool_site_by_stacks);
     rp_ptrmap_init(&ps->library_code);
     rp_ptrmap_init(&ps->code_canon);
     rp_ptrmap_init(&ps->code_by_content);
