@@ -347,6 +347,11 @@ static const char *function_at(rn_stacks *s, uint32_t id, const uint64_t *ips, u
     return m ? sym_function(s->sym, m, ips[i] - 1) : NULL;
 }
 
+const char *rn_stacks_module_differs(rn_stacks *s, const tf_module *m)
+{
+    return s && s->sym ? sym_module_differs(s->sym, m) : NULL;
+}
+
 uint32_t rn_stacks_functions(rn_stacks *s, uint32_t id, const char **out, uint32_t max)
 {
     const uint64_t *ips;

@@ -81,6 +81,11 @@ uint32_t rn_stacks_functions(rn_stacks *s, uint32_t id, const char **out, uint32
  * key (lowercase); function names alone, as rn_stacks_functions. */
 int rn_stacks_has_function(rn_stacks *s, uint32_t id, const char *key);
 
+/* When module m's frames go unresolved because the file found for it is
+ * another build than the one recorded: that file's path
+ * (sym_module_differs); NULL otherwise. */
+const char *rn_stacks_module_differs(rn_stacks *s, const tf_module *m);
+
 /* A frame as one line of text: "func (file.c:3) libfoo.so+0x1c" and
  * "file.py:12 (func)".  Raw: a text printer escapes it (text.h). */
 void rn_native_frame_text(const rn_native_frame *f, char *buf, size_t len);

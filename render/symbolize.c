@@ -23,6 +23,9 @@ typedef struct sym_module {
     uint32_t build_id_len;
     char *path;
     char *binary;           /* the file found; NULL when none was */
+    char *differs;          /* when none was: the first ELF file met at a
+                             * place searched whose build-id (or segments)
+                             * differ from the recorded ones; else NULL */
     Dwfl *dwfl;
 } sym_module;
 
@@ -95,6 +98,7 @@ void sym_free(sym_ctx *s)
         free(s->mods[i].build_id);
         free(s->mods[i].path);
         free(s->mods[i].binary);
+        free(s->mods[i].differs);
         if (s->mods[i].dwfl)
             dwfl_end(s->mods[i].dwfl);
     }
@@ -148,15 +152,17 @@ static int segments_match(Elf *elf, const tf_module *m)
  * its PT_LOAD segments instead: the file at its path may have been rebuilt
  * since, and its symbols read as the old binary's would name the wrong
  * functions and lines. */
-static int build_id_matches(const char *path, const tf_module *m)
+static int build_id_matches(const char *path, const tf_module *m, int *is_elf)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
+    *is_elf = 0;
     if (fd < 0)
         return 0;
     int ok = 0;
     elf_version(EV_CURRENT);
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
     if (elf && elf_kind(elf) == ELF_K_ELF) {
+        *is_elf = 1;
         const void *id;
         ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
         if (m->build_id_len)
@@ -187,8 +193,12 @@ static Dwfl *open_session(sym_ctx *s, const char *path)
 /* Tries one candidate file; on success fills mod. */
 static int try_candidate(sym_ctx *s, sym_module *mod, const char *path, const tf_module *m)
 {
-    if (!build_id_matches(path, m))
+    int is_elf;
+    if (!build_id_matches(path, m, &is_elf)) {
+        if (is_elf && !mod->differs)
+            mod->differs = strdup(path);
         return 0;
+    }
     Dwfl *dwfl = open_session(s, path);
     if (!dwfl)
         return 0;
@@ -250,7 +260,11 @@ static sym_module *add_module(sym_ctx *s, const tf_module *m, const char *path)
         s->mods = mods;
         s->capmods = cap;
     }
-    sym_module mod = { malloc(m->build_id_len + 1), m->build_id_len, strdup(path), NULL, NULL };
+    sym_module mod = {
+        .build_id = malloc(m->build_id_len + 1),
+        .build_id_len = m->build_id_len,
+        .path = strdup(path),
+    };
     char *id = hex(m->build_id, m->build_id_len);
     if (!mod.build_id || !mod.path || !id) {
         free(mod.build_id);
@@ -261,6 +275,10 @@ static sym_module *add_module(sym_ctx *s, const tf_module *m, const char *path)
     memcpy(mod.build_id, m->build_id, m->build_id_len);
     find_file(s, &mod, m, m->build_id_len ? id : NULL);
     free(id);
+    if (mod.binary) {
+        free(mod.differs);
+        mod.differs = NULL;
+    }
     s->mods[s->nmods] = mod;
     return &s->mods[s->nmods++];
 }
@@ -447,4 +465,10 @@ int sym_lookup(sym_ctx *s, const tf_module *m, uint64_t ip, sym_info *out)
         line_by_cu_scan(dm, addr, out);
     }
     return out->function != NULL || out->file != NULL;
+}
+
+const char *sym_module_differs(sym_ctx *s, const tf_module *m)
+{
+    sym_module *mod = s && m ? module_entry(s, m) : NULL;
+    return mod && !mod->binary ? mod->differs : NULL;
 }

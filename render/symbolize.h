@@ -49,4 +49,12 @@ int sym_lookup(sym_ctx *s, const tf_module *m, uint64_t ip, sym_info *out);
  * what costs, the first time a module's DWARF is met).  NULL when unknown. */
 const char *sym_function(sym_ctx *s, const tf_module *m, uint64_t ip);
 
+/* Why module m's frames go unresolved, when they do because the file found
+ * is another build: the path of the first ELF file met where m was searched
+ * for whose build-id (or, without one, PT_LOAD segments) differs from the
+ * recorded one (the library was rebuilt or upgraded since the run, or the
+ * log was brought to another machine).  NULL when m resolves or no such file
+ * was met.  Searches for m's file if no frame of it was looked up yet. */
+const char *sym_module_differs(sym_ctx *s, const tf_module *m);
+
 #endif

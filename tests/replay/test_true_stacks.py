@@ -110,6 +110,26 @@ def main():
             failures.append("a rebuilt library without build-id was read as the recorded one: %s" % f)
         if not f.get("module", "").endswith("libtruth_n.so") or not f.get("offset"):
             failures.append("the frame still says module and offset: %s" % f)
+        # The report says why those frames are module+offset, once per
+        # module: another build is at the path (old: nothing said).  Library
+        # b replaced by a, both with build-ids, is the other reason.
+        shutil.copy(liba, paths["b"])
+        p = subprocess.run([replay, "report", log], capture_output=True, text=True)
+        said = [l.strip() for l in p.stdout.split("\nSymbols\n", 1)[-1].splitlines()
+                if "not resolved:" in l] if "\nSymbols\n" in p.stdout else []
+        for tag, why in (("n", "load segments"), ("b", "build-id")):
+            if not any(l.startswith(paths[tag] + ": not resolved: " + paths[tag] + " is another build (its "
+                                    + why + " differs") for l in said):
+                failures.append("report: no line says libtruth_%s.so is another build (%s): %s"
+                                % (tag, why, said))
+        if any("libtruth_a.so" in l for l in said):
+            failures.append("report: libtruth_a.so, unchanged, said to be another build: %s" % said)
+        p = subprocess.run([replay, "report", "--json", log], capture_output=True, text=True)
+        differs = {os.path.basename(m["path"]): m.get("file_differs")
+                   for m in json.loads(p.stdout).get("modules", []) if m.get("path")}
+        if differs.get("libtruth_n.so") != paths["n"] or differs.get("libtruth_b.so") != paths["b"] \
+                or differs.get("libtruth_a.so") is not None:
+            failures.append("report --json: modules' file_differs: %s" % differs)
         # The same addresses again after an unload, in another module (two
         # copies of A, loaded in turn at the same base, called from the same
         # place): the second event's frames are the second copy's.

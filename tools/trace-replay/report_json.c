@@ -117,7 +117,7 @@ static void memory(rn_json *w, const rpt *r)
 }
 
 /* The modules native frames are in (what a bundle must carry). */
-static void modules(rn_json *w, const rpt *r)
+static void modules(rn_json *w, const rpt *r, rn_stacks *st)
 {
     char id[2 * 64 + 1];
     rn_json_arr(w, "modules");
@@ -134,6 +134,7 @@ static void modules(rn_json *w, const rpt *r)
         rn_json_str(w, "path", m->path);
         rn_json_str(w, "build_id", n ? id : NULL);
         rn_json_u64(w, "base", m->base);
+        rn_json_str(w, "file_differs", rn_stacks_module_differs(st, m));
         rn_json_end_obj(w);
     }
     rn_json_end_arr(w);
@@ -422,7 +423,7 @@ int rpt_print_json(const rpt *r, rn_stacks *st, FILE *out)
     counts(&w, r);
     memory(&w, r);
     pools(&w, r, st);
-    modules(&w, r);
+    modules(&w, r, st);
     sites(&w, r, st);
     stack_tallies(&w, st, "device_stacks", r->dev_stacks, r->ndev_stacks);
     stack_tallies(&w, st, "host_stacks", r->host_stacks, r->nhost_stacks);

@@ -493,6 +493,28 @@ static void print_python_shaped(const rpt *r, rn_stacks *st, FILE *out)
     print_counts(r, out);
 }
 
+/* Frames shown as module+offset because the file at hand is another build
+ * of their module: said once per module, with what to do. */
+static void print_unresolved(const rpt *r, rn_stacks *st, FILE *out)
+{
+    int said = 0;
+    for (uint32_t i = 0; i < r->nmodules_on_stacks; i++) {
+        const tf_module *m = tf_reader_module(r->reader, r->modules_on_stacks[i]);
+        const char *other = m ? rn_stacks_module_differs(st, m) : NULL;
+        if (!other)
+            continue;
+        if (!said++)
+            fprintf(out, "\nSymbols\n");
+        char a[512], b[512];
+        fprintf(out, "  %s: not resolved: %s is another build (its %s differs from the recorded one)\n",
+                rn_text(a, sizeof a, m->path ? m->path : "?"), rn_text(b, sizeof b, other),
+                m->build_id_len ? "build-id" : "load segments");
+    }
+    if (said)
+        fprintf(out, "  its frames show module+offset; give --debug-dir DIR with the recorded files "
+                     "(scripts/trace-bundle packs them on the machine of the run)\n");
+}
+
 int rpt_print_text(const rpt *r, rn_stacks *st, FILE *out)
 {
     full_stacks = r->full_stacks;
@@ -502,6 +524,7 @@ int rpt_print_text(const rpt *r, rn_stacks *st, FILE *out)
         print_device_shaped(r, st, out);
     else
         print_python_shaped(r, st, out);
+    print_unresolved(r, st, out);
     rp_verdict v;
     rpt_verdict(r, &v);
     fprintf(out, "\nverdict: %s\n", v.text);
