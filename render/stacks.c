@@ -446,14 +446,18 @@ static void render_py(rn_stacks *s, py_entry *e)
 void rn_json_stacks(rn_json *j, rn_stacks *s, uint32_t native, uint32_t py)
 {
     const stack_entry *e = native_entry(s, native);
+    int cut = 0;
     rn_json_arr(j, "native_stack");
     for (uint32_t i = 0; e && i < e->n; i++) {
         frame_entry *f = &s->frames[s->refs[e->first + i]];
         if (!f->json_len)
             render_native(s, f);
         rn_json_raw(j, NULL, s->json + f->json, f->json_len);
+        cut |= !f->f.module;
     }
     rn_json_end_arr(j);
+    if (cut)   /* rn_native_walk_cut: only where it holds, so other stacks' JSON is as before */
+        rn_json_bool(j, "native_stack_cut", 1);
     const stack_entry *pe = py_entry_of(s, py);
     rn_json_arr(j, "py_stack");
     for (uint32_t i = 0; pe && i < pe->n; i++) {
@@ -495,6 +499,14 @@ void rn_py_frame_text(const rn_py_frame *f, char *buf, size_t len)
         snprintf(buf, len, "... (outer frames not recorded)");
     else
         snprintf(buf, len, "%s:%u (%s)", f->file ? f->file : "?", f->line, f->function ? f->function : "?");
+}
+
+int rn_native_walk_cut(const rn_native_frame *const *f, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (!f[i]->module)
+            return 1;
+    return 0;
 }
 
 void rn_native_frame_text(const rn_native_frame *f, char *buf, size_t len)

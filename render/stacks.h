@@ -86,6 +86,17 @@ int rn_stacks_has_function(rn_stacks *s, uint32_t id, const char *key);
  * (sym_module_differs); NULL otherwise. */
 const char *rn_stacks_module_differs(rn_stacks *s, const tf_module *m);
 
+/* 1 when a native stack of n frames went through a frame outside every
+ * loaded module: code made at run time (numba's, a JIT's), which has no
+ * unwind information, so the unwinder either stopped there (the outer
+ * frames are unknown) or went on by guessing from frame pointers (the
+ * frames after it may be wrong).  Printers say so (RN_NATIVE_CUT_TEXT)
+ * rather than let the stack look whole and sure. */
+int rn_native_walk_cut(const rn_native_frame *const *f, uint32_t n);
+#define RN_NATIVE_CUT_TEXT                                                                          \
+    "... a frame outside any loaded module (JIT-compiled code, without unwind information): the frames " \
+    "outward of it may be wrong, and outer ones missing"
+
 /* A frame as one line of text: "func (file.c:3) libfoo.so+0x1c" and
  * "file.py:12 (func)".  Raw: a text printer escapes it (text.h). */
 void rn_native_frame_text(const rn_native_frame *f, char *buf, size_t len);

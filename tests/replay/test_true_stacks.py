@@ -166,6 +166,29 @@ def main():
             if bases.get("r1") != bases.get("r2"):
                 print("note: the two copies were not loaded at one base (%s, %s): the reload part "
                       "checked nothing" % (bases.get("r1"), bases.get("r2")))
+        # A buffer allocated by a function that code made at run time called
+        # (no module, no unwind information): the JSON says the stack went
+        # through such a frame (old: nothing did), and only that stack.
+        log = os.path.join(tmp, "jit.tlog")
+        env["TRACE_OUTPUT"] = log
+        run = subprocess.run([prog, "--jit"], env=env, capture_output=True, text=True)
+        if run.returncode == 77:
+            print("note: no JIT code on this machine (x86-64 only): the JIT part checked nothing")
+        elif run.returncode != 0:
+            failures.append("truthprog --jit: %d %s" % (run.returncode, run.stderr))
+        else:
+            p = subprocess.run([dump, "--json", log], capture_output=True, text=True)
+            allocs = [json.loads(l) for l in p.stdout.splitlines() if '"host_alloc"' in l]
+            e = allocs[0] if allocs else {}
+            stack = e.get("native_stack") or []
+            if not stack or stack[0].get("function") != "truth_from_jit" or len(stack) < 2 \
+                    or stack[1].get("module") is not None:
+                failures.append("jit: the stack is not truth_from_jit then the JIT's frame: %s" % stack)
+            elif e.get("native_stack_cut") is not True:
+                failures.append("jit: no native_stack_cut on a stack through JIT code: %s" % e)
+            frees = [json.loads(l) for l in p.stdout.splitlines() if '"host_free"' in l]
+            if frees and "native_stack_cut" in frees[0] and all(f.get("module") for f in frees[0]["native_stack"]):
+                failures.append("jit: native_stack_cut on a whole stack: %s" % frees[0])
     for f in failures:
         print("FAIL:", f, file=sys.stderr)
     return 1 if failures else 0

@@ -365,6 +365,8 @@ static void text_stacks(const rp_output *rep, const char *indent, uint32_t nativ
     depth = rn_stacks_native_depth(rep->stacks, native);
     if (depth > n)
         fprintf(f, "%s  ... %u more frames not shown\n", indent, depth - n);
+    if (rn_native_walk_cut(nf, n))
+        fprintf(f, "%s  %s\n", indent, RN_NATIVE_CUT_TEXT);
 }
 
 static void text_op(const rp_output *rep, const rp_opref *o)

@@ -52,6 +52,8 @@ static void print_stacks(rn_stacks *st, FILE *out, uint32_t py, uint32_t native)
     depth = rn_stacks_native_depth(st, native);
     if (depth > n)
         fprintf(out, "        ... %u more frames not shown\n", depth - n);
+    if (rn_native_walk_cut(nf, n))
+        fprintf(out, "        %s\n", RN_NATIVE_CUT_TEXT);
 }
 
 static void print_header(const rpt *r, FILE *out)

@@ -4,9 +4,11 @@
  * then N (no build-id).  Prints where each library was loaded.
  */
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 typedef void *(*alloc_fn)(size_t);
 
@@ -36,8 +38,56 @@ static void *use(const char *path, const char *sym, size_t n, int unload, const 
     return info.dli_fbase;
 }
 
+/* Called from code made at run time (below). */
+__attribute__((noinline)) void *truth_from_jit(size_t n)
+{
+    void *p = malloc(n);
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
+/* A JIT's code: machine code in an anonymous executable mapping, no unwind
+ * information, that calls truth_from_jit(n) (x86-64 only).  0 when this
+ * machine cannot make it. */
+static int jit_call(size_t n)
+{
+#if defined(__x86_64__)
+    unsigned char code[] = {
+        0x48, 0x83, 0xec, 0x08,                         /* sub $8, %rsp */
+        0x48, 0xbf, 0, 0, 0, 0, 0, 0, 0, 0,             /* movabs $n, %rdi */
+        0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0,             /* movabs $fn, %rax */
+        0xff, 0xd0,                                     /* call *%rax */
+        0x48, 0x89, 0xc7,                               /* mov %rax, %rdi */
+        0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0,             /* movabs $free, %rax */
+        0xff, 0xd0,                                     /* call *%rax */
+        0x48, 0x83, 0xc4, 0x08,                         /* add $8, %rsp */
+        0xc3,                                           /* ret */
+    };
+    uint64_t fn = (uint64_t)(uintptr_t)truth_from_jit, fr = (uint64_t)(uintptr_t)free, len = n;
+    memcpy(code + 6, &len, 8);
+    memcpy(code + 16, &fn, 8);
+    memcpy(code + 31, &fr, 8);
+    void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return 0;
+    memcpy(m, code, sizeof code);
+    if (mprotect(m, 4096, PROT_READ | PROT_EXEC) != 0)
+        return 0;
+    ((void (*)(void))m)();
+    munmap(m, 4096);
+    return 1;
+#else
+    (void)n;
+    return 0;
+#endif
+}
+
 int main(int argc, char **argv)
 {
+    /* A host buffer allocated from JIT code's callee (test_true_stacks.py:
+     * the walk ends there, and the report says so). */
+    if (argc == 2 && !strcmp(argv[1], "--jit"))
+        return jit_call((2u << 20) + 20) ? 0 : 77;
     /* Two copies of library A loaded one after the other, each unloaded,
      * called from the same place: at the same base, the very same return
      * addresses (the reload part of test_true_stacks.py). */
