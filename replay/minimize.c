@@ -539,10 +539,18 @@ size_t rp_minimize_events(const rp_options *o, const tf_event *ev, size_t n, con
 
 /* ------------------------------------------------------------------ writing */
 
+/* A module of the old log written into the new one, loaded there now. */
+typedef struct written_module {
+    const tf_module *m;        /* the old log's record */
+    uint32_t id;               /* its id in the new log */
+} written_module;
+
 typedef struct rewriter {
     const tf_reader *r;
     tf_writer *w;
     rp_ptrmap native, py, code, str;   /* old id -> new id */
+    written_module *loaded;
+    size_t nloaded, caploaded;
 } rewriter;
 
 /* 1 with *nid when old id is written already (or is 0, which stays 0). */
@@ -569,6 +577,58 @@ static uint32_t re_string(rewriter *x, uint32_t id)
     return remember(&x->str, id, s ? tf_write_string(x->w, s, len) : 0);
 }
 
+/* The addresses a module's PT_LOAD segments cover (its base alone when the
+ * log gave none). */
+static void module_span(const tf_module *m, uint64_t *lo, uint64_t *hi)
+{
+    *lo = m->base;
+    *hi = m->base + 1;
+    for (uint32_t i = 0; i < m->nsegments; i++) {
+        uint64_t a = m->base + m->segments[i].vaddr, b = a + m->segments[i].memsz;
+        if (!i || a < *lo)
+            *lo = a;
+        if (!i || b > *hi)
+            *hi = b;
+    }
+}
+
+/* Makes m loaded in the new log, unloading first what is loaded there over
+ * its addresses: a reader resolves a stack's frames with the modules loaded
+ * when the stack was defined, so two libraries loaded in turn at one base
+ * keep their own frames (all modules written at the start gave the later
+ * one both).  0, or -1 out of memory. */
+static int ensure_module(rewriter *x, const tf_module *m)
+{
+    for (size_t i = 0; i < x->nloaded; i++)
+        if (x->loaded[i].m == m)
+            return 0;
+    uint64_t lo, hi;
+    module_span(m, &lo, &hi);
+    for (size_t i = x->nloaded; i-- > 0;) {
+        uint64_t a, b;
+        module_span(x->loaded[i].m, &a, &b);
+        if (a < hi && lo < b) {
+            tf_write_module_unload(x->w, x->loaded[i].id);
+            x->loaded[i] = x->loaded[--x->nloaded];
+            /* As the recorder does at an unload: the same addresses met
+             * again are another stack, not the one interned before. */
+            tf_writer_forget_native_stacks(x->w);
+        }
+    }
+    if (x->nloaded == x->caploaded) {
+        size_t cap = x->caploaded ? 2 * x->caploaded : 16;
+        written_module *grown = realloc(x->loaded, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        x->loaded = grown;
+        x->caploaded = cap;
+    }
+    uint32_t id = tf_write_module_load(x->w, m->path, m->base, m->build_id, m->build_id_len, m->segments,
+                                       m->nsegments);
+    x->loaded[x->nloaded++] = (written_module){.m = m, .id = id};
+    return 0;
+}
+
 static uint32_t re_native(rewriter *x, uint32_t id)
 {
     uint32_t nid;
@@ -576,7 +636,14 @@ static uint32_t re_native(rewriter *x, uint32_t id)
         return nid;
     const uint64_t *ips;
     uint32_t n;
-    return remember(&x->native, id, tf_reader_native_stack(x->r, id, &ips, &n) ? tf_write_native_stack(x->w, ips, n) : 0);
+    if (!tf_reader_native_stack(x->r, id, &ips, &n))
+        return remember(&x->native, id, 0);
+    for (uint32_t i = 0; i < n; i++) {
+        const tf_module *m = tf_reader_stack_module(x->r, id, ips[i]);
+        if (m && ensure_module(x, m) < 0)
+            return remember(&x->native, id, 0);
+    }
+    return remember(&x->native, id, tf_write_native_stack(x->w, ips, n));
 }
 
 static uint32_t re_code(rewriter *x, uint32_t id)
@@ -606,12 +673,9 @@ static uint32_t re_py(rewriter *x, uint32_t id)
     return remember(&x->py, id, nid);
 }
 
+/* Modules are written as stacks need them (ensure_module). */
 static void write_definitions(rewriter *x)
 {
-    for (uint32_t i = 0; i < tf_reader_module_count(x->r); i++) {
-        const tf_module *m = tf_reader_module_at(x->r, i);
-        tf_write_module_load(x->w, m->path, m->base, m->build_id, m->build_id_len, m->segments, m->nsegments);
-    }
     for (uint32_t i = 0; i < tf_reader_pool_count(x->r); i++) {
         uint32_t pool;
         const char *name;
@@ -751,7 +815,7 @@ static int write_log(search *s, const char *path, char *err, size_t errlen)
     h.max_bytes = 0;
     h.segment = 0;
     h.first_seq = 0;
-    wr.x = (rewriter){r, tf_writer_new(&h), {0}, {0}, {0}, {0}};
+    wr.x = (rewriter){.r = r, .w = tf_writer_new(&h)};
     wr.enc = tf_colenc_new();
     wr.tunit = time_unit_of(&h);
     write_definitions(&wr.x);
@@ -760,6 +824,7 @@ static int write_log(search *s, const char *path, char *err, size_t errlen)
         if (wr.enc)
             tf_colenc_free(wr.enc);
         tf_writer_free(wr.x.w);
+        free(wr.x.loaded);
         rp_ptrmap_free(&wr.seqs);
         close(wr.fd);
         return -1;
@@ -783,6 +848,7 @@ static int write_log(search *s, const char *path, char *err, size_t errlen)
     rp_ptrmap_free(&wr.x.py);
     rp_ptrmap_free(&wr.x.code);
     rp_ptrmap_free(&wr.x.str);
+    free(wr.x.loaded);
     if (close(wr.fd) < 0 && !rc)
         rc = -errno;
     if (rc)

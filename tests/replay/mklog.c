@@ -5,7 +5,9 @@
  *
  * Native stacks given with "stack" lines are attached to the next event, and
  * one fake module ("/opt/fake/libpool.so" at 0x400000) holds them, so
- * reports show module+offset. */
+ * reports show module+offset.  --reload-at N: before event N (from 0) that
+ * module is unloaded and "/opt/fake/libpool_v2.so", another build, loaded
+ * at its addresses (a library closed and another opened in its place). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +21,9 @@ int main(int argc, char **argv)
     /* --frame-each: a frame for each event, and on stdout where each frame
      * starts (a test cuts frames out). */
     int each = argc == 4 && !strcmp(argv[3], "--frame-each");
-    if (argc != 3 && !each) {
-        fprintf(stderr, "usage: mklog SCENARIO.txt OUT.log [--frame-each]\n");
+    long reload_at = argc == 5 && !strcmp(argv[3], "--reload-at") ? strtol(argv[4], NULL, 10) : -1;
+    if (argc != 3 && !each && reload_at < 0) {
+        fprintf(stderr, "usage: mklog SCENARIO.txt OUT.log [--frame-each | --reload-at N]\n");
         return 2;
     }
     evtext t;
@@ -34,7 +37,8 @@ int main(int argc, char **argv)
                    .tracer_version = "test", .settings = "", .python_version = "3.11.0"};
     tf_writer *w = tf_writer_new(&h);
     tf_segment seg = {0, 0x100000, 5};
-    tf_write_module_load(w, "/opt/fake/libpool.so", 0x400000, (const uint8_t *)"\x12\x34\x56\x78", 4, &seg, 1);
+    uint32_t pool_module =
+        tf_write_module_load(w, "/opt/fake/libpool.so", 0x400000, (const uint8_t *)"\x12\x34\x56\x78", 4, &seg, 1);
     for (int i = 0; i < t.npools; i++)
         tf_write_pool(w, t.pools[i].id, t.pools[i].name);
     tf_write_thread_names(w, 1, "python3", "MainThread");
@@ -48,6 +52,12 @@ int main(int argc, char **argv)
             tf_writer_seal(w, &c);
             printf("%lld\n", (long long)lseek(fd, 0, SEEK_CUR));
             rc = tf_chunk_write(fd, &c, NULL, 3);
+        }
+        if ((long)i == reload_at) {
+            tf_write_module_unload(w, pool_module);
+            tf_writer_forget_native_stacks(w);   /* as the recorder does */
+            tf_write_module_load(w, "/opt/fake/libpool_v2.so", 0x400000, (const uint8_t *)"\x9a\xbc\xde\xf0", 4,
+                                 &seg, 1);
         }
         tf_event e = t.ev[i];
         if (t.stacks[i].n) {

@@ -153,6 +153,25 @@ def minimize(tmp):
     if A.dump and os.path.exists(A.dump):
         p = subprocess.run([A.dump, out], capture_output=True)
         check(p.returncode == 0, "trace-dump reads the minimized log")
+    # Two libraries loaded in turn at one base: the minimized log keeps each
+    # stack's frames in the library that held them (old: every module was
+    # written loaded at the start, and both stacks read as the later one's).
+    if A.dump and os.path.exists(A.dump):
+        scenario = os.path.join(A.scenarios, "reload_double_free.txt")
+        reload_log, out = os.path.join(tmp, "reload.log"), os.path.join(tmp, "reload-min.log")
+        subprocess.run([A.mklog, scenario, reload_log, "--reload-at", "3"], check=True)
+        p = run(["minimize", reload_log, "-o", out])
+        check(p.returncode == 1 and os.path.exists(out), "minimize of the reload log writes a log")
+        mods = {}
+        for name in (reload_log, out):
+            p = subprocess.run([A.dump, "--json", name], capture_output=True, text=True)
+            for line in p.stdout.splitlines():
+                e = json.loads(line)
+                if e.get("kind") in ("cuda_alloc", "cuda_free") and e.get("ptr") == 0x7000000:
+                    mods.setdefault(name, []).append((e["native_stack"] or [{}])[0].get("module"))
+        want = ["/opt/fake/libpool.so", "/opt/fake/libpool_v2.so", "/opt/fake/libpool_v2.so"]
+        check(mods.get(reload_log) == want, "reload log: modules %s" % mods.get(reload_log))
+        check(mods.get(out) == want, "minimized reload log: modules %s, expected %s" % (mods.get(out), want))
     clean = mklog("cupy5_clean.txt", tmp)
     p = run(["minimize", clean, "--model", "cupy5", "-o", os.path.join(tmp, "none.log")])
     check(p.returncode == 0, "minimize of a clean log: exit 0, nothing to do")

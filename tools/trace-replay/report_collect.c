@@ -1080,6 +1080,7 @@ void rpt_free(rpt *r)
         rp_ptrmap_free(&ps->dinit_index);
         rp_ptrmap_free(&ps->native_site);
         rp_ptrmap_free(&ps->site_by_stacks);
+        rp_ptrmap_free(&ps->pool_site_by_stacks);
         rp_ptrmap_free(&ps->library_code);
         rp_ptrmap_free(&ps->code_canon);
         rp_ptrmap_free(&ps->code_by_content);
