@@ -24,9 +24,7 @@
  * A memo is only trusted on the thread's own stack (know_stack_bounds): a
  * program that switches stacks (coroutines) walks every time there.
  */
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
-
+#include "unwind_lib.h"
 #include "native_stack.h"
 #include "fork_gate.h"
 #include "readable_run.h"
@@ -135,11 +133,16 @@ static void find_main_stack(void)
 /* libunwind would open a pipe (to validate addresses) as it sets itself
  * up: it gets one that needs no descriptor first (unwind_pipe.c). */
 static int unwind_pipe_patched;
+/* Our libunwind is open (unwind_lib.c): without it no stack is walked. */
+static int unwind_loaded;
 
 void native_stack_init(void)
 {
-    unwind_pipe_patched = unwind_pipe_install();
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    unwind_loaded = unwind_lib_load();
+    if (unwind_loaded) {
+        unwind_pipe_patched = unwind_pipe_install();
+        unwind_lib.set_caching_policy(*unwind_lib.local_addr_space, UNW_CACHE_PER_THREAD);
+    }
     dl_iterate_phdr(find_own_text, (void *)(uintptr_t)native_stack_init);
     memos_key_ok = pthread_key_create(&memos_key, release_memos) == 0;
     long page = sysconf(_SC_PAGESIZE);
@@ -151,6 +154,11 @@ void native_stack_init(void)
 
 void native_stack_note(void)
 {
+    if (!unwind_loaded) {
+        const char *why = unwind_lib_problem();
+        rec_info("native_stacks", why ? why : "libunwind could not be opened");
+        return;
+    }
     if (!unwind_pipe_patched)
         rec_info("native_stacks", "libunwind's address-validation pipe is open (its imports were not found)");
 }
@@ -331,7 +339,7 @@ static int fast_walk(uint64_t *ips, int depth)
     void *raw[NATIVE_STACK_MAX + OWN_FRAMES_MAX];
     fork_gate_enter();
     walking = 1;
-    int n = unw_backtrace(raw, depth + OWN_FRAMES_MAX);
+    int n = unwind_lib.backtrace(raw, depth + OWN_FRAMES_MAX);
     walking = 0;
     fork_gate_leave();
     int skip = 0;
@@ -349,12 +357,12 @@ static int step_walk(uint64_t *ips, uint64_t *sps, int depth)
 {
     unw_context_t ctx;
     unw_cursor_t cur;
-    if (unw_getcontext(&ctx) != 0 || unw_init_local(&cur, &ctx) != 0)
+    if (UNWIND_GETCONTEXT(&ctx) != 0 || unwind_lib.init_local(&cur, &ctx) != 0)
         return 0;
     int n = 0, own = 0;
     do {
         unw_word_t ip, sp;
-        if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0 || unw_get_reg(&cur, UNW_REG_SP, &sp) != 0)
+        if (unwind_lib.get_reg(&cur, UNW_REG_IP, &ip) != 0 || unwind_lib.get_reg(&cur, UNW_REG_SP, &sp) != 0)
             break;
         if (n == 0 && own < OWN_FRAMES_MAX && native_stack_is_ours(ip)) {
             own++;
@@ -364,7 +372,7 @@ static int step_walk(uint64_t *ips, uint64_t *sps, int depth)
         if (sps)
             sps[n] = sp;
         n++;
-    } while (n < depth && unw_step(&cur) > 0);
+    } while (n < depth && unwind_lib.step(&cur) > 0);
     return n;
 }
 
@@ -435,7 +443,7 @@ int native_stack_capture(native_capture *c, int depth, uint32_t generation, int 
 {
     c->id = 0;
     c->n = 0;
-    if (depth <= 0 || walking)
+    if (depth <= 0 || walking || !unwind_loaded)
         return 0;
     thread_memos *t = NULL;
     uint64_t ip0, sp0, fp0;

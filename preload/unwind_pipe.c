@@ -16,10 +16,8 @@
  * with EFAULT exactly where the write would have.  Calls on any other descriptor go to
  * the real functions.
  */
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
-
 #include "unwind_pipe.h"
+#include "unwind_lib.h"
 #include "native_stack.h"
 #include "readable_run.h"
 #include "real_fns.h"
@@ -189,7 +187,8 @@ int unwind_pipe_install(void)
 {
     Dl_info info;
     struct link_map *map = NULL;
-    if (!dladdr1((void *)unw_backtrace, &info, (void **)&map, RTLD_DL_LINKMAP) || !map)
+    if (!unwind_lib.backtrace ||
+        !dladdr1((void *)unwind_lib.backtrace, &info, (void **)&map, RTLD_DL_LINKMAP) || !map)
         return 0;
     const ElfW(Rela) *jmprel = NULL, *rela = NULL;
     size_t jmprel_size = 0, rela_size = 0;

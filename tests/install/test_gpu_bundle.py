@@ -5,7 +5,8 @@ machine that has no compiler and no packages (docs/gpu-check.md):
   - `gpu-check --prepare DIR` leaves libtrace.so, trace-replay, tlog_events,
     the CUDA C program with either runtime (where the toolkit is), cudart/
     with the shared runtime, and deps/ with every shared library those
-    programs load beyond the C library (each one named by ldd is there);
+    programs load beyond the C library (each one named by ldd is there),
+    and lib/libunwind.so.8 beside libtrace.so, which opens it by path;
   - on the GPU machine only the carried libraries the machine lacks go on
     LD_LIBRARY_PATH (a library of a made-up name: carried; libzstd, which
     this machine has: not);
@@ -70,14 +71,26 @@ def main():
         missing = needed(path) - carried
         check(not missing, "deps/ holds every library %s loads (missing: %s)"
               % (os.path.basename(path), sorted(missing) or "none"))
-    check("libunwind.so.8" in carried and "libdw.so.1" in carried and "libzstd.so.1" in carried,
-          "deps/ has libunwind, libdw and libzstd (%s)" % sorted(carried))
+    check("libdw.so.1" in carried and "libzstd.so.1" in carried,
+          "deps/ has libdw and libzstd (%s)" % sorted(carried))
+    # libtrace.so opens libunwind by path, beside itself where the machine
+    # has none at the build's path: carried there, with what it loads in deps/.
+    unwind = os.path.join(bundle, "lib", "libunwind.so.8")
+    check(os.path.exists(unwind), "the bundle has lib/libunwind.so.8 beside libtrace.so")
+    if os.path.exists(unwind):
+        missing = needed(unwind) - carried
+        check(not missing, "deps/ holds every library libunwind.so.8 loads (missing: %s)"
+              % (sorted(missing) or "none"))
+    dyn = subprocess.run(["readelf", "-d", programs[0]], capture_output=True, text=True).stdout
+    check("libunwind" not in dyn and "libzstd" not in dyn,
+          "libtrace.so names neither libunwind nor libzstd in DT_NEEDED (LD_LIBRARY_PATH cannot "
+          "put another first)")
 
     # Only what the machine lacks goes on the path.
     gpu_check = load_gpu_check()
     fake = os.path.join(args.work, "fake")
     shutil.copytree(os.path.join(bundle, "deps"), os.path.join(fake, "deps"))
-    os.rename(os.path.join(fake, "deps", "libunwind.so.8"),
+    os.rename(os.path.join(fake, "deps", "libdw.so.1"),
               os.path.join(fake, "deps", "libgpucheckmadeup.so.1"))
     saved = os.environ.get("LD_LIBRARY_PATH")
     try:
