@@ -18,7 +18,8 @@
  * it), RTLD_LOCAL: its symbols do not join the program's, and an object of
  * the same soname already loaded from elsewhere (the program's own, by
  * path or DT_NEEDED) is not taken, since glibc matches a path by file, not
- * by soname.  RTLD_NOW: each of its imports is bound here, at start, so a
+ * by soname.  Unless that object is a libunwind with all we call (another
+ * build of 1.x): then it is used, as before (try_resident says why).  RTLD_NOW: each of its imports is bound here, at start, so a
  * dependency that lacks one (a foreign liblzma.so.5) is an error now, not a
  * crash in the middle of a walk, and no lazy binding runs in a signal
  * handler.  A copy missing any function we call is closed again and the
@@ -92,15 +93,33 @@ static int try_path(const char *path)
     return 1;
 }
 
+/* A libunwind of this soname the program loaded before us, with every
+ * function we call (a libunwind 1.x, not LLVM's under the same name): that
+ * one, as the loader gave it to us before.  A second copy would be bound
+ * to the first one's internals: its calls between its own functions go
+ * through the global scope, where the program's copy comes first. */
+static int try_resident(const char *soname)
+{
+    void *h = dl_real_dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
+    if (!h)
+        return 0;
+    if (!bind_all(h, soname)) {
+        dl_real_dlclose(h);
+        return 0;
+    }
+    handle = h;
+    return 1;
+}
+
 int unwind_lib_load(void)
 {
     if (handle)
         return 1;
-    if (try_path(TRACE_LIBUNWIND_PATH))
+    const char *base = strrchr(TRACE_LIBUNWIND_PATH, '/');
+    if ((base && try_resident(base + 1)) || try_path(TRACE_LIBUNWIND_PATH))
         goto loaded;
     /* A copy beside libtrace.so (scripts/gpu-check carries one there). */
     Dl_info self;
-    const char *base = strrchr(TRACE_LIBUNWIND_PATH, '/');
     if (base && dladdr((void *)unwind_lib_load, &self) && self.dli_fname) {
         const char *slash = strrchr(self.dli_fname, '/');
         char beside[PATH_MAX];
@@ -113,8 +132,10 @@ int unwind_lib_load(void)
             snprintf(problem, sizeof problem, "%s", first);
         }
     }
+    dlerror();   /* the program's first dlerror() is not about our tries */
     return 0;
 loaded:
+    dlerror();
     problem[0] = 0;
     return 1;
 }
