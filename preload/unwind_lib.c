@@ -13,18 +13,23 @@
  * dlopen calls, and glibc would search our RPATH for every bare name the
  * program opens, before its LD_LIBRARY_PATH (dl_search.c).
  *
- * So the library is opened here, by the path the build found it at (or the
- * same name beside libtrace.so, where a relocated copy of the tools carries
- * it), RTLD_LOCAL: its symbols do not join the program's, and an object of
- * the same soname already loaded from elsewhere (the program's own, by
- * path or DT_NEEDED) is not taken, since glibc matches a path by file, not
- * by soname.  Unless that object is a libunwind with all we call (another
- * build of 1.x): then it is used, as before (try_resident says why).  RTLD_NOW: each of its imports is bound here, at start, so a
- * dependency that lacks one (a foreign liblzma.so.5) is an error now, not a
- * crash in the middle of a walk, and no lazy binding runs in a signal
- * handler.  A copy missing any function we call is closed again and the
- * next one tried; with none, native stacks are left out (an INFO record
- * says why) and the program runs as it would without us.
+ * So the library is opened here, by path, RTLD_LOCAL: its symbols do not
+ * join the program's, and a library of the same soname the program loads
+ * from elsewhere (by path, DT_NEEDED, ctypes) is its own, since glibc
+ * matches a path by file.  The copy opened first is the build's own,
+ * libgputrace-unwind.so.8 beside libtrace.so: the system's file under a
+ * soname of its own, so that a program opening "libunwind.so.8" by that
+ * name later (or a library needing it) gets what its LD_LIBRARY_PATH says,
+ * not ours: glibc hands a loaded object to anyone who asks for its soname.
+ * Else the system's, by the path the build found it at, else that name
+ * beside libtrace.so.  Before all of them, a libunwind 1.x the program
+ * loaded already is used, as before (try_resident says why).  RTLD_NOW:
+ * each of its imports is bound here, at start, so a dependency that lacks
+ * one (a foreign liblzma.so.5) is an error now, not a crash in the middle
+ * of a walk, and no lazy binding runs in a signal handler.  A copy missing
+ * any function we call is closed again and the next one tried; with none,
+ * native stacks are left out (an INFO record says why) and the program
+ * runs as it would without us.
  */
 #include "unwind_lib.h"
 #include "dl_hooks.h"
@@ -111,41 +116,58 @@ static int try_resident(const char *soname)
     return 1;
 }
 
+/* dir_of_self + "/" + name into buf (0 when it does not fit or libtrace.so
+ * has no path). */
+static int beside_self(char *buf, size_t cap, const char *name)
+{
+    Dl_info self;
+    if (!dladdr((void *)unwind_lib_load, &self) || !self.dli_fname)
+        return 0;
+    const char *slash = strrchr(self.dli_fname, '/');
+    if (!slash)
+        return 0;
+    int n = snprintf(buf, cap, "%.*s/%s", (int)(slash - self.dli_fname), self.dli_fname, name);
+    return n > 0 && (size_t)n < cap;
+}
+
+/* In order: a libunwind 1.x the program loaded already (try_resident); our
+ * copy under a soname of its own beside libtrace.so (the build makes it,
+ * scripts/lib/install.cmake installs it); the system's, by the path the
+ * build found it at; the same name beside libtrace.so (scripts/gpu-check
+ * carries it there for a machine without it).  `problem` keeps the first
+ * failure, the one of the copy we meant to use. */
 int unwind_lib_load(void)
 {
     if (handle)
         return 1;
     const char *base = strrchr(TRACE_LIBUNWIND_PATH, '/');
-    if ((base && try_resident(base + 1)) || try_path(TRACE_LIBUNWIND_PATH))
-        goto loaded;
-    /* A copy beside libtrace.so (scripts/gpu-check carries one there). */
-    Dl_info self;
-    if (base && dladdr((void *)unwind_lib_load, &self) && self.dli_fname) {
-        const char *slash = strrchr(self.dli_fname, '/');
-        char beside[PATH_MAX];
-        if (slash && snprintf(beside, sizeof beside, "%.*s%s", (int)(slash - self.dli_fname),
-                              self.dli_fname, base) < (int)sizeof beside) {
-            char first[sizeof problem];
+    base = base ? base + 1 : TRACE_LIBUNWIND_PATH;
+    char first[sizeof problem] = "";
+    char path[PATH_MAX];
+    int ok = try_resident(base);
+#ifdef TRACE_LIBUNWIND_PRIVATE
+    if (!ok && beside_self(path, sizeof path, TRACE_LIBUNWIND_PRIVATE)) {
+        ok = try_path(path);
+        if (!ok)
             memcpy(first, problem, sizeof first);
-            if (try_path(beside))
-                goto loaded;
-            snprintf(problem, sizeof problem, "%s", first);
-        }
     }
+#endif
+    if (!ok) {
+        ok = try_path(TRACE_LIBUNWIND_PATH);
+        if (!ok && !first[0])
+            memcpy(first, problem, sizeof first);
+    }
+    if (!ok && beside_self(path, sizeof path, base))
+        ok = try_path(path);
     dlerror();   /* the program's first dlerror() is not about our tries */
-    return 0;
-loaded:
-    dlerror();
-    problem[0] = 0;
-    return 1;
+    if (ok)
+        problem[0] = 0;
+    else if (first[0])
+        memcpy(problem, first, sizeof problem);
+    return ok;
 }
 
 const char *unwind_lib_problem(void)
 {
     return problem[0] ? problem : NULL;
-}
-
-void *unwind_lib_handle(void)
-{
-    return handle;
 }

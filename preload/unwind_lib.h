@@ -40,7 +40,4 @@ int unwind_lib_load(void);
 /* Why unwind_lib_load failed, for an INFO record; NULL when it did not. */
 const char *unwind_lib_problem(void);
 
-/* The handle unwind_lib_load opened (NULL if none). */
-void *unwind_lib_handle(void);
-
 #endif

@@ -1,7 +1,7 @@
 # scripts/lib/install.cmake - what `cmake --install` puts under a prefix:
 #
 #   bin/      trace-run, trace-replay, trace-dump, trace-bundle, torch-snapshot-import
-#   lib/      libtrace.so, pkgconfig/gputrace.pc
+#   lib/      libtrace.so, libgputrace-unwind.so.8 (its libunwind), pkgconfig/gputrace.pc
 #   include/  trace_api.h (the pool annotation API: header only)
 #   share/man/man1/  a page per program, made from its --help
 #
@@ -13,6 +13,10 @@
 include(GNUInstallDirs)
 
 install(TARGETS trace LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+if(TRACE_UNWIND_PRIVATE)
+  # libtrace.so's own libunwind, opened beside it (preload/unwind_lib.c).
+  install(FILES ${TRACE_UNWIND_PRIVATE_FILE} DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(TARGETS trace-replay trace-dump RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/preload/trace_api.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/trace-bundle ${PROJECT_SOURCE_DIR}/scripts/torch-snapshot-import

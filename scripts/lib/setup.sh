@@ -4,7 +4,7 @@
 # second run costs a few dpkg queries) and configures and builds the project.
 
 # Debian packages the build and the tests need.
-TRACE_PACKAGES="build-essential cmake pkg-config libunwind-dev libzstd-dev libdw-dev \
+TRACE_PACKAGES="build-essential cmake pkg-config libunwind-dev libzstd-dev libdw-dev patchelf \
 libelf-dev zstd clang libclang-rt-14-dev heaptrack python3 python3.11-dev chromium \
 libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 python3-numpy python3.11-dbg"
 

@@ -6,7 +6,8 @@ machine that has no compiler and no packages (docs/gpu-check.md):
     the CUDA C program with either runtime (where the toolkit is), cudart/
     with the shared runtime, and deps/ with every shared library those
     programs load beyond the C library (each one named by ldd is there),
-    and lib/libunwind.so.8 beside libtrace.so, which opens it by path;
+    and libtrace.so's libunwind beside it (lib/libgputrace-unwind.so.8),
+    which it opens by path;
   - on the GPU machine only the carried libraries the machine lacks go on
     LD_LIBRARY_PATH (a library of a made-up name: carried; libzstd, which
     this machine has: not);
@@ -75,12 +76,14 @@ def main():
           "deps/ has libdw and libzstd (%s)" % sorted(carried))
     # libtrace.so opens libunwind by path, beside itself where the machine
     # has none at the build's path: carried there, with what it loads in deps/.
-    unwind = os.path.join(bundle, "lib", "libunwind.so.8")
-    check(os.path.exists(unwind), "the bundle has lib/libunwind.so.8 beside libtrace.so")
-    if os.path.exists(unwind):
+    lib = os.path.join(bundle, "lib")
+    beside = [n for n in os.listdir(lib) if n.startswith(("libgputrace-unwind.so", "libunwind.so"))]
+    check(len(beside) == 1, "the bundle has libtrace.so's libunwind beside it (%s)" % beside)
+    if beside:
+        unwind = os.path.join(lib, beside[0])
         missing = needed(unwind) - carried
-        check(not missing, "deps/ holds every library libunwind.so.8 loads (missing: %s)"
-              % (sorted(missing) or "none"))
+        check(not missing, "deps/ holds every library %s loads (missing: %s)"
+              % (beside[0], sorted(missing) or "none"))
     dyn = subprocess.run(["readelf", "-d", programs[0]], capture_output=True, text=True).stdout
     check("libunwind" not in dyn and "libzstd" not in dyn,
           "libtrace.so names neither libunwind nor libzstd in DT_NEEDED (LD_LIBRARY_PATH cannot "

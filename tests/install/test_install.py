@@ -69,6 +69,11 @@ def installed_set(prefix):
         check(os.access(os.path.join(bindir, tool), os.X_OK), "bin/%s is executable" % tool)
     for path in ("lib/libtrace.so", "include/trace_api.h", "lib/pkgconfig/gputrace.pc"):
         check(os.path.isfile(os.path.join(prefix, path)), path + " installed")
+    # libtrace.so's own libunwind (a soname of its own), opened beside it:
+    # made where the build had patchelf.
+    if shutil.which("patchelf"):
+        check(os.path.isfile(os.path.join(prefix, "lib", "libgputrace-unwind.so.8")),
+              "lib/libgputrace-unwind.so.8 installed beside libtrace.so")
     for elf in ("lib/libtrace.so", "bin/trace-replay", "bin/trace-dump"):
         p = run(["readelf", "-d", os.path.join(prefix, elf)])
         check(p.returncode == 0 and "RPATH" not in p.stdout and "RUNPATH" not in p.stdout,

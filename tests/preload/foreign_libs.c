@@ -4,8 +4,9 @@
  *
  *   foreign_libs [LIB...]
  *
- * Each LIB is dlopen'ed by its path and its marker function called: the
- * program's calls must reach its own copy, not the tracer's.  Then a few
+ * Each LIB is dlopen'ed (by its path, or by its bare name through
+ * LD_LIBRARY_PATH) and its marker function called: the program's calls
+ * must reach its own copy, not the tracer's.  Then a few
  * large host blocks, whose native stacks the tracer records with
  * TRACE_HOST_BUFFERS=1 (its own libunwind, whatever the program's is).
  * Prints what it did; exits 0, or 1 when a library or marker is missing.
@@ -50,8 +51,10 @@ int main(int argc, char **argv)
             printf("dlopen %s: %s\n", argv[i], dlerror());
             return 1;
         }
-        int (*marker)(void) = (int (*)(void))dlsym(h, strstr(argv[i], "zstd") ? "foreign_zstd_marker"
-                                                                                : "foreign_unwind_marker");
+        const char *name = strstr(argv[i], "plugin") ? "foreign_plugin_marker"
+                           : strstr(argv[i], "zstd") ? "foreign_zstd_marker"
+                                                     : "foreign_unwind_marker";
+        int (*marker)(void) = (int (*)(void))dlsym(h, name);
         if (!marker) {
             printf("%s: no marker (not the program's own copy)\n", argv[i]);
             return 1;

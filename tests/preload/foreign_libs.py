@@ -9,7 +9,9 @@ itself, runs under the preload as it runs without it.
 For each environment (the stand-in libunwind first, the stand-in libzstd
 first, both) and each program (the C program, the C program opening both
 stand-ins by path, the C program linked against the stand-in libunwind, a
-Python that opens them with ctypes): the exit status and output are those of
+Python that opens them with ctypes; the C program and the Python opening
+them by their bare names after the tracer started, the C program opening a
+plugin that needs the stand-in libunwind): the exit status and output are those of
 the run without the preload, the log reads to a clean END, the tracer says
 nothing of a libunwind it could not open, and the large blocks' native
 stacks are recorded (the tracer's libunwind walked them, not the program's),
@@ -38,6 +40,11 @@ def main():
     ap.add_argument("--zstd-dynamic", action="store_true",
                     help="libtrace.so links libzstd.so.1 (built without libzstd.a): a foreign one "
                          "first on the path still stops it, so those runs are left out")
+    ap.add_argument("--plugin", required=True)
+    ap.add_argument("--unwind-shared-soname", action="store_true",
+                    help="the build made no libgputrace-unwind.so.8 (no patchelf): the tracer's "
+                         "libunwind has the soname libunwind.so.8, so the runs that open that name "
+                         "after start are left out")
     ap.add_argument("work")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
@@ -61,9 +68,28 @@ def main():
         "python": ([sys.executable, "-c", py_open], False),
         "python_dlopen": ([sys.executable, "-c", py_open, unwind, zstd], False),
     }
+    # Opened after start by their bare names (the stand-ins of the
+    # environment's folders), or needed by a plugin opened after start.
+    later = {
+        "c_bare": [a.prog],
+        "python_bare": [sys.executable, "-c", py_open],
+        "c_plugin": [a.prog, a.plugin],
+    }
+    if a.unwind_shared_soname:
+        print("skip: libunwind.so.8 opened by name after start (no libgputrace-unwind.so.8 in this build)")
+        later = {}
     failures = []
     for env_name, dirs in envs.items():
-        for prog_name, (cmd, native) in programs.items():
+        runs = dict(programs)
+        bare = ["libunwind.so.8"] if a.unwind_dir in dirs else []
+        bare += ["libzstd.so.1"] if a.zstd_dir in dirs else []
+        for prog_name, cmd in later.items():
+            if prog_name == "c_plugin":
+                if a.unwind_dir in dirs:
+                    runs[prog_name] = (cmd, True)
+            else:
+                runs[prog_name] = (cmd + bare, prog_name.startswith("c"))
+        for prog_name, (cmd, native) in runs.items():
             name = "%s-%s" % (env_name, prog_name)
             if prog_name == "c_linked" and a.unwind_dir not in dirs:
                 continue   # it needs the stand-in libunwind on its path
