@@ -292,6 +292,14 @@ void tf_write_thread(tf_writer *w, uint32_t tid, const char *name);
 void tf_write_thread_names(tf_writer *w, uint32_t tid, const char *name, const char *py_name);
 void tf_write_pool(tf_writer *w, uint32_t pool, const char *name);
 void tf_write_info(tf_writer *w, const char *key, const char *value);
+/* A frame of its own, without a writer: a FRAME record (index, seq, t_ns)
+ * and one INFO record, encoded into out.  For a recorder's last word once
+ * its log can take no more (the disk full): its writer's frames are lost,
+ * so seq is the last event it numbered, and a reader notes the events
+ * between the last one in the file and seq as missing.  The encoded size,
+ * or 0 when it does not fit in cap.  Allocates nothing. */
+size_t tf_encode_info_frame(uint8_t *out, size_t cap, uint64_t index, uint64_t seq, uint64_t t_ns,
+                            const char *key, const char *value);
 /* A CHECKPOINT record (FORMAT.md section 14): the state of the program
  * `producer` names after event seq, opaque bytes.  Not restated in later
  * segments.  Dropped when out of memory, as any record. */

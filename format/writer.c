@@ -590,6 +590,23 @@ void tf_write_info(tf_writer *w, const char *key, const char *value)
     write_named(w, TF_REC_INFO, 0, key, value);
 }
 
+size_t tf_encode_info_frame(uint8_t *out, size_t cap, uint64_t index, uint64_t seq, uint64_t t_ns,
+                            const char *key, const char *value)
+{
+    size_t klen = str_len(key), vlen = str_len(value);
+    if (cap < FRAME_RECORD_MAX + RECORD_PREFIX_MAX + 2 * TF_VARINT_MAX + klen + vlen)
+        return 0;
+    uint8_t *payload = tf_put_uv(out, TF_REC_FRAME) + 1;
+    uint8_t *p = tf_put_uv(tf_put_uv(tf_put_uv(payload, index), seq), t_ns);
+    payload[-1] = (uint8_t)(p - payload);   /* at most 30 bytes: one length byte */
+    uint8_t len_bytes[TF_VARINT_MAX];
+    size_t n = (size_t)(tf_put_uv(len_bytes, klen) - len_bytes) + klen +
+               (size_t)(tf_put_uv(len_bytes, vlen) - len_bytes) + vlen;
+    p = tf_put_uv(tf_put_uv(p, TF_REC_INFO), n);
+    p = put_str(put_str(p, key), value);
+    return (size_t)(p - out);
+}
+
 void tf_write_checkpoint(tf_writer *w, uint64_t seq, const char *producer, const void *state, size_t len)
 {
     uint8_t *payload = record_begin(w, TF_REC_CHECKPOINT, 3 * TF_VARINT_MAX + str_len(producer) + len);
