@@ -161,7 +161,7 @@ static void read_int(const char *name, long long lo, long long hi, long long *va
     errno = 0;
     long long v = strtoll(s, &end, 10);
     if (errno || *end || v < lo || v > hi) {
-        trace_warn("ignoring %s=%s (expected an integer from %lld to %lld)", name, s, lo, hi);
+        trace_warn_log("ignoring %s=%s (expected an integer from %lld to %lld)", name, s, lo, hi);
         return;
     }
     *value = v;
@@ -184,7 +184,7 @@ static void read_size(const char *name, uint64_t lo, uint64_t *value)
     else if (*end == 'G' || *end == 'g')
         shift = 30, end++;
     if (errno || *end || s[0] == '-' || v > (1ULL << 50) >> shift || (v && (v << shift) < lo)) {
-        trace_warn("ignoring %s=%s (expected 0 or a size from %llu bytes, e.g. 64M)", name, s,
+        trace_warn_log("ignoring %s=%s (expected 0 or a size from %llu bytes, e.g. 64M)", name, s,
                    (unsigned long long)lo);
         return;
     }
@@ -224,7 +224,7 @@ void trace_config_load(void)
     const char *out = getenv("TRACE_OUTPUT");
     if (out && *out) {
         if (strlen(out) >= sizeof output_template)
-            trace_warn("TRACE_OUTPUT is too long; using %s", DEFAULT_OUTPUT);
+            trace_warn_log("TRACE_OUTPUT is too long; using %s", DEFAULT_OUTPUT);
         else
             strcpy(output_template, out);
     }
@@ -264,7 +264,7 @@ void trace_config_load(void)
         if (strcmp(clock, "precise") == 0)
             config.clock_counter = 0;
         else if (strcmp(clock, "auto") != 0)
-            trace_warn("ignoring TRACE_CLOCK=%s (expected auto or precise)", clock);
+            trace_warn_log("ignoring TRACE_CLOCK=%s (expected auto or precise)", clock);
     }
     const char *line = getenv("TRACE_EXIT_LINE");
     if (line && *line) {
@@ -273,7 +273,7 @@ void trace_config_load(void)
         else if (!strcmp(line, "0") || !strcmp(line, "1"))
             config.exit_line = line[0] == '1';
         else
-            trace_warn("ignoring TRACE_EXIT_LINE=%s (expected auto, 0 or 1)", line);
+            trace_warn_log("ignoring TRACE_EXIT_LINE=%s (expected auto, 0 or 1)", line);
     }
 
     trace_config_set_pid(getpid());

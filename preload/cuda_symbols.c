@@ -36,7 +36,7 @@ static void *slot_for(enum cuda_entry entry, void *real)
     }
     static _Atomic int warned;
     if (!atomic_exchange(&warned, 1))
-        trace_warn("more than %d versions of %s in one process; the rest are not traced",
+        trace_warn_log("more than %d versions of %s in one process; the rest are not traced",
                    CUDA_SLOTS, cuda_entry_name[entry]);
     return real;
 }

@@ -271,7 +271,6 @@ static void on_quick_exit(void)
 void endings_init(void)
 {
     atomic_store(&our_pid, (pid_t)syscall(SYS_getpid));
-    trace_voice_init();
     own_stack_init();
     at_quick_exit(on_quick_exit);
     void (*set_death_callback)(void (*)(void)) =

@@ -388,7 +388,7 @@ static __attribute__((noinline)) void start_thread(void)
         /* Still correct, only later: exit and fatal signals flush. */
         atomic_store(&started, NO_THREAD);
         starting_here = 0;
-        trace_warn("cannot start the flusher thread; the log is written at exit");
+        trace_warn_log("cannot start the flusher thread; the log is written at exit");
         return;
     }
     atomic_store(&started, RUNNING);

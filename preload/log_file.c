@@ -450,7 +450,7 @@ uint32_t log_rotation_due(void)
 static void stop_rotating(const char *what, int err)
 {
     rotation_off = 1;
-    trace_warn("%s: %s; the log goes on in %s, past TRACE_MAX_BYTES", what, strerror(err), path);
+    trace_warn_log("%s: %s; the log goes on in %s, past TRACE_MAX_BYTES", what, strerror(err), path);
 }
 
 void log_rotation_impossible(void)

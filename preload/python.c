@@ -41,7 +41,7 @@ static int hook_registered;     /* our audit hook is in the runtime's list */
 static void say_once(const char *what)
 {
     rec_info("python", what);
-    trace_note("%s", what);
+    trace_warn("%s", what);
 }
 
 /* Attachment imports gc and calls into the interpreter; whatever exception

@@ -127,7 +127,7 @@ static enum setting read_setting(void)
         return REFTRACER_ON;
     if (!strcmp(s, "off"))
         return REFTRACER_OFF;
-    trace_warn("ignoring TRACE_PY_REFTRACER=%s (expected auto, on or off)", s);
+    trace_warn_log("ignoring TRACE_PY_REFTRACER=%s (expected auto, on or off)", s);
     return REFTRACER_AUTO;
 }
 
@@ -231,7 +231,7 @@ void python_init_check_install(void)
         return;
     }
     if (wanted && *wanted && strcmp(wanted, "1"))
-        trace_warn("ignoring TRACE_PY_DOUBLE_INIT=%s (expected 0 or 1)", wanted);
+        trace_warn_log("ignoring TRACE_PY_DOUBLE_INIT=%s (expected 0 or 1)", wanted);
     enum setting setting = read_setting();
     int interposable = lookup_winner("PyObject_Init", (void *)checked_init) == (void *)checked_init;
     int redirectable = !interposable && take_program_definitions();

@@ -168,6 +168,7 @@ static void fork_child(void)
     snprintf(from, sizeof from, "from pid %d: what it allocated before the fork is not in this log",
              (int)forking_pid);
     rec_info("forked", from);
+    trace_warnings_to_log();
     host_fork_child();
     log_fork_child();
     flusher_fork_child();
@@ -197,6 +198,7 @@ __attribute__((constructor)) static void trace_start(void)
 {
     real_fns_init();
     trace_config_load();
+    trace_voice_init();   /* before any line: what stderr is, the parent's terminal */
     if (getauxval(AT_SECURE)) {
         trace_warn("secure-execution (setuid/setgid/capabilities) process: not tracing");
         return;
@@ -219,6 +221,7 @@ __attribute__((constructor)) static void trace_start(void)
         return;
     }
     started = 1;
+    trace_warnings_to_log();   /* the settings that did not parse */
     note_rank();
     native_stack_note();
     host_start();

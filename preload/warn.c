@@ -3,6 +3,7 @@
  */
 #include "warn.h"
 #include "config.h"
+#include "recorder.h"
 #include "proc_stat.h"
 
 #include <errno.h>
@@ -17,46 +18,90 @@
 /* What stderr was at start (trace_voice_init): a line is written only to
  * that same open file.  A daemon closes descriptor 2 and opens its data
  * there: "trace: lost ..." landed inside the program's own file (helper);
- * a program started with 2 closed has nothing of ours to hear. */
+ * a program started with 2 closed has nothing of ours to hear.  Before the
+ * look, lines are kept (say). */
 static struct { dev_t dev; ino_t ino; int looked, open; } stderr_at_start;
 
 static int stderr_unchanged(void)
 {
     struct stat st;
-    if (!stderr_at_start.looked)
-        return 1;   /* a setting's warning, before the look */
     if (!stderr_at_start.open || fstat(STDERR_FILENO, &st) != 0)
         return 0;
     return st.st_dev == stderr_at_start.dev && st.st_ino == stderr_at_start.ino;
 }
 
-static void say(const char *fmt, va_list ap)
+/* Lines given before trace_voice_init (the settings, read first): said or
+ * not there, once the rule can be applied.  And the warnings meant for the
+ * log given before the recorder started, for trace_warnings_to_log.  Both
+ * filled at start, by the constructor's thread alone. */
+#define KEPT_LINES 8
+#define LINE_MAX_TEXT 400
+static char unsaid[KEPT_LINES][LINE_MAX_TEXT];
+static int nunsaid;
+static char unlogged[KEPT_LINES][LINE_MAX_TEXT];
+static int nunlogged, logging;
+
+static void write_line(const char *text)
 {
     if (!stderr_unchanged())
         return;
-    char line[512];
-    int saved_errno = errno;
-    int n = snprintf(line, sizeof line, "trace: ");
-    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-    if (m < 0)
-        m = 0;
-    size_t len = (size_t)n + ((size_t)m < sizeof line - (size_t)n - 1 ? (size_t)m
-                                                                        : sizeof line - (size_t)n - 2);
-    line[len++] = '\n';
+    char line[LINE_MAX_TEXT + 16];
+    int n = snprintf(line, sizeof line, "trace: %s\n", text);
+    if (n < 0)
+        return;
+    size_t len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+    line[len - 1] = '\n';
     /* Nothing to do about a failed write to stderr. */
     ssize_t ignored = write(STDERR_FILENO, line, len);
     (void)ignored;
-    errno = saved_errno;
+}
+
+static void say(const char *text)
+{
+    if (trace_config_get()->quiet)
+        return;
+    if (!stderr_at_start.looked) {
+        if (nunsaid < KEPT_LINES)
+            snprintf(unsaid[nunsaid++], LINE_MAX_TEXT, "%s", text);
+        return;
+    }
+    if (trace_may_speak())
+        write_line(text);
 }
 
 void trace_warn(const char *fmt, ...)
 {
-    if (trace_config_get()->quiet)
-        return;
+    int saved_errno = errno;
+    char text[LINE_MAX_TEXT];
     va_list ap;
     va_start(ap, fmt);
-    say(fmt, ap);
+    vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
+    say(text);
+    errno = saved_errno;
+}
+
+void trace_warn_log(const char *fmt, ...)
+{
+    int saved_errno = errno;
+    char text[LINE_MAX_TEXT];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    say(text);
+    if (logging)
+        rec_info("warning", text);
+    else if (nunlogged < KEPT_LINES)
+        snprintf(unlogged[nunlogged++], LINE_MAX_TEXT, "%s", text);
+    errno = saved_errno;
+}
+
+void trace_warnings_to_log(void)
+{
+    logging = 1;
+    for (int i = 0; i < nunlogged; i++)
+        rec_info("warning", unlogged[i]);
 }
 
 /* TRACE_EXIT_LINE=auto: the terminal of the program that started this
@@ -65,17 +110,28 @@ void trace_warn(const char *fmt, ...)
  * parent is surely the one; -1 when it could not be read. */
 static long parent_tty = -1;
 
+static void read_parent_tty(void);
+
 void trace_voice_init(void)
 {
+    if (stderr_at_start.looked)
+        return;
     struct stat st;
     if (fstat(STDERR_FILENO, &st) == 0) {
         stderr_at_start.dev = st.st_dev;
         stderr_at_start.ino = st.st_ino;
         stderr_at_start.open = 1;
     }
+    if (trace_config_get()->exit_line < 0)
+        read_parent_tty();
     stderr_at_start.looked = 1;
-    if (trace_config_get()->exit_line >= 0)
-        return;
+    for (int i = 0; i < nunsaid; i++)
+        say(unsaid[i]);
+    nunsaid = 0;
+}
+
+static void read_parent_tty(void)
+{
     char path[32], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)getppid());
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -113,14 +169,4 @@ int trace_may_speak(void)
 {
     int line = trace_config_get()->exit_line;
     return line > 0 || (line < 0 && stderr_is_users_terminal());
-}
-
-void trace_note(const char *fmt, ...)
-{
-    if (trace_config_get()->quiet || !trace_may_speak())
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    say(fmt, ap);
-    va_end(ap);
 }

@@ -8,6 +8,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -350,7 +351,9 @@ def untraced_baseline():
 
 
 def test_unwritable():
-    """A bad path costs one warning and the app runs on unchanged; an
+    """A bad path costs one warning (TRACE_EXIT_LINE=1: stderr here is a
+    pipe, where a line is said only when asked) and the app runs on
+    unchanged; an
     existing file or symlink is never written to or followed: the log goes
     beside it under the next free name; a device or a FIFO is no place for
     a log, nor beside it."""
@@ -358,6 +361,9 @@ def test_unwritable():
     check(base_rc == 3, "baseline exit %d" % base_rc)
     for output in ("/nonexistent-dir/sub/trace.tlog", ARGS.work):
         rc, out, err = run([prog("prog_exit")], env_for(TRACE_OUTPUT=output))
+        check(rc == base_rc and out == base_out and err == "",
+              "%s, stderr a pipe: exit %d, output %r, stderr %r" % (output, rc, out, err))
+        rc, out, err = run([prog("prog_exit")], env_for(TRACE_OUTPUT=output, TRACE_EXIT_LINE=1))
         check(rc == base_rc and out == base_out, "%s: exit %d, output %r" % (output, rc, out))
         lines = err.splitlines()
         check(len(lines) == 1 and lines[0].startswith("trace: "),
@@ -385,7 +391,7 @@ def test_unwritable():
     for output in ("/dev/null", fifo):
         beside = output + ".1" if output == "/dev/null" else os.path.join(ARGS.work, "fifo.1.tlog")
         existed = os.path.exists(beside)
-        rc, out, err = run([prog("prog_exit")], env_for(TRACE_OUTPUT=output))
+        rc, out, err = run([prog("prog_exit")], env_for(TRACE_OUTPUT=output, TRACE_EXIT_LINE=1))
         made = not existed and os.path.exists(beside)
         if made:
             os.unlink(beside)
@@ -504,7 +510,7 @@ def test_secure():
         shutil.copy(prog("prog_secure"), copy)
     os.chmod(setuid, 0o4755)
     as_nobody = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
-    env = env_for(traced=False)
+    env = env_for(traced=False, TRACE_EXIT_LINE=1)   # stderr a pipe: the line when asked
     rc, out, err = run(as_nobody + [plain], env)
     check(rc == 0 and out == "secure=0\n" and len(logs()) == 1,
           "control run (not setuid) should trace: %d %r %r %s" % (rc, out, err, logs()))
@@ -535,7 +541,7 @@ def test_settings():
     check(err == "" and rc == 3, "quiet: %r" % err)
     check(all(e["depth"] > 3 for e in cuda_events(decode(only_log()))), "default depth kept")
     os.unlink(only_log())
-    rc, out, err = run([prog("prog_exit")], env_for(TRACE_STACK_DEPTH="x"))
+    rc, out, err = run([prog("prog_exit")], env_for(TRACE_STACK_DEPTH="x", TRACE_EXIT_LINE=1))
     check(err.startswith("trace: ignoring TRACE_STACK_DEPTH=x"), "bad value: %r" % err)
     os.unlink(only_log())
     rc, out, err = run([prog("prog_exit")],
@@ -635,7 +641,7 @@ def test_settings():
     # thread's time goes back.  4 threads, so that threads interleave.
     for value, unit in ((None, 1000), ("4096", 4096), ("1", 1), ("0", 1000)):
         extra = {} if value is None else {"TRACE_TIME_UNIT_NS": value}
-        rc, out, err = run([prog("prog_threads"), "4", "500"], env_for(**extra))
+        rc, out, err = run([prog("prog_threads"), "4", "500"], env_for(TRACE_EXIT_LINE=1, **extra))
         check(rc == 0, "TRACE_TIME_UNIT_NS=%s: exit %d: %s" % (value, rc, err))
         check((value == "0") == ("ignoring TRACE_TIME_UNIT_NS" in err),
               "TRACE_TIME_UNIT_NS=%s: %r" % (value, err))
@@ -1009,7 +1015,9 @@ def test_closerange():
                                          (64, 64, "exit", [prog("refuse"), "unshare"], False)):
         what = "%s with every descriptor taken (limit %d, hard %d%s)" % (
             how, soft, hard, ", unshare refused" if wrap else "")
-        p = subprocess.run(wrap + [prog("prog_endings"), "fill_all", how], env=env_for(), cwd=ARGS.work,
+        # stderr a pipe: the warning is said only when asked (TRACE_EXIT_LINE=1).
+        p = subprocess.run(wrap + [prog("prog_endings"), "fill_all", how],
+                           env=env_for() if whole else env_for(TRACE_EXIT_LINE=1), cwd=ARGS.work,
                            capture_output=True, text=True, timeout=120, preexec_fn=low_limit(soft, hard))
         if p.returncode == 77 and wrap:
             print("SKIP: %s: %s" % (what, p.stderr.strip()))
@@ -1020,10 +1028,19 @@ def test_closerange():
             check(p.stderr == "", "%s: stderr %r" % (what, p.stderr))
             check_whole(only_log(), 4, how if how == "exit" else "_exit 0", what)
         else:
-            lines = p.stderr.splitlines()
+            lines = warnings_besides_exit_lines(p.stderr)
             check(len(lines) == 1 and "no descriptor free" in lines[0], "%s: stderr %r" % (what, p.stderr))
             check(status(decode(only_log()))["clean_end"] == 0, "%s: END written without a descriptor?" % what)
         os.unlink(only_log())
+
+
+def warnings_besides_exit_lines(err):
+    """stderr's lines under TRACE_EXIT_LINE=1, but the lines at the end of
+    each image ("trace: N events -> LOG ..."), which that setting asks for
+    too: every other line must be one of ours."""
+    lines = err.splitlines()
+    check(all(l.startswith("trace: ") for l in lines), "not all lines ours: %r" % err)
+    return [l for l in lines if not re.match(r"trace: \d+ events -> ", l)]
 
 
 def test_exec_nofd():
@@ -1044,14 +1061,15 @@ def test_exec_nofd():
     ended without END (or never was created) and nothing said so."""
     for wrap in ([], [prog("refuse"), "unshare"]):
         what = "failed exec with every descriptor taken (%s)" % ("unshare refused" if wrap else "helper")
-        p = subprocess.run(wrap + [prog("prog_endings"), "exec_fail_full"], env=env_for(), cwd=ARGS.work,
-                           capture_output=True, text=True, timeout=120, preexec_fn=low_limit(64))
+        p = subprocess.run(wrap + [prog("prog_endings"), "exec_fail_full"], env=env_for(TRACE_EXIT_LINE=1),
+                           cwd=ARGS.work, capture_output=True, text=True, timeout=120,
+                           preexec_fn=low_limit(64))
         if p.returncode == 77 and wrap:
             print("SKIP: %s: %s" % (what, p.stderr.strip()))
             continue
         check(p.returncode == 0 and "exec returned -1 errno 13" in p.stdout and "filled" in p.stdout
               and printed_pairs(p.stdout) == [8], "%s: %d %r %r" % (what, p.returncode, p.stdout, p.stderr))
-        lines = p.stderr.splitlines()
+        lines = warnings_besides_exit_lines(p.stderr)
         check(len(lines) == 1 and "no descriptor free at exec" in lines[0], "%s: stderr %r" % (what, p.stderr))
         records = check_whole(only_log(), 8, "exit", what)
         check(sum(1 for e in events(records) if e["kind"] == "end") == 1, "%s: one END" % what)
@@ -1060,7 +1078,8 @@ def test_exec_nofd():
         os.unlink(only_log())
     for hard, whole in ((128, True), (64, False)):
         what = "exec with every descriptor taken (limit 64, hard %d)" % hard
-        p = subprocess.run([prog("prog_endings"), "exec_full"], env=env_for(), cwd=ARGS.work,
+        p = subprocess.run([prog("prog_endings"), "exec_full"],
+                           env=env_for() if whole else env_for(TRACE_EXIT_LINE=1), cwd=ARGS.work,
                            capture_output=True, text=True, timeout=120, preexec_fn=low_limit(64, hard))
         check(p.returncode == 5 and printed_pairs(p.stdout) == [4, 2] and "filled" in p.stdout,
               "%s: %d %r %r" % (what, p.returncode, p.stdout, p.stderr))
@@ -1074,7 +1093,7 @@ def test_exec_nofd():
             check(len(first) == 1, "%s: the first image left no log: %s" % (what, found))
             check_whole(first[0], 4, "exec /proc/self/exe", what)
         else:
-            lines = p.stderr.splitlines()
+            lines = warnings_besides_exit_lines(p.stderr)
             check(len(lines) == 1 and "no descriptor free at exec" in lines[0], "%s: stderr %r" % (what, p.stderr))
             check(not first or status(decode(first[0]))["clean_end"] == 0,
                   "%s: END written without a descriptor?" % what)
@@ -1184,6 +1203,58 @@ def test_exit_line():
         check(said == expect, "%s: the line %s: %r" % (what, "missing" if expect else "printed", out))
         check_whole(only_log(), 1, "exit", what)
         os.unlink(only_log())
+
+
+def test_voice():
+    """Every line of ours on stderr follows one rule (docs/guarantees.md,
+    Output): only on the terminal the process was started from, or with
+    TRACE_EXIT_LINE=1; never with TRACE_QUIET=1.  A program whose parent
+    reads its stderr (a pipe, a file: subprocess.run(capture_output=True),
+    pytest's capfd) finds nothing of ours there, a bad TRACE_OUTPUT
+    included, and exits with its own status; what it would have been told
+    is in the log where there is one (INFO warning).  Before, the warnings
+    went to stderr whatever it was: one line in the pipe and in the file
+    here."""
+    base_rc, base_out, _ = untraced_baseline()
+    bad = "/nonexistent-dir/sub/x-%p.tlog"
+    # stderr a pipe, then a file: nothing there, the program's own status.
+    rc, out, err = run([prog("prog_exit")], env_for(TRACE_OUTPUT=bad))
+    check((rc, out, err) == (base_rc, base_out, ""), "a pipe: exit %d, %r, stderr %r" % (rc, out, err))
+    errfile = os.path.join(ARGS.work, "stderr.txt")
+    for setting, want in ((None, 0), ("1", 1), ("0", 0)):
+        extra = {} if setting is None else {"TRACE_EXIT_LINE": setting}
+        with open(errfile, "w") as f:
+            p = subprocess.run([prog("prog_exit")], env=env_for(TRACE_OUTPUT=bad, **extra), cwd=ARGS.work,
+                               stdout=subprocess.PIPE, stderr=f, text=True, timeout=300)
+        with open(errfile) as f:
+            lines = f.read().splitlines()
+        check(p.returncode == base_rc and p.stdout == base_out, "a file, TRACE_EXIT_LINE=%s: exit %d %r"
+              % (setting, p.returncode, p.stdout))
+        check(len(lines) == want and all(l.startswith("trace: cannot create /nonexistent-dir/sub/x-")
+                                         for l in lines),
+              "a file, TRACE_EXIT_LINE=%s: expected %d line(s), got %r" % (setting, want, lines))
+    check(not logs(), "stray logs: %s" % logs())
+    # A setting that does not parse: nothing on a pipe, the log says it.
+    rc, out, err = run([prog("prog_exit")], env_for(TRACE_STACK_DEPTH="x"))
+    check(rc == base_rc and err == "", "a bad setting on a pipe: exit %d, stderr %r" % (rc, err))
+    said = [i["value"] for i in of_type(decode(only_log()), "info") if i["key"] == "warning"]
+    check(said == ["ignoring TRACE_STACK_DEPTH=x (expected an integer from 0 to 256)"],
+          "the log's INFO warning: %r" % said)
+    os.unlink(only_log())
+    # On the terminal the program was started from (a shell on a new pty):
+    # the line, once; none under TRACE_QUIET=1, none on a pty its parent
+    # made for it (the parent reads it as data).
+    shell = ["/bin/sh", "-c", "%s; exit $?" % prog("prog_exit")]
+    for what, cmd, extra, want in (("started from a shell on the terminal", shell, {}, 1),
+                                   ("the same, TRACE_QUIET=1", shell, {"TRACE_QUIET": "1"}, 0),
+                                   ("the terminal its parent made for it", [prog("prog_exit")], {}, 0)):
+        rc, out = on_pty(cmd, env_for(TRACE_OUTPUT=bad, **extra))
+        lines = [l for l in out.splitlines() if l.startswith("trace:")]
+        check(rc == base_rc, "%s: exit %d" % (what, rc))
+        check(len(lines) == want and all("cannot create /nonexistent-dir/sub/x-" in l for l in lines),
+              "%s: expected %d line(s): %r" % (what, want, out))
+    print("bad TRACE_OUTPUT: nothing on a pipe or a file, one line with TRACE_EXIT_LINE=1 and on the "
+          "terminal")
 
 
 def test_first_fd():

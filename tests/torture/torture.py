@@ -445,7 +445,9 @@ def scenario_fulldisk(opts):
     where = mounted[0] if mounted else work
     path = os.path.join(where, "full.tlog")
     try:
-        traced = run(cmd, traced_env(opts, path), preexec_fn=None if mounted else limit_file_size)
+        # stderr a pipe: the warning only when asked.
+        traced = run(cmd, traced_env(opts, path, TRACE_EXIT_LINE=1),
+                     preexec_fn=None if mounted else limit_file_size)
         size = os.path.getsize(path)
         expect((traced.stdout, traced.returncode) == (bare.stdout, bare.returncode) == (
             bare.stdout, 3), f"traced {traced.returncode} {traced.stdout!r}, bare "
