@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,17 +66,68 @@ static size_t compress(const tf_chunk *c, void *cctx)
                                      LOG_COMPRESSION_LEVEL, frame, frame_cap);
 }
 
-static void give_up_because(const char *what, const char *why)
+/* The cause of the last warning given for a log, shared by every process
+ * forked from the one that started the tracer (a page mapped shared at
+ * start, so siblings see it too, not only children): the directory the
+ * failing file was in, what failed and why.  A process whose log fails the
+ * same way says nothing: "warn once".  A multiprocessing Pool of 4 fork
+ * workers under an unwritable TRACE_OUTPUT printed 5 lines (each worker's
+ * own log failed too, when the parent had recorded nothing before forking).
+ * An exec'd image starts with its own page (multiprocessing's spawn and
+ * forkserver: each process started by exec warns once; docs/guarantees.md).
+ * Without the page (mmap failed), this process's copy, inherited by fork. */
+typedef struct said_cause {
+    _Atomic int lock;
+    int set, err;
+    char what[32];
+    char dir[sizeof path];
+} said_cause;
+static said_cause said_here, *said = &said_here;
+
+static void said_map(void)
+{
+    void *p = mmap(NULL, sizeof *said, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED)
+        said = p;
+}
+
+/* 1 when the cause was said already (by this process or one of its fork
+ * family); else it is noted as said, and 0.  A lock held too long (its
+ * holder killed in between) is passed over: one line too many at worst. */
+static int said_before(const char *file, const char *what, int err)
+{
+    char dir[sizeof path];
+    const char *slash = strrchr(file, '/');
+    size_t n = slash ? (size_t)(slash - file) : 0;
+    snprintf(dir, sizeof dir, "%.*s", (int)(n < sizeof dir ? n : sizeof dir - 1), file);
+    int locked = 0;
+    for (int tries = 0; tries < 10000 && !(locked = !atomic_exchange(&said->lock, 1)); tries++)
+        sched_yield();
+    int same = said->set && said->err == err && !strcmp(said->what, what) && !strcmp(said->dir, dir);
+    if (!same && locked) {
+        snprintf(said->what, sizeof said->what, "%s", what);
+        snprintf(said->dir, sizeof said->dir, "%s", dir);
+        said->err = err;
+        said->set = 1;
+    }
+    if (locked)
+        atomic_store(&said->lock, 0);
+    return same;
+}
+
+/* err: an errno, or -1 for "not a regular file". */
+static void give_up_because(const char *what, int err, const char *why)
 {
     failed = 1;
     rec_stop();
-    trace_warn("%s %s: %s; tracing stopped, the program continues", what, path[0] ? path : log_path(),
-               why);
+    const char *file = path[0] ? path : log_path();
+    if (!said_before(file, what, err))
+        trace_warn("%s %s: %s; tracing stopped, the program continues", what, file, why);
 }
 
 static void give_up(const char *what, int err)
 {
-    give_up_because(what, strerror(err));
+    give_up_because(what, err, strerror(err));
 }
 
 const char *log_path(void)
@@ -355,7 +408,7 @@ static int create(const void *data, size_t len)
         }
         if (exists && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
             snprintf(path, sizeof path, "%s", name);
-            give_up_because("will not write", "not a regular file (a device, a FIFO or a socket)");
+            give_up_because("will not write", -1, "not a regular file (a device, a FIFO or a socket)");
             return -1;
         }
         if (!(n = free_number_after(n)))
@@ -431,6 +484,7 @@ static uint64_t segment_limit(void)
 
 void log_configure(void)
 {
+    said_map();
     if (!trace_config_get()->max_bytes)
         return;
     /* Frames of at most a fraction of a segment: compressed they are

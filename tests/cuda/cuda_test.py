@@ -1205,6 +1205,20 @@ def test_exit_line():
         os.unlink(only_log())
 
 
+POOL_PROGRAM = """
+import multiprocessing as mp, sys
+def work(i):
+    import gc
+    b = bytearray(4 << 20)
+    gc.collect()
+    return len(b) + i
+if __name__ == "__main__":
+    mp.set_start_method(sys.argv[1])
+    with mp.Pool(4) as p:
+        print(sum(p.map(work, range(8))))
+"""
+
+
 def test_voice():
     """Every line of ours on stderr follows one rule (docs/guarantees.md,
     Output): only on the terminal the process was started from, or with
@@ -1214,7 +1228,8 @@ def test_voice():
     included, and exits with its own status; what it would have been told
     is in the log where there is one (INFO warning).  Before, the warnings
     went to stderr whatever it was: one line in the pipe and in the file
-    here."""
+    here.  And a multiprocessing Pool of 4 fork workers under a bad
+    TRACE_OUTPUT says it once on the terminal (before: 5 lines)."""
     base_rc, base_out, _ = untraced_baseline()
     bad = "/nonexistent-dir/sub/x-%p.tlog"
     # stderr a pipe, then a file: nothing there, the program's own status.
@@ -1253,8 +1268,20 @@ def test_voice():
         check(rc == base_rc, "%s: exit %d" % (what, rc))
         check(len(lines) == want and all("cannot create /nonexistent-dir/sub/x-" in l for l in lines),
               "%s: expected %d line(s): %r" % (what, want, out))
+    # A Pool of fork workers, each with its own log failing the same way
+    # (the parent records nothing before it forks, so each worker's log is
+    # its own first try): one line.
+    pool = os.path.join(ARGS.work, "pool.py")
+    with open(pool, "w") as f:
+        f.write(POOL_PROGRAM)
+    cmd = ["/bin/sh", "-c", "%s %s fork; exit $?" % (sys.executable, pool)]
+    rc, out = on_pty(cmd, env_for(TRACE_OUTPUT=os.path.join(ARGS.work, "no-such-dir", "x-%p.tlog")))
+    lines = [l for l in out.splitlines() if l.startswith("trace:")]
+    check(rc == 0 and "33554460" in out, "Pool: exit %d: %r" % (rc, out))
+    check(len(lines) == 1 and "cannot create" in lines[0], "Pool of 4 fork workers: %d lines: %r"
+          % (len(lines), lines))
     print("bad TRACE_OUTPUT: nothing on a pipe or a file, one line with TRACE_EXIT_LINE=1 and on the "
-          "terminal")
+          "terminal, one for a Pool of 4 fork workers")
 
 
 def test_first_fd():
