@@ -188,6 +188,8 @@ typedef struct file_job {
     int open_err;     /* errno of the open, ESTALE for another file */
     int write_err;    /* errno of the write */
     int made;         /* create: the file was made (dev, ino are its) */
+    off_t cut;        /* > 0: cut the file back to this size first (not longer) */
+    size_t done;      /* out: bytes written */
 } file_job;
 
 /* A program closing every descriptor in a loop can close ours between
@@ -300,6 +302,16 @@ static int write_file_job(void *arg)
     pf_file f;
     if (job_open(j, &f, j->create) < 0)
         return -1;
+    if (j->cut > 0) {
+        struct stat st;
+        int err = fstat(f.fd, &st) != 0 ? errno : st.st_size < j->cut ? ESTALE
+                : ftruncate(f.fd, j->cut) != 0 ? errno : 0;
+        if (err) {   /* never longer: the file is not what we wrote */
+            j->write_err = err;
+            pf_close(&f);
+            return -1;
+        }
+    }
     size_t done = 0;
     int open = 1;
     for (int tries = 0; tries < WRITE_TRIES; tries++) {
@@ -318,6 +330,7 @@ static int write_file_job(void *arg)
         size_t wrote = 0;
         int rc = pf_write_all(&f, (const char *)j->data + done, j->n - done, &wrote);
         done += wrote;
+        j->done = done;
         if (rc != -EBADF) {
             j->write_err = -rc;
             pf_close(&f);
@@ -418,6 +431,48 @@ static int create(const void *data, size_t len)
     return -1;
 }
 
+/* The log's last word when it can take no more (a full disk, a file size
+ * limit, an I/O error): a frame of its own, in place of the frame that did
+ * not go in, with INFO not_watched "the rest of the run: cannot write ...".
+ * A user with only the log (stderr not a terminal, so nothing was said)
+ * learns why it ends there; the FRAME's seq is the last event numbered, so
+ * a reader notes the events of the lost frames as missing.  Only where the
+ * failed write got at least the note's size out: cutting that frame off
+ * gives the note room (a full disk, RLIMIT_FSIZE), and otherwise the file
+ * keeps what it had (a cut frame's first events are readable).  Made in
+ * static memory: under the flusher's token, maybe in a signal handler. */
+static void *note_cctx;      /* log_write's compressor */
+static uint64_t frames_written;
+
+static void leave_a_note(int err, size_t out)
+{
+    static uint8_t raw[1024], packed[2048];
+    char value[sizeof path + 128];
+    uint64_t good = segment ? kept[nkept - 1].bytes : first_bytes;
+    if (!note_cctx || good == 0 || out == 0)
+        return;   /* nothing readable before it: no header to put a note after */
+    snprintf(value, sizeof value, "the rest of the run: cannot write %s: %s (tracing stopped; the program went on)",
+             path, strerror(err));
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    uint64_t unit = trace_config_get()->time_unit_ns ? trace_config_get()->time_unit_ns : 1;
+    uint64_t t = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+    tf_chunk c = { raw, tf_encode_info_frame(raw, sizeof raw, frames_written, rec_event_count(),
+                                             t - t % unit, "not_watched", value), sizeof raw };
+    size_t n = c.len && tf_chunk_bound(&c) <= sizeof packed
+                   ? tf_chunk_compress(&c, note_cctx, LOG_COMPRESSION_LEVEL, packed, sizeof packed) : 0;
+    if (!n || n > out)
+        return;
+    file_job j = { .name = path, .data = packed, .n = n, .dev = file_dev, .ino = file_ino, .cut = (off_t)good };
+    pf_run(run_file_job, &j);
+    if (j.write_err && j.done) {
+        /* Part of the note went in: cut it off again (a cut frame at the end
+         * is damage a reader reports). */
+        file_job undo = { .name = path, .n = 0, .dev = file_dev, .ino = file_ino, .cut = (off_t)good };
+        pf_run(run_file_job, &undo);
+    }
+}
+
 /* Later writes: the file we created, by its path, or nothing. */
 static int append(const void *data, size_t len)
 {
@@ -431,6 +486,7 @@ static int append(const void *data, size_t len)
     }
     if (j.write_err) {
         give_up("cannot write", j.write_err);
+        leave_a_note(j.write_err, j.done);
         return -1;
     }
     return 0;
@@ -464,9 +520,11 @@ int log_write(const tf_chunk *c, void *cctx)
         give_up("cannot compress for", ENOMEM);
         return -1;
     }
+    note_cctx = cctx;
     int rc = created ? append(frame, n) : create(frame, n);
     if (rc < 0)
         return rc;
+    frames_written++;
     if (segment)
         kept[nkept - 1].bytes += n;
     else
@@ -608,6 +666,7 @@ void log_fork_child(void)
     segment = 0;
     first_bytes = 0;
     rotation_off = 0;
+    frames_written = 0;
 }
 
 int log_failed(void)

@@ -28,8 +28,12 @@
 /* Compress c into one frame and append it.  0 when written; -EAGAIN when
  * the file could not be opened for now (the process is out of descriptors:
  * keep c and try again later); on any other failure (bad path, full disk,
- * the file replaced) warn once, stop the recorder and return -1, and every
- * later call returns -1 at once. */
+ * the file replaced) warn (once in a fork family, under warn.h's rule),
+ * stop the recorder and return -1, and every later call returns -1 at
+ * once.  A write that failed after whole frames went in (a full disk, a
+ * file size limit, an I/O error) leaves the log a last frame saying so
+ * (INFO not_watched "the rest of the run: cannot write ..."), in place of
+ * the frame that did not fit, where that frame's bytes make room for it. */
 int log_write(const tf_chunk *c, void *cctx);
 
 /* The current segment's size so far, and cutting it back to that size

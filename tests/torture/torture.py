@@ -437,31 +437,58 @@ def limit_file_size():
     resource.setrlimit(resource.RLIMIT_FSIZE, (DISK_BYTES, DISK_BYTES))
 
 
-def scenario_fulldisk(opts):
-    work = fresh_dir(opts.work)
-    cmd = [program(opts, "fulldisk_app"), "200000"]
-    bare = run(cmd, bare_env(opts))
+def fulldisk_run(opts, cmd, output, **settings):
+    """cmd traced with its log on a disk of DISK_BYTES (tmpfs, or
+    RLIMIT_FSIZE where mounting is not allowed): the run, the log's size,
+    a copy of the log (readable after the unmount), and which way."""
+    work = fresh_dir(os.path.join(opts.work, output))
     mounted = full_disk(work)
     where = mounted[0] if mounted else work
     path = os.path.join(where, "full.tlog")
     try:
-        # stderr a pipe: the warning only when asked.
-        traced = run(cmd, traced_env(opts, path, TRACE_EXIT_LINE=1),
-                     preexec_fn=None if mounted else limit_file_size)
+        traced = run(cmd, traced_env(opts, path, **settings), preexec_fn=None if mounted else limit_file_size)
         size = os.path.getsize(path)
-        expect((traced.stdout, traced.returncode) == (bare.stdout, bare.returncode) == (
-            bare.stdout, 3), f"traced {traced.returncode} {traced.stdout!r}, bare "
-                             f"{bare.returncode} {bare.stdout!r}")
-        warnings = [l for l in traced.stderr.splitlines() if l.startswith("trace:")]
-        expect(len(warnings) == 1, f"expected one warning, got {warnings}")
-        expect(size >= DISK_BYTES // 2, f"the log stopped at {size} bytes: the disk never filled")
-        print(f"fulldisk ({'tmpfs' if mounted else 'RLIMIT_FSIZE'}): log stopped at {size} bytes; "
-              f"app unchanged; said: {warnings[0]}")
-        log_copy = os.path.join(work, "copy.tlog")   # readable after the unmount
+        log_copy = os.path.join(work, "copy.tlog")
         shutil.copy(path, log_copy)
     finally:
         if mounted:
             mounted[1]()
+    return traced, size, log_copy, "tmpfs" if mounted else "RLIMIT_FSIZE"
+
+
+def scenario_fulldisk(opts):
+    fresh_dir(opts.work)
+    cmd = [program(opts, "fulldisk_app"), "200000"]
+    bare = run(cmd, bare_env(opts))
+    # stderr a pipe: the warning only when asked (TRACE_EXIT_LINE=1).
+    traced, size, log_copy, how = fulldisk_run(opts, cmd, "asked", TRACE_EXIT_LINE=1)
+    expect((traced.stdout, traced.returncode) == (bare.stdout, bare.returncode) == (
+        bare.stdout, 3), f"traced {traced.returncode} {traced.stdout!r}, bare "
+                         f"{bare.returncode} {bare.stdout!r}")
+    warnings = [l for l in traced.stderr.splitlines() if l.startswith("trace:")]
+    expect(len(warnings) == 1, f"expected one warning, got {warnings}")
+    expect(size >= DISK_BYTES // 2, f"the log stopped at {size} bytes: the disk never filled")
+    print(f"fulldisk ({how}): log stopped at {size} bytes; app unchanged; said: {warnings[0]}")
+    p = run([program(opts, "torture_check"), log_copy], None)
+    expect(p.returncode in (0, 1, 2), f"torture_check died on the full-disk log: {p.returncode}")
+    check_with_tools(opts, log_copy)
+    # Not asked: nothing on stderr (before: the same line), and the log says
+    # why it stops, after its last whole frame (a pause every 2000 rounds
+    # lets the flusher write some first): INFO not_watched, which
+    # trace-dump --summary shows.
+    cmd = [program(opts, "fulldisk_app"), "200000", "2000"]
+    traced, size, log_copy, how = fulldisk_run(opts, cmd, "unasked", TRACE_FLUSH_MS=5)
+    expect((traced.stdout, traced.returncode) == (bare.stdout, 3),
+           f"traced {traced.returncode} {traced.stdout!r}, bare {bare.returncode} {bare.stdout!r}")
+    expect(traced.stderr == "", f"stderr a pipe, not asked: {traced.stderr!r}")
+    if opts.trace_dump:
+        p = run([opts.trace_dump, "--summary", log_copy], None)
+        expect(p.returncode in (0, 1), f"trace-dump --summary: exit {p.returncode}: {p.stderr}")
+        said = [l for l in p.stdout.splitlines()
+                if l.startswith("info: not_watched=the rest of the run: cannot write ")]
+        expect(len(said) == 1, f"the stop is not in the log's summary:\n{p.stdout}")
+        print(f"fulldisk ({how}), stderr not a terminal: nothing said, the log ({size} bytes) says: "
+              f"{said[0]}")
     p = run([program(opts, "torture_check"), log_copy], None)
     expect(p.returncode in (0, 1, 2), f"torture_check died on the full-disk log: {p.returncode}")
     check_with_tools(opts, log_copy)
