@@ -446,8 +446,8 @@ static uint64_t frames_written;
 
 static void leave_a_note(int err, size_t out)
 {
-    static uint8_t raw[1024], packed[2048];
-    char value[sizeof path + 128];
+    static char value[sizeof path + 128];
+    static uint8_t raw[sizeof value + 256], packed[2 * sizeof raw];
     uint64_t good = segment ? kept[nkept - 1].bytes : first_bytes;
     if (!note_cctx || good == 0 || out == 0)
         return;   /* nothing readable before it: no header to put a note after */
