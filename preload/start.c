@@ -194,7 +194,18 @@ static const char *another_copy_first(const char **mine)
     return first.dli_fname ? first.dli_fname : "?";
 }
 
+static void start(void);
+
+/* The program's first dlerror() must say nothing (as untraced): the names
+ * the start-up looks for and does not find (Python's, CUDA's, the
+ * allocators') each leave a dlerror() text behind on this thread. */
 __attribute__((constructor)) static void trace_start(void)
+{
+    start();
+    (void)dlerror();
+}
+
+static void start(void)
 {
     real_fns_init();
     trace_config_load();

@@ -8,11 +8,12 @@
  * that failed (ENOMEM) as well, since its block's re-recording came after
  * the call.  Each thread's first walks are the step-by-step ones, so several
  * fresh threads each make the calls.  Exits 1 with the calls that changed
- * errno.
+ * errno, or with dlerror()'s text when the program's first call has one.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -67,6 +68,14 @@ static void *run(void *arg)
 
 int main(void)
 {
+    /* Nor dlerror's: the start-up's lookups of names this program lacks
+     * (Python's, CUDA's) left "libtrace.so: undefined symbol:
+     * PySys_AddAuditHook" for the program's first dlerror(). */
+    const char *dl = dlerror();
+    if (dl) {
+        printf("the first dlerror() says: %s\n", dl);
+        return 1;
+    }
     pthread_t t[THREADS];
     run(NULL);
     for (int i = 0; i < THREADS; i++)
