@@ -179,6 +179,8 @@ int dlclose(void *handle)
     }
     if (rc == 0 && rec_active())
         modules_rescan();
+    if (rc == 0)
+        python_after_dlclose();
     return rc;
 }
 

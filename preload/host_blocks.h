@@ -89,5 +89,8 @@ void host_free_call(void *p);
 void host_malloc_start(void);
 void host_mmap_start(void);
 void host_mmap_fork_child(void);
+/* The libpython whose arena allocator was found is gone (python.c): look
+ * again at the next mapping. */
+void host_mmap_forget_arenas(void);
 
 #endif

@@ -113,8 +113,7 @@ static size_t page_round(uint64_t len)
 static int from_arena_allocator(const void *caller)
 {
     if (!arena_alloc_fn) {
-        void (*get)(void *) = (void (*)(void *))dl_real_dlsym(RTLD_DEFAULT,
-                                                             "PyObject_GetArenaAllocator");
+        void (*get)(void *) = (void (*)(void *))py_global_sym("PyObject_GetArenaAllocator");
         void *local = get ? NULL : py_local_libpython();
         if (local)
             get = (void (*)(void *))dl_real_dlsym(local, "PyObject_GetArenaAllocator");
@@ -125,6 +124,11 @@ static int from_arena_allocator(const void *caller)
         arena_alloc_fn = (uintptr_t)a.alloc;
     }
     return (uintptr_t)caller - arena_alloc_fn < ARENA_CALL_WINDOW;
+}
+
+void host_mmap_forget_arenas(void)
+{
+    __atomic_store_n(&arena_alloc_fn, 0, __ATOMIC_RELAXED);
 }
 
 static int wanted(size_t len, int prot, int flags, const void *caller)

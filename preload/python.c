@@ -25,6 +25,7 @@
 #include "python_api.h"
 #include "python_internal.h"
 #include "config.h"
+#include "host_blocks.h"
 #include "recorder.h"
 #include "warn.h"
 
@@ -170,7 +171,8 @@ typedef struct py_status { int type; const char *func; const char *err_msg; int 
  * of libtrace.so behind the first (start.c), whose hooks must only forward. */
 static int python_wanted(void)
 {
-    return rec_active() && trace_config_get()->python && (py.PySys_AddAuditHook || py_api_probe());
+    return rec_active() && trace_config_get()->python && !py_unloaded() &&
+           (py.PySys_AddAuditHook || py_api_probe());
 }
 
 static void before_round(void)
@@ -215,6 +217,39 @@ void python_between_rounds_look(void)
                             "this round and any later ones are not traced");
 }
 
+/* After each dlclose that succeeded: if it unloaded the traced libpython
+ * (an embedder done with it, finalised or not), nothing of ours may touch
+ * it again.  Before, the library was never unloaded under us: glibc's
+ * RTLD_DEFAULT lookups made it undeletable and an RTLD_LOCAL one was held
+ * open (python_api.c), so the program noticed us (a second version opened
+ * RTLD_GLOBAL bound to the first one's functions and crashed; the same one
+ * opened again kept its old state).  What the recorder calls on any thread
+ * (the stack reader, the thread namer, the check of open collections) is
+ * taken out; the hooks the library held went with it.  A libpython loaded
+ * later is not traced: the tracer's Python state (layouts, wrapped types,
+ * caches by address) is the first one's.  Our exports forward to what
+ * their callers reach without us (python_api.h). */
+void python_after_dlclose(void)
+{
+    if (py_unloaded() || !py_traced_unloaded())
+        return;
+    rec_set_py_provider(NULL);
+    rec_set_thread_namer(NULL);
+    rec_set_open_check(NULL);
+    python_init_check_forget();
+    code_deaths_forget();
+    host_mmap_forget_arenas();
+    hook_registered = 0;
+    attach_state = PY_GAVE_UP;
+    if (!trace_config_get()->python)
+        return;
+    const char *path = py_traced_path();
+    char msg[700];
+    snprintf(msg, sizeof msg, "Python of %s: unloaded by the program (dlclose); from here on no Python "
+             "is traced, nor any libpython loaded after it", path ? path : "?");
+    rec_info("not_watched", msg);
+}
+
 /* The caller holds the GIL once initialisation returned. */
 static void after_round(void)
 {
@@ -230,7 +265,8 @@ typedef void (*init_fn)(void);
 typedef py_status (*init_config_fn)(const void *);
 
 /* The definition a call of ours goes to: the traced interpreter's (py_next,
- * found once: that library is never unloaded under us), unless the caller's
+ * found once: good while that library is loaded, and once it is not,
+ * python_after_dlclose has made py_unloaded() true), unless the caller's
  * object has its own (python_api.h).  A plugin host that opens two
  * libpythons RTLD_LOCAL has each one's Py_Initialize tail-jump to its own
  * Py_InitializeEx through its PLT, which reached ours: forwarding every call
@@ -245,9 +281,16 @@ typedef py_status (*init_config_fn)(const void *);
 static void *forward_to(enum py_export e, const char *name, void *_Atomic *traced, const void *ret,
                         int *other)
 {
+    if (py_unloaded()) {
+        /* The traced library was unloaded (what traced holds with it):
+         * every interpreter from now on just runs. */
+        *other = 1;
+        return py_next_after_unload(e, ret);
+    }
     void *real = atomic_load_explicit(traced, memory_order_acquire);
     if (!real) {
         real = py_next(name);
+        py_note_traced(real);
         atomic_store_explicit(traced, real, memory_order_release);
     }
     void *own = py_own_for_caller(e, ret);
@@ -266,7 +309,8 @@ EXPORTED void Py_InitializeEx(int install_signals)
 {
     REAL(init_ex_fn, PY_EXPORT_INITIALIZE_EX, "Py_InitializeEx");
     if (other_) {
-        real_(install_signals);
+        if (real_)
+            real_(install_signals);
         return;
     }
     before_round();
@@ -279,7 +323,8 @@ EXPORTED void Py_Initialize(void)
 {
     REAL(init_fn, PY_EXPORT_INITIALIZE, "Py_Initialize");
     if (other_) {
-        real_();
+        if (real_)
+            real_();
         return;
     }
     before_round();
@@ -292,7 +337,7 @@ EXPORTED py_status Py_InitializeFromConfig(const void *config)
 {
     REAL(init_config_fn, PY_EXPORT_INITIALIZE_FROM_CONFIG, "Py_InitializeFromConfig");
     if (other_)
-        return real_(config);
+        return real_ ? real_(config) : (py_status){ 0 };
     before_round();
     py_status status = { 0 };
     if (real_)

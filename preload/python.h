@@ -17,4 +17,9 @@ void python_start(void);
  * (python_init_check.c). */
 void python_on_dlopen(void);
 
+/* After each dlclose that succeeded (dl_hooks.c): when it unloaded the
+ * traced libpython, the tracer stops using it and says so (INFO
+ * not_watched); a libpython loaded later runs untraced. */
+void python_after_dlclose(void);
+
 #endif

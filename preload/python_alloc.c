@@ -406,9 +406,17 @@ void python_alloc_look(uint64_t young)
  * (docs/python.md). */
 __attribute__((visibility("default"))) const char *_PyMem_GetCurrentAllocatorName(void)
 {
+    if (py_unloaded()) {
+        /* The traced library and what real held went (python.c). */
+        const char *(*next)(void);
+        *(void **)&next = py_next_after_unload(PY_EXPORT_ALLOCATOR_NAME, __builtin_return_address(0));
+        return next ? next() : NULL;
+    }
     static const char *(*real)(void);
-    if (!real)
+    if (!real) {
         *(void **)&real = py_next("_PyMem_GetCurrentAllocatorName");
+        py_note_traced(*(void **)&real);
+    }
     /* A second libpython's own (python_api.h): its allocators are not ours. */
     const char *(*own)(void);
     *(void **)&own = py_own_for_caller(PY_EXPORT_ALLOCATOR_NAME, __builtin_return_address(0));

@@ -19,9 +19,60 @@
 
 py_api py;
 
-/* The handle of a libpython loaded with RTLD_LOCAL, once found; kept open,
- * as the tracer holds pointers into it from then on (py, the audit hook). */
+/* The handle of a libpython loaded with RTLD_LOCAL, once found.  Not held
+ * open: a reference of ours kept the library loaded after the program's
+ * dlclose (its next dlopen of it got the old interpreter's state back, a
+ * second version opened after it was never unloaded), where bare it is
+ * unmapped.  It is valid while the library stays loaded, which the dlclose
+ * hook checks (py_traced_unloaded). */
 static void *_Atomic local_scope;
+
+/* Set once the traced libpython was unloaded (py_traced_unloaded): from
+ * then on nothing is looked up for tracing, and our exports forward to
+ * whatever definition the caller would reach without us. */
+static _Atomic int traced_gone;
+
+/* The object that defines the traced interpreter (py.PySys_AddAuditHook),
+ * once probed: its load address and path.  Empty for the main program
+ * (a python executable, a static interpreter), which is never unloaded. */
+static uintptr_t traced_addr;
+static char traced_path[512];
+static _Atomic int traced_known;
+
+int py_unloaded(void)
+{
+    return atomic_load_explicit(&traced_gone, memory_order_acquire);
+}
+
+/* The global scope, as a handle: what dlsym(RTLD_DEFAULT) answers for
+ * libtrace.so, without its side effect.  glibc's RTLD_DEFAULT lookup adds
+ * the defining object to the caller's dependencies; libtrace.so is never
+ * unloaded, so an object dlopened later that answered it (an embedder's
+ * libpython opened RTLD_GLOBAL) was made never to be unloaded either: its
+ * dlclose left it mapped, a second version opened RTLD_GLOBAL after it
+ * bound its calls to the first one's functions and crashed in
+ * Py_FinalizeEx.  A lookup through a handle (the main program's, whose
+ * scope is the global one) adds no dependency. */
+static void *global_handle(void)
+{
+    static void *_Atomic handle;
+    void *h = atomic_load_explicit(&handle, memory_order_acquire);
+    if (!h) {
+        h = dl_real_dlopen(NULL, RTLD_LAZY);
+        void *expected = NULL;
+        if (h && !atomic_compare_exchange_strong(&handle, &expected, h)) {
+            dl_real_dlclose(h);
+            h = expected;
+        }
+    }
+    return h;
+}
+
+void *py_global_sym(const char *name)
+{
+    void *h = global_handle();
+    return h ? dl_real_dlsym(h, name) : NULL;
+}
 
 #define MAX_CANDIDATES 64
 struct candidates {
@@ -72,25 +123,28 @@ static void *find_local_scope(void)
             continue;
         void *f = dl_real_dlsym(h, "PySys_AddAuditHook");
         Dl_info where;
+        /* Our reference goes back at once: the program's keeps it loaded. */
+        dl_real_dlclose(h);
         if (f && dladdr(f, &where) && (uintptr_t)where.dli_fbase != c.self) {
             void *expected = NULL;
+            py_note_traced(f);
             if (atomic_compare_exchange_strong(&local_scope, &expected, h))
                 return h;
-            dl_real_dlclose(h);
             return expected;           /* another thread found it first */
         }
-        dl_real_dlclose(h);
     }
     return NULL;
 }
 
 void *py_sym(const char *name)
 {
+    if (py_unloaded())
+        return NULL;
     void *h = atomic_load(&local_scope);
     if (h)
         return dl_real_dlsym(h, name);
-    void *f = dl_real_dlsym(RTLD_DEFAULT, name);
-    if (f || dl_real_dlsym(RTLD_DEFAULT, "PySys_AddAuditHook"))
+    void *f = py_global_sym(name);
+    if (f || py_global_sym("PySys_AddAuditHook"))
         return f;
     h = find_local_scope();
     return h ? dl_real_dlsym(h, name) : NULL;
@@ -104,10 +158,10 @@ void *py_local_libpython(void)
 void *py_next(const char *name)
 {
     void *f = dl_real_dlsym(RTLD_NEXT, name);
-    if (f)
+    if (f || py_unloaded())
         return f;
     void *h = atomic_load(&local_scope);
-    if (!h && !dl_real_dlsym(RTLD_DEFAULT, "PySys_AddAuditHook"))
+    if (!h && !py_global_sym("PySys_AddAuditHook"))
         h = find_local_scope();
     return h ? dl_real_dlsym(h, name) : NULL;
 }
@@ -153,7 +207,7 @@ static _Atomic unsigned long sites_epoch;
  * have reached that one, and py_next (or a static interpreter's own) is it. */
 static int only_ours_global(const char *name)
 {
-    void *winner = dl_real_dlsym(RTLD_DEFAULT, name);
+    void *winner = py_global_sym(name);
     return winner && native_stack_is_ours((uintptr_t)winner) && !dl_real_dlsym(RTLD_NEXT, name);
 }
 
@@ -253,12 +307,16 @@ void py_note_other_libpython(const void *own)
         return;
     Dl_info other, traced;
     const char *traced_name = "none";
-    if (py.PySys_AddAuditHook && dladdr(*(void **)&py.PySys_AddAuditHook, &traced) && traced.dli_fname)
+    if (py_traced_path())
+        traced_name = py_traced_path();
+    else if (py.PySys_AddAuditHook && dladdr(*(void **)&py.PySys_AddAuditHook, &traced) &&
+             traced.dli_fname)
         traced_name = traced.dli_fname;
-    char msg[900];
+    char msg[1400];
     snprintf(msg, sizeof msg, "Python of %s: a second libpython in the process, not traced (only the "
-             "first one found is, %s); its calls of the functions we stand in front of go to its own",
-             dladdr(own, &other) && other.dli_fname ? other.dli_fname : "?", traced_name);
+             "first one found is, %s%s); its calls of the functions we stand in front of go to its own",
+             dladdr(own, &other) && other.dli_fname ? other.dli_fname : "?", traced_name,
+             py_unloaded() ? ", unloaded before it" : "");
     rec_info("not_watched", msg);
 }
 
@@ -340,7 +398,7 @@ static void own_calls_in(const char *path, uintptr_t base)
             void *own = dl_real_dlsym(h, export_name[e]);
             if (own && object_of(own) == base && only_ours_global(export_name[e]))
                 targets[n++] = (got_target){ .name = export_name[e],
-                                             .from = dl_real_dlsym(RTLD_DEFAULT, export_name[e]),
+                                             .from = py_global_sym(export_name[e]),
                                              .to = own };
         }
         py_note_other_libpython(dl_real_dlsym(h, "PySys_AddAuditHook"));
@@ -363,15 +421,17 @@ void py_other_libpythons_own_calls(void)
     }
     /* The traced one: the interpreter py holds, else the one it will hold
      * (the global scope's, else the first library loaded). */
-    uintptr_t traced = object_of(*(void **)&py.PySys_AddAuditHook);
-    if (!traced)
-        traced = object_of(dl_real_dlsym(RTLD_DEFAULT, "PySys_AddAuditHook"));
+    int gone = py_unloaded();
+    uintptr_t traced = gone ? 0 : object_of(*(void **)&py.PySys_AddAuditHook);
+    if (!traced && !gone)
+        traced = object_of(py_global_sym("PySys_AddAuditHook"));
     pthread_mutex_lock(&others_lock);
     if (others_unloads != dl_loader_unloads()) {
         others_unloads = dl_loader_unloads();
         n_others_done = 0;
     }
-    for (int i = 0; i < c.n && !traced; i++)
+    /* Once the traced one was unloaded, every libpython is another. */
+    for (int i = 0; i < c.n && !traced && !gone; i++)
         if (defines_audit_hook(c.lib[i].name, c.lib[i].base))
             traced = c.lib[i].base;   /* nothing traced yet: the first loaded will be */
     for (int i = 0; i < c.n; i++)
@@ -379,6 +439,86 @@ void py_other_libpythons_own_calls(void)
             own_calls_in(c.lib[i].name, c.lib[i].base);
     pthread_mutex_unlock(&others_lock);
     fork_gate_leave();
+}
+
+/* ------------------------------------------ the traced libpython's unload */
+
+
+/* The first interpreter whose functions we keep (f is one of them): the
+ * probe's, else the first our exports forward to (with TRACE_PYTHON=0 too). */
+void py_note_traced(const void *f)
+{
+    static _Atomic int busy;
+    if (!f || atomic_load(&traced_known) || atomic_exchange(&busy, 1))
+        return;
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (!atomic_load(&traced_known) && dladdr1(f, &info, (void **)&map, RTLD_DL_LINKMAP) && map) {
+        if (map->l_name && map->l_name[0] && strlen(map->l_name) < sizeof traced_path) {
+            traced_addr = map->l_addr;
+            strcpy(traced_path, map->l_name);
+        }
+        atomic_store(&traced_known, 1);
+    }
+    atomic_store(&busy, 0);
+}
+
+const char *py_traced_path(void)
+{
+    return atomic_load(&traced_known) && traced_path[0] ? traced_path : NULL;
+}
+
+static int is_traced(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    return info->dlpi_addr == traced_addr && info->dlpi_name && !strcmp(info->dlpi_name, traced_path);
+}
+
+int py_traced_unloaded(void)
+{
+    if (py_unloaded())
+        return 1;
+    if (!atomic_load(&traced_known) || !traced_path[0])
+        return 0;
+    /* Called after a dlclose, which loads nothing: an object at the same
+     * address under the same name is the traced one still. */
+    if (dl_iterate_phdr(is_traced, NULL))
+        return 0;
+    atomic_store(&local_scope, NULL);
+    atomic_store_explicit(&traced_gone, 1, memory_order_release);
+    return 1;
+}
+
+/* Our exports' answer once the traced libpython is gone: the definition
+ * the caller reaches without us (its own scope's, else the next global
+ * one), looked up again after any dlopen or dlclose. */
+void *py_next_after_unload(enum py_export e, const void *ret)
+{
+    void *own = py_own_for_caller(e, ret);
+    if (own)
+        return own;
+    static struct { void *_Atomic fn; _Atomic unsigned long stamp; } cache[PY_EXPORT_COUNT];
+    static _Atomic int cache_lock;
+    unsigned long now = (dl_loader_changes() << 1) | 1;
+    if (atomic_load_explicit(&cache[e].stamp, memory_order_acquire) == now) {
+        void *fn = atomic_load_explicit(&cache[e].fn, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&cache[e].stamp, memory_order_relaxed) == now)
+            return fn;
+    }
+    void *fn = dl_real_dlsym(RTLD_NEXT, export_name[e]);
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&cache_lock, &expected, 1)) {
+        if (((dl_loader_changes() << 1) | 1) == now) {
+            atomic_store_explicit(&cache[e].stamp, 0, memory_order_relaxed);
+            atomic_thread_fence(memory_order_release);
+            atomic_store_explicit(&cache[e].fn, fn, memory_order_relaxed);
+            atomic_store_explicit(&cache[e].stamp, now, memory_order_release);
+        }
+        atomic_store(&cache_lock, 0);
+    }
+    return fn;
 }
 
 /* dlsym returns void *; a function pointer is filled through memcpy-free
@@ -391,10 +531,15 @@ void py_other_libpythons_own_calls(void)
  * dlopen. */
 int py_api_probe(void)
 {
-    return RESOLVE(PySys_AddAuditHook, "PySys_AddAuditHook") &&
-           RESOLVE(Py_IsInitialized, "Py_IsInitialized") &&
-           RESOLVE(PyMem_GetAllocator, "PyMem_GetAllocator") &&
-           RESOLVE(PyMem_SetAllocator, "PyMem_SetAllocator");
+    if (py_unloaded())
+        return 0;
+    int found = RESOLVE(PySys_AddAuditHook, "PySys_AddAuditHook") &&
+                RESOLVE(Py_IsInitialized, "Py_IsInitialized") &&
+                RESOLVE(PyMem_GetAllocator, "PyMem_GetAllocator") &&
+                RESOLVE(PyMem_SetAllocator, "PyMem_SetAllocator");
+    if (found)
+        py_note_traced(*(void **)&py.PySys_AddAuditHook);
+    return found;
 }
 
 static int parse_version(void)

@@ -159,6 +159,32 @@ void py_other_libpythons_own_calls(void);
  * function own, just found by py_own_for_caller) runs, untraced. */
 void py_note_other_libpython(const void *own);
 
+/* name in the global scope, as dlsym(RTLD_DEFAULT) finds it, without
+ * making the object that defines it unloadable (python_api.c): every
+ * lookup of the interpreter's symbols goes through this. */
+void *py_global_sym(const char *name);
+
+/* After a dlclose that succeeded: nonzero once the libpython the tracer
+ * found (py's) is no longer loaded, from then on; python.c then stops
+ * using it.  py_unloaded() only reads the answer: when nonzero, py's
+ * pointers lead nowhere, nothing more is looked up for tracing (py_sym,
+ * py_api_probe answer NULL and 0), and a later libpython is not traced. */
+int py_traced_unloaded(void);
+int py_unloaded(void);
+
+/* Notes the object that defines f, one of the interpreter's functions we
+ * keep a pointer to, as the traced libpython (the first one noted is). */
+void py_note_traced(const void *f);
+
+/* The traced libpython's path, once probed; NULL for a python executable
+ * or a static interpreter (never unloaded) and before. */
+const char *py_traced_path(void);
+
+/* For our export e called from ret once the traced libpython is gone: the
+ * definition the call reaches without us (the caller's own scope's, else
+ * the next global one), or NULL. */
+void *py_next_after_unload(enum py_export e, const void *ret);
+
 /* Nonzero when this process has a CPython interpreter (PySys_AddAuditHook is
  * reachable); fills the functions that need no interpreter. */
 int py_api_probe(void);

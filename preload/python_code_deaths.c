@@ -85,3 +85,8 @@ int code_deaths_get(uint64_t i, uintptr_t *code)
     *code = c;
     return 1;
 }
+
+void code_deaths_forget(void)
+{
+    __atomic_store_n(&code_deaths_slot, NULL, __ATOMIC_RELEASE);
+}

@@ -76,9 +76,15 @@ void python_double_init_record(py_object *op, py_object *type)
  * check: the object is not the traced interpreter's. */
 static py_object *checked_init(py_object *op, py_object *type)
 {
+    if (py_unloaded()) {
+        init_fn next;
+        *(void **)&next = py_next_after_unload(PY_EXPORT_OBJECT_INIT, __builtin_return_address(0));
+        return next ? next(op, type) : op;
+    }
     init_fn real = __atomic_load_n(&real_init, __ATOMIC_ACQUIRE);
     if (!real) {
         *(void **)&real = py_next("PyObject_Init");
+        py_note_traced(*(void **)&real);
         __atomic_store_n(&real_init, real, __ATOMIC_RELEASE);
     }
     init_fn own;
@@ -92,9 +98,15 @@ static py_object *checked_init(py_object *op, py_object *type)
 
 static py_object *checked_init_var(py_object *op, py_object *type, ssize_t size)
 {
+    if (py_unloaded()) {
+        init_var_fn next;
+        *(void **)&next = py_next_after_unload(PY_EXPORT_OBJECT_INIT_VAR, __builtin_return_address(0));
+        return next ? next(op, type, size) : op;
+    }
     init_var_fn real = __atomic_load_n(&real_init_var, __ATOMIC_ACQUIRE);
     if (!real) {
         *(void **)&real = py_next("PyObject_InitVar");
+        py_note_traced(*(void **)&real);
         __atomic_store_n(&real_init_var, real, __ATOMIC_RELEASE);
     }
     init_var_fn own;
@@ -179,6 +191,13 @@ int python_init_check_reads_headers(void)
     return checking;
 }
 
+void python_init_check_forget(void)
+{
+    checking = 0;
+    __atomic_store_n(&real_init, NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&real_init_var, NULL, __ATOMIC_RELEASE);
+}
+
 void python_init_check_on_dlopen(void)
 {
     if (atomic_load_explicit(&redirecting, memory_order_acquire))
@@ -194,7 +213,7 @@ void python_init_check_on_dlopen(void)
  * answer that is no definition is read as ours if one comes after us. */
 static void *lookup_winner(const char *name, void *ours)
 {
-    void *found = dlsym(RTLD_DEFAULT, name);
+    void *found = py_global_sym(name);
     if (!found || found == ours)
         return found;
     Dl_info info;

@@ -48,6 +48,10 @@ static inline uint64_t code_deaths_count(void)
     return atomic_load_explicit(&code_deaths_claimed, memory_order_acquire);
 }
 
+/* The traced libpython was unloaded (python_after_dlclose): the code
+ * type's slot is gone with it. */
+void code_deaths_forget(void);
+
 /* python_stack.c: this thread's state when it holds the GIL, else NULL. */
 void *python_tstate_if_holding_gil(void);
 
@@ -124,6 +128,9 @@ void python_alloc_look(uint64_t young);
 void python_init_check_install(void);
 /* After each dlopen (python_on_dlopen). */
 void python_init_check_on_dlopen(void);
+/* The traced libpython was unloaded: no check, and the definitions ours
+ * called are gone (python_after_dlclose). */
+void python_init_check_forget(void);
 int python_init_check_reads_headers(void);
 void python_double_init_record(py_object *op, py_object *type);
 
