@@ -172,6 +172,7 @@ void *dlopen(const char *file, int mode)
 
 int dlclose(void *handle)
 {
+    int python_suspended = python_before_dlclose(handle);
     int rc = dl_real_dlclose(handle);
     if (rc == 0) {
         atomic_fetch_add(&loader_unloads, 1);
@@ -179,8 +180,7 @@ int dlclose(void *handle)
     }
     if (rc == 0 && rec_active())
         modules_rescan();
-    if (rc == 0)
-        python_after_dlclose();
+    python_after_dlclose(python_suspended, rc);
     return rc;
 }
 

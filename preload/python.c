@@ -25,11 +25,13 @@
 #include "python_api.h"
 #include "python_internal.h"
 #include "config.h"
+#include "fork_gate.h"
 #include "host_blocks.h"
 #include "recorder.h"
 #include "warn.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -229,9 +231,62 @@ void python_between_rounds_look(void)
  * later is not traced: the tracer's Python state (layouts, wrapped types,
  * caches by address) is the first one's.  Our exports forward to what
  * their callers reach without us (python_api.h). */
-void python_after_dlclose(void)
+static struct {
+    int held;
+    const rec_py_provider *provider;
+    rec_thread_namer namer;
+    rec_open_check open_check;
+} suspended;
+static pthread_mutex_t suspend_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Before the program's dlclose of the traced library's own handle: what
+ * the recorder calls on any thread is taken out first, so that no event
+ * on another thread starts reading the interpreter while it is being
+ * unmapped (one already inside the stack reader still may).  Put back by
+ * python_after_dlclose if the library stays.  1 if taken out. */
+int python_before_dlclose(void *handle)
 {
-    if (py_unloaded() || !py_traced_unloaded())
+    if (!py_handle_is_traced(handle))
+        return 0;
+    fork_gate_enter();   /* a child must not inherit suspend_lock held */
+    pthread_mutex_lock(&suspend_lock);
+    if (!suspended.held++) {
+        suspended.provider = rec_set_py_provider(NULL);
+        suspended.namer = rec_set_thread_namer(NULL);
+        suspended.open_check = rec_set_open_check(NULL);
+    }
+    pthread_mutex_unlock(&suspend_lock);
+    fork_gate_leave();
+    return 1;
+}
+
+static void resume(void)
+{
+    fork_gate_enter();
+    pthread_mutex_lock(&suspend_lock);
+    if (suspended.held && !--suspended.held && !py_unloaded()) {
+        /* Unless one was set meanwhile (an attach on another thread). */
+        const rec_py_provider *p = rec_set_py_provider(suspended.provider);
+        if (p)
+            rec_set_py_provider(p);
+        rec_thread_namer n = rec_set_thread_namer(suspended.namer);
+        if (n)
+            rec_set_thread_namer(n);
+        rec_open_check c = rec_set_open_check(suspended.open_check);
+        if (c)
+            rec_set_open_check(c);
+    }
+    pthread_mutex_unlock(&suspend_lock);
+    fork_gate_leave();
+}
+
+void python_after_dlclose(int suspended_here, int rc)
+{
+    static atomic_int forgotten;
+    int unloaded = rc == 0 && !py_unloaded() && py_traced_unloaded();
+    if (suspended_here)
+        resume();
+    if (!unloaded || atomic_exchange(&forgotten, 1))
         return;
     rec_set_py_provider(NULL);
     rec_set_thread_namer(NULL);

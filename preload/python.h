@@ -17,9 +17,12 @@ void python_start(void);
  * (python_init_check.c). */
 void python_on_dlopen(void);
 
-/* After each dlclose that succeeded (dl_hooks.c): when it unloaded the
- * traced libpython, the tracer stops using it and says so (INFO
+/* Around each dlclose (dl_hooks.c): before() returns 1 when the handle is
+ * the traced libpython's, whose readers it takes out of the recorder;
+ * after(that, dlclose's result) puts them back if the library stays, and
+ * when it was unloaded the tracer stops using it and says so (INFO
  * not_watched); a libpython loaded later runs untraced. */
-void python_after_dlclose(void);
+int python_before_dlclose(void *handle);
+void python_after_dlclose(int suspended, int rc);
 
 #endif

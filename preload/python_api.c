@@ -36,6 +36,7 @@ static _Atomic int traced_gone;
  * once probed: its load address and path.  Empty for the main program
  * (a python executable, a static interpreter), which is never unloaded. */
 static uintptr_t traced_addr;
+static const void *traced_map;     /* its link map: the handle dlopen gave for it */
 static char traced_path[512];
 static _Atomic int traced_known;
 
@@ -456,6 +457,7 @@ void py_note_traced(const void *f)
     if (!atomic_load(&traced_known) && dladdr1(f, &info, (void **)&map, RTLD_DL_LINKMAP) && map) {
         if (map->l_name && map->l_name[0] && strlen(map->l_name) < sizeof traced_path) {
             traced_addr = map->l_addr;
+            traced_map = map;
             strcpy(traced_path, map->l_name);
         }
         atomic_store(&traced_known, 1);
@@ -466,6 +468,12 @@ void py_note_traced(const void *f)
 const char *py_traced_path(void)
 {
     return atomic_load(&traced_known) && traced_path[0] ? traced_path : NULL;
+}
+
+int py_handle_is_traced(const void *handle)
+{
+    return handle && atomic_load(&traced_known) && traced_path[0] && !py_unloaded() &&
+           handle == traced_map;
 }
 
 static int is_traced(struct dl_phdr_info *info, size_t size, void *arg)

@@ -176,6 +176,10 @@ int py_unloaded(void);
  * keep a pointer to, as the traced libpython (the first one noted is). */
 void py_note_traced(const void *f);
 
+/* Whether a dlopen handle is the traced libpython's (compared, never read:
+ * glibc's handles are link maps). */
+int py_handle_is_traced(const void *handle);
+
 /* The traced libpython's path, once probed; NULL for a python executable
  * or a static interpreter (never unloaded) and before. */
 const char *py_traced_path(void);

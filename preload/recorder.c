@@ -159,16 +159,16 @@ int rec_start(const tf_header *h)
     return 0;
 }
 
-void rec_set_py_provider(const rec_py_provider *p)
+const rec_py_provider *rec_set_py_provider(const rec_py_provider *p)
 {
-    atomic_store(&py_provider, p);
+    return atomic_exchange(&py_provider, p);
 }
 
-static void (*_Atomic open_check)(void);
+static _Atomic rec_open_check open_check;
 
-void rec_set_open_check(void (*check)(void))
+rec_open_check rec_set_open_check(rec_open_check check)
 {
-    atomic_store(&open_check, check);
+    return atomic_exchange(&open_check, check);
 }
 
 /* Before an event that would nest in an open operation: the operation is
@@ -182,9 +182,9 @@ static inline void check_open_ops(void)
     }
 }
 
-void rec_set_thread_namer(rec_thread_namer fn)
+rec_thread_namer rec_set_thread_namer(rec_thread_namer fn)
 {
-    atomic_store(&thread_namer, fn);
+    return atomic_exchange(&thread_namer, fn);
 }
 
 void rec_threads_renamed(void)

@@ -56,7 +56,9 @@ void rec_close(uint64_t seq);
  * has ended unseen (rec_close, and record its closing event), so that the
  * event is not nested in it.  python_gc.c's: a collection whose "stop"
  * callback never came (gc.callbacks changed during it). */
-void rec_set_open_check(void (*check)(void));
+typedef void (*rec_open_check)(void);
+/* Each setter here returns the one it replaced. */
+rec_open_check rec_set_open_check(rec_open_check check);
 
 /* Definitions, interned under the recorder's lock.  A string's id is good
  * until the log starts its next segment: events use rec_event_text. */
@@ -78,7 +80,7 @@ typedef struct rec_py_provider {
     int (*capture)(rec_py_raw *frames, int max);
     uint32_t (*intern)(tf_writer *w, const rec_py_raw *frames, int n);
 } rec_py_provider;
-void rec_set_py_provider(const rec_py_provider *p);
+const rec_py_provider *rec_set_py_provider(const rec_py_provider *p);
 
 /*
  * Thread names.  The OS name (prctl / pthread_setname_np) is the recorder's
@@ -97,7 +99,7 @@ void rec_set_py_provider(const rec_py_provider *p);
  * record is due anyway): a call per event was 40 instructions of about
  * 1,500 with every GC allocation recorded (bench/workloads/threaded). */
 typedef uint32_t (*rec_thread_namer)(uint32_t seen, char *buf, size_t cap, uint64_t *ask_after);
-void rec_set_thread_namer(rec_thread_namer fn);
+rec_thread_namer rec_set_thread_namer(rec_thread_namer fn);
 /* Some thread's OS name changed (thread_names.c). */
 void rec_threads_renamed(void);
 
