@@ -124,6 +124,22 @@ def main():
                                 % (tag, why, said))
         if any("libtruth_a.so" in l for l in said):
             failures.append("report: libtruth_a.so, unchanged, said to be another build: %s" % said)
+        # The HTML report lists them too, when a browser is here to render it.
+        chromium = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
+                         if shutil.which(n)), None)
+        if chromium:
+            page = os.path.join(tmp, "report.html")
+            subprocess.run([replay, "report", "--html", page, log], capture_output=True, text=True)
+            dom = subprocess.run([chromium, "--headless", "--disable-gpu", "--no-sandbox",
+                                  "--user-data-dir=" + os.path.join(tmp, "profile"), "--virtual-time-budget=5000",
+                                  "--dump-dom", "file://" + page], capture_output=True, text=True, timeout=120).stdout
+            if 'data-status="rendered"' not in dom:
+                failures.append("report --html: the page did not render")
+            for tag in ("n", "b"):
+                if paths[tag] + ": not resolved: " + paths[tag] + " is another build" not in dom:
+                    failures.append("report --html: libtruth_%s.so not listed under Symbols" % tag)
+        else:
+            print("note: no chromium: the HTML report's Symbols section was not checked")
         p = subprocess.run([replay, "report", "--json", log], capture_output=True, text=True)
         differs = {os.path.basename(m["path"]): m.get("file_differs")
                    for m in json.loads(p.stdout).get("modules", []) if m.get("path")}

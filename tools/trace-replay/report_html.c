@@ -51,6 +51,7 @@ static const char page_head[] =
     "<section id=\"gc\"><h2>Garbage collection</h2></section>\n"
     "<section id=\"dinit\"><h2>Double initialisations</h2></section>\n"
     "<section id=\"events\"><h2>Events and threads</h2></section>\n"
+    "<section id=\"symbols\" hidden><h2>Symbols</h2></section>\n"
     "</main>\n"
     "<script type=\"application/json\" id=\"report-data\">";
 
@@ -434,6 +435,22 @@ static const char page_tail[] =
     "  sec.appendChild(ul);\n"
     "}\n"
     "\n"
+    "// Modules whose frames stay module+offset: the file found is another build.\n"
+    "function symbols() {\n"
+    "  var off = (R.modules || []).filter(function (m) { return m.file_differs; });\n"
+    "  if (!off.length) return;\n"
+    "  var sec = document.getElementById(\"symbols\");\n"
+    "  sec.hidden = false;\n"
+    "  var ul = el(\"ul\");\n"
+    "  off.forEach(function (m) {\n"
+    "    ul.appendChild(el(\"li\", {}, m.path + \": not resolved: \" + m.file_differs + \" is another build (its \" +\n"
+    "                      (m.build_id ? \"build-id\" : \"load segments\") + \" differs from the recorded one)\"));\n"
+    "  });\n"
+    "  sec.appendChild(ul);\n"
+    "  sec.appendChild(el(\"p\", {}, \"Their frames show module+offset; give --debug-dir DIR with the recorded files \" +\n"
+    "                   \"(scripts/trace-bundle packs them on the machine of the run).\"));\n"
+    "}\n"
+    "\n"
     "// A Python program without a GPU: its findings (collections, double\n"
     "// initialisations) come right after the summary; no pool section.\n"
     "function pythonShape() {\n"
@@ -445,7 +462,7 @@ static const char page_tail[] =
     "  document.getElementById(\"pools\").hidden = true;\n"
     "}\n"
     "\n"
-    "summary(); chart(); notWatched(); checks(); if (!PY) pools(); flame(); sites(); gc(); dinit(); events(); pythonShape();\n"
+    "summary(); chart(); notWatched(); checks(); if (!PY) pools(); flame(); sites(); gc(); dinit(); events(); symbols(); pythonShape();\n"
     RPT_PAGE_JS_END;
 
 /* The JSON goes inside a <script> element, where "</script" or "<!--" in a
