@@ -426,6 +426,41 @@ __attribute__((visibility("default"))) const char *_PyMem_GetCurrentAllocatorNam
     return name ? name : name_through_wrappers();
 }
 
+/* sys._debugmallocstats() prints pymalloc's statistics only when the object
+ * domain's functions are CPython's own (_PyMem_PymallocEnabled compares
+ * them, through the debug hooks if any), so our OBJ wrapper
+ * (TRACE_PY_ALLOCS) made it print nothing of pymalloc: "Small block
+ * threshold" missing, and test_sys.test_debugmallocstats failed, on every
+ * version.  For the call, the allocator we wrapped is put back, then ours:
+ * the statistics allocate nothing, and the caller holds the GIL.  A later
+ * allocator on top of ours (tracemalloc) is left alone, as it would hide
+ * pymalloc bare too.  libpython calls it through its PLT (sysmodule.c,
+ * Py_FinalizeEx with PYTHONMALLOCSTATS) in an interpreter with a shared
+ * libpython; a static interpreter's calls do not come here (docs/python.md). */
+__attribute__((visibility("default"))) int _PyObject_DebugMallocStats(FILE *out)
+{
+    static int (*real)(FILE *);
+    if (!real)
+        *(void **)&real = py_next("_PyObject_DebugMallocStats");
+    int (*own)(FILE *);
+    *(void **)&own = py_own_for_caller(PY_EXPORT_DEBUG_MALLOC_STATS, __builtin_return_address(0));
+    if (own && own != real)
+        return own(out);
+    if (!real)
+        return 0;
+    domain_wrapper *w = &wrappers[PY_DOMAIN_OBJ];
+    py_allocator now;
+    if (!w->prev.malloc || !py.PyMem_GetAllocator || !py.PyMem_SetAllocator)
+        return real(out);
+    py.PyMem_GetAllocator(PY_DOMAIN_OBJ, &now);
+    if (now.ctx != w)
+        return real(out);
+    py.PyMem_SetAllocator(PY_DOMAIN_OBJ, &w->prev);
+    int r = real(out);
+    py.PyMem_SetAllocator(PY_DOMAIN_OBJ, &now);
+    return r;
+}
+
 /* PYTHONMALLOC=malloc (or malloc_debug): MEM and OBJ go straight to malloc,
  * not through the RAW domain. */
 static int python_malloc_bypasses_raw(void)

@@ -176,6 +176,7 @@ static const char *const export_name[PY_EXPORT_COUNT] = {
     [PY_EXPORT_OBJECT_INIT] = "PyObject_Init",
     [PY_EXPORT_OBJECT_INIT_VAR] = "PyObject_InitVar",
     [PY_EXPORT_ALLOCATOR_NAME] = "_PyMem_GetCurrentAllocatorName",
+    [PY_EXPORT_DEBUG_MALLOC_STATS] = "_PyObject_DebugMallocStats",
 };
 
 /* Call sites seen per export and the answer for each, as cuda_symbols.c

@@ -136,6 +136,34 @@ def check_allocator_name(python, version):
                         % (version, python, env, more, run.proc.stdout.strip(), bare.proc.stdout.strip()))
 
 
+# sys._debugmallocstats() prints pymalloc's part only when the object
+# domain's functions are CPython's own: our OBJ wrapper (TRACE_PY_ALLOCS)
+# made it print none ("Small block threshold" missing), and CPython's
+# test_sys.test_debugmallocstats failed traced.  libtrace.so puts the wrapped
+# allocator back for that call; a static interpreter's own call cannot be
+# interposed (docs/python.md).
+STATS_PROGRAM = "import sys; sys._debugmallocstats()"
+STATS_LINES = ("Small block threshold", "arenas allocated total", "free PyDictObjects")
+
+
+def check_debug_malloc_stats(python, version):
+    if pt.is_static(python):
+        print("%s (%s): static interpreter, sys._debugmallocstats not checked (known: docs/python.md)"
+              % (version, python))
+        return
+    for env in ({}, {"PYTHONMALLOC": "malloc"}, {"PYTHONMALLOC": "debug"}):
+        bare = pt.run_traced([python, "-c", STATS_PROGRAM], args.preload, args.pylog, env=env, trace=False)
+        said = [line for line in STATS_LINES if line in bare.proc.stderr]
+        for more in ({}, {"TRACE_PY_ALLOCS": "1"}, {"TRACE_PY_ALLOCS": "7"}):
+            run = pt.run_traced([python, "-c", STATS_PROGRAM], args.preload, args.pylog, env=dict(env, **more))
+            got = [line for line in STATS_LINES if line in run.proc.stderr]
+            fails.check(run.proc.returncode == bare.proc.returncode == 0 and got == said,
+                        "%s (%s) %s %s: sys._debugmallocstats() said %s traced, %s bare (exit %s, %s)"
+                        % (version, python, env, more, got, said, run.proc.returncode, bare.proc.returncode))
+            if more:
+                fails.check(run.of("py_alloc"), "%s %s %s: no py_alloc recorded" % (version, env, more))
+
+
 # CPython before 3.8 (2.7, 3.6 and 3.7 where installed) has no audit hooks:
 # no Python hooks, and the process is told of, not taken for one without
 # Python.  The line goes in the log (INFO python, here with a 4 MiB host
@@ -186,6 +214,7 @@ for python, version in interpreters:
     check_switched_off(python, version)
     check_debug_allocator(python, version)
     check_allocator_name(python, version)
+    check_debug_malloc_stats(python, version)
 # Debian's debug builds (python3.X-dbg, installed by scripts/lib/setup.sh):
 # python3.11d used to abort at exit under the preload.
 debug_builds = [c for c in sorted(glob.glob("/usr/bin/python3.[0-9]*d"))
