@@ -439,9 +439,17 @@ __attribute__((visibility("default"))) const char *_PyMem_GetCurrentAllocatorNam
  * libpython; a static interpreter's calls do not come here (docs/python.md). */
 __attribute__((visibility("default"))) int _PyObject_DebugMallocStats(FILE *out)
 {
+    if (py_unloaded()) {
+        /* The traced library and what real held went (python.c). */
+        int (*next)(FILE *);
+        *(void **)&next = py_next_after_unload(PY_EXPORT_DEBUG_MALLOC_STATS, __builtin_return_address(0));
+        return next ? next(out) : 0;
+    }
     static int (*real)(FILE *);
-    if (!real)
+    if (!real) {
         *(void **)&real = py_next("_PyObject_DebugMallocStats");
+        py_note_traced(*(void **)&real);
+    }
     int (*own)(FILE *);
     *(void **)&own = py_own_for_caller(PY_EXPORT_DEBUG_MALLOC_STATS, __builtin_return_address(0));
     if (own && own != real)
