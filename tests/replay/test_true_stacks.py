@@ -146,6 +146,16 @@ def main():
         if differs.get("libtruth_n.so") != paths["n"] or differs.get("libtruth_b.so") != paths["b"] \
                 or differs.get("libtruth_a.so") is not None:
             failures.append("report --json: modules' file_differs: %s" % differs)
+        # trace-dump --json says it on the module's line (old: no such key).
+        p = subprocess.run([dump, "--json", log], capture_output=True, text=True)
+        differs = {}
+        for line in p.stdout.splitlines():
+            e = json.loads(line)
+            if e.get("kind") == "module" and "libtruth_" in e.get("path", ""):
+                differs[os.path.basename(e["path"])] = e.get("file_differs", "(no key)")
+        if differs.get("libtruth_n.so") != paths["n"] or differs.get("libtruth_b.so") != paths["b"] \
+                or differs.get("libtruth_a.so") is not None:
+            failures.append("trace-dump --json: modules' file_differs: %s" % differs)
         # The same addresses again after an unload, in another module (two
         # copies of A, loaded in turn at the same base, called from the same
         # place): the second event's frames are the second copy's.

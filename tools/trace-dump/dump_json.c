@@ -34,8 +34,12 @@ void dump_json_header(dump_ctx *d)
     rn_json_end_obj(j);
 }
 
-static void module_line(rn_json *j, const tf_module *m)
+/* file_differs: the file this machine has at the module's path is another
+ * build (rn_stacks_module_differs), so its frames stay module+offset; said
+ * here because the frames cannot say why (the report says it too). */
+static void module_line(dump_ctx *d, const tf_module *m)
 {
+    rn_json *j = &d->j;
     static const char hex[] = "0123456789abcdef";
     char *id = malloc(2 * (size_t)m->build_id_len + 1);
     if (!id) {
@@ -53,6 +57,7 @@ static void module_line(rn_json *j, const tf_module *m)
     rn_json_str(j, "path", m->path ? m->path : "");
     rn_json_u64(j, "base", m->base);
     rn_json_str(j, "build_id", id);
+    rn_json_str(j, "file_differs", rn_stacks_module_differs(d->stacks, m));
     rn_json_arr(j, "segments");
     for (uint32_t i = 0; i < m->nsegments; i++) {
         rn_json_obj(j, NULL);
@@ -135,7 +140,7 @@ void dump_json_definitions(dump_ctx *d)
         rn_json_end_obj(j);
     }
     for (; d->json_modules < tf_reader_module_count(d->r); d->json_modules++)
-        module_line(j, tf_reader_module_at(d->r, d->json_modules));
+        module_line(d, tf_reader_module_at(d->r, d->json_modules));
     for (; d->json_unloads < tf_reader_unload_count(d->r); d->json_unloads++) {
         rn_json_obj(j, NULL);
         rn_json_str(j, "kind", "module_unload");
