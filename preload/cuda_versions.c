@@ -3,6 +3,7 @@
  * getters: they need no context and take no lock a traced call could hold.
  */
 #include "cuda_versions.h"
+#include "hook_stack.h"
 #include "dl_hooks.h"
 #include "recorder.h"
 
@@ -48,10 +49,10 @@ static int first_time(const void *base)
     return 0;
 }
 
-void cuda_versions_note_runtime(const void *fn)
+static __attribute__((noinline)) void note_runtime(void *fn)
 {
     Dl_info info;
-    if (!rec_active() || !dladdr(fn, &info) || !info.dli_fname || !first_time(info.dli_fbase))
+    if (!dladdr(fn, &info) || !info.dli_fname || !first_time(info.dli_fbase))
         return;
     void *handle = dl_real_dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
     int version;
@@ -63,4 +64,16 @@ void cuda_versions_note_runtime(const void *fn)
     if (handle)
         dl_real_dlclose(handle);
     rec_info("cuda_runtime", text);
+}
+
+/* The text and dlopen take 5 KiB and more: on a stack of ours where the
+ * thread's has too little left (hook_stack.h). */
+void cuda_versions_note_runtime(const void *fn)
+{
+    if (!rec_active())
+        return;
+    if (hook_stack_roomy())
+        note_runtime((void *)fn);
+    else
+        hook_stack_run(note_runtime, (void *)fn);
 }

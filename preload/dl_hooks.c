@@ -15,6 +15,7 @@
  * handles with the caller's return address untouched.
  */
 #include "dl_hooks.h"
+#include "hook_stack.h"
 #include "cuda_symbols.h"
 #include "dl_search.h"
 #include "host_blocks.h"
@@ -151,10 +152,10 @@ int dl_in_dlopen(void)
     return dlopen_depth;
 }
 
-void *dlopen(const char *file, int mode)
+static void *dlopen_from(const char *file, int mode, const void *caller)
 {
     char path[PATH_MAX];
-    const char *found = dl_search_for_caller(file, __builtin_return_address(0), path, sizeof path);
+    const char *found = dl_search_for_caller(file, caller, path, sizeof path);
     dlopen_depth++;
     void *handle = dl_real_dlopen(found, mode);
     dlopen_depth--;
@@ -168,6 +169,32 @@ void *dlopen(const char *file, int mode)
     if (handle && !(mode & RTLD_NOLOAD))
         py_other_libpythons_own_calls();
     return handle;
+}
+
+struct dlopen_args {
+    const char *file;
+    int mode;
+    const void *caller;
+    void *handle;
+};
+
+static void dlopen_packed(void *arg)
+{
+    struct dlopen_args *a = arg;
+    a->handle = dlopen_from(a->file, a->mode, a->caller);
+}
+
+/* The search's path and the rescan after it take 12 KiB: where the thread
+ * has less left than an event needs (hook_stack.h), the whole call runs
+ * on a stack of ours, the loaded objects' constructors with it. */
+void *dlopen(const char *file, int mode)
+{
+    const void *caller = __builtin_return_address(0);
+    if (__builtin_expect(hook_stack_roomy(), 1))
+        return dlopen_from(file, mode, caller);
+    struct dlopen_args a = { .file = file, .mode = mode, .caller = caller };
+    hook_stack_run(dlopen_packed, &a);
+    return a.handle;
 }
 
 int dlclose(void *handle)

@@ -152,6 +152,13 @@ void native_stack_init(void)
         find_main_stack();
 }
 
+int native_stack_main_bounds(uintptr_t *lo, uintptr_t *hi)
+{
+    *lo = main_stack_lo;
+    *hi = main_stack_hi;
+    return main_stack_hi != 0;
+}
+
 void native_stack_note(void)
 {
     if (!unwind_loaded) {

@@ -13,12 +13,8 @@
 static char *stack_lo;     /* lowest usable byte, above the guard page */
 static size_t stack_size;
 
-/* trace_run_on_stack(fn, arg, top): call fn(arg) with the stack pointer at
- * top (16-byte aligned), then come back.  The frame pointer keeps the old
- * stack pointer; the CFI lets debuggers unwind from our stack to the app's. */
-void trace_run_on_stack(void (*fn)(void *), void *arg, void *top)
-    __attribute__((visibility("hidden")));
-
+/* trace_run_on_stack: the frame pointer keeps the old stack pointer; the
+ * CFI lets debuggers unwind from our stack to the app's. */
 #if defined(__x86_64__)
 __asm__(".text\n"
         ".globl trace_run_on_stack\n"

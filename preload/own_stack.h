@@ -19,4 +19,9 @@ void own_stack_init(void);
  * nested.  Without a stack (the mapping failed), on the caller's. */
 void own_stack_run(void (*fn)(void *), void *arg);
 
+/* Call fn(arg) with the stack pointer at top (16-byte aligned), then come
+ * back (hook_stack.c uses it too). */
+void trace_run_on_stack(void (*fn)(void *), void *arg, void *top)
+    __attribute__((visibility("hidden")));
+
 #endif

@@ -16,6 +16,7 @@
 #include "event_clock.h"
 #include "flusher.h"
 #include "host_blocks.h"
+#include "hook_stack.h"
 #include "native_stack.h"
 #include "dl_hooks.h"
 #include "modules.h"
@@ -448,11 +449,43 @@ static inline int *program_errno(void)
     return at;
 }
 
+/* An event's work where the thread's stack has too little left for it
+ * (hook_stack.h): packed, and run there. */
+struct aside_args {
+    tf_event *e;
+    unsigned flags;
+    uint32_t *text_id;
+    const char *text;
+    uint64_t seq;
+};
+
+static void record_event_packed(void *arg)
+{
+    struct aside_args *a = arg;
+    a->seq = record_event(a->e, a->flags, a->text_id, a->text);
+}
+
+static void record_py_free_packed(void *arg)
+{
+    struct aside_args *a = arg;
+    a->seq = record_py_free(a->e);
+}
+
+static __attribute__((noinline, cold)) uint64_t
+record_aside(void (*fn)(void *), tf_event *e, unsigned flags, uint32_t *text_id, const char *text)
+{
+    struct aside_args a = { .e = e, .flags = flags, .text_id = text_id, .text = text };
+    hook_stack_run(fn, &a);
+    return a.seq;
+}
+
 uint64_t rec_py_free(tf_event *e)
 {
     int *err = program_errno(), saved_errno = *err;
     host_guard_enter();
-    uint64_t seq = record_py_free(e);
+    uint64_t seq = __builtin_expect(hook_stack_roomy(), 1)
+                       ? record_py_free(e)
+                       : record_aside(record_py_free_packed, e, 0, NULL, NULL);
     host_guard_leave();
     *err = saved_errno;
     return seq;
@@ -470,7 +503,9 @@ uint64_t rec_event(tf_event *e, unsigned flags)
     int *err = program_errno(), saved_errno = *err;
     check_open_ops();
     host_guard_enter();
-    uint64_t seq = record_event(e, flags, NULL, NULL);
+    uint64_t seq = __builtin_expect(hook_stack_roomy(), 1)
+                       ? record_event(e, flags, NULL, NULL)
+                       : record_aside(record_event_packed, e, flags, NULL, NULL);
     host_guard_leave();
     *err = saved_errno;
     return seq;
@@ -481,7 +516,9 @@ uint64_t rec_event_text(tf_event *e, unsigned flags, uint32_t *text_id, const ch
     int *err = program_errno(), saved_errno = *err;
     check_open_ops();
     host_guard_enter();
-    uint64_t seq = record_event(e, flags, text_id, text);
+    uint64_t seq = __builtin_expect(hook_stack_roomy(), 1)
+                       ? record_event(e, flags, text_id, text)
+                       : record_aside(record_event_packed, e, flags, text_id, text);
     host_guard_leave();
     *err = saved_errno;
     return seq;

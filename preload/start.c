@@ -6,6 +6,7 @@
 #include "config.h"
 #include "ending_signals.h"
 #include "endings.h"
+#include "hook_stack.h"
 #include "event_clock.h"
 #include "flusher.h"
 #include "fork_gate.h"
@@ -157,6 +158,7 @@ static void fork_child(void)
 {
     fork_gate_child();
     endings_fork_child();
+    hook_stack_fork_child();
     ending_signals_fork_child();
     trace_config_set_pid(getpid());
     tf_header h = make_header(forking_pid);
@@ -224,6 +226,7 @@ static void start(void)
     log_configure();
     endings_init();
     native_stack_init();
+    hook_stack_init();
     read_process_facts();
     read_python_version();
     tf_header h = make_header(getppid());

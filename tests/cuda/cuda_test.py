@@ -1577,6 +1577,55 @@ def python_interpreters():
     return list(dict.fromkeys(chosen))
 
 
+# docs/guarantees.md: on a thread with 32 KiB (HOOK_STACK_ROOM) left a hook
+# takes at most 16 KiB of it more than the call takes bare; with less left,
+# at most 1 KiB more.
+HOOK_STACK_MOST = 16 * 1024
+HOOK_STACK_THIN_EXTRA = 1024
+
+
+def painted(stack, traced):
+    rc, out, err = run([prog("prog_small_stack"), "paint", str(stack)],
+                       env_for(traced=traced, TRACE_HOST_BUFFERS=1))
+    check(rc == 0, "paint %d (traced=%s): exit %d %r" % (stack, traced, rc, err))
+    return {l.split()[0]: int(l.split()[1]) for l in out.splitlines()}
+
+
+def test_small_stack():
+    """Hooks on a thread whose stack has little room: one made with 16 KiB
+    (PTHREAD_STACK_MIN) that allocates 2 MiB blocks (malloc, realloc, mmap)
+    and device memory; one of 256 KiB that used all but 6 KiB of it first.
+    Both run as bare and leave a whole log.  Before, both died (SIGSEGV):
+    an event took up to 12 KiB of the program's stack (17 KiB for the
+    first cudaMalloc, whose runtime dlopens the driver).  Then, painted,
+    the most stack each kind of call took: at most HOOK_STACK_MOST more
+    than bare on a default stack, and on a 24 KiB one little more than bare."""
+    for argv, what in ((["run", "16384"], "16 KiB thread"),
+                       (["deep", "6144"], "thread with 6 KiB left")):
+        rc, out, err = run([prog("prog_small_stack")] + argv, env_for(traced=False))
+        check(rc == 0, "bare, %s: exit %d %r" % (what, rc, err))
+        rc, out, err = run([prog("prog_small_stack")] + argv, env_for(TRACE_HOST_BUFFERS=1))
+        check(rc == 0, "%s: exit %d %r" % (what, rc, err))
+
+        def blocks(records, what=what):
+            n = len(events(records, "host_alloc"))
+            check(n >= 300, "%s: %d host_alloc events, expected 300 or more" % (what, n))
+        check_whole(only_log(), 100, "exit", what, before=blocks)
+        os.unlink(only_log())
+    bare, traced = painted(0, False), painted(0, True)
+    print("stack taken on a default stack, bare:", bare, "traced:", traced)
+    for kind in bare:
+        check(traced[kind] - bare[kind] <= HOOK_STACK_MOST,
+              "%s took %d bytes of stack, %d bare: more than %d more" % (kind, traced[kind], bare[kind], HOOK_STACK_MOST))
+    bare, traced = painted(24576, False), painted(24576, True)
+    print("stack taken on a 24 KiB stack, bare:", bare, "traced:", traced)
+    for kind in bare:
+        check(traced[kind] - bare[kind] <= HOOK_STACK_THIN_EXTRA,
+              "on a 24 KiB stack %s took %d bytes, %d bare" % (kind, traced[kind], bare[kind]))
+    for f in logs():
+        os.unlink(f)
+
+
 def test_stack_memo():
     """The same allocation site reached through callers whose frames sit at
     the same addresses (and an alloca of varying size above it): every
