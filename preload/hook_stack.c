@@ -39,13 +39,13 @@
 #define TLS static __thread __attribute__((tls_model("initial-exec")))
 __thread uintptr_t hook_room_from __attribute__((tls_model("initial-exec")));
 __thread uintptr_t hook_room_span __attribute__((tls_model("initial-exec")));
+__thread int hook_stack_aside __attribute__((tls_model("initial-exec")));
 TLS uintptr_t thread_lo, thread_hi;   /* checked readable; hi == 0: not known */
 TLS int thread_floor;                 /* the stack ends at thread_lo */
 
 static char *pool;                    /* SLOTS x (guard page, stack) */
 static size_t slot_stride, page_size = 4096;
 static _Atomic int busy[SLOTS];
-static _Atomic uint64_t aside;
 static uintptr_t main_lo, main_hi;
 
 void hook_stack_init(void)
@@ -75,11 +75,6 @@ void hook_stack_fork_child(void)
         if (!pool || sp < lo || sp >= lo + slot_stride)
             atomic_store(&busy[i], 0);
     }
-}
-
-uint64_t hook_stack_aside_count(void)
-{
-    return atomic_load(&aside);
 }
 
 static void set_window(void)
@@ -126,8 +121,9 @@ static void run_aside(void (*fn)(void *), void *arg)
                 atomic_exchange_explicit(&busy[i], 1, memory_order_acquire))
                 continue;
             uintptr_t top = ((uintptr_t)pool + (size_t)(i + 1) * slot_stride) & ~(uintptr_t)15;
-            atomic_fetch_add_explicit(&aside, 1, memory_order_relaxed);
+            hook_stack_aside++;
             trace_run_on_stack(fn, arg, (void *)top);
+            hook_stack_aside--;
             atomic_store_explicit(&busy[i], 0, memory_order_release);
             return;
         }

@@ -26,6 +26,7 @@
  */
 #include "unwind_lib.h"
 #include "native_stack.h"
+#include "hook_stack.h"
 #include "fork_gate.h"
 #include "readable_run.h"
 #include "recorder.h"
@@ -40,8 +41,16 @@
 #include <unistd.h>
 
 /* Our own frames at the top of a stack: the recorder, the hook, a wrapper
- * (at most 7 today).  Walking costs per frame, so ask for no more. */
-#define OWN_FRAMES_MAX 8
+ * (at most 7 today, 9 in the sanitizer build since the recorder is also
+ * called aside), and on a stack of ours the switch's (hook_stack.h).
+ * Walking costs per frame, so ask for no more. */
+#define OWN_FRAMES_MAX 10
+#define OWN_FRAMES_ASIDE (OWN_FRAMES_MAX + HOOK_STACK_ASIDE_FRAMES)
+
+static inline int own_frames_max(void)
+{
+    return hook_stack_aside ? OWN_FRAMES_ASIDE : OWN_FRAMES_MAX;
+}
 #define MEMO_SETS 4
 #define MEMO_WAYS 4
 #define MEMO_FRAMES 32
@@ -343,14 +352,15 @@ int native_stack_walking(void)
  * Not for a thread's first walks (walk_stack). */
 static int fast_walk(uint64_t *ips, int depth)
 {
-    void *raw[NATIVE_STACK_MAX + OWN_FRAMES_MAX];
+    void *raw[NATIVE_STACK_MAX + OWN_FRAMES_ASIDE];
+    int own_max = own_frames_max();
     fork_gate_enter();
     walking = 1;
-    int n = unwind_lib.backtrace(raw, depth + OWN_FRAMES_MAX);
+    int n = unwind_lib.backtrace(raw, depth + own_max);
     walking = 0;
     fork_gate_leave();
     int skip = 0;
-    while (skip < n && skip < OWN_FRAMES_MAX && native_stack_is_ours((uintptr_t)raw[skip]))
+    while (skip < n && skip < own_max && native_stack_is_ours((uintptr_t)raw[skip]))
         skip++;
     int kept = n - skip < depth ? n - skip : depth;
     for (int i = 0; i < kept; i++)
@@ -366,12 +376,12 @@ static int step_walk(uint64_t *ips, uint64_t *sps, int depth)
     unw_cursor_t cur;
     if (UNWIND_GETCONTEXT(&ctx) != 0 || unwind_lib.init_local(&cur, &ctx) != 0)
         return 0;
-    int n = 0, own = 0;
+    int n = 0, own = 0, own_max = own_frames_max();
     do {
         unw_word_t ip, sp;
         if (unwind_lib.get_reg(&cur, UNW_REG_IP, &ip) != 0 || unwind_lib.get_reg(&cur, UNW_REG_SP, &sp) != 0)
             break;
-        if (n == 0 && own < OWN_FRAMES_MAX && native_stack_is_ours(ip)) {
+        if (n == 0 && own < own_max && native_stack_is_ours(ip)) {
             own++;
             continue;
         }
