@@ -28,6 +28,7 @@
 #include "native_stack.h"
 #include "hook_stack.h"
 #include "fork_gate.h"
+#include "main_stack.h"
 #include "readable_run.h"
 #include "recorder.h"
 #include "unwind_pipe.h"
@@ -121,22 +122,17 @@ static int find_own_text(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;
 }
 
-/* The main thread's stack, from its pthread attributes, read once at start
- * in the constructor (for the main thread glibc reads /proc/self/maps with
- * stdio, under the thread's lock: not something to do in a hook).  Other
- * threads find theirs at their first capture (know_stack_bounds). */
+/* The main thread's stack, with pthread_getattr_np's figures, read once
+ * at start in the constructor (it reads /proc/self/maps: not something to
+ * do in a hook).  Other threads find theirs at their first capture
+ * (know_stack_bounds). */
 static void find_main_stack(void)
 {
-    pthread_attr_t attr;
-    void *addr;
-    size_t size;
-    if (pthread_getattr_np(pthread_self(), &attr) != 0)
-        return;
-    if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-        main_stack_lo = (uintptr_t)addr;
-        main_stack_hi = (uintptr_t)addr + size;
+    uintptr_t lo, hi;
+    if (main_stack_bounds(page_size, &lo, &hi) == 0) {
+        main_stack_lo = lo;
+        main_stack_hi = hi;
     }
-    pthread_attr_destroy(&attr);
 }
 
 /* libunwind would open a pipe (to validate addresses) as it sets itself
