@@ -153,10 +153,17 @@ static struct sigaction as_read_back(const struct sigaction *act, const struct s
     return a;
 }
 
-/* The app's disposition is SIG_DFL (act): ours goes to the kernel. */
-static int stand_in(sigaction_fn real, int sig, const struct sigaction *act)
+/* What the kernel holds after real(sig, &mine, NULL): glibc adds the same
+ * restorer to every action, so it is read back once, not once per signal
+ * (at start that was 22 system calls of the 200 a traced /bin/true made). */
+static struct sigaction mine_read_back;
+static int mine_read_back_known;
+
+/* The app's disposition is SIG_DFL (act): ours goes to the kernel.  init:
+ * is_init(), asked once by a caller that installs many. */
+static int stand_in_as(sigaction_fn real, int sig, const struct sigaction *act, int init)
 {
-    if (!fault_signal(sig) && is_init()) {
+    if (!fault_signal(sig) && init) {
         /* SIG_DFL itself: the kernel drops the signal (is_init). */
         struct sigaction back;
         if (real(sig, act, NULL) != 0 || real(sig, NULL, &back) != 0)
@@ -168,12 +175,23 @@ static int stand_in(sigaction_fn real, int sig, const struct sigaction *act)
     struct sigaction mine = { .sa_sigaction = on_signal,
                               .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART };
     sigfillset(&mine.sa_mask);
-    struct sigaction back;
-    if (real(sig, &mine, NULL) != 0 || real(sig, NULL, &back) != 0)
+    if (real(sig, &mine, NULL) != 0)
         return -1;
-    app_action[sig] = as_read_back(act, &back);
+    if (!mine_read_back_known) {
+        struct sigaction back;
+        if (real(sig, NULL, &back) != 0)
+            return -1;
+        mine_read_back = back;
+        mine_read_back_known = 1;
+    }
+    app_action[sig] = as_read_back(act, &mine_read_back);
     ours[sig] = 1;
     return 0;
+}
+
+static int stand_in(sigaction_fn real, int sig, const struct sigaction *act)
+{
+    return stand_in_as(real, sig, act, is_init());
 }
 
 /* The table is changed with every signal blocked, so no handler on this
@@ -200,6 +218,7 @@ void ending_signals_install(void)
         return;
     sigset_t saved;
     table_enter(&saved);
+    int init = is_init();   /* once: the pid does not change under the loop */
     for (size_t i = 0; i < sizeof ending_set / sizeof *ending_set; i++) {
         int sig = ending_set[i].sig;
         struct sigaction now;
@@ -207,7 +226,7 @@ void ending_signals_install(void)
             continue;
         in_set[sig] = 1;
         app_action[sig] = now;
-        if (now.sa_handler == SIG_DFL && stand_in(real, sig, &now) != 0)
+        if (now.sa_handler == SIG_DFL && stand_in_as(real, sig, &now, init) != 0)
             app_action[sig] = now;
     }
     atomic_store(&installed, 1);

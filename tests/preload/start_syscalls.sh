@@ -1,0 +1,27 @@
+#!/bin/sh
+# tests/preload/start_syscalls.sh LIB - what a traced process that records
+# nothing asks of the kernel at start (strace of /bin/true): the handlers
+# for the ending signals are set with one read of each signal's action,
+# not two (the action we set is read back once, for every signal: glibc
+# gives each the same restorer), and the pid is asked once for them all,
+# not once a signal; and the main thread's stack comes from our own read of
+# /proc/self/maps, not pthread_getattr_np's (which asks sched_getaffinity).
+# Before: 44 reads for 22 sets, 23 getpid, 1 sched_getaffinity (205 calls
+# in all, 166 after).  Exit 77 without strace.
+set -eu
+lib=$1
+command -v strace >/dev/null 2>&1 || { echo "SKIP: no strace"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+strace -f -o "$tmp/st" -E LD_PRELOAD="$lib" -E TRACE_OUTPUT="$tmp/t-%p.tlog" /bin/true
+reads=$(grep -c 'rt_sigaction([A-Z0-9]*, NULL' "$tmp/st" || true)
+sets=$(grep -c 'rt_sigaction([A-Z0-9]*, {' "$tmp/st" || true)
+pids=$(grep -c ' getpid()' "$tmp/st" || true)
+affinity=$(grep -c 'sched_getaffinity' "$tmp/st" || true)
+echo "rt_sigaction: $reads reads, $sets sets; getpid: $pids; sched_getaffinity: $affinity"
+fail=0
+[ "$sets" -ge 20 ] || { echo "FAIL: $sets handlers set, expected one per ending signal"; fail=1; }
+[ "$reads" -le $((sets + 1)) ] || { echo "FAIL: $reads reads of actions for $sets sets"; fail=1; }
+[ "$pids" -le 8 ] || { echo "FAIL: $pids getpid calls"; fail=1; }
+[ "$affinity" -eq 0 ] || { echo "FAIL: sched_getaffinity at start (pthread_getattr_np)"; fail=1; }
+exit $fail
