@@ -36,6 +36,7 @@
 
 #include <dlfcn.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -165,6 +166,14 @@ int unwind_lib_load(void)
     else if (first[0])
         memcpy(problem, first, sizeof problem);
     return ok;
+}
+
+struct link_map *unwind_lib_map(void)
+{
+    struct link_map *map = NULL;
+    if (!handle || dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0)
+        return NULL;
+    return map;
 }
 
 const char *unwind_lib_problem(void)

@@ -37,6 +37,10 @@ extern struct unwind_lib unwind_lib __attribute__((visibility("hidden")));
  * unwind_lib_problem says why). */
 int unwind_lib_load(void);
 
+/* The loader's record of the copy in use (dlinfo RTLD_DI_LINKMAP), or NULL
+ * when none is open. */
+struct link_map *unwind_lib_map(void);
+
 /* Why unwind_lib_load failed, for an INFO record; NULL when it did not. */
 const char *unwind_lib_problem(void);
 

