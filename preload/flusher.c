@@ -65,16 +65,34 @@ static tf_chunk end_chunk;     /* exec: the frame holding END, kept apart */
 static tf_chunk restated;      /* a new segment's opening (TRACE_MAX_BYTES) */
 static off_t exec_cut;         /* exec: the log's size before that frame */
 static ZSTD_CCtx *cctx;        /* in memory of its own, mapped at start */
+static void *cctx_space;
+static size_t cctx_size;
 
 void flusher_init(void)
 {
     /* Everything a level-1 stream can need, mapped once: compressing never
      * calls malloc, so a flush from a signal handler that interrupted malloc
-     * cannot deadlock on its lock. */
+     * cannot deadlock on its lock.  Mapped at start, so that a process
+     * that ends for want of memory still has it. */
     size_t size = ZSTD_estimateCStreamSize(LOG_COMPRESSION_LEVEL);
     void *space = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (space != MAP_FAILED)
-        cctx = ZSTD_initStaticCCtx(space, size);
+    if (space != MAP_FAILED) {
+        cctx_space = space;
+        cctx_size = size;
+    }
+}
+
+/* The compressor, set up in its memory at the first write (with the token
+ * held), not at start: ZSTD_initStaticCCtx asks CPUID, which a virtual
+ * machine's hypervisor answers, about 24 us of the 440 us a traced /bin/true
+ * added on the 2-core VM, and it writes the context's first pages, for a
+ * process that may never write.  Neither call can fail for want of memory
+ * there, nor take a lock: a flush in a signal handler may make it. */
+static ZSTD_CCtx *compressor(void)
+{
+    if (!cctx && cctx_space)
+        cctx = ZSTD_initStaticCCtx(cctx_space, cctx_size);
+    return cctx;
 }
 
 static int token_take(int bounded)
@@ -114,7 +132,7 @@ static int flush_under_guard(int bounded)
         return -1;
     int rc = 0;
     if (chunk_waiting) {
-        rc = log_write(&chunk, cctx);
+        rc = log_write(&chunk, compressor());
         chunk_waiting = rc == -EAGAIN;
     }
     if (!chunk_waiting) {
@@ -123,11 +141,11 @@ static int flush_under_guard(int bounded)
         uint32_t next = rec_active() ? log_rotation_due() : 0;   /* not after END */
         size_t n = next ? rec_seal_restate(&chunk, next, &restated) : rec_seal(&chunk);
         if (n > 0) {
-            rc = log_write(&chunk, cctx);
+            rc = log_write(&chunk, compressor());
             chunk_waiting = rc == -EAGAIN;
         }
         if (next && restated.len && rc == 0 && !chunk_waiting)
-            log_rotate(&restated, cctx);
+            log_rotate(&restated, compressor());
         else if (next && !restated.len)
             log_rotation_impossible();
     }
@@ -186,7 +204,7 @@ static int write_waiting(int unused)
     (void)unused;
     if (!chunk_waiting)
         return 0;
-    int rc = log_write(&chunk, cctx);
+    int rc = log_write(&chunk, compressor());
     chunk_waiting = rc == -EAGAIN;
     return rc;
 }
@@ -196,7 +214,7 @@ static int write_end(int unused)
     int rc = write_waiting(unused);
     if (rc == 0 && end_chunk.len) {
         exec_cut = log_size();
-        rc = log_write(&end_chunk, cctx);
+        rc = log_write(&end_chunk, compressor());
     }
     return rc;
 }
