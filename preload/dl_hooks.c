@@ -156,13 +156,22 @@ static void *dlopen_from(const char *file, int mode, const void *caller)
 {
     char path[PATH_MAX];
     const char *found = dl_search_for_caller(file, caller, path, sizeof path);
+    unsigned long long generation = rec_active() ? modules_loader_generation() : 0;
     dlopen_depth++;
     void *handle = dl_real_dlopen(found, mode);
     dlopen_depth--;
     if (handle && !(mode & RTLD_NOLOAD))
         atomic_fetch_add(&loader_changes, 1);
-    if (handle && rec_active()) {
-        modules_rescan();
+    /* Only when an object came in, or a loaded one joins the global scope
+     * (where our lookups of Python's and CUDA's names may now find it): a
+     * dlopen of an object already loaded (ctypes.CDLL(None), the libc that
+     * psutil.heap_info opens around mallinfo2) changes nothing we look at,
+     * and the work allocates from the program's malloc (the module table's
+     * snapshot, some 30 KiB and a path per object; the failed lookups'
+     * messages), which mallinfo2 between two such calls saw. */
+    int changed = !generation || generation != modules_loader_generation() || (mode & RTLD_GLOBAL);
+    if (handle && changed && rec_active()) {
+        modules_rescan_if_changed();
         host_on_dlopen();
         python_on_dlopen();
     }
@@ -205,8 +214,9 @@ int dlclose(void *handle)
         atomic_fetch_add(&loader_unloads, 1);
         atomic_fetch_add(&loader_changes, 1);
     }
+    /* A dlclose that only dropped a reference unloaded nothing: as above. */
     if (rc == 0 && rec_active())
-        modules_rescan();
+        modules_rescan_if_changed();
     python_after_dlclose(python_suspended, rc);
     return rc;
 }

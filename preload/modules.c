@@ -190,12 +190,18 @@ static int probe_generation(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;   /* the first object tells it: stop there */
 }
 
-void modules_rescan_if_changed(void)
+unsigned long long modules_loader_generation(void)
 {
     unsigned long long generation = 0;
     fork_gate_enter();
     dl_iterate_phdr(probe_generation, &generation);
     fork_gate_leave();
+    return generation;
+}
+
+void modules_rescan_if_changed(void)
+{
+    unsigned long long generation = modules_loader_generation();
     if (generation && generation == atomic_load_explicit(&applied_generation, memory_order_relaxed))
         return;
     modules_rescan();

@@ -10,10 +10,14 @@
 void modules_rescan(void);
 
 /* modules_rescan when the loader's adds+subs differ from the last snapshot
- * applied (one dl_iterate_phdr callback to ask): for an event recorded
- * inside dlopen, whose stack may run through the constructor of an object
- * not yet recorded. */
+ * applied (one dl_iterate_phdr callback to ask): after dlopen and dlclose,
+ * and for an event recorded inside dlopen, whose stack may run through the
+ * constructor of an object not yet recorded. */
 void modules_rescan_if_changed(void);
+
+/* The loader's adds+subs (dlpi_adds + dlpi_subs): it changes whenever an
+ * object is loaded or unloaded; 0 where the C library does not say. */
+unsigned long long modules_loader_generation(void);
 
 /* In a forked child: the parent's table, restated in the child's new log
  * (no loader call: see modules.c). */
