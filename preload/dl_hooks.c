@@ -62,11 +62,26 @@ void *dl_real_dlsym(void *handle, const char *name)
     return real ? real(handle, name) : NULL;
 }
 
+/* After the program's dl call succeeded, which left the thread's dlerror
+ * state empty: our own lookups since (is this an embedder's libpython? a
+ * CUDA library? the next definition of a CUDA entry point) leave their
+ * failures there ("undefined symbol: PySys_AddAuditHook"), which the
+ * program's dlerror() would read as the answer to its call.  Where the call
+ * failed, its error is the program's and our hooks look nothing up. */
+static void forget_own_dl_errors(void)
+{
+    (void)dlerror();
+}
+
 /* dlsym on an explicit handle (the assembly sends the rest to glibc). */
 __attribute__((visibility("hidden"), used)) void *trace_dlsym_on_handle(void *handle, const char *name)
 {
     void *p = dl_real_dlsym(handle, name);
-    return p ? cuda_symbol_wrap(name, p) : NULL;
+    if (!p)
+        return NULL;
+    void *wrapped = cuda_symbol_wrap(name, p);
+    forget_own_dl_errors();
+    return wrapped;
 }
 
 #if defined(__x86_64__)
@@ -177,6 +192,8 @@ static void *dlopen_from(const char *file, int mode, const void *caller)
     }
     if (handle && !(mode & RTLD_NOLOAD))
         py_other_libpythons_own_calls();
+    if (handle)
+        forget_own_dl_errors();
     return handle;
 }
 
@@ -218,6 +235,8 @@ int dlclose(void *handle)
     if (rc == 0 && rec_active())
         modules_rescan_if_changed();
     python_after_dlclose(python_suspended, rc);
+    if (rc == 0)
+        forget_own_dl_errors();
     return rc;
 }
 
