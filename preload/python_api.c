@@ -4,6 +4,7 @@
 #include "python_api.h"
 
 #include "dl_hooks.h"
+#include "dl_object.h"
 #include "fork_gate.h"
 #include "got_redirect.h"
 #include "native_stack.h"
@@ -346,11 +347,11 @@ static int collect_libpythons(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-/* The load address of the object defining f, or 0. */
+/* The load address of the object defining f, or 0.  Asked after every
+ * dlopen once a libpython is loaded: not dladdr (dl_object.h). */
 static uintptr_t object_of(const void *f)
 {
-    Dl_info info;
-    return f && dladdr(f, &info) ? (uintptr_t)info.dli_fbase : 0;
+    return dl_object_start(f);
 }
 
 /* Libraries already done (load address and program headers), for the
