@@ -18,6 +18,18 @@ void tf_pages_free(void *p, size_t size)
         munmap(p, size);
 }
 
+void tf_pages_prefault(void *p, size_t size)
+{
+#ifdef MADV_POPULATE_WRITE
+    uintptr_t page = 4096, a = ((uintptr_t)p + page - 1) & ~(page - 1), e = ((uintptr_t)p + size) & ~(page - 1);
+    if (e > a)
+        madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+#else
+    (void)p;
+    (void)size;
+#endif
+}
+
 int tf_pages_reserve(uint8_t **data, size_t *cap, size_t used, size_t need, size_t first_cap)
 {
     if (*cap - used >= need)
