@@ -69,10 +69,9 @@ static int grow_slots(tf_intern *t)
     tf_intern_slot *slots = tf_pages_resize(NULL, 0, size * sizeof *slots);  /* zeroed */
     if (!slots)
         return -1;
-    /* A quarter full at once with the old keys, spread over every page. */
-    if (t->slots)
-        tf_pages_prefault(slots, size * sizeof *slots);
     if (t->slots) {
+        /* A quarter full at once with the old keys, spread over every page. */
+        tf_pages_prefault(slots, size * sizeof *slots);
         for (size_t i = 0; i <= t->mask; i++)
             if (t->slots[i].id != 0)
                 place(slots, size - 1, &t->slots[i]);
