@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <stdatomic.h>
+#include <stddef.h>
 
 /* _dl_find_object is looked up, not linked, so that libtrace.so still
  * loads on glibc 2.34; where it is missing, or finds nothing (before the
@@ -42,4 +43,20 @@ uintptr_t dl_object_start(const void *addr)
 #endif
     Dl_info info;
     return dladdr(addr, &info) ? (uintptr_t)info.dli_fbase : 0;
+}
+
+const char *dl_object_file(const void *addr)
+{
+    if (!addr)
+        return NULL;
+#ifdef DLFO_STRUCT_HAS_EH_DBASE
+    /* The program's own link map has an empty name: dladdr names it. */
+    find_fn find = finder();
+    struct dl_find_object fo;
+    if (find && find((void *)addr, &fo) == 0 && fo.dlfo_link_map && fo.dlfo_link_map->l_name &&
+        fo.dlfo_link_map->l_name[0])
+        return fo.dlfo_link_map->l_name;
+#endif
+    Dl_info info;
+    return dladdr(addr, &info) ? info.dli_fname : NULL;
 }

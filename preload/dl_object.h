@@ -17,4 +17,8 @@
  * dli_fbase), or 0 when none does. */
 uintptr_t dl_object_start(const void *addr);
 
+/* The file name of the object that holds addr (dladdr's dli_fname: the
+ * program's own as dladdr gives it), or NULL when none does. */
+const char *dl_object_file(const void *addr);
+
 #endif

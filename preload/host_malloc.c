@@ -27,6 +27,7 @@
 
 #include "host_blocks.h"
 #include "dl_hooks.h"
+#include "dl_object.h"
 #include "native_stack.h"
 
 #include <dlfcn.h>
@@ -100,28 +101,6 @@ static size_t boot_size(const void *p)
 
 #define NEXT(field, name) (*(void **)&real.field = dl_real_dlsym(RTLD_NEXT, name))
 
-/* The file name of the object that holds addr, or NULL.  dladdr searches
- * the object's symbols for the nearest one, which we do not need: on glibc
- * it was 88,000 of the 650,000 instructions a traced /bin/true spent in
- * libtrace.so.  glibc 2.35's _dl_find_object answers from the loader's
- * sorted table of mappings, without a lock or a symbol search; it is looked
- * up, not linked, so that libtrace.so still loads on 2.34.  Before the
- * loader has set its table up (a malloc from the loader's own start) it
- * finds nothing, and dladdr answers as before. */
-static const char *object_file(void *addr)
-{
-#ifdef DLFO_STRUCT_HAS_EH_DBASE
-    int (*find)(void *, struct dl_find_object *);
-    *(void **)&find = dl_real_dlsym(RTLD_DEFAULT, "_dl_find_object");
-    struct dl_find_object fo;
-    if (find && find(addr, &fo) == 0 && fo.dlfo_link_map && fo.dlfo_link_map->l_name &&
-        fo.dlfo_link_map->l_name[0])
-        return fo.dlfo_link_map->l_name;
-#endif
-    Dl_info info;
-    return dladdr(addr, &info) ? info.dli_fname : NULL;
-}
-
 static int resolve(void)
 {
     int expected = UNRESOLVED;
@@ -141,7 +120,9 @@ static int resolve(void)
     NEXT(pvalloc, "pvalloc");
     /* Older or smaller C libraries may lack the obsolete ones: memalign
      * serves them (and posix_memalign serves memalign). */
-    const char *file = real.malloc ? object_file((void *)real.malloc) : NULL;
+    /* dl_object_file, not dladdr: dladdr's symbol search was 88,000 of the
+     * 650,000 instructions a traced /bin/true spent in libtrace.so. */
+    const char *file = real.malloc ? dl_object_file((void *)real.malloc) : NULL;
     if (file) {
         const char *base = strrchr(file, '/');
         base = base ? base + 1 : file;
