@@ -530,14 +530,47 @@ static py_object *interpreter_callbacks(void)
     return callbacks;
 }
 
+/* 3.8 and 3.9 make gc.callbacks (3.8 gc.garbage too) when gc is first
+ * imported (PyInit_gc keeps lists already there), and the collector does
+ * without them until then.  Made here, as PyInit_gc would make them and owned by
+ * the collector's state, they spare the import: with it, 'gc' was in
+ * sys.modules of every traced 3.8 and 3.9 program that never imported it.
+ * A new reference to the callbacks list, or NULL (nothing changed). */
+static py_object *make_interpreter_lists(void)
+{
+    py_object *(*list_new)(ssize_t);
+    *(void **)&list_new = py.minor <= 9 && layout && py.list_type ? py_sym("PyList_New") : NULL;
+    char *base = list_new ? (char *)gc_base() : NULL;
+    if (!base)
+        return NULL;
+    char *collecting = base + layout->gc_young_count + PY_GC_COLLECTING_FROM_YOUNG;
+    py_object **garbage = (py_object **)(collecting + PY_GC_GARBAGE_FROM_COLLECTING);
+    py_object **callbacks = (py_object **)(collecting + PY_GC_CALLBACKS_FROM_COLLECTING);
+    if (*(const int *)collecting != 0 || *callbacks)
+        return NULL;
+    /* 3.9 makes garbage when the interpreter starts, 3.8 with callbacks. */
+    py_object *g = *garbage ? NULL : list_new(0), *c = *garbage || g ? list_new(0) : NULL;
+    if (!c) {
+        if (g)
+            py.Py_DecRef(g);
+        py.PyErr_Clear();
+        return NULL;
+    }
+    if (g)
+        *garbage = g;
+    *callbacks = c;
+    py.Py_IncRef(c);
+    return c;
+}
+
 /* Append a callable to the current interpreter's gc.callbacks.  0 on
  * failure (the exception is cleared).  Taken from the interpreter where it
- * is there, so that gc is not imported: the program would see it in
- * sys.modules, and in what -X importtime and -v print.  Else, with
- * may_import, gc.callbacks: only for the main interpreter, because a 3.9
- * subinterpreter's gc module is a copy of the main one's (single-phase
- * init), its callbacks the main interpreter's list, and the subinterpreter's
- * own collector has none to call. */
+ * is there (or made there, 3.8 and 3.9), so that gc is not imported: the
+ * program would see it in sys.modules, and in what -X importtime and -v
+ * print.  Else, with may_import, gc.callbacks: only for the main
+ * interpreter, because a 3.9 subinterpreter's gc module is a copy of the
+ * main one's (single-phase init), its callbacks the main interpreter's
+ * list, and the subinterpreter's own collector has none to call. */
 static int append_callback(ssize_t slot, int may_import)
 {
     py_object *self = py.PyLong_FromSsize_t(slot);
@@ -546,7 +579,7 @@ static int append_callback(ssize_t slot, int may_import)
     py_object *gc = NULL;
     if (callbacks) {
         py.Py_IncRef(callbacks);
-    } else if (callback && may_import) {
+    } else if (callback && may_import && !(callbacks = make_interpreter_lists())) {
         gc = py.PyImport_ImportModule("gc");
         callbacks = gc ? py.PyObject_GetAttrString(gc, "callbacks") : NULL;
     }
