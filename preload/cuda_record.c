@@ -5,6 +5,7 @@
 #include "alloc_env.h"
 #include "cuda_versions.h"
 #include "dl_hooks.h"
+#include "dl_lookup.h"
 #include "recorder.h"
 
 #include <dlfcn.h>
@@ -29,8 +30,10 @@ typedef int (*ctx_get_device_fn)(int *device);
  * takes no lock the call we just made could hold, and it is not traced.
  * Not found (no libcuda.so.1 loaded: a runtime double, a static runtime
  * that has not loaded it yet; or a driver without it) is remembered until
- * the next dlopen or dlclose: the search costs a loader lookup, and this
- * runs on every traced call. */
+ * the next dlopen or dlclose: the search walks the loaded objects, and this
+ * runs on every traced call.  Found in libcuda's own symbol table, not by
+ * the loader's dlopen and dlsym: those would replace a failure the program
+ * has not read from dlerror() yet (dl_lookup.h). */
 static int current_device(void)
 {
     static ctx_get_device_fn _Atomic get_device;
@@ -40,12 +43,9 @@ static int current_device(void)
         unsigned long changes = dl_loader_changes();
         if (atomic_load_explicit(&missing_since, memory_order_relaxed) == changes + 1)
             return -1;
-        void *libcuda = dl_real_dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-        if (libcuda) {
-            fn = (ctx_get_device_fn)dl_real_dlsym(libcuda, "cuCtxGetDevice");
-            cuda_versions_note_driver(libcuda);
-            dl_real_dlclose(libcuda);
-        }
+        *(void **)&fn = dl_lookup_in_loaded("libcuda.so.1", "cuCtxGetDevice");
+        if (fn)
+            cuda_versions_note_driver((const void *)fn);
         if (!fn) {
             atomic_store_explicit(&missing_since, changes + 1, memory_order_relaxed);
             return -1;
@@ -81,16 +81,11 @@ int cuda_current_device(void)
 }
 
 /* A function of the loaded libcuda.so.1 (NULL: none loaded, or it lacks
- * it).  For the teardowns only: they are rare, so the loader is asked each
- * time. */
+ * it), from its symbol table as above.  For the teardowns only: they are
+ * rare, so it is looked up each time. */
 static void *driver_function(const char *name)
 {
-    void *libcuda = dl_real_dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (!libcuda)
-        return NULL;
-    void *fn = dl_real_dlsym(libcuda, name);
-    dl_real_dlclose(libcuda);
-    return fn;
+    return dl_lookup_in_loaded("libcuda.so.1", name);
 }
 
 int cuda_context_device(void *ctx)

@@ -4,6 +4,7 @@
 #include "cuda_symbols.h"
 #include "cuda_versions.h"
 #include "dl_hooks.h"
+#include "dl_lookup.h"
 #include "fork_gate.h"
 #include "native_stack.h"
 #include "warn.h"
@@ -126,49 +127,27 @@ static struct call_site sites[CUDA_ENTRY_COUNT][CALL_SITES];
 static _Atomic int sites_lock;
 static _Atomic unsigned long sites_epoch;
 
-/* name's definition in the object loaded as path, unless it is ours. */
-static void *lookup_in(const char *path, const char *name)
-{
-    void *handle = dl_real_dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
-    if (!handle)
-        return NULL;
-    void *real = dl_real_dlsym(handle, name);
-    dl_real_dlclose(handle);
-    return real && !native_stack_is_ours((uintptr_t)real) ? real : NULL;
-}
-
-struct search { const char *name; void *real; };
-
-static int search_object(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)size;
-    struct search *s = arg;
-    if (info->dlpi_name && info->dlpi_name[0])
-        s->real = lookup_in(info->dlpi_name, s->name);
-    return s->real != NULL;
-}
-
 /* The definition the caller's object binds to: first its own scope (its
  * dependencies, where RTLD_LOCAL libraries live), then the global scope
  * after libtrace.so (the main program and its libraries), and last any
  * loaded object that defines it (a caller holding a pointer to our export
- * that it took from a library it opened RTLD_LOCAL). */
+ * that it took from a library it opened RTLD_LOCAL).  This runs at the
+ * program's call, so the objects' own symbol tables answer, not the
+ * loader's dlopen and dlsym, which would replace a failure the program has
+ * not read from dlerror() yet (dl_lookup.h; dladdr leaves it alone). */
 static void *resolve_for_caller(const char *name, const void *ret)
 {
     Dl_info info;
     struct link_map *map = NULL;
     void *real = NULL;
     if (dladdr1(ret, &info, (void **)&map, RTLD_DL_LINKMAP) && map && map->l_name[0])
-        real = lookup_in(map->l_name, name);
+        real = dl_lookup_in_scope(map, name);
+    if (real && native_stack_is_ours((uintptr_t)real))
+        real = NULL;
     if (!real)
-        real = dl_real_dlsym(RTLD_NEXT, name);
-    if (!real) {
-        struct search s = { name, NULL };
-        fork_gate_enter();
-        dl_iterate_phdr(search_object, &s);
-        fork_gate_leave();
-        real = s.real;
-    }
+        real = dl_lookup_next(name);
+    if (!real)
+        real = dl_lookup_any(name);
     return real;
 }
 

@@ -4,7 +4,7 @@
  */
 #include "cuda_versions.h"
 #include "hook_stack.h"
-#include "dl_hooks.h"
+#include "dl_lookup.h"
 #include "recorder.h"
 
 #include <dlfcn.h>
@@ -15,17 +15,21 @@
 
 typedef int (*get_version_fn)(int *);
 
-static int call_version(void *handle, const char *name, int *version)
+/* The object's own definition, not the loader's dlsym: this runs at a
+ * traced call, where the program may have a dlerror() still to read
+ * (dl_lookup.h). */
+static int call_version(const void *in_object, const char *name, int *version)
 {
-    get_version_fn fn = handle ? (get_version_fn)dl_real_dlsym(handle, name) : NULL;
+    get_version_fn fn;
+    *(void **)&fn = dl_lookup_in_object_at(in_object, name);
     return fn && fn(version) == 0;
 }
 
-void cuda_versions_note_driver(void *libcuda)
+void cuda_versions_note_driver(const void *fn)
 {
     static _Atomic int noted;
     int version;
-    if (atomic_load(&noted) || !call_version(libcuda, "cuDriverGetVersion", &version) ||
+    if (atomic_load(&noted) || !call_version(fn, "cuDriverGetVersion", &version) ||
         atomic_exchange(&noted, 1))
         return;
     char text[16];
@@ -54,19 +58,16 @@ static __attribute__((noinline)) void note_runtime(void *fn)
     Dl_info info;
     if (!dladdr(fn, &info) || !info.dli_fname || !first_time(info.dli_fbase))
         return;
-    void *handle = dl_real_dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
     int version;
     char text[4200];
-    if (call_version(handle, "cudaRuntimeGetVersion", &version))
+    if (call_version(fn, "cudaRuntimeGetVersion", &version))
         snprintf(text, sizeof text, "%s version=%d", info.dli_fname, version);
     else
         snprintf(text, sizeof text, "%s", info.dli_fname);
-    if (handle)
-        dl_real_dlclose(handle);
     rec_info("cuda_runtime", text);
 }
 
-/* The text and dlopen take 5 KiB and more: on a stack of ours where the
+/* The text and the lookup take 5 KiB and more: on a stack of ours where the
  * thread's has too little left (hook_stack.h). */
 void cuda_versions_note_runtime(const void *fn)
 {

@@ -6,8 +6,9 @@
 #ifndef TRACE_CUDA_VERSIONS_H
 #define TRACE_CUDA_VERSIONS_H
 
-/* "cuda_driver_version" = cuDriverGetVersion() of this libcuda.so.1 handle. */
-void cuda_versions_note_driver(void *libcuda);
+/* "cuda_driver_version" = cuDriverGetVersion() of the libcuda.so.1 that
+ * holds this driver function. */
+void cuda_versions_note_driver(const void *fn);
 
 /* "cuda_runtime" = "<library> version=<cudaRuntimeGetVersion()>" for the
  * object holding this runtime function (no version: a static runtime). */

@@ -3,7 +3,7 @@
  */
 #include "dl_object.h"
 
-#include "dl_hooks.h"
+#include "dl_lookup.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -13,7 +13,9 @@
 /* _dl_find_object is looked up, not linked, so that libtrace.so still
  * loads on glibc 2.34; where it is missing, or finds nothing (before the
  * loader has set its table up), dladdr answers as before.  The look-up
- * itself is a symbol search: done once. */
+ * itself is a symbol search: done once, in the objects' own tables (the
+ * first may come at a host block, where dlsym would replace a failure the
+ * program has not read from dlerror() yet: dl_lookup.h). */
 #ifdef DLFO_STRUCT_HAS_EH_DBASE
 typedef int (*find_fn)(void *, struct dl_find_object *);
 
@@ -24,7 +26,7 @@ static find_fn finder(void)
     find_fn f = atomic_load_explicit(&found, memory_order_acquire);
     if (f || atomic_load_explicit(&looked, memory_order_acquire))
         return f;
-    *(void **)&f = dl_real_dlsym(RTLD_DEFAULT, "_dl_find_object");
+    *(void **)&f = dl_lookup_any("_dl_find_object");
     atomic_store_explicit(&found, f, memory_order_release);
     atomic_store_explicit(&looked, 1, memory_order_release);
     return f;

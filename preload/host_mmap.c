@@ -32,6 +32,7 @@
 
 #include "host_blocks.h"
 #include "dl_hooks.h"
+#include "dl_lookup.h"
 #include "native_stack.h"
 #include "python_api.h"
 #include "recorder.h"
@@ -105,18 +106,17 @@ static size_t page_round(uint64_t len)
 
 /* pymalloc's arena mmap, known by its caller: the arena allocator's function
  * (looked up once Python is there; a process may load it late), in the
- * global scope or in the libpython the program opened with RTLD_LOCAL,
- * which the Python side found when it was loaded (only a handle read here:
- * no search inside an mmap).  Not found in the second: 1 MiB arenas of 3.10
- * and later were recorded as large host buffers (an embedder, 7 MiB of
- * "host buffers" where the program made 4). */
+ * global scope or in a libpython the program opened with RTLD_LOCAL.  Not
+ * found in the second: 1 MiB arenas of 3.10 and later were recorded as
+ * large host buffers (an embedder, 7 MiB of "host buffers" where the
+ * program made 4).  From the objects' own symbol tables, not dlsym: a
+ * non-Python process looked it up at each large mmap, and its miss replaced
+ * a failure the program had not read from dlerror() yet (dl_lookup.h). */
 static int from_arena_allocator(const void *caller)
 {
     if (!arena_alloc_fn) {
-        void (*get)(void *) = (void (*)(void *))py_global_sym("PyObject_GetArenaAllocator");
-        void *local = get ? NULL : py_local_libpython();
-        if (local)
-            get = (void (*)(void *))dl_real_dlsym(local, "PyObject_GetArenaAllocator");
+        void (*get)(void *);
+        *(void **)&get = dl_lookup_any("PyObject_GetArenaAllocator");
         if (!get)
             return 0;
         struct { void *ctx; void *alloc; void *free; } a = { 0 };
