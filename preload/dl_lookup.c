@@ -247,6 +247,12 @@ void *dl_lookup_in_loaded(const char *object, const char *name)
     return q.found;
 }
 
+int dl_lookup_loaded(const char *object)
+{
+    struct object_query q = { .object = object };
+    return object && walk(visit_object, &q);
+}
+
 void *dl_lookup_in_object_at(const void *addr, const char *name)
 {
     struct object_query q = { .addr = (uintptr_t)addr, .name = name };

@@ -27,6 +27,12 @@
  * defines itself. */
 void *dl_lookup_in_loaded(const char *object, const char *name);
 
+/* Whether an object the loader would take for `object` is loaded: by its
+ * path, or a bare name by its soname or its file's name (glibc also knows
+ * an object by each name a dlopen found it under; where such a name is
+ * also its file's, as it usually is, this says the same). */
+int dl_lookup_loaded(const char *object);
+
 /* name's definition in the loaded object that holds addr, or NULL. */
 void *dl_lookup_in_object_at(const void *addr, const char *name);
 

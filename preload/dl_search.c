@@ -18,6 +18,7 @@
  */
 #include "dl_search.h"
 #include "dl_hooks.h"
+#include "dl_lookup.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -138,6 +139,22 @@ static void remember(const char *name, const char *path)
     free(r);
 }
 
+/* Whether glibc has an object loaded under `file` (dlopen(RTLD_NOLOAD)).
+ * The loader is asked only when a loaded object has that path, soname or
+ * file name (dl_lookup_loaded, which answers yes wherever glibc's own
+ * match of names does, and more often): a dlopen of an object not loaded,
+ * the usual case here, had our miss make an error message through the
+ * program's malloc (dl_lookup.h). */
+static int loaded_as(const char *file)
+{
+    if (!dl_lookup_loaded(file))
+        return 0;
+    void *loaded = dl_real_dlopen(file, RTLD_LAZY | RTLD_NOLOAD);
+    if (loaded)
+        dl_real_dlclose(loaded);
+    return loaded != NULL;
+}
+
 /* The path `name` was loaded from by an earlier translation, when that
  * object is still loaded, copied into buf; else NULL. */
 static const char *recall(const char *name, char *buf, size_t cap)
@@ -146,10 +163,8 @@ static const char *recall(const char *name, char *buf, size_t cap)
         struct remembered *r = atomic_load(&remembered[i]);
         if (!r || strcmp(r->name, name) != 0)
             continue;
-        void *loaded = dl_real_dlopen(r->path, RTLD_LAZY | RTLD_NOLOAD);
-        if (!loaded)
+        if (!loaded_as(r->path))
             continue;
-        dl_real_dlclose(loaded);
         if ((size_t)snprintf(buf, cap, "%s", r->path) < cap)
             return buf;
     }
@@ -160,11 +175,8 @@ const char *dl_search_for_caller(const char *file, const void *caller, char *buf
 {
     if (!file || strchr(file, '/'))
         return file;
-    void *loaded = dl_real_dlopen(file, RTLD_LAZY | RTLD_NOLOAD);
-    if (loaded) {
-        dl_real_dlclose(loaded);
+    if (loaded_as(file))
         return file;
-    }
     const char *again = recall(file, buf, cap);
     if (again)
         return again;

@@ -17,6 +17,7 @@
 #include "host_blocks.h"
 #include "config.h"
 #include "dl_hooks.h"
+#include "dl_lookup.h"
 #include "native_stack.h"
 #include "python_api.h"
 #include "recorder.h"
@@ -203,19 +204,17 @@ uint64_t host_block_releasing(uint32_t api, void *p, uint32_t *domain)
  * process run under the preload on the way to the real program (a shell, a
  * compiler, trace-dump itself) records nothing and so leaves no log, even
  * if it allocates large blocks.  A process that loads Python or CUDA later
- * (dlopen) starts recording then. */
+ * (dlopen) starts recording then.  The CUDA names are looked for in every
+ * object but ours (the program, where nvcc links the runtime statically by
+ * default, and the libraries before and after libtrace.so), in their own
+ * symbol tables: each miss of dlsym's, at each dlopen of a process without
+ * CUDA, was an error message made through the program's malloc. */
 static int process_wanted(void)
 {
     const char *setting = getenv("TRACE_HOST_BUFFERS");
     if (setting && !strcmp(setting, "1"))
         return 1;
-    if (py_sym("PySys_AddAuditHook") || dl_real_dlsym(RTLD_NEXT, "cuInit") ||
-        dl_real_dlsym(RTLD_NEXT, "cudaMalloc"))
-        return 1;
-    /* The CUDA runtime linked statically into the program (nvcc's default)
-     * defines cudaMalloc before libtrace.so does. */
-    void *defined = dl_real_dlsym(RTLD_DEFAULT, "cudaMalloc");
-    return defined && !native_stack_is_ours((uintptr_t)defined);
+    return py_sym("PySys_AddAuditHook") || dl_lookup_any("cuInit") || dl_lookup_any("cudaMalloc");
 }
 
 static _Atomic int armed;

@@ -6,6 +6,12 @@
  * with the table of recorded modules under the lock.  Two rescans racing
  * apply in snapshot order: the loader's adds+subs counters only grow, and a
  * snapshot older than the one last applied is dropped.
+ *
+ * Both tables live in memory mapped here, not the program's malloc: a
+ * dlopen that loads an object and a dlclose that unloads one rescan, and
+ * the snapshot (some 30 KiB, and a path per object) went through the
+ * program's malloc and free, which a program counting its heap (mallinfo2,
+ * a malloc of its own) saw.
  */
 #include "modules.h"
 #include "fork_gate.h"
@@ -17,13 +23,16 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define MAX_SEGMENTS 16
 #define MAX_BUILD_ID 64
 
+#define NO_PATH SIZE_MAX
+
 struct module {
-    char *path;
+    size_t path;                      /* offset in the list's names, or NO_PATH */
     uint64_t base;
     uint32_t id;
     int seen;                         /* present in the snapshot being applied */
@@ -34,38 +43,117 @@ struct module {
 };
 
 struct module_list {
+    int lasting;                      /* the recorded table: see LASTING_* */
     struct module *items;
     size_t count, cap;
+    size_t items_bytes;               /* the items' mapping */
+    char *names;                      /* the paths, each ending in NUL */
+    size_t names_len, names_cap;
+    size_t names_live;                /* bytes of names still referred to */
     unsigned long long generation;    /* dlpi_adds + dlpi_subs of the snapshot */
 };
 
-static struct module_list recorded;   /* under the recorder's lock */
+/* The recorded table's mappings are made once, at the first rescan, large
+ * enough for 8,000 modules and their paths: a mapping made later, at a
+ * rescan after a dlclose, takes the place the unloaded object had (the
+ * kernel hands out the highest free range), which a program may map again
+ * itself (cuda.plugin_reload maps its runtime's old place with
+ * MAP_FIXED_NOREPLACE).  A snapshot's lasts only through its rescan. */
+#define LASTING_ITEMS (4u << 20)   /* also a rescan's snapshot (modules_rescan) */
+#define LASTING_NAMES (1u << 20)
+
+static struct module_list recorded = { .lasting = 1 };   /* under the recorder's lock */
 /* recorded.generation, readable without the lock (a hint: a stale value
  * costs one rescan more). */
 static _Atomic unsigned long long applied_generation;
 static char exe_path[4096];
 
+/* A larger mapping with the first `used` bytes of *p, which is unmapped;
+ * 0 when no memory (*p is left as it was).  The first is `first` bytes,
+ * touched only as far as it is used. */
+static int grow(void **p, size_t *cap, size_t used, size_t want, size_t first)
+{
+    size_t bytes = *cap ? *cap * 2 : first;
+    while (bytes < want)
+        bytes *= 2;
+    void *fresh = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (fresh == MAP_FAILED)
+        return 0;
+    if (*p) {
+        memcpy(fresh, *p, used);
+        munmap(*p, *cap);
+    }
+    *p = fresh;
+    *cap = bytes;
+    return 1;
+}
+
 static void list_free(struct module_list *l)
 {
-    for (size_t i = 0; i < l->count; i++)
-        free(l->items[i].path);
-    free(l->items);
+    if (l->items)
+        munmap(l->items, l->items_bytes);
+    if (l->names)
+        munmap(l->names, l->names_cap);
     *l = (struct module_list){ 0 };
 }
 
 static struct module *list_add(struct module_list *l)
 {
     if (l->count == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        struct module *items = realloc(l->items, cap * sizeof *items);
-        if (!items)
+        if (!grow((void **)&l->items, &l->items_bytes, l->count * sizeof *l->items,
+                  (l->count + 1) * sizeof *l->items, l->lasting ? LASTING_ITEMS : 256 * sizeof *l->items))
             return NULL;
-        l->items = items;
-        l->cap = cap;
+        l->cap = l->items_bytes / sizeof *l->items;
     }
     struct module *m = &l->items[l->count++];
     memset(m, 0, sizeof *m);
+    m->path = NO_PATH;
     return m;
+}
+
+static const char *path_of(const struct module_list *l, const struct module *m)
+{
+    return m->path == NO_PATH ? NULL : l->names + m->path;
+}
+
+/* A copy of path in l's names: its offset, or NO_PATH when no memory. */
+static size_t list_name(struct module_list *l, const char *path)
+{
+    size_t len = strlen(path) + 1;
+    if (l->names_cap - l->names_len < len &&
+        !grow((void **)&l->names, &l->names_cap, l->names_len, l->names_len + len, l->lasting ? LASTING_NAMES : 32768))
+        return NO_PATH;
+    memcpy(l->names + l->names_len, path, len);
+    l->names_len += len;
+    l->names_live += len;
+    return l->names_len - len;
+}
+
+/* The paths of modules gone since are garbage in the names: once they are
+ * half of it (a program that loads and unloads plugins in a loop), the live
+ * ones move down, in place (a new mapping would take an unloaded object's
+ * place: see LASTING_ITEMS).  The items hold their paths in increasing
+ * order (each added at the end, with its path), so each moves only down. */
+static void compact_names(struct module_list *l)
+{
+    if (l->names_live * 2 >= l->names_len)
+        return;
+    size_t at = 0;
+    for (size_t i = 0; i < l->count; i++)
+        if (l->items[i].path != NO_PATH) {
+            if (l->items[i].path < at)
+                return;                 /* out of order: keep the garbage */
+            at = l->items[i].path + strlen(l->names + l->items[i].path) + 1;
+        }
+    at = 0;
+    for (size_t i = 0; i < l->count; i++)
+        if (l->items[i].path != NO_PATH) {
+            size_t len = strlen(l->names + l->items[i].path) + 1;
+            memmove(l->names + at, l->names + l->items[i].path, len);
+            l->items[i].path = at;
+            at += len;
+        }
+    l->names_len = l->names_live = at;
 }
 
 static const char *object_path(const char *name)
@@ -105,7 +193,7 @@ static int snapshot_one(struct dl_phdr_info *info, size_t size, void *arg)
     struct module *m = list_add(snap);
     if (!m)
         return 1;
-    m->path = strdup(object_path(info->dlpi_name));
+    m->path = list_name(snap, object_path(info->dlpi_name));
     m->base = info->dlpi_addr;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -117,11 +205,12 @@ static int snapshot_one(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-static struct module *find(struct module_list *l, const struct module *key)
+static struct module *find(struct module_list *l, const struct module_list *kl, const struct module *key)
 {
+    const char *path = path_of(kl, key);
     for (size_t i = 0; i < l->count; i++) {
         struct module *m = &l->items[i];
-        if (m->base == key->base && m->path && key->path && !strcmp(m->path, key->path))
+        if (m->base == key->base && m->path != NO_PATH && path && !strcmp(path_of(l, m), path))
             return m;
     }
     return NULL;
@@ -137,20 +226,24 @@ static void apply(tf_writer *w, void *arg)
         recorded.items[i].seen = 0;
     for (size_t i = 0; i < snap->count; i++) {
         struct module *s = &snap->items[i];
-        struct module *old = find(&recorded, s);
+        struct module *old = find(&recorded, snap, s);
         if (old) {
             old->seen = 1;
             continue;
         }
-        if (!s->path)
+        const char *path = path_of(snap, s);
+        if (!path)
             continue;
-        s->id = tf_write_module_load(w, s->path, s->base, s->build_id, s->build_id_len,
+        s->id = tf_write_module_load(w, path, s->base, s->build_id, s->build_id_len,
                                      s->segments, s->nsegments);
         struct module *m = list_add(&recorded);
-        if (m) {
+        size_t at = m ? list_name(&recorded, path) : NO_PATH;
+        if (m && at == NO_PATH) {
+            recorded.count--;           /* no memory: as if never recorded */
+        } else if (m) {
             *m = *s;
+            m->path = at;
             m->seen = 1;
-            s->path = NULL;             /* moved */
         }
     }
     size_t kept = 0;
@@ -160,7 +253,7 @@ static void apply(tf_writer *w, void *arg)
             recorded.items[kept++] = *m;
         } else {
             tf_write_module_unload(w, m->id);
-            free(m->path);
+            recorded.names_live -= strlen(path_of(&recorded, m)) + 1;
         }
     }
     /* Code another module puts at the unloaded one's addresses would have
@@ -168,18 +261,33 @@ static void apply(tf_writer *w, void *arg)
     if (kept < recorded.count)
         rec_native_stacks_stale(w);
     recorded.count = kept;
+    compact_names(&recorded);
     recorded.generation = snap->generation;
     atomic_store_explicit(&applied_generation, snap->generation, memory_order_relaxed);
 }
 
+/* One snapshot's memory is kept from rescan to rescan, mapped as large as
+ * the recorded table's: mapping and faulting it in anew made each dlclose
+ * 5 us slower (and a mapping made then may take an unloaded object's
+ * place).  A rescan racing another uses one of its own. */
+static struct module_list spare = { .lasting = 1 };
+static _Atomic int spare_taken;
+
 void modules_rescan(void)
 {
-    struct module_list snap = { 0 };
+    struct module_list own = { 0 };
+    int reuse = !atomic_exchange_explicit(&spare_taken, 1, memory_order_acquire);
+    struct module_list *snap = reuse ? &spare : &own;
+    snap->count = snap->names_len = snap->names_live = 0;
+    snap->generation = 0;
     fork_gate_enter();
-    dl_iterate_phdr(snapshot_one, &snap);
+    dl_iterate_phdr(snapshot_one, snap);
     fork_gate_leave();
-    rec_define(apply, &snap);
-    list_free(&snap);
+    rec_define(apply, snap);
+    if (reuse)
+        atomic_store_explicit(&spare_taken, 0, memory_order_release);
+    else
+        list_free(&own);
 }
 
 static int probe_generation(struct dl_phdr_info *info, size_t size, void *arg)
@@ -213,7 +321,7 @@ static void restate(tf_writer *w, void *arg)
     (void)arg;
     for (size_t i = 0; i < recorded.count; i++) {
         struct module *m = &recorded.items[i];
-        m->id = tf_write_module_load(w, m->path, m->base, m->build_id, m->build_id_len,
+        m->id = tf_write_module_load(w, path_of(&recorded, m), m->base, m->build_id, m->build_id_len,
                                      m->segments, m->nsegments);
     }
 }

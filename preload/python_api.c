@@ -4,6 +4,7 @@
 #include "python_api.h"
 
 #include "dl_hooks.h"
+#include "dl_lookup.h"
 #include "dl_object.h"
 #include "fork_gate.h"
 #include "got_redirect.h"
@@ -138,9 +139,26 @@ static void *find_local_scope(void)
     return NULL;
 }
 
+/* Whether any object but ours defines Py_GetVersion (every CPython does,
+ * down to those without audit hooks: say_if_old_python), from the
+ * objects' symbol tables.  Without it the loader is not asked: a process
+ * without Python asked it at start and at each dlopen, and each failed
+ * lookup put its message in the thread's dlerror state through the
+ * program's malloc (dl_lookup.h).  Once seen, it is not looked for again. */
+static int python_loaded(void)
+{
+    static _Atomic int seen;
+    if (atomic_load_explicit(&seen, memory_order_relaxed))
+        return 1;
+    if (!dl_lookup_any("Py_GetVersion"))
+        return 0;
+    atomic_store_explicit(&seen, 1, memory_order_relaxed);
+    return 1;
+}
+
 void *py_sym(const char *name)
 {
-    if (py_unloaded())
+    if (py_unloaded() || !python_loaded())
         return NULL;
     void *h = atomic_load(&local_scope);
     if (h)
