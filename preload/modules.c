@@ -54,13 +54,16 @@ struct module_list {
 };
 
 /* The recorded table's mappings are made once, at the first rescan, large
- * enough for 8,000 modules and their paths: a mapping made later, at a
- * rescan after a dlclose, takes the place the unloaded object had (the
- * kernel hands out the highest free range), which a program may map again
- * itself (cuda.plugin_reload maps its runtime's old place with
- * MAP_FIXED_NOREPLACE).  A snapshot's lasts only through its rescan. */
-#define LASTING_ITEMS (4u << 20)   /* also a rescan's snapshot (modules_rescan) */
-#define LASTING_NAMES (1u << 20)
+ * enough for some 1,000 modules and their paths (touched only as far as
+ * they are used; 1.25 MiB of address space with the snapshot's, which
+ * python_address_space counts: 4 MiB each made it fail): a mapping made
+ * later, at a rescan after a dlclose, takes the place the unloaded object
+ * had (the kernel hands out the highest free range), which a program may
+ * map again itself (cuda.plugin_reload maps its runtime's old place with
+ * MAP_FIXED_NOREPLACE).  Only a process with more modules than that makes
+ * one later. */
+#define LASTING_ITEMS (512u << 10)   /* also a rescan's snapshot (modules_rescan) */
+#define LASTING_NAMES (128u << 10)
 
 static struct module_list recorded = { .lasting = 1 };   /* under the recorder's lock */
 /* recorded.generation, readable without the lock (a hint: a stale value
