@@ -266,33 +266,41 @@ void *dl_lookup_in_object_at(const void *addr, const char *name)
 
 /* glibc's search list for a handle: the object, then its DT_NEEDED
  * dependencies breadth first, each once. */
-#define SCOPE_MAX 128
+#define SCOPE_MAX 64      /* 1 KiB of stack; a deeper definition is found by the next searches */
 
 struct scope_entry {
     uintptr_t base;
     const ElfW(Dyn) *dyn;
 };
 
-void *dl_lookup_in_scope(const void *handle, const char *name)
+struct scope_query {
+    const struct link_map *map;
+    const char *name;
+    void *found;
+};
+
+/* The whole search runs in the first call of one walk's callback, so that
+ * the loader's lock (recursive: the walks for dependencies nest) keeps
+ * every object it reads loaded; the handle's object is the caller's. */
+static int visit_scope(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    const struct link_map *map = handle;
-    if (!map || !name)
-        return NULL;
+    (void)info, (void)size;
+    struct scope_query *sq = arg;
     struct scope_entry scope[SCOPE_MAX];
     int n = 0;
-    scope[n++] = (struct scope_entry){ map->l_addr, map->l_ld };
+    scope[n++] = (struct scope_entry){ sq->map->l_addr, sq->map->l_ld };
     for (int i = 0; i < n; i++) {
         struct tables t;
         if (!scope[i].dyn || !read_tables(scope[i].base, scope[i].dyn, &t))
             continue;
-        void *p = find(&t, name);
-        if (p)
-            return p;
+        sq->found = find(&t, sq->name);
+        if (sq->found)
+            return 1;
         for (const ElfW(Dyn) *d = t.dyn; d->d_tag != DT_NULL && n < SCOPE_MAX; d++) {
             if (d->d_tag != DT_NEEDED)
                 continue;
             struct object_query q = { .object = t.strtab + d->d_un.d_val };
-            if (!walk(visit_object, &q))
+            if (!dl_iterate_phdr(visit_object, &q))
                 continue;
             int seen = 0;
             for (int j = 0; j < n && !seen; j++)
@@ -301,7 +309,15 @@ void *dl_lookup_in_scope(const void *handle, const char *name)
                 scope[n++] = (struct scope_entry){ q.base, q.dyn };
         }
     }
-    return NULL;
+    return 1;
+}
+
+void *dl_lookup_in_scope(const void *handle, const char *name)
+{
+    struct scope_query sq = { .map = handle, .name = name };
+    if (handle && name)
+        walk(visit_scope, &sq);
+    return sq.found;
 }
 
 struct order_query {
