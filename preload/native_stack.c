@@ -31,6 +31,7 @@
 #include "main_stack.h"
 #include "readable_run.h"
 #include "recorder.h"
+#include "thread_mem.h"
 #include "unwind_pipe.h"
 
 #include <errno.h>
@@ -76,8 +77,8 @@ typedef struct memo {
     uint64_t sps[MEMO_FRAMES];    /* sps[i] - 8 holds ips[i], for i >= 1 */
 } memo;
 
-/* A thread's memos, mapped at its first capture (not in TLS: libtrace.so
- * may be loaded late, where static TLS is scarce), unmapped at its exit. */
+/* A thread's memos, in its mapping (thread_mem.h: not in TLS, which
+ * glibc carves out of every thread's stack). */
 typedef struct thread_memos {
     memo sets[MEMO_SETS][MEMO_WAYS];
     memo walked;                  /* the last slow walk, until its id is known */
@@ -87,14 +88,10 @@ typedef struct thread_memos {
     uint8_t hot[HOT_SLOTS];       /* times a stack hashed here was walked */
 } thread_memos;
 
-TLS thread_memos *memos;
-TLS int memos_failed;
+_Static_assert(sizeof(thread_memos) <= THREAD_MEM_MEMO_BYTES, "thread_mem.h: the memos' part");
 TLS uintptr_t stack_lo, stack_hi;/* this thread's stack; hi == 0: not known yet */
 TLS int stack_unknown;           /* could not be found: no memo on this thread */
 TLS int stack_floor;             /* nothing readable joins below stack_lo */
-static pthread_key_t memos_key;
-static int memos_key_ok;
-static void release_memos(void *p);
 
 static uintptr_t own_lo, own_hi;
 static uintptr_t main_stack_lo, main_stack_hi;
@@ -149,7 +146,6 @@ void native_stack_init(void)
         unwind_lib.set_caching_policy(*unwind_lib.local_addr_space, UNW_CACHE_PER_THREAD);
     }
     dl_iterate_phdr(find_own_text, (void *)(uintptr_t)native_stack_init);
-    memos_key_ok = pthread_key_create(&memos_key, release_memos) == 0;
     long page = sysconf(_SC_PAGESIZE);
     if (page > 0 && (page & (page - 1)) == 0)
         page_size = (size_t)page;
@@ -300,32 +296,10 @@ static int still_there(const memo *m, uint64_t ip0, uint64_t sp0, uint64_t fp0)
     return 1;
 }
 
-/* At the thread's exit (its TLS destructors run on it).  Events recorded
- * later in its exit go without a memo. */
-static void release_memos(void *p)
-{
-    memos = NULL;
-    memos_failed = 1;
-    munmap(p, sizeof(thread_memos));
-}
-
 static thread_memos *thread_memos_get(void)
 {
-    if (memos || memos_failed)
-        return memos;
-    memos_failed = 1;
-    if (!memos_key_ok)
-        return NULL;
-    void *p = mmap(NULL, sizeof(thread_memos), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return NULL;
-    if (pthread_setspecific(memos_key, p) != 0) {
-        munmap(p, sizeof(thread_memos));
-        return NULL;
-    }
-    memos_failed = 0;
-    return memos = p;
+    thread_mem *m = thread_mem_get();
+    return m ? (thread_memos *)m->stack_memos : NULL;
 }
 
 /* This thread is inside libunwind for one of our walks.  libunwind blocks
@@ -491,7 +465,8 @@ int native_stack_capture(native_capture *c, int depth, uint32_t generation, int 
 
 void native_stack_remember(uint32_t generation, uint32_t id)
 {
-    thread_memos *t = memos;
+    thread_mem *tm = thread_mem_peek();
+    thread_memos *t = tm ? (thread_memos *)tm->stack_memos : NULL;
     if (!t || !t->walked_valid || !id || !generation)
         return;
     t->walked_valid = 0;

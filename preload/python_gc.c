@@ -53,6 +53,7 @@
 #include "python_internal.h"
 #include "python_layout.h"
 #include "recorder.h"
+#include "thread_mem.h"
 
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -88,9 +89,23 @@ __thread int python_gc_collecting __attribute__((tls_model("initial-exec")));
 /* tstate and frame: the thread's state and its innermost Python frame when
  * the collection started (NULL tstate: unknown). */
 typedef struct open_gc { gc_slot *slot; uint64_t id, seq; const char *tstate; const void *frame; } open_gc;
-TLS open_gc open_here[OPEN_MAX];
 #define PREAMBLE_MAX 8
-TLS const void *preamble[PREAMBLE_MAX];   /* blocks of the callback's arguments */
+/* In the thread's mapping (thread_mem.h), not in TLS.  A collection that
+ * starts where it cannot be had (the mapping failed) is recorded but not
+ * opened: nothing is counted as its. */
+typedef struct gc_here {
+    open_gc open[OPEN_MAX];
+    const void *preamble[PREAMBLE_MAX];   /* blocks of the callback's arguments */
+} gc_here;
+_Static_assert(sizeof(gc_here) <= THREAD_MEM_GC_BYTES, "thread_mem.h: python_gc's part");
+
+/* This thread's, if it has a mapping (every thread with a collection
+ * listed has). */
+static inline gc_here *here_peek(void)
+{
+    thread_mem *m = thread_mem_peek();
+    return m ? (gc_here *)m->gc : NULL;
+}
 
 /* The OBJ-domain block of a GC object (the GC header before it; tuples and
  * dicts have nothing else before it on 3.8-3.13), or of another object. */
@@ -104,8 +119,9 @@ static const void *gc_block(const void *obj)
  * keys table, an OBJ-domain block of its own. */
 #define DICT_MA_KEYS 32
 
-static void note_preamble(py_object *phase, py_object *info)
+static void note_preamble(gc_here *h, py_object *phase, py_object *info)
 {
+    const void **preamble = h->preamble;
     int n = 0;
     preamble[n++] = phase;
     preamble[n++] = gc_block(info);
@@ -123,7 +139,8 @@ static void check_open(void);
 uint64_t python_gc_window(void)
 {
     int n = python_gc_collecting;
-    return n > 0 && n <= OPEN_MAX ? open_here[n - 1].id : 0;
+    gc_here *h = n > 0 && n <= OPEN_MAX ? here_peek() : NULL;
+    return h ? h->open[n - 1].id : 0;
 }
 
 /* Whether this thread's innermost collection may still run: its flag
@@ -132,9 +149,10 @@ uint64_t python_gc_window(void)
 static inline int innermost_may_run(void)
 {
     int n = python_gc_collecting;
-    if (n > OPEN_MAX)
+    gc_here *h = here_peek();
+    if (n > OPEN_MAX || !h)
         return 1;
-    const volatile int *flag = open_here[n - 1].slot->collecting;
+    const volatile int *flag = h->open[n - 1].slot->collecting;
     return !flag || *flag;
 }
 
@@ -163,11 +181,14 @@ int python_gc_frees_collected_slow(const void *block)
      * (helper).  The collector's own frees run with the frame it started
      * under. */
     int n = python_gc_collecting;
-    if (n <= OPEN_MAX && open_here[n - 1].tstate && frame_of(open_here[n - 1].tstate) != open_here[n - 1].frame)
+    gc_here *h = here_peek();
+    if (!h)
+        return 0;   /* given back at the thread's exit: nothing is the collection's */
+    if (n <= OPEN_MAX && h->open[n - 1].tstate && frame_of(h->open[n - 1].tstate) != h->open[n - 1].frame)
         return 0;
     for (int i = 0; i < PREAMBLE_MAX; i++) {
-        if (preamble[i] == block) {
-            preamble[i] = NULL;   /* the address may hold a collected object later */
+        if (h->preamble[i] == block) {
+            h->preamble[i] = NULL;   /* the address may hold a collected object later */
             return 0;
         }
     }
@@ -279,9 +300,10 @@ static void allocation_counts(gc_slot *s, int generation, uint64_t allocs[3])
 static void drop_entry(int i)
 {
     int n = python_gc_collecting;
-    uint64_t seq = open_here[i].seq;
+    open_gc *open = here_peek()->open;   /* listed: mapped */
+    uint64_t seq = open[i].seq;
     for (int j = i; j + 1 < n && j + 1 < OPEN_MAX; j++)
-        open_here[j] = open_here[j + 1];
+        open[j] = open[j + 1];
     python_gc_collecting = n - 1;
     if (seq)
         rec_close(seq);
@@ -291,8 +313,9 @@ static void drop_entry(int i)
 static int entry_of(const gc_slot *s)
 {
     int n = python_gc_collecting < OPEN_MAX ? python_gc_collecting : OPEN_MAX;
-    for (int i = n - 1; i >= 0; i--)
-        if (open_here[i].slot == s && open_here[i].id == s->open_id)
+    gc_here *h = here_peek();
+    for (int i = n - 1; h && i >= 0; i--)
+        if (h->open[i].slot == s && h->open[i].id == s->open_id)
             return i;
     return -1;
 }
@@ -363,8 +386,9 @@ static void close_unfinished(gc_slot *s)
  * says are over with their gc_stop (rec_set_open_check). */
 static void check_open(void)
 {
-    while (python_gc_collecting > 0 && python_gc_collecting <= OPEN_MAX) {
-        const open_gc *top = &open_here[python_gc_collecting - 1];
+    gc_here *h = here_peek();
+    while (h && python_gc_collecting > 0 && python_gc_collecting <= OPEN_MAX) {
+        const open_gc *top = &h->open[python_gc_collecting - 1];
         gc_slot *s = top->slot;
         if (s->open_id != top->id) {
             drop_entry(python_gc_collecting - 1);
@@ -409,16 +433,20 @@ static void on_start(gc_slot *s, const volatile int *flag, py_object *phase, py_
     s->start_ns = monotonic_ns();
     s->open_generation = e.u.gc.generation;
     s->open_interp = e.u.gc.interp;
-    uint64_t seq = rec_event(&e, REC_STACKS | REC_OPEN);
+    thread_mem *m = thread_mem_get();
+    gc_here *h = m ? (gc_here *)m->gc : NULL;
+    uint64_t seq = rec_event(&e, REC_STACKS | (h ? REC_OPEN : 0));
     s->open_id = atomic_fetch_add(&open_ids, 1) + 1;
-    note_preamble(phase, info);
+    if (!h)
+        return;   /* recorded, not opened: its stop finds no entry */
+    note_preamble(h, phase, info);
     /* The entry first: a signal handler's event between the two sees a
      * consistent list. */
     const char *tstate = layout && (layout->tstate_frame != PY_NO_FIELD || layout->tstate_cframe != PY_NO_FIELD)
                              ? py.current_tstate() : NULL;
     if (python_gc_collecting < OPEN_MAX)
-        open_here[python_gc_collecting] = (open_gc){ .slot = s, .id = s->open_id, .seq = seq, .tstate = tstate,
-                                                     .frame = tstate ? frame_of(tstate) : NULL };
+        h->open[python_gc_collecting] = (open_gc){ .slot = s, .id = s->open_id, .seq = seq, .tstate = tstate,
+                                                   .frame = tstate ? frame_of(tstate) : NULL };
     python_gc_collecting++;
 }
 

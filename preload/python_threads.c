@@ -18,6 +18,7 @@
 #include "python_internal.h"
 #include "event_clock.h"
 #include "recorder.h"
+#include "thread_mem.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -85,8 +86,10 @@ static py_object *current_thread(void)
     return found;
 }
 
-TLS char known[REC_THREAD_NAME_MAX];   /* "" until found */
-TLS uint32_t known_version;            /* bumped when known changes; 0: none yet */
+/* The name found is in the thread's mapping (thread_mem.h: py_found),
+ * where, when that cannot be had, no name is kept: the thread stays
+ * unnamed. */
+TLS uint32_t known_version;            /* bumped when it changes; 0: none yet */
 
 static void look(uint64_t now)
 {
@@ -99,8 +102,10 @@ static void look(uint64_t now)
     py_object *name = thread ? py.PyObject_GetAttr(thread, key_name) : NULL;
     ssize_t len = 0;
     const char *text = name ? py.PyUnicode_AsUTF8AndSize(name, &len) : NULL;
-    if (text && len > 0) {
-        size_t n = (size_t)len < sizeof known - 1 ? (size_t)len : sizeof known - 1;
+    thread_mem *m = text && len > 0 ? thread_mem_get() : NULL;
+    if (m) {
+        char *known = m->py_found;
+        size_t n = (size_t)len < sizeof m->py_found - 1 ? (size_t)len : sizeof m->py_found - 1;
         if (!known_version || memcmp(known, text, n) != 0 || known[n] != '\0') {
             memcpy(known, text, n);
             known[n] = '\0';
@@ -129,8 +134,9 @@ static uint32_t thread_name(uint32_t seen, char *buf, size_t cap, uint64_t *ask_
 {
     look(event_clock_latest_ns());
     *ask_after = next_look_ns;   /* a name an audit event's look finds waits till then */
-    if (known_version != seen && known_version) {
-        strncpy(buf, known, cap - 1);
+    thread_mem *m = thread_mem_peek();   /* known_version set: mapped */
+    if (known_version != seen && known_version && m) {
+        strncpy(buf, m->py_found, cap - 1);
         buf[cap - 1] = '\0';
     }
     return known_version;

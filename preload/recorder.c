@@ -20,6 +20,7 @@
 #include "native_stack.h"
 #include "dl_hooks.h"
 #include "modules.h"
+#include "thread_mem.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -30,7 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_OPEN_OPS 64
+/* The innermost in TLS, the others in the thread's mapping. */
+#define MAX_OPEN_OPS (1 + THREAD_MEM_OPEN_OPS)
 #define MAX_PY_FRAMES 128
 
 /* Thread-local state.  initial-exec: the library is preloaded, and the
@@ -38,16 +40,20 @@
  * (not something to do inside a signal handler). */
 #define TLS static __thread __attribute__((tls_model("initial-exec")))
 TLS pid_t my_tid;
-/* This thread's names as its last THREAD record gave them, the writer
- * generation that record went to, and the renames it had seen. */
+/* The writer generation this thread's last THREAD record went to, and the
+ * renames it had seen; the names it gave are in the thread's mapping
+ * (thread_mem.h: os_name, py_name), where, when that could not be mapped,
+ * the names are written anew at each event that reads them. */
 TLS uint32_t my_named_generation;
 TLS uint32_t my_names_epoch;
-TLS char my_os_name[16];
-TLS char my_py_name[REC_THREAD_NAME_MAX];
 TLS uint32_t my_py_version;
 TLS uint64_t my_name_ask_after;   /* the namer's: no need to ask before this */
+/* The operations open on this thread: the innermost, which every event
+ * names as its parent, and under it the others, in the thread's mapping
+ * (thread_mem.h: open_ops).  One that finds no room there (more than
+ * MAX_OPEN_OPS open, or no mapping) is not opened. */
 TLS uint32_t open_count;
-TLS uint64_t open_ops[MAX_OPEN_OPS];
+TLS uint64_t open_top;
 /* The address of this thread's errno (fixed for the thread's life, and a
  * fork's child has it at the same place): `errno` is a call into libc
  * through the PLT, twice per event, 28 instructions an event in all, 1.3 %
@@ -224,12 +230,14 @@ static inline __attribute__((always_inline)) void capture_names(struct captured 
     int due = my_named_generation != c->generation;
     char now[17];
     int os_read = 0;
+    thread_mem *m = NULL;
     if (due || my_names_epoch != epoch) {
         if (prctl(PR_GET_NAME, now) != 0)
             strcpy(now, "?");
         now[16] = '\0';
         os_read = 1;
-        due |= strncmp(now, my_os_name, sizeof my_os_name) != 0;
+        m = thread_mem_get();
+        due |= !m || strncmp(now, m->os_name, sizeof m->os_name) != 0;
         /* Unchanged since our last THREAD record: no need to look again
          * until the next rename anywhere (else every event paid a
          * syscall after the flusher named its thread). */
@@ -245,9 +253,23 @@ static inline __attribute__((always_inline)) void capture_names(struct captured 
     int py_renamed = c->py_version != my_py_version;
     due |= py_renamed;
     if (due) {
-        memcpy(c->os_name, os_read ? now : my_os_name, sizeof my_os_name);
+        if (!m)
+            m = thread_mem_get();
+        if (!os_read && !m) {
+            if (prctl(PR_GET_NAME, now) != 0)
+                strcpy(now, "?");
+            now[16] = '\0';
+            os_read = 1;
+        }
+        memcpy(c->os_name, os_read ? now : m->os_name, sizeof m->os_name);
         c->os_name[16] = '\0';
-        memcpy(c->py_name, py_renamed ? py : my_py_name, sizeof py);
+        c->py_name[0] = '\0';
+        if (py_renamed)
+            memcpy(c->py_name, py, sizeof py);
+        else if (m)
+            memcpy(c->py_name, m->py_name, sizeof m->py_name);
+        else if (namer)   /* the name is not kept: the namer's, asked for in full */
+            c->py_version = namer(0, c->py_name, sizeof c->py_name, &my_name_ask_after);
         c->py_name[sizeof c->py_name - 1] = '\0';
     }
     c->name_due = due;
@@ -281,17 +303,22 @@ static __attribute__((noinline)) void capture_names_only(struct captured *c, int
  * every event of a segment has its thread's names before it there. */
 static __attribute__((noinline)) void encode_names_due(const struct captured *c, pid_t tid, uint32_t now)
 {
+    thread_mem *m = thread_mem_peek();
     if (!c->name_due) {
-        tf_write_thread_names(writer, (uint32_t)tid, my_os_name, my_py_name);
+        /* Without the mapping (it failed: capture_names made the thread's
+         * events due until then), as a thread never named. */
+        tf_write_thread_names(writer, (uint32_t)tid, m ? m->os_name : "", m ? m->py_name : "");
         my_named_generation = now;
         return;
     }
     tf_write_thread_names(writer, (uint32_t)tid, c->os_name, c->py_name);
     my_named_generation = now;
+    if (!m)
+        return;   /* due again at the next event that looks */
     my_names_epoch = c->names_epoch;
-    memcpy(my_os_name, c->os_name, sizeof my_os_name);
-    my_os_name[sizeof my_os_name - 1] = '\0';
-    memcpy(my_py_name, c->py_name, sizeof my_py_name);
+    memcpy(m->os_name, c->os_name, sizeof m->os_name);
+    m->os_name[sizeof m->os_name - 1] = '\0';
+    memcpy(m->py_name, c->py_name, sizeof m->py_name);
     my_py_version = c->py_version;
 }
 
@@ -309,7 +336,7 @@ static inline void stamp(tf_event *e, pid_t tid)
     e->seq = last_seq + 1;
     __atomic_store_n(&last_seq, e->seq, __ATOMIC_RELAXED);
     e->tid = (uint32_t)tid;
-    e->parent = open_count ? open_ops[open_count - 1] : 0;
+    e->parent = open_top;
 }
 
 /* Under the lock: definitions this event refers to, then the event. */
@@ -366,6 +393,19 @@ static inline void after_event(size_t pending)
         flusher_kick();
 }
 
+/* seq opened on this thread, when there is room (see open_top). */
+static void open_push(uint64_t seq)
+{
+    if (open_count) {
+        thread_mem *m = open_count < MAX_OPEN_OPS ? thread_mem_get() : NULL;
+        if (!m)
+            return;
+        m->open_ops[open_count - 1] = open_top;
+    }
+    open_top = seq;
+    open_count++;
+}
+
 static uint64_t record_event(tf_event *e, unsigned flags, uint32_t *text_id, const char *text)
 {
     pid_t tid = entering();
@@ -395,8 +435,8 @@ static uint64_t record_event(tf_event *e, unsigned flags, uint32_t *text_id, con
     if (seq && !nested && c.native.n && !c.native.id)
         native_stack_remember(c.generation, e->native_stack);
     in_rec_event--;
-    if (seq && flags & REC_OPEN && open_count < MAX_OPEN_OPS)
-        open_ops[open_count++] = seq;
+    if (seq && flags & REC_OPEN)
+        open_push(seq);
     after_event(pending);
     return seq;
 }
@@ -528,12 +568,24 @@ void rec_close(uint64_t seq)
 {
     /* Normally the innermost; after a mismatch (an operation whose end was
      * never reported) close everything opened inside it too. */
-    for (uint32_t i = open_count; i > 0; i--) {
-        if (open_ops[i - 1] == seq) {
-            open_count = i - 1;
+    if (!open_count)
+        return;
+    /* Those under the innermost are in the mapping (open_push); were it
+     * gone (given back at the thread's exit), everything is closed. */
+    const thread_mem *m = thread_mem_peek();
+    if (open_top == seq && (open_count == 1 || m)) {
+        open_count--;
+    } else if (m) {
+        uint32_t i = open_count - 1;
+        while (i > 0 && m->open_ops[i - 1] != seq)
+            i--;
+        if (!i)
             return;
-        }
+        open_count = i - 1;
+    } else {
+        open_count = 0;
     }
+    open_top = open_count ? m->open_ops[open_count - 1] : 0;
 }
 
 /* Definitions: run fn under the lock when recording. */
@@ -733,6 +785,7 @@ void rec_fork_child(const tf_header *h)
     tf_writer_free(writer);
     writer = NULL;
     open_count = 0;
+    open_top = 0;
     last_seq = 0;
     atomic_fetch_add(&generation, 1);
     atomic_store(&recording, 0);

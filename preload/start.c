@@ -14,6 +14,7 @@
 #include "log_file.h"
 #include "modules.h"
 #include "native_stack.h"
+#include "thread_mem.h"
 #include "pool_api.h"
 #include "python.h"
 #include "real_fns.h"
@@ -225,6 +226,7 @@ static void start(void)
     flusher_init();
     log_configure();
     endings_init();
+    thread_mem_init();
     native_stack_init();
     hook_stack_init();
     read_process_facts();

@@ -1645,6 +1645,39 @@ def test_small_stack():
         os.unlink(f)
 
 
+# docs/guarantees.md: what the tracer's static TLS takes of every thread's
+# stack (glibc carves it out of the stack's top, with the descriptor).
+STATIC_TLS_MOST = 512
+
+
+def test_small_stack_tls():
+    """A thread of 16 KiB (PTHREAD_STACK_MIN) that uses all but 512 bytes of
+    what glibc leaves it bare, and makes no traced call, runs traced too:
+    the tracer's static TLS, carved out of every thread's stack, is smaller
+    than that.  Before, it was 1,388 bytes and the thread died (SIGSEGV)
+    traced, with no hook having run."""
+    # Under the sanitizer the bare program runs with its runtime too: only
+    # libtrace.so's part is measured.
+    bare_preload = ":".join(p for p in ARGS.preload.split(":") if "libasan" in p)
+
+    def room(traced):
+        env = env_for(traced=traced)
+        if not traced and bare_preload:
+            env["LD_PRELOAD"] = bare_preload
+        rc, out, err = run([prog("prog_small_stack"), "room", "16384"], env)
+        check(rc == 0 and out.startswith("room "), "room (traced=%s): exit %d %r %r" % (traced, rc, out, err))
+        return int(out.split()[1])
+    bare = room(False)
+    rc, out, err = run([prog("prog_small_stack"), "fill", "16384", str(bare - STATIC_TLS_MOST)], env_for())
+    check(rc == 0, "a 16 KiB thread that uses %d bytes of it: exit %d %r" % (bare - STATIC_TLS_MOST, rc, err))
+    traced = room(True)
+    print("room on a 16 KiB thread, bare: %d, traced: %d" % (bare, traced))
+    check(bare - traced <= STATIC_TLS_MOST,
+          "traced, a 16 KiB thread has %d bytes less stack than bare: more than %d" % (bare - traced, STATIC_TLS_MOST))
+    for f in logs():
+        os.unlink(f)
+
+
 def test_stack_memo():
     """The same allocation site reached through callers whose frames sit at
     the same addresses (and an alloca of varying size above it): every

@@ -5,6 +5,10 @@
  *                                   realloc, mmap and cudaMalloc/cudaFree, 100 times
  *   prog_small_stack deep LEFT      a thread of 256 KiB that used all of its stack
  *                                   but LEFT bytes, then the same
+ *   prog_small_stack room STACK     how much of a thread of STACK bytes is left
+ *                                   below its start routine's frame: "room BYTES"
+ *   prog_small_stack fill STACK N   a thread of STACK bytes that uses N bytes
+ *                                   below that frame, and no traced call
  *   prog_small_stack paint STACK    the most stack each kind of call took on a
  *                                   thread of STACK bytes (0: the default), one
  *                                   line each: "KIND BYTES"
@@ -122,6 +126,29 @@ static void *deep_thread(void *arg)
     return NULL;
 }
 
+/* What glibc leaves of a thread's stack once it has carved out the
+ * descriptor and every initially loaded object's static TLS: measured from
+ * the same frame that fill_thread uses it from. */
+static void *fill_thread(void *arg)
+{
+    size_t take = (size_t)(uintptr_t)arg;
+    volatile char here;
+    if (!take) {
+        pthread_attr_t a;
+        void *lo;
+        size_t size;
+        if (pthread_getattr_np(pthread_self(), &a) != 0 || pthread_attr_getstack(&a, &lo, &size) != 0)
+            abort();
+        pthread_attr_destroy(&a);
+        printf("room %zu\n", (size_t)((uintptr_t)&here - (uintptr_t)lo));
+        return NULL;
+    }
+    volatile char *block = __builtin_alloca(take);
+    block[0] = 1;   /* the lowest byte taken: faults where the stack ends above it */
+    sink = (void *)block;
+    return NULL;
+}
+
 static void report(const char *kind, size_t bytes)
 {
     printf("%s %zu\n", kind, bytes);
@@ -178,6 +205,10 @@ int main(int argc, char **argv)
         return in_thread(run_thread, n, NULL);
     if (strcmp(argv[1], "deep") == 0)
         return in_thread(deep_thread, 256 * 1024, (void *)(uintptr_t)n);
+    if (strcmp(argv[1], "room") == 0)
+        return in_thread(fill_thread, n, NULL);
+    if (strcmp(argv[1], "fill") == 0 && argc > 3)
+        return in_thread(fill_thread, n, (void *)(uintptr_t)strtoul(argv[3], NULL, 0));
     if (strcmp(argv[1], "paint") == 0) {
         /* On a small stack, as much as it has to spare: what is left after
          * the thread's own frames, glibc's descriptor and TLS. */
