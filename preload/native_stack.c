@@ -28,10 +28,9 @@
 #include "native_stack.h"
 #include "hook_stack.h"
 #include "fork_gate.h"
-#include "main_stack.h"
-#include "readable_run.h"
 #include "recorder.h"
 #include "thread_mem.h"
+#include "thread_stack.h"
 #include "unwind_pipe.h"
 
 #include <errno.h>
@@ -89,13 +88,8 @@ typedef struct thread_memos {
 } thread_memos;
 
 _Static_assert(sizeof(thread_memos) <= THREAD_MEM_MEMO_BYTES, "thread_mem.h: the memos' part");
-TLS uintptr_t stack_lo, stack_hi;/* this thread's stack; hi == 0: not known yet */
-TLS int stack_unknown;           /* could not be found: no memo on this thread */
-TLS int stack_floor;             /* nothing readable joins below stack_lo */
 
 static uintptr_t own_lo, own_hi;
-static uintptr_t main_stack_lo, main_stack_hi;
-static size_t page_size = 4096;
 
 static int find_own_text(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -119,19 +113,6 @@ static int find_own_text(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;
 }
 
-/* The main thread's stack, with pthread_getattr_np's figures, read once
- * at start in the constructor (it reads /proc/self/maps: not something to
- * do in a hook).  Other threads find theirs at their first capture
- * (know_stack_bounds). */
-static void find_main_stack(void)
-{
-    uintptr_t lo, hi;
-    if (main_stack_bounds(page_size, &lo, &hi) == 0) {
-        main_stack_lo = lo;
-        main_stack_hi = hi;
-    }
-}
-
 /* libunwind would open a pipe (to validate addresses) as it sets itself
  * up: it gets one that needs no descriptor first (unwind_pipe.c). */
 static int unwind_pipe_patched;
@@ -146,18 +127,6 @@ void native_stack_init(void)
         unwind_lib.set_caching_policy(*unwind_lib.local_addr_space, UNW_CACHE_PER_THREAD);
     }
     dl_iterate_phdr(find_own_text, (void *)(uintptr_t)native_stack_init);
-    long page = sysconf(_SC_PAGESIZE);
-    if (page > 0 && (page & (page - 1)) == 0)
-        page_size = (size_t)page;
-    if (syscall(SYS_gettid) == getpid())
-        find_main_stack();
-}
-
-int native_stack_main_bounds(uintptr_t *lo, uintptr_t *hi)
-{
-    *lo = main_stack_lo;
-    *hi = main_stack_hi;
-    return main_stack_hi != 0;
 }
 
 void native_stack_note(void)
@@ -176,74 +145,17 @@ int native_stack_is_ours(uintptr_t ip)
     return ip >= own_lo && ip < own_hi;
 }
 
-/* How far below a frame its thread's stack is checked (readable_run):
+/* How far below a frame its thread's stack is checked (thread_stack.h):
  * deeper frames later check further down.  Every page checked costs a
  * lookup, and an untouched one of the stack gets the zero page mapped. */
 #define STACK_BELOW (16 * 1024)
-/* A frame further below the checked part than this is not looked for on
- * the thread's stack (a signal stack or a coroutine's in memory that
- * happens to join it): it would take a walk over all that memory.  Nor,
- * at a thread's first capture, a frame further below its descriptor than
- * STACK_FIRST_MAX (a walk of 256 MiB asks 2,048 times). */
-#define STACK_EXTEND_MAX (16 * 1024 * 1024)
-#define STACK_FIRST_MAX (256 * 1024 * 1024)
 
-/* [*lo, top) readable, *lo at most `here`: the run of readable memory
- * ending at top, down to STACK_BELOW under here (or to its end: *floor). */
-static int readable_down(uintptr_t here, uintptr_t top, uintptr_t *lo, int *floor)
-{
-    uintptr_t want = here > STACK_BELOW ? here - STACK_BELOW : 0;
-    *floor = !readable_run_down(top, want, page_size, lo);
-    return *lo <= here;
-}
-
-/* The first capture on a thread may well be in a signal handler, which may
- * have interrupted anything, so the bounds are found with system calls
- * alone.  Not with pthread_getattr_np: it takes the thread's own lock and
- * calls realloc under it (glibc), so a handler that interrupted that very
- * call (ASan's thread start makes it, so do JVMs and other runtimes that
- * size their stacks) waited for itself forever; and for the main thread it
- * reads /proc/self/maps with stdio.  Instead: the thread's descriptor
- * (pthread_self) sits at the top of its stack block, above every frame
- * (glibc puts it there, for stacks it maps and for stacks the program
- * gives), so the stack is the run of readable memory from below this frame
- * up to it.  Up to the descriptor and no further: the memory above it may
- * be a neighbouring mapping that happens to join the stack, and the memos
- * read up to stack_hi (still_there) for as long as the thread lives.  A frame that is not below its thread's descriptor in one
- * run of memory (a signal stack, a coroutine's, a thread not made by
- * pthread_create) is not on the thread's stack: unknown, no memos.  The
- * run is checked down to a little below the frame, and further once a
- * deeper frame asks (until the run ends: a stack's guard page). */
+/* Is this frame on the thread's own stack (thread_stack.h)?  A memo is
+ * trusted only there. */
 static int know_stack_bounds(void)
 {
-    uintptr_t here = (uintptr_t)__builtin_frame_address(0), lo;
-    if (stack_hi) {
-        /* Deeper than checked so far: check on down (where the run ends
-         * above here, entry_point finds this frame off the stack). */
-        if (here < stack_lo && !stack_floor && stack_lo - here <= STACK_EXTEND_MAX) {
-            readable_down(here, stack_lo, &lo, &stack_floor);
-            if (lo < stack_lo)
-                stack_lo = lo;
-        }
-        return 1;
-    }
-    if (stack_unknown)
-        return 0;
-    if (here >= main_stack_lo && here < main_stack_hi) {
-        stack_lo = main_stack_lo;
-        stack_hi = main_stack_hi;
-        stack_floor = 1;
-        return 1;
-    }
-    stack_unknown = 1;
-    uintptr_t top = (uintptr_t)pthread_self();
-    if (syscall(SYS_gettid) == getpid() || here >= top || top - here > STACK_FIRST_MAX ||
-        !readable_down(here, top, &lo, &stack_floor))
-        return 0;
-    stack_lo = lo;
-    stack_hi = top;
-    stack_unknown = 0;
-    return 1;
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    return thread_stack_reach(here, here > STACK_BELOW ? here - STACK_BELOW : 0);
 }
 
 /* Where the application's code was entered: the first return address
@@ -255,7 +167,7 @@ static __attribute__((noinline)) int entry_point(uint64_t *ip0, uint64_t *sp0, u
     const uintptr_t *fp = __builtin_frame_address(0);
     for (int i = 0; i < OWN_FRAMES_MAX + 2; i++) {
         uintptr_t at = (uintptr_t)fp;
-        if (at < stack_lo || at + 16 > stack_hi || (at & 7))
+        if (at < thread_stack_lo || at + 16 > thread_stack_hi || (at & 7))
             return 0;
         uintptr_t ret = fp[1];
         if (!native_stack_is_ours(ret)) {
@@ -290,7 +202,7 @@ static int still_there(const memo *m, uint64_t ip0, uint64_t sp0, uint64_t fp0)
         return 0;
     for (int i = 1; i < m->n; i++) {
         uintptr_t slot = (uintptr_t)m->sps[i] - 8;
-        if (slot < sp0 || slot + 8 > stack_hi || *(const uint64_t *)slot != m->ips[i])
+        if (slot < sp0 || slot + 8 > thread_stack_hi || *(const uint64_t *)slot != m->ips[i])
             return 0;
     }
     return 1;

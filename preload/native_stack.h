@@ -34,10 +34,6 @@ void native_stack_remember(uint32_t generation, uint32_t id);
 /* Once recording: an INFO record when libunwind keeps a descriptor of its own. */
 void native_stack_note(void);
 
-/* The main thread's stack as its attributes gave it at start: 0 when not
- * known (the library was loaded by another thread). */
-int native_stack_main_bounds(uintptr_t *lo, uintptr_t *hi);
-
 /* Nonzero when ip is inside libtrace.so. */
 int native_stack_is_ours(uintptr_t ip);
 

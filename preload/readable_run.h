@@ -2,7 +2,7 @@
  * readable_run.h - whether memory is readable, asked of the kernel without
  * a descriptor and without a fault in the program.
  *
- * Two users: a thread's stack bounds (native_stack.c), which came from
+ * Two users: a thread's stack bounds (thread_stack.c), which came from
  * /proc/self/maps, opened on the program's lowest free descriptor for the
  * length of the read (a number the program's next open() expected, in a
  * table the program may be closing and refilling at that moment); and

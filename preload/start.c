@@ -15,6 +15,7 @@
 #include "modules.h"
 #include "native_stack.h"
 #include "thread_mem.h"
+#include "thread_stack.h"
 #include "pool_api.h"
 #include "python.h"
 #include "real_fns.h"
@@ -227,6 +228,7 @@ static void start(void)
     log_configure();
     endings_init();
     thread_mem_init();
+    thread_stack_init();
     native_stack_init();
     hook_stack_init();
     read_process_facts();
