@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 
 #define RUNTIMES_NOTED 8
 
@@ -59,7 +60,10 @@ static __attribute__((noinline)) void note_runtime(void *fn)
     if (!dladdr(fn, &info) || !info.dli_fname || !first_time(info.dli_fbase))
         return;
     int version;
-    char text[4200];
+    /* As long as the name needs (at most PATH_MAX): a buffer for the
+     * longest took 4.2 KiB of the program's stack at its first CUDA call. */
+    size_t len = strnlen(info.dli_fname, 4096);
+    char text[len + sizeof " version=-2147483648"];
     if (call_version(fn, "cudaRuntimeGetVersion", &version))
         snprintf(text, sizeof text, "%s version=%d", info.dli_fname, version);
     else

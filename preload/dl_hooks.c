@@ -169,12 +169,13 @@ int dl_in_dlopen(void)
 
 static void *dlopen_from(const char *file, int mode, const void *caller)
 {
-    char path[PATH_MAX];
-    const char *found = dl_search_for_caller(file, caller, path, sizeof path);
+    void *scratch;
+    const char *found = dl_search_for_caller(file, caller, &scratch);
     unsigned long long generation = rec_active() ? modules_loader_generation() : 0;
     dlopen_depth++;
     void *handle = dl_real_dlopen(found, mode);
     dlopen_depth--;
+    dl_search_done(scratch);
     if (handle && !(mode & RTLD_NOLOAD))
         atomic_fetch_add(&loader_changes, 1);
     /* Only when an object came in, or a loaded one joins the global scope
@@ -210,7 +211,8 @@ static void dlopen_packed(void *arg)
     a->handle = dlopen_from(a->file, a->mode, a->caller);
 }
 
-/* The search's path and the rescan after it take 12 KiB: where the thread
+/* The rescan after the load takes a few KiB (the search's paths took 12
+ * before they were mapped, dl_search.h): where the thread
  * has less left than an event needs (hook_stack.h), the whole call runs
  * on a stack of ours, the loaded objects' constructors with it. */
 void *dlopen(const char *file, int mode)

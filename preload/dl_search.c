@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 struct search_path {
@@ -92,12 +93,18 @@ static const char *find_in(const char *list, const char *origin, const char *fil
     return NULL;
 }
 
-static void origin_of(const struct link_map *map, char *origin, size_t cap)
+#define PATH_CAP 4096
+/* The search's memory: the path found, the caller's directory, the
+ * executable's name. */
+struct scratch {
+    char found[PATH_CAP], origin[PATH_CAP], exe[PATH_CAP];
+};
+
+static void origin_of(const struct link_map *map, char *origin, size_t cap, char *exe)
 {
     const char *path = map->l_name;
-    char exe[4096];
     if (!path || !path[0]) {
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        ssize_t n = readlink("/proc/self/exe", exe, PATH_CAP - 1);
         exe[n > 0 ? n : 0] = '\0';
         path = exe;
     }
@@ -171,12 +178,19 @@ static const char *recall(const char *name, char *buf, size_t cap)
     return NULL;
 }
 
-const char *dl_search_for_caller(const char *file, const void *caller, char *buf, size_t cap)
+const char *dl_search_for_caller(const char *file, const void *caller, void **scratch)
 {
+    *scratch = NULL;
     if (!file || strchr(file, '/'))
         return file;
     if (loaded_as(file))
         return file;
+    struct scratch *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (s == MAP_FAILED)
+        return file;   /* glibc's own search, for our dlopen */
+    *scratch = s;
+    char *buf = s->found;
+    size_t cap = sizeof s->found;
     const char *again = recall(file, buf, cap);
     if (again)
         return again;
@@ -187,8 +201,8 @@ const char *dl_search_for_caller(const char *file, const void *caller, char *buf
     struct search_path sp = caller_search_path(map);
     if (!sp.list)
         return file;
-    char origin[4096];
-    origin_of(map, origin, sizeof origin);
+    char *origin = s->origin;
+    origin_of(map, origin, sizeof s->origin, s->exe);
     /* LD_LIBRARY_PATH comes before DT_RUNPATH: if it has the file, glibc
      * finds it there with the bare name. */
     if (sp.is_runpath && find_in(getenv("LD_LIBRARY_PATH"), origin, file, buf, cap))
@@ -198,4 +212,10 @@ const char *dl_search_for_caller(const char *file, const void *caller, char *buf
         return file;
     remember(file, found);
     return found;
+}
+
+void dl_search_done(void *scratch)
+{
+    if (scratch)
+        munmap(scratch, sizeof(struct scratch));
 }

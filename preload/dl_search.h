@@ -15,7 +15,12 @@
 /* The path to pass to the real dlopen for `file` called from `caller`:
  * file itself when it has a slash, is already loaded, or is not in the
  * caller's own search path (glibc then searches as usual); else the full
- * path found there, written into buf. */
-const char *dl_search_for_caller(const char *file, const void *caller, char *buf, size_t cap);
+ * path found there, in memory mapped for the search (*scratch, NULL when
+ * none was): give it back with dl_search_done after the dlopen.  Mapped,
+ * not on the stack: the search's three paths took 12 KiB of the program's
+ * stack, and the found one stayed there while the loaded objects'
+ * constructors ran. */
+const char *dl_search_for_caller(const char *file, const void *caller, void **scratch);
+void dl_search_done(void *scratch);
 
 #endif

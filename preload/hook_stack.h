@@ -21,8 +21,8 @@
 
 /* What the recorder's deepest path needs, with room to spare: painted
  * (tests/cuda/prog_small_stack.c, tests/python/test_small_stack.py), a
- * hook took at most 12.6 KiB more than the bare call (the first cudaMalloc,
- * whose runtime dlopens the driver); 2.5 times as much is asked for. */
+ * hook took at most 9.4 KiB more than the bare call (an event that seals a
+ * chunk, a collection of cycles); over three times as much is asked for. */
 #define HOOK_STACK_ROOM (32u * 1024)
 
 /* The lowest stack pointer known to leave HOOK_STACK_ROOM on this thread's

@@ -144,7 +144,7 @@ static int out_of_descriptors(int err)
  * it says why). */
 static int name_taken(unsigned n)
 {
-    char name[sizeof path];
+    static char name[sizeof path];   /* under the flusher's token, as create */
     struct stat st;
     return trace_config_output_path(name, sizeof name, n) == 0 && lstat(name, &st) == 0;
 }
@@ -379,7 +379,9 @@ static int run_file_job(void *arg)
 /* The first write: a free name, created, never an existing file. */
 static int create(const void *data, size_t len)
 {
-    char name[sizeof path];
+    /* Not on the stack (4 KiB of a program's thread that flushes): writes
+     * are one at a time, under the flusher's token. */
+    static char name[sizeof path];
     unsigned n = 0;
     for (unsigned attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         if (trace_config_output_path(name, sizeof name, n) < 0) {

@@ -8,6 +8,9 @@
 #include <stdint.h>
 
 #define NATIVE_STACK_MAX 256   /* the largest TRACE_STACK_DEPTH */
+/* Room past the deepest stack for the tracer's own frames, which a walk
+ * finds first and cuts off (native_stack.c). */
+#define NATIVE_STACK_SPARE 18
 
 /* Once at start: libunwind's per-thread cache, and where our own code is. */
 void native_stack_init(void);
@@ -19,7 +22,7 @@ void native_stack_init(void);
 typedef struct native_capture {
     int n;
     uint32_t id;
-    uint64_t ips[NATIVE_STACK_MAX];
+    uint64_t ips[NATIVE_STACK_MAX + NATIVE_STACK_SPARE];
 } native_capture;
 
 /* Up to depth frames.  nested: called from a signal handler that

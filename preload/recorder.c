@@ -199,6 +199,18 @@ void rec_threads_renamed(void)
     atomic_fetch_add(&names_epoch, 1);
 }
 
+/* The thread's names as a thread knows them before taking the lock: apart
+ * from the stacks, so a py_free (which takes no stack) holds these 100
+ * bytes on the program's stack, not the 4.3 KiB of a whole capture. */
+struct captured_names {
+    uint32_t generation;   /* of the writer, when captured */
+    int name_due;          /* a THREAD record goes first: new writer, or a rename */
+    uint32_t names_epoch;
+    uint32_t py_version;   /* of the Python name, as the namer counts */
+    char os_name[17];
+    char py_name[REC_THREAD_NAME_MAX];
+};
+
 /* What a thread knows before taking the lock. */
 struct captured {
     native_capture native; /* id: from the thread's memo, 0 if not there */
@@ -206,13 +218,9 @@ struct captured {
     rec_py_raw py[MAX_PY_FRAMES];
     int npy;
     const rec_py_provider *provider;
-    int name_due;          /* a THREAD record goes first: new writer, or a rename */
     const char *text;      /* rec_event_text: a string the event names */
     uint32_t *text_id;
-    uint32_t names_epoch;
-    uint32_t py_version;   /* of the Python name, as the namer counts */
-    char os_name[17];
-    char py_name[REC_THREAD_NAME_MAX];
+    struct captured_names names;
 };
 
 /* The thread's names, when this writer has no THREAD record for them yet
@@ -221,7 +229,7 @@ struct captured {
  * interposed: thread_names.c); the Python name when the Python side says
  * its version changed (it looks now and then, with the GIL).  The names are
  * copied only when a record is due: most events pay two compares. */
-static inline __attribute__((always_inline)) void capture_names(struct captured *c, int nested)
+static inline __attribute__((always_inline)) void capture_names(struct captured_names *c, int nested)
 {
     c->name_due = 0;
     if (nested)
@@ -285,14 +293,16 @@ static inline __attribute__((always_inline)) void capture(struct captured *c, un
         native_stack_capture(&c->native, trace_config_get()->stack_depth, c->generation, nested);
     c->provider = atomic_load_explicit(&py_provider, memory_order_acquire);
     c->npy = flags & REC_PY_STACK && c->provider ? c->provider->capture(c->py, MAX_PY_FRAMES) : 0;
-    capture_names(c, nested);
+    c->names.generation = c->generation;
+    capture_names(&c->names, nested);
 }
 
-/* capture() without stacks, kept out of line: rec_py_free needs it only
- * when a THREAD record may be due. */
-static __attribute__((noinline)) void capture_names_only(struct captured *c, int nested)
+/* The names alone, kept out of line: rec_py_free needs them only when a
+ * THREAD record may be due. */
+static __attribute__((noinline)) void capture_names_only(struct captured_names *c, int nested)
 {
-    capture(c, 0, nested);
+    c->generation = atomic_load_explicit(&generation, memory_order_relaxed);
+    capture_names(c, nested);
 }
 
 /* Under the lock: the thread's THREAD record, when one is due.  A new
@@ -301,7 +311,7 @@ static __attribute__((noinline)) void capture_names_only(struct captured *c, int
  * (or the event captured no names: END, a handler's event): a thread named
  * in an earlier generation is named again from what it last wrote, so
  * every event of a segment has its thread's names before it there. */
-static __attribute__((noinline)) void encode_names_due(const struct captured *c, pid_t tid, uint32_t now)
+static __attribute__((noinline)) void encode_names_due(const struct captured_names *c, pid_t tid, uint32_t now)
 {
     thread_mem *m = thread_mem_peek();
     if (!c->name_due) {
@@ -323,7 +333,7 @@ static __attribute__((noinline)) void encode_names_due(const struct captured *c,
 }
 
 /* Every event comes here: the check inline, the writing out of line. */
-static inline void encode_names(const struct captured *c, pid_t tid)
+static inline void encode_names(const struct captured_names *c, pid_t tid)
 {
     uint32_t now = atomic_load_explicit(&generation, memory_order_relaxed);
     if (__builtin_expect(c->name_due || (my_named_generation && my_named_generation != now), 0))
@@ -342,7 +352,7 @@ static inline void stamp(tf_event *e, pid_t tid)
 /* Under the lock: definitions this event refers to, then the event. */
 static uint64_t encode(tf_event *e, const struct captured *c, pid_t tid)
 {
-    encode_names(c, tid);
+    encode_names(&c->names, tid);
     stamp(e, tid);
     e->t_ns = in_unit(event_clock_ns());   /* under the lock: event_clock.h */
     e->native_stack = c->native.id;
@@ -455,7 +465,7 @@ static uint64_t record_py_free(tf_event *e)
     if (!tid)
         return 0;
     int nested = in_rec_event++;
-    struct captured c;
+    struct captured_names c;
     c.name_due = 0;
     if (my_named_generation != atomic_load_explicit(&generation, memory_order_relaxed) ||
         my_names_epoch != atomic_load_explicit(&names_epoch, memory_order_relaxed))

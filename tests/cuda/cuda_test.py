@@ -1578,9 +1578,11 @@ def python_interpreters():
 
 
 # docs/guarantees.md: on a thread with 32 KiB (HOOK_STACK_ROOM) left a hook
-# takes at most 16 KiB of it more than the call takes bare; with less left,
-# at most 1 KiB more.
-HOOK_STACK_MOST = 16 * 1024
+# takes at most 14 KiB of it more than the call takes bare (the sanitizer
+# build's frames carry redzones: 16 KiB there); with less left, at most
+# 1 KiB more.
+HOOK_STACK_MOST = 14 * 1024
+HOOK_STACK_MOST_ASAN = 16 * 1024
 HOOK_STACK_THIN_EXTRA = 1024
 
 
@@ -1630,9 +1632,10 @@ def test_small_stack():
         os.unlink(only_log())
     bare, traced = painted(0, False), painted(0, True)
     print("stack taken on a default stack, bare:", bare, "traced:", traced)
+    most = HOOK_STACK_MOST_ASAN if "libasan" in ARGS.preload else HOOK_STACK_MOST
     for kind in bare:
-        check(traced[kind] - bare[kind] <= HOOK_STACK_MOST,
-              "%s took %d bytes of stack, %d bare: more than %d more" % (kind, traced[kind], bare[kind], HOOK_STACK_MOST))
+        check(traced[kind] - bare[kind] <= most,
+              "%s took %d bytes of stack, %d bare: more than %d more" % (kind, traced[kind], bare[kind], most))
     bare, traced = painted(24576, False), painted(24576, True)
     print("stack taken on a 24 KiB stack, bare:", bare, "traced:", traced)
     # The sanitizer build's frames carry redzones: the hooks' own frames
@@ -1668,8 +1671,11 @@ def test_small_stack_tls():
         check(rc == 0 and out.startswith("room "), "room (traced=%s): exit %d %r %r" % (traced, rc, out, err))
         return int(out.split()[1])
     bare = room(False)
-    rc, out, err = run([prog("prog_small_stack"), "fill", "16384", str(bare - STATIC_TLS_MOST)], env_for())
-    check(rc == 0, "a 16 KiB thread that uses %d bytes of it: exit %d %r" % (bare - STATIC_TLS_MOST, rc, err))
+    # The sanitizer build's program needs about 4 KiB below its alloca bare
+    # (the runtime's poisoning calls, a redzone).
+    use = bare - STATIC_TLS_MOST - (4096 if "libasan" in ARGS.preload else 0)
+    rc, out, err = run([prog("prog_small_stack"), "fill", "16384", str(use)], env_for())
+    check(rc == 0, "a 16 KiB thread that uses %d bytes of it: exit %d %r" % (use, rc, err[-600:]))
     traced = room(True)
     print("room on a 16 KiB thread, bare: %d, traced: %d" % (bare, traced))
     check(bare - traced <= STATIC_TLS_MOST,

@@ -4,8 +4,9 @@ gc.callbacks set (the tracer's GC hook), GC allocations under
 TRACE_PY_ALLOCS=1, a collection of reference cycles, and a PyObject_Init
 over a live object (the double-initialisation check, the fixture of
 test_double_init.py), each 200 times on a thread, bare and traced.  On a
-default stack a kind may take up to 16 KiB more traced than bare
-(docs/guarantees.md: half the 32 KiB an event asks to be left); on a
+default stack a kind may take up to 14 KiB more traced than bare
+(docs/guarantees.md; 16 KiB in the sanitizer build, whose frames carry
+redzones: 12.7 KiB measured there); on a
 thread made with threading.stack_size(32768), which never has 32 KiB left,
 at most 1 KiB more: the recorder's work goes to a stack of the tracer's.
 Before, a collection took 8.9 KiB more there (3.11: 11.5 against 2.7 KiB
@@ -21,7 +22,7 @@ fails = pt.Failures()
 FIXTURES = os.path.join(pt.HERE, "..", "fixtures")
 PAINT = os.path.join(FIXTURES, "small_stack", "paint.c")
 DOUBLE_INIT = os.path.join(FIXTURES, "double_init", "double_init.c")
-MOST = 16 * 1024
+MOST = (16 if "libasan" in args.preload else 14) * 1024
 # On a thin stack the recorder's work goes aside (about 200 bytes stay).
 # What stays on the thread's stack besides: the audit hook's periodic looks
 # (the thread's Python name at most every 100 ms per thread, gc.callbacks
