@@ -120,7 +120,7 @@ static void format_how(const struct how *h, char *out, size_t cap)
 
 struct finish {
     struct how how;
-    int at_exit;         /* exit(): the flusher thread can be joined */
+    int at_exit;         /* exit(): the flusher thread writes the end (flusher_stop_for_exit) */
 };
 
 /* On our own stack: INFO `ending`, END, everything to the file. */
@@ -140,7 +140,7 @@ static void finish(void *arg)
         format_how(&f->how, how, sizeof how);
     rec_end(how);
     if (f->at_exit)
-        flusher_stop();
+        flusher_stop_for_exit();
     flush_final(!f->at_exit);
     say_end(how);
 }

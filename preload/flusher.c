@@ -49,8 +49,10 @@ static pthread_t thread;
  * STOPPING: one thread is joining it (only one may: a second join of the
  * same thread is undefined, and an exit on one thread while another forks
  * or dies of a signal stops it from both).
- * HELD: a fork is in progress; no thread may start until it is over. */
-enum { NOT_STARTED, STARTING, RUNNING, NO_THREAD, HELD, STOPPING };
+ * HELD: a fork is in progress; no thread may start until it is over.
+ * PARKED: exit: the thread wrote the log's end and waits for the process
+ * to end with it (flusher_stop_for_exit); none starts again. */
+enum { NOT_STARTED, STARTING, RUNNING, NO_THREAD, HELD, STOPPING, PARKED };
 static _Atomic int started;
 /* This thread is the one between STARTING and RUNNING, or the one joining. */
 static __thread __attribute__((tls_model("initial-exec"))) int starting_here;
@@ -58,6 +60,9 @@ static __thread __attribute__((tls_model("initial-exec"))) int stopping_here;
 /* This thread is the flusher (which may end the process: flusher_main). */
 static __thread __attribute__((tls_model("initial-exec"))) int on_flusher;
 static _Atomic int stopping;
+/* exit: after its last flush the thread says so (parked = 1) and waits for
+ * the process's end instead of returning to be joined. */
+static _Atomic int parking, parked;
 static _Atomic int kick_word;  /* futex: 1 when there is work */
 static _Atomic pid_t token_owner;
 static tf_chunk chunk;         /* swapped with the writer's buffer on seal */
@@ -346,6 +351,17 @@ static void *flusher_main(void *arg)
      * table has free numbers), whatever point of the loop the stop found
      * this thread at. */
     flush_now(0);
+    if (atomic_load(&parking)) {
+        /* exit: the log is whole; the process ends with this thread and
+         * its helper in it (exit_group ends them as it ends the program's
+         * own), so neither is stopped nor joined.  That round trip (the
+         * helper woken to quit, both threads' exits, glibc giving back
+         * their stacks' pages) was the exiting thread's to wait for. */
+        atomic_store(&parked, 1);
+        futex_wake(&parked);
+        for (;;)
+            futex_wait(&parking, 1, 0);
+    }
     pf_stop();
     return NULL;
 }
@@ -433,7 +449,7 @@ void flusher_kick(void)
         futex_wake(&kick_word);
 }
 
-void flusher_stop(void)
+static void stop(int for_exit)
 {
     if (on_flusher) {
         /* exit() on the flusher, the program's last thread (flusher_main):
@@ -462,14 +478,33 @@ void flusher_stop(void)
         return;
     }
     stopping_here = 1;
+    if (for_exit)
+        atomic_store(&parking, 1);
     atomic_store(&stopping, 1);
     atomic_store(&kick_word, 1);
     futex_wake(&kick_word);
+    if (for_exit) {
+        while (!atomic_load(&parked))
+            futex_wait(&parked, 0, 0);
+        atomic_store(&started, PARKED);
+        stopping_here = 0;
+        return;
+    }
     pthread_join(thread, NULL);
     /* Ready for a new thread: the next event starts one (after fork). */
     atomic_store(&stopping, 0);
     atomic_store(&started, NOT_STARTED);
     stopping_here = 0;
+}
+
+void flusher_stop(void)
+{
+    stop(0);
+}
+
+void flusher_stop_for_exit(void)
+{
+    stop(1);
 }
 
 /* Why the hold: a thread started by another thread's event between
@@ -485,7 +520,8 @@ void flusher_hold(void)
         flusher_stop();
         int expected = NOT_STARTED;
         if (atomic_compare_exchange_strong(&started, &expected, HELD) ||
-            expected == HELD || expected == NO_THREAD || starting_here || stopping_here)
+            expected == HELD || expected == NO_THREAD || expected == PARKED || starting_here ||
+            stopping_here)
             return;
         /* Another thread began a start between the stop and here (STARTING
          * or already RUNNING): stop that one too. */
@@ -504,6 +540,8 @@ void flusher_fork_child(void)
     chunk_waiting = 0;   /* the parent's data, for the parent's log */
     atomic_store(&started, NOT_STARTED);
     atomic_store(&stopping, 0);
+    atomic_store(&parking, 0);
+    atomic_store(&parked, 0);
     stopping_here = 0;
     atomic_store(&kick_word, 0);
     atomic_store(&token_owner, 0);

@@ -52,6 +52,11 @@ void flush_exec_failed(void);
  * came after, on its own thread. */
 void flusher_stop(void);
 
+/* exit(): the same last flush, waited for, but the thread and its helper
+ * are neither stopped nor joined: they wait for the process's end, and no
+ * thread starts again (a fork after this: the child starts its own). */
+void flusher_stop_for_exit(void);
+
 /* fork_prepare: stop the thread and start none until flusher_release
  * (fork_parent) or flusher_fork_child (the child). */
 void flusher_hold(void);

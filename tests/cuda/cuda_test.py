@@ -857,8 +857,9 @@ def test_signals():
             check_whole(only_log(), 2, "signal " + name, "%s %s" % (name, how))
             os.unlink(only_log())
     # Sent to the thread that is finishing the log at exit (after END is
-    # written, at its join of the flusher): the signal waits for the log to
-    # be whole, then kills.  It killed at once: no END on disk, or no log.
+    # written, as it wakes the flusher for the last flush): the signal waits
+    # for the log to be whole, then kills.  It killed at once: no END on
+    # disk, or no log.
     for name in ("SIGTERM", "SIGINT"):
         env = env_for(JOIN_SIGNAL=int(getattr(signal, name)))
         parts = ARGS.preload.split(":")   # a sanitizer's runtime stays first
