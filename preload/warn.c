@@ -117,12 +117,19 @@ void trace_voice_init(void)
     if (stderr_at_start.looked)
         return;
     struct stat st;
+    int terminal = 0;
     if (fstat(STDERR_FILENO, &st) == 0) {
         stderr_at_start.dev = st.st_dev;
         stderr_at_start.ino = st.st_ino;
         stderr_at_start.open = 1;
+        terminal = S_ISCHR(st.st_mode) && isatty(STDERR_FILENO);
     }
-    if (trace_config_get()->exit_line < 0)
+    /* The parent's terminal matters only where a line could be written
+     * (write_line: to the file stderr was at start, so a terminal, and
+     * not silenced): a build's or a test runner's thousands of commands
+     * with stderr on a pipe or a file asked /proc/PPID/stat for nothing,
+     * four system calls each. */
+    if (trace_config_get()->exit_line < 0 && !trace_config_get()->quiet && terminal)
         read_parent_tty();
     stderr_at_start.looked = 1;
     for (int i = 0; i < nunsaid; i++)
