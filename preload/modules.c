@@ -159,15 +159,18 @@ static void compact_names(struct module_list *l)
     l->names_len = l->names_live = at;
 }
 
-static const char *object_path(const char *name)
+const char *modules_exe_path(void)
 {
-    if (name && *name)
-        return name;
     if (!exe_path[0]) {
         ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
         exe_path[n > 0 ? n : 0] = '\0';
     }
     return exe_path;
+}
+
+static const char *object_path(const char *name)
+{
+    return name && *name ? name : modules_exe_path();
 }
 
 static void read_build_id(struct module *m, const struct dl_phdr_info *info, const ElfW(Phdr) *ph)

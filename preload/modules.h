@@ -19,6 +19,10 @@ void modules_rescan_if_changed(void);
  * object is loaded or unloaded; 0 where the C library does not say. */
 unsigned long long modules_loader_generation(void);
 
+/* The program's file (/proc/self/exe), read once: the executable's module
+ * and the log header's exe (start.c), which each read it before. */
+const char *modules_exe_path(void);
+
 /* In a forked child: the parent's table, restated in the child's new log
  * (no loader call: see modules.c). */
 void modules_fork_child(void);

@@ -35,7 +35,6 @@
 
 static char hostname[256];
 static char cmdline[4096];
-static char exe[4096];
 static char python_version[32];
 static int started;
 
@@ -68,8 +67,6 @@ static void read_process_facts(void)
     if (gethostname(hostname, sizeof hostname - 1) != 0)
         hostname[0] = '\0';
     read_cmdline();
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[n > 0 ? n : 0] = '\0';
 }
 
 /* The interpreter's version ("3.12.1"), when the process has one from the
@@ -106,7 +103,7 @@ static tf_header make_header(pid_t ppid)
         .mono_start_ns = rec_clock_ns(),
         .hostname = hostname,
         .cmdline = cmdline,
-        .exe = exe,
+        .exe = modules_exe_path(),
         .tracer_version = TRACE_VERSION,
         .settings = trace_config_describe(),
         .python_version = python_version,

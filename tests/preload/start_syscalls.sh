@@ -9,8 +9,9 @@
 # Before: 44 reads for 22 sets, 23 getpid, 1 sched_getaffinity (205 calls
 # in all, 166 after).  The parent's /proc/PID/stat (its terminal) is read
 # only when stderr is a terminal, the only place a line of ours could go:
-# with stderr on a file or /dev/null it was read all the same (4 calls).
-# Exit 77 without strace.
+# with stderr on a file or /dev/null it was read all the same (4 calls),
+# and /proc/self/exe is read once, not twice (the header's and the
+# executable module's).  Exit 77 without strace.
 set -eu
 lib=$1
 command -v strace >/dev/null 2>&1 || { echo "SKIP: no strace"; exit 77; }
@@ -23,12 +24,14 @@ sets=$(grep -c 'rt_sigaction([A-Z0-9]*, {' "$tmp/st" || true)
 pids=$(grep -c ' getpid()' "$tmp/st" || true)
 affinity=$(grep -c 'sched_getaffinity' "$tmp/st" || true)
 parent=$(cat "$tmp/st" "$tmp/st2" | grep -c 'open.*"/proc/[0-9]*/stat"' || true)
+exe=$(grep -c 'readlink.*"/proc/self/exe"' "$tmp/st" || true)
 echo "rt_sigaction: $reads reads, $sets sets; getpid: $pids; sched_getaffinity: $affinity"
-echo "parent's stat read (stderr a file, /dev/null): $parent"
+echo "parent's stat read (stderr a file, /dev/null): $parent; /proc/self/exe read: $exe"
 fail=0
 [ "$sets" -ge 20 ] || { echo "FAIL: $sets handlers set, expected one per ending signal"; fail=1; }
 [ "$reads" -le $((sets + 1)) ] || { echo "FAIL: $reads reads of actions for $sets sets"; fail=1; }
 [ "$pids" -le 8 ] || { echo "FAIL: $pids getpid calls"; fail=1; }
 [ "$affinity" -eq 0 ] || { echo "FAIL: sched_getaffinity at start (pthread_getattr_np)"; fail=1; }
 [ "$parent" -eq 0 ] || { echo "FAIL: the parent's terminal asked with stderr not a terminal"; fail=1; }
+[ "$exe" -le 1 ] || { echo "FAIL: /proc/self/exe read $exe times"; fail=1; }
 exit $fail
