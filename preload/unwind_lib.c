@@ -33,6 +33,7 @@
  */
 #include "unwind_lib.h"
 #include "dl_hooks.h"
+#include "dl_lookup.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -99,60 +100,6 @@ static int try_path(const char *path)
     return 1;
 }
 
-/* Is an object of this name loaded: a file name or a DT_SONAME equal to
- * it, which is how the loader matches a bare name among loaded objects
- * first?  Asked before dlopen(RTLD_NOLOAD), because for a name it does not
- * find so, glibc searches the file system (ld.so.cache opened and mapped,
- * the file found opened and read, then both let go: 9 system calls in each
- * traced process, which nearly never has a libunwind of its own) to compare
- * the file with the loaded ones.  What this leaves out: the same file
- * loaded under another name and with no DT_SONAME, which no libunwind 1.x
- * build makes. */
-struct name_look { const char *name; int found; };
-
-static int name_matches(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)size;
-    struct name_look *look = arg;
-    const char *path = info->dlpi_name ? info->dlpi_name : "";
-    const char *slash = strrchr(path, '/');
-    if (strcmp(slash ? slash + 1 : path, look->name) == 0) {
-        look->found = 1;
-        return 1;
-    }
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
-            continue;
-        const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-        uintptr_t strtab = 0, soname = 0;
-        int has_soname = 0;
-        for (; d->d_tag != DT_NULL; d++) {
-            if (d->d_tag == DT_STRTAB)
-                strtab = d->d_un.d_ptr;
-            else if (d->d_tag == DT_SONAME) {
-                soname = d->d_un.d_val;
-                has_soname = 1;
-            }
-        }
-        /* glibc rebases DT_STRTAB in place where the dynamic section is
-         * writable; not in a read-only one (the vDSO's). */
-        if (strtab && strtab < info->dlpi_addr)
-            strtab += info->dlpi_addr;
-        if (has_soname && strtab && strcmp((const char *)(strtab + soname), look->name) == 0) {
-            look->found = 1;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static int loaded_by_name(const char *name)
-{
-    struct name_look look = { name, 0 };
-    dl_iterate_phdr(name_matches, &look);
-    return look.found;
-}
-
 /* A libunwind of this soname the program loaded before us, with every
  * function we call (a libunwind 1.x, not LLVM's under the same name): that
  * one, as the loader gave it to us before.  A second copy would be bound
@@ -160,7 +107,11 @@ static int loaded_by_name(const char *name)
  * through the global scope, where the program's copy comes first. */
 static int try_resident(const char *soname)
 {
-    if (!loaded_by_name(soname))
+    /* Asked of the loaded objects' names first: for a name no loaded
+     * object has, glibc's RTLD_NOLOAD searches the file system (ld.so.cache
+     * opened and mapped, the file found opened and read: 9 system calls in
+     * each traced process, which nearly never has a libunwind of its own). */
+    if (!dl_lookup_loaded(soname))
         return 0;
     void *h = dl_real_dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
     if (!h)
