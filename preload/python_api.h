@@ -98,8 +98,12 @@ typedef struct py_api {
     py_object *type_type;      /* &PyType_Type */
     py_object *bytes_type;     /* &PyBytes_Type; NULL: line tables are not read (python_stack.c) */
     py_object *list_type;      /* &PyList_Type */
-    /* 3.8's private _PySys_GetObjectId (borrowed; python_threads.c), else NULL. */
+    /* sys.modules without importlib (python_threads.c), each borrowed:
+     * 3.8 and 3.9's private _PySys_GetObjectId, 3.10's PySys_GetObject,
+     * 3.11's and later's private _PySys_GetAttr; NULL where not used. */
     py_object *(*_PySys_GetObjectId)(void *id);
+    py_object *(*PySys_GetObject)(const char *name);
+    py_object *(*_PySys_GetAttr)(void *tstate, py_object *name);
 } py_api;
 
 extern py_api py;

@@ -9,10 +9,11 @@
  * raises (imports, open(), compile, ...).  A thread whose events all come
  * with the GIL released (CUDA calls through ctypes or an extension, and
  * nothing else) stays unnamed.  threading._active maps the thread's
- * ident (pthread_self) to its Thread.  The look-up creates no object and
- * raises nothing (borrowed references, the exception state set aside and
- * put back): PyImport_GetModule, PyModule_GetDict, PyDict_GetItem,
- * PyDict_Next and PyObject_GetAttr on a name interned at attach time.  The
+ * ident (pthread_self) to its Thread.  The look-up runs no Python code,
+ * creates no object (but 3.10's one str, below) and raises nothing
+ * (borrowed references, the exception state set aside and put back):
+ * sys.modules from the sys dict, PyModule_GetDict, PyDict_GetItem,
+ * PyDict_Next and PyObject_GetAttr on names interned at attach time.  The
  * name found is kept per thread, for the events it records without the GIL.
  */
 #include "python_internal.h"
@@ -37,31 +38,46 @@ static uint64_t coarse_now(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* threading, if imported (a new reference), or NULL.  3.8's
- * PyImport_GetModule is a fatal error ("PyImport_GetModuleDict: no module
- * dictionary!", abort) once the interpreter's modules are gone: the end of
- * a subinterpreter (Py_EndInterpreter) raises "cpython.PyInterpreterState_
- * Clear" after that, and 3.8's audit hooks are the runtime's, so ours sees
- * it; a look then (the thread's first in 100 ms) aborted the program.  There
- * sys.modules is read from the interpreter's sys dict, which outlives it
- * (emptied, then None, then gone: nothing found), through an identifier
- * whose str object is made at install: no object is created here (a look
- * runs inside the recorder's events; PySys_GetObject made a str per look,
- * whose allocation could be an event of its own).  3.9+ raise an
- * exception instead of aborting. */
+/* threading, if imported (a new reference), or NULL, read from sys.modules
+ * as it is, without importlib: PyImport_GetModule (3.9 and later) waits
+ * for a module still being imported by calling importlib's
+ * _lock_unlock_module, Python code run inside our hook, which also undid
+ * the import lock's bookkeeping of the thread it interrupted (a traced
+ * `import threading` raised KeyError from _ModuleLock.acquire's
+ * `del _blocking_on[tid]`) and took 7.5 to 9.3 KiB of stack.  A module
+ * being imported is read as far as it is (its _active may not be there
+ * yet: then no name).
+ *
+ * sys.modules itself comes from the interpreter's sys dict, which outlives
+ * it (emptied, then None, then gone: nothing found); not through
+ * PyImport_GetModuleDict, a fatal error ("no module dictionary", abort)
+ * once the interpreter's modules are gone: the end of a subinterpreter
+ * (Py_EndInterpreter) raises "cpython.PyInterpreterState_Clear" after
+ * that, and our audit hook, the runtime's, sees it.  3.8 and 3.9 read it
+ * through an identifier whose str object is made at install, 3.11 and
+ * later through a str interned at install (_PySys_GetAttr): no object is
+ * created here (a look runs inside the recorder's events).  3.10 has
+ * neither call with that identifier's layout: PySys_GetObject makes a
+ * str per look and frees it (not a GC object, so never an event). */
 static struct py_identifier {
-    struct py_identifier *next;   /* _Py_Identifier, 3.8 */
+    struct py_identifier *next;   /* _Py_Identifier, 3.8 and 3.9 */
     const char *string;
     py_object *object;
 } id_modules = { NULL, "modules", NULL };
+static py_object *key_modules;
 
-static py_object *threading_module(void)
+static py_object *threading_module(void *tstate)
 {
-    if (py.minor > 8)
-        return py.PyImport_GetModule(key_threading);
-    if (!id_modules.object)
-        return NULL;              /* not made at install (or cleared by a finalisation) */
-    py_object *modules = py._PySys_GetObjectId(&id_modules);
+    py_object *modules = NULL;
+    if (py._PySys_GetObjectId) {
+        if (!id_modules.object)
+            return NULL;          /* not made at install (or cleared by a finalisation) */
+        modules = py._PySys_GetObjectId(&id_modules);
+    } else if (py.PySys_GetObject) {
+        modules = py.PySys_GetObject("modules");
+    } else if (py._PySys_GetAttr && key_modules) {
+        modules = py._PySys_GetAttr(tstate, key_modules);
+    }
     py_object *module = modules ? py.PyDict_GetItem(modules, key_threading) : NULL;
     if (module)
         py.Py_IncRef(module);
@@ -69,9 +85,9 @@ static py_object *threading_module(void)
 }
 
 /* The Thread object of this thread (borrowed), or NULL. */
-static py_object *current_thread(void)
+static py_object *current_thread(void *tstate)
 {
-    py_object *module = threading_module();   /* NULL: not imported */
+    py_object *module = threading_module(tstate);   /* NULL: not imported */
     if (!module)
         return NULL;
     py_object *dict = py.PyModule_GetDict(module);
@@ -93,12 +109,13 @@ TLS uint32_t known_version;            /* bumped when it changes; 0: none yet */
 
 static void look(uint64_t now)
 {
-    if (now < next_look_ns || !key_name || !python_tstate_if_holding_gil())
+    void *tstate;
+    if (now < next_look_ns || !key_name || !(tstate = python_tstate_if_holding_gil()))
         return;
     next_look_ns = now + NAME_EVERY_NS;
     py_object *type, *value, *traceback;
     py.PyErr_Fetch(&type, &value, &traceback);
-    py_object *thread = current_thread();
+    py_object *thread = current_thread(tstate);
     py_object *name = thread ? py.PyObject_GetAttr(thread, key_name) : NULL;
     ssize_t len = 0;
     const char *text = name ? py.PyUnicode_AsUTF8AndSize(name, &len) : NULL;
@@ -147,7 +164,7 @@ static uint32_t thread_name(uint32_t seen, char *buf, size_t cap, uint64_t *ask_
  * for the next round's install. */
 void python_threads_forget(void)
 {
-    py_object **held[] = { &key_threading, &key_active, &key_name };
+    py_object **held[] = { &key_threading, &key_active, &key_name, &key_modules };
     for (size_t i = 0; i < sizeof held / sizeof held[0]; i++) {
         if (*held[i])
             py.Py_DecRef(*held[i]);
@@ -160,9 +177,12 @@ void python_threads_install(void)
     key_threading = py.PyUnicode_InternFromString("threading");
     key_active = py.PyUnicode_InternFromString("_active");
     key_name = py.PyUnicode_InternFromString("_name");
-    if (py.minor == 8 && py._PySys_GetObjectId)
+    if (py._PySys_GetObjectId)
         py._PySys_GetObjectId(&id_modules);   /* makes id_modules.object, kept till finalisation */
-    if (key_threading && key_active && key_name && (py.minor > 8 || id_modules.object)) {
+    if (py._PySys_GetAttr && !key_modules)
+        key_modules = py.PyUnicode_InternFromString("modules");
+    if (key_threading && key_active && key_name &&
+        (id_modules.object || py.PySys_GetObject || key_modules)) {
         rec_set_thread_namer(thread_name);
     } else {
         if (key_name)
