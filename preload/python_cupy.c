@@ -264,11 +264,20 @@ static py_object *make_hook(py_object *memory_hook_module)
     return instance;
 }
 
-/* get_memory_hooks()[HOOK_NAME] = hook, on the calling thread. */
+/* get_memory_hooks()[HOOK_NAME] = hook, on the calling thread.  The module
+ * from sys.modules as it is (held since install): this runs at a thread's
+ * first collection, which may fall inside importlib's own lock code, and
+ * PyImport_GetModule would wait there for a module still being imported
+ * through importlib's _lock_unlock_module, undoing the import lock's
+ * bookkeeping of the import it interrupted (python_threads.c says how). */
 static void register_on_this_thread(void)
 {
     registered_here = 1;
-    py_object *m = py.PyImport_GetModule(module_name);
+    py_object *m = sys_modules ? py.PyDict_GetItem(sys_modules, module_name) : NULL;   /* borrowed */
+    if (m)
+        py.Py_IncRef(m);
+    else if (!sys_modules)
+        m = py.PyImport_GetModule(module_name);
     py_object *get = m ? py.PyObject_GetAttrString(m, "get_memory_hooks") : NULL;
     py_object *hooks = get ? py.PyObject_CallFunctionObjArgs(get, NULL) : NULL;
     if (!hooks || py.PyObject_SetItem(hooks, hook_name, hook_instance) != 0)
