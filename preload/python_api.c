@@ -642,10 +642,8 @@ int py_api_resolve(const char **why)
     py.type_type = py_sym("PyType_Type");
     py.bytes_type = py_sym("PyBytes_Type");
     py.list_type = py_sym("PyList_Type");
-    if (py.minor <= 9)
+    if (py.minor <= 10)
         RESOLVE(_PySys_GetObjectId, "_PySys_GetObjectId");
-    else if (py.minor == 10)
-        RESOLVE(PySys_GetObject, "PySys_GetObject");
     else
         RESOLVE(_PySys_GetAttr, "_PySys_GetAttr");
     resolve_current_tstate();

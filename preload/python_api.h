@@ -99,10 +99,10 @@ typedef struct py_api {
     py_object *bytes_type;     /* &PyBytes_Type; NULL: line tables are not read (python_stack.c) */
     py_object *list_type;      /* &PyList_Type */
     /* sys.modules without importlib (python_threads.c), each borrowed:
-     * 3.8 and 3.9's private _PySys_GetObjectId, 3.10's PySys_GetObject,
-     * 3.11's and later's private _PySys_GetAttr; NULL where not used. */
+     * 3.8 to 3.10's private _PySys_GetObjectId (whose identifier's layout
+     * changed in 3.10), 3.11's and later's private _PySys_GetAttr; NULL
+     * where not used. */
     py_object *(*_PySys_GetObjectId)(void *id);
-    py_object *(*PySys_GetObject)(const char *name);
     py_object *(*_PySys_GetAttr)(void *tstate, py_object *name);
 } py_api;
 

@@ -10,7 +10,7 @@
  * with the GIL released (CUDA calls through ctypes or an extension, and
  * nothing else) stays unnamed.  threading._active maps the thread's
  * ident (pthread_self) to its Thread.  The look-up runs no Python code,
- * creates no object (but 3.10's one str, below) and raises nothing
+ * creates no object and raises nothing
  * (borrowed references, the exception state set aside and put back):
  * sys.modules from the sys dict, PyModule_GetDict, PyDict_GetItem,
  * PyDict_Next and PyObject_GetAttr on names interned at attach time.  The
@@ -53,28 +53,43 @@ static uint64_t coarse_now(void)
  * PyImport_GetModuleDict, a fatal error ("no module dictionary", abort)
  * once the interpreter's modules are gone: the end of a subinterpreter
  * (Py_EndInterpreter) raises "cpython.PyInterpreterState_Clear" after
- * that, and our audit hook, the runtime's, sees it.  3.8 and 3.9 read it
- * through an identifier whose str object is made at install, 3.11 and
- * later through a str interned at install (_PySys_GetAttr): no object is
- * created here (a look runs inside the recorder's events).  3.10 has
- * neither call with that identifier's layout: PySys_GetObject makes a
- * str per look and frees it (not a GC object, so never an event). */
-static struct py_identifier {
-    struct py_identifier *next;   /* _Py_Identifier, 3.8 and 3.9 */
+ * that, and our audit hook, the runtime's, sees it.
+ *
+ * No object is created here: a look runs inside the recorder's events,
+ * and an object's creation is where tracemalloc takes its lock
+ * (_PyTraceMalloc_NewReference, 3.8 to 3.10), which an event inside
+ * tracemalloc may already hold: its table of traces grows with a raw
+ * malloc of 1 MiB and more, a host block.  3.10's PySys_GetObject, which
+ * made a str per look, hung a traced program that started tracemalloc
+ * (test_thread_look.py).  3.8 to 3.10 read it through an identifier whose
+ * str is made at install, 3.11 and later through a str interned at
+ * install (_PySys_GetAttr).  3.10 keeps an identifier's str per
+ * interpreter and makes it at the first use in each: there the look is
+ * made only in the interpreter it was made for at install (threads of
+ * 3.10's subinterpreters stay unnamed). */
+static struct py_identifier_39 {
+    struct py_identifier_39 *next;   /* _Py_Identifier, 3.8 and 3.9 */
     const char *string;
     py_object *object;
-} id_modules = { NULL, "modules", NULL };
+} id_modules_39 = { NULL, "modules", NULL };
+static struct py_identifier_310 {
+    const char *string;              /* _Py_Identifier, 3.10 */
+    ssize_t index;                   /* process-wide, -1 until first used */
+} id_modules_310 = { "modules", -1 };
+static void *id_modules_interp;      /* 3.10: where its str was made, NULL: none */
 static py_object *key_modules;
 
 static py_object *threading_module(void *tstate)
 {
     py_object *modules = NULL;
-    if (py._PySys_GetObjectId) {
-        if (!id_modules.object)
+    if (py._PySys_GetObjectId && py.minor <= 9) {
+        if (!id_modules_39.object)
             return NULL;          /* not made at install (or cleared by a finalisation) */
-        modules = py._PySys_GetObjectId(&id_modules);
-    } else if (py.PySys_GetObject) {
-        modules = py.PySys_GetObject("modules");
+        modules = py._PySys_GetObjectId(&id_modules_39);
+    } else if (py._PySys_GetObjectId) {
+        if (!id_modules_interp || py.PyInterpreterState_Get() != id_modules_interp)
+            return NULL;
+        modules = py._PySys_GetObjectId(&id_modules_310);
     } else if (py._PySys_GetAttr && key_modules) {
         modules = py._PySys_GetAttr(tstate, key_modules);
     }
@@ -170,6 +185,7 @@ void python_threads_forget(void)
             py.Py_DecRef(*held[i]);
         *held[i] = NULL;
     }
+    id_modules_interp = NULL;   /* 3.10: the interpreter's strs go with it */
 }
 
 void python_threads_install(void)
@@ -177,12 +193,17 @@ void python_threads_install(void)
     key_threading = py.PyUnicode_InternFromString("threading");
     key_active = py.PyUnicode_InternFromString("_active");
     key_name = py.PyUnicode_InternFromString("_name");
-    if (py._PySys_GetObjectId)
-        py._PySys_GetObjectId(&id_modules);   /* makes id_modules.object, kept till finalisation */
+    if (py._PySys_GetObjectId && py.minor <= 9) {
+        py._PySys_GetObjectId(&id_modules_39);   /* makes id_modules_39.object, kept till finalisation */
+    } else if (py._PySys_GetObjectId && py.PyInterpreterState_Get) {
+        /* makes this interpreter's str, kept till its finalisation */
+        if (py._PySys_GetObjectId(&id_modules_310) && id_modules_310.index >= 0)
+            id_modules_interp = py.PyInterpreterState_Get();
+    }
     if (py._PySys_GetAttr && !key_modules)
         key_modules = py.PyUnicode_InternFromString("modules");
     if (key_threading && key_active && key_name &&
-        (id_modules.object || py.PySys_GetObject || key_modules)) {
+        (id_modules_39.object || id_modules_interp || key_modules)) {
         rec_set_thread_namer(thread_name);
     } else {
         if (key_name)

@@ -10,6 +10,12 @@ through `_lock_unlock_module('threading')`, Python code inside our hook; in a
 traced `import threading` it removed the importing thread's `_blocking_on`
 entry, and `_ModuleLock.acquire` raised KeyError (`del _blocking_on[tid]`).
 
+The look creates no object either: an object's creation takes
+tracemalloc's lock (3.8 to 3.10), which an event inside tracemalloc holds
+(its table of traces grows with a raw malloc of 1 MiB and more, a host
+block).  Old (3.10's PySys_GetObject, a str per look): a program that
+started tracemalloc hung there at the first look due.
+
 The names are still found: a thread named loader_0 that collects is
 "(loader_0)" in the log.
 
@@ -59,6 +65,34 @@ t.start()
 t.join()
 '''
 
+# A look due (100 ms since the last) at the host block tracemalloc's table
+# of traces allocates, with its lock held, as the table grows past 1 MiB.
+TRACEMALLOC = r'''
+import time, tracemalloc
+keep = [None] * 300000
+for rnd in range(3):
+    tracemalloc.start(1)
+    time.sleep(0.15)
+    b = bytearray(2 << 20)          # an event: the time the next look reads moves on
+    for i in range(len(keep)):
+        keep[i] = object()
+    tracemalloc.stop()
+    del b
+print("tracemalloc ok")
+'''
+
+
+def run_bounded(argv, env, limit=60):
+    """(exit status, stdout, stderr); None for the status of a run that hung."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        out, err = p.communicate(timeout=limit)
+        return p.returncode, out, err
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        return None, out, err
+
 
 def check(python, version):
     with tempfile.TemporaryDirectory(prefix="thread-look-") as work:
@@ -75,6 +109,12 @@ def check(python, version):
         fails.check(out.stdout.startswith("calls 0"),
                     "%s traced: importlib called from the look: %r" % (version, out.stdout))
         fails.check(os.path.exists(log), "%s traced: no log" % version)
+        env["TRACE_OUTPUT"] = os.path.join(work, "tm.tlog")
+        rc, stdout, stderr = run_bounded([python, "-c", TRACEMALLOC], env)
+        print("  tracemalloc:", "hung" if rc is None else "exit %d %s" % (rc, stdout.strip()))
+        fails.check(rc == 0 and "tracemalloc ok" in stdout,
+                    "%s traced under tracemalloc: %s: %s" % (version, "hung (60 s)" if rc is None
+                                                             else "exit %d" % rc, stderr[-500:]))
         named = os.path.join(work, "named.tlog")
         env["TRACE_OUTPUT"] = named
         run = subprocess.run([python, "-c", NAMED], capture_output=True, text=True, timeout=120, env=env)
