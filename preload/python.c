@@ -24,6 +24,7 @@
 #include "python.h"
 #include "python_api.h"
 #include "python_internal.h"
+#include "python_greenlet.h"
 #include "config.h"
 #include "fork_gate.h"
 #include "hook_stack.h"
@@ -235,6 +236,7 @@ void python_on_dlopen(void)
         atomic_store(&busy, 0);
     }
     python_init_check_on_dlopen();
+    python_greenlet_on_dlopen();
 }
 
 /* After a round's end, at the rescue's raw mallocs (python_early_hook.c):

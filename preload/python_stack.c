@@ -24,6 +24,7 @@
 #include "host_blocks.h"
 #include "recorder.h"
 #include "pages.h"
+#include "python_greenlet.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -141,6 +142,10 @@ static inline __attribute__((always_inline)) int walk(const py_layout *L, void *
     void *f;
     if (L->tstate_cframe != PY_NO_FIELD) {
         void *cframe = FIELD(tstate, L->tstate_cframe, void *);
+        /* In a greenlet switch that C frame may be memory the switch
+         * rewrote (python_greenlet.h): no stack rather than a fault. */
+        if (__builtin_expect(python_greenlet_switching(), 0))
+            return 0;
         f = cframe ? FIELD(cframe, L->cframe_frame, void *) : NULL;
     } else {
         f = FIELD(tstate, L->tstate_frame, void *);

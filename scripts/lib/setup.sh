@@ -32,18 +32,19 @@ ensure_packages() {
 # Python packages some tests use, installed into the interpreters they run
 # (numpy: ordinary C-extension code that must give no double-init report, and
 # the seed-002 story with arrays, on every version from 3.8 to 3.13; pip picks
-# the newest numpy each version supports).  3.12 and 3.13 also get pytest and
-# hypothesis: torture.suites runs numpy.lib's tests with them, bare and
-# traced (without them that part is skipped).
+# the newest numpy each version supports; greenlet: python_greenlet, stack
+# switches by copying the C stack, a wheel of under 1 MB).  3.12 and 3.13
+# also get pytest and hypothesis: torture.suites runs numpy.lib's tests with
+# them, bare and traced (without them that part is skipped).
 ensure_python_packages() {
     for python in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.*/bin/python3.[0-9] \
                   "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.*/bin/python3.[0-9][0-9]; do
         [ -x "$python" ] || continue
         "$python" -c 'import sys; sys.exit(not (3, 8) <= sys.version_info[:2] <= (3, 13))' \
             2>/dev/null || continue
-        packages=numpy
+        packages="numpy greenlet"
         if "$python" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 12))' 2>/dev/null; then
-            packages="numpy pytest hypothesis"
+            packages="numpy greenlet pytest hypothesis"
         fi
         "$python" -c "import $(echo "$packages" | tr ' ' ',')" 2>/dev/null && continue
         echo "setup: pip install $packages for $python"

@@ -1,0 +1,86 @@
+"""greenlet under the preload: stack switches by copying the C stack.
+
+Between greenlet's copy back of the target's C stack and its putting the
+target's Python state into the thread state, tstate->cframe (3.11/3.12)
+points at memory the copy rewrote, and greenlet frees the heap copy there:
+with large host blocks recorded (TRACE_HOST_THRESHOLD under the copy's
+size) the free's Python stack walk faulted (SIGSEGV where the bare run
+exits 0).  Checked here: the workload's exit status, output and empty
+stderr match the bare run's, and buffers allocated inside greenlets carry
+the greenlet's own Python frames (function and line, innermost first), on
+every interpreter that has greenlet (skipped, and said, where it has not:
+scripts/test installs it)."""
+import json
+import os
+import subprocess
+import tempfile
+
+import pytrace as pt
+
+args = pt.parse_args()
+fails = pt.Failures()
+script = pt.workload("greenlet_switches.py")
+ENV = {"TRACE_HOST_BUFFERS": "1", "TRACE_HOST_THRESHOLD": "4096"}
+tested = []
+
+
+def has_greenlet(python):
+    return subprocess.run([python, "-c", "import greenlet"], capture_output=True).returncode == 0
+
+
+def check(python, version):
+    tag = "%s (%s)" % (version, python)
+    if not has_greenlet(python):
+        print("skipped: no greenlet for", tag)
+        return
+    tested.append(tag)
+    with tempfile.TemporaryDirectory() as tmp:
+        bare_expect = os.path.join(tmp, "bare.json")
+        traced_expect = os.path.join(tmp, "traced.json")
+        bare = pt.run_traced([python, script, bare_expect], args.preload, args.pylog, trace=False)
+        run = pt.run_traced([python, script, traced_expect], args.preload, args.pylog, env=ENV)
+        if not fails.check(bare.proc.returncode == 0, "%s: bare run failed: %s"
+                           % (tag, bare.proc.stderr[-800:])):
+            return
+        fails.check(run.proc.returncode == 0, "%s: traced run exited %d (bare 0): %s"
+                    % (tag, run.proc.returncode, run.proc.stderr[-800:]))
+        fails.check(run.proc.stdout == bare.proc.stdout, "%s: output differs: %r, bare %r"
+                    % (tag, run.proc.stdout[-300:], bare.proc.stdout[-300:]))
+        fails.check(run.proc.stderr == "", "%s: stderr traced: %r" % (tag, run.proc.stderr[-300:]))
+        if run.proc.returncode != 0:
+            return
+        with open(traced_expect) as f:
+            expect = {int(k): [tuple(x) for x in v] for k, v in json.load(f).items()}
+    # bytearray(n) asks for n + 1 bytes.
+    found, wrong = set(), []
+    for e in run.of("host_alloc"):
+        size = e["size"] - 1
+        if size not in expect:
+            continue
+        found.add(size)
+        # 3.11 and later name frames by their qualified name.
+        got = [(fr[2].rsplit(".", 1)[-1], fr[1]) for fr in e["py"] if fr[0] == script]
+        want = [w for w in expect[size] if w[0] != "<module>"]
+        got = [g for g in got if g[0] != "<module>"]
+        if got != want:
+            wrong.append((size, want[:4], got[:4]))
+    fails.check(len(found) == len(expect), "%s: %d of %d marked buffers recorded"
+                % (tag, len(found), len(expect)))
+    fails.check(not wrong, "%s: %d buffers with another stack than their greenlet's, e.g. %s"
+                % (tag, len(wrong), wrong[:2]))
+
+
+def finish_or_skip():
+    if not tested:
+        print("skipped: no interpreter has greenlet (pip install greenlet)")
+        raise SystemExit(pt.SKIP)
+
+
+interpreters = pt.find_interpreters(args.python)
+if not interpreters:
+    raise SystemExit(pt.SKIP)
+for python, version in interpreters:
+    print("==", version, python)
+    check(python, version)
+finish_or_skip()
+fails.finish()
