@@ -37,6 +37,7 @@
 #include "python_alloc_sites.h"
 #include "block_marks.h"
 #include "config.h"
+#include "dl_object.h"
 #include "host_blocks.h"
 #include "recorder.h"
 
@@ -467,6 +468,63 @@ __attribute__((visibility("default"))) int _PyObject_DebugMallocStats(FILE *out)
     int r = real(out);
     py.PyMem_SetAllocator(PY_DOMAIN_OBJ, &now);
     return r;
+}
+
+/* Whether the library holding the allocator we wrapped on a domain asks for
+ * that domain's allocator (ret: where its call returns to), where that
+ * allocator is not the interpreter's own (real: CPython's getter). */
+static int owner_asks(const domain_wrapper *w, const void *ret, const void *real)
+{
+    uintptr_t owner = dl_object_start(*(const void *const *)&w->prev.malloc);
+    return owner && owner == dl_object_start(ret) && owner != dl_object_start(real);
+}
+
+/* A library that set its allocator before the interpreter started (Scalene's
+ * libscalene.so, preloaded first, in its constructor) is what we wrap
+ * (foreign_allocator, or TRACE_PY_ALLOCS).  Scalene 2.x then "reinstalls"
+ * it once the interpreter runs (pywhere's populate_struct): it reads the
+ * domain's allocator, and unless that is its own, keeps it as its
+ * predecessor and sets its own on top.  It read ours, which forwards to it:
+ * every object allocation went round the two until the stack overflowed
+ * (SIGSEGV at start, a log without END).  So the owner of the allocator we
+ * wrapped, asking, is told its own allocator: it finds itself in place and
+ * leaves the chain as it is, ours above it.  An owner that then put itself
+ * on top regardless would call itself, as it would through ours.  Everyone
+ * else is told the truth.  Reached by calls from other libraries in an
+ * interpreter with a shared libpython (their dlsym and PLT find ours
+ * first), as _PyMem_GetCurrentAllocatorName is. */
+__attribute__((visibility("default"))) void PyMem_GetAllocator(int domain, py_allocator *out)
+{
+    const void *ret = __builtin_return_address(0);
+    void (*next)(int, py_allocator *);
+    if (py_unloaded()) {
+        /* The traced library and what real held went (python.c). */
+        *(void **)&next = py_next_after_unload(PY_EXPORT_GET_ALLOCATOR, ret);
+        if (next)
+            next(domain, out);
+        else
+            memset(out, 0, sizeof *out);
+        return;
+    }
+    static void (*real)(int, py_allocator *);
+    if (!real) {
+        *(void **)&real = py_next("PyMem_GetAllocator");
+        py_note_traced(*(void **)&real);
+    }
+    /* A second libpython's own (python_api.h): its allocators are not ours. */
+    *(void **)&next = py_own_for_caller(PY_EXPORT_GET_ALLOCATOR, ret);
+    if (next && next != real) {
+        next(domain, out);
+        return;
+    }
+    if (!real) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    real(domain, out);
+    if (domain >= 0 && domain < 3 && out->ctx == &wrappers[domain] &&
+        owner_asks(&wrappers[domain], ret, *(void **)&real))
+        *out = wrappers[domain].prev;
 }
 
 /* PYTHONMALLOC=malloc (or malloc_debug): MEM and OBJ go straight to malloc,

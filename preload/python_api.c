@@ -196,6 +196,7 @@ static const char *const export_name[PY_EXPORT_COUNT] = {
     [PY_EXPORT_OBJECT_INIT_VAR] = "PyObject_InitVar",
     [PY_EXPORT_ALLOCATOR_NAME] = "_PyMem_GetCurrentAllocatorName",
     [PY_EXPORT_DEBUG_MALLOC_STATS] = "_PyObject_DebugMallocStats",
+    [PY_EXPORT_GET_ALLOCATOR] = "PyMem_GetAllocator",
 };
 
 /* Call sites seen per export and the answer for each, as cuda_symbols.c
@@ -557,13 +558,20 @@ void *py_next_after_unload(enum py_export e, const void *ret)
  * or a compiler that inherited the preload), each missing name costs two
  * failed lookups and a walk of the loaded objects, at its start and at each
  * dlopen. */
+/* CPython's, not ours (python_alloc.c), as for the allocator's name below. */
+static int resolve_get_allocator(void)
+{
+    *(void **)&py.PyMem_GetAllocator = py_next("PyMem_GetAllocator");
+    return py.PyMem_GetAllocator || RESOLVE(PyMem_GetAllocator, "PyMem_GetAllocator");
+}
+
 int py_api_probe(void)
 {
     if (py_unloaded())
         return 0;
     int found = RESOLVE(PySys_AddAuditHook, "PySys_AddAuditHook") &&
                 RESOLVE(Py_IsInitialized, "Py_IsInitialized") &&
-                RESOLVE(PyMem_GetAllocator, "PyMem_GetAllocator") &&
+                resolve_get_allocator() &&
                 RESOLVE(PyMem_SetAllocator, "PyMem_SetAllocator");
     if (found)
         py_note_traced(*(void **)&py.PySys_AddAuditHook);
