@@ -493,7 +493,7 @@ static int owner_asks(const domain_wrapper *w, const void *ret, const void *real
  * else is told the truth.  Reached by calls from other libraries in an
  * interpreter with a shared libpython (their dlsym and PLT find ours
  * first), as _PyMem_GetCurrentAllocatorName is. */
-__attribute__((visibility("default"))) void PyMem_GetAllocator(int domain, py_allocator *out)
+static void get_allocator(int domain, py_allocator *out)
 {
     const void *ret = __builtin_return_address(0);
     void (*next)(int, py_allocator *);
@@ -509,6 +509,14 @@ __attribute__((visibility("default"))) void PyMem_GetAllocator(int domain, py_al
     static void (*real)(int, py_allocator *);
     if (!real) {
         *(void **)&real = py_next("PyMem_GetAllocator");
+        /* None after us: a static interpreter's comes before us, and only
+         * another copy of libtrace.so preloaded before this one calls ours
+         * there (its own lookup found ours next). */
+        if (!real) {
+            void *first = py_global_sym("PyMem_GetAllocator");
+            if (first != (void *)(uintptr_t)get_allocator)
+                *(void **)&real = first;
+        }
         py_note_traced(*(void **)&real);
     }
     /* A second libpython's own (python_api.h): its allocators are not ours. */
@@ -526,6 +534,9 @@ __attribute__((visibility("default"))) void PyMem_GetAllocator(int domain, py_al
         owner_asks(&wrappers[domain], ret, *(void **)&real))
         *out = wrappers[domain].prev;
 }
+/* Exported under an alias: inside libtrace.so the exported name's address
+ * is the global scope's first definition (a static interpreter's own). */
+__attribute__((visibility("default"), alias("get_allocator"))) void PyMem_GetAllocator(int domain, py_allocator *out);
 
 /* PYTHONMALLOC=malloc (or malloc_debug): MEM and OBJ go straight to malloc,
  * not through the RAW domain. */
