@@ -45,13 +45,16 @@ def check(python, version):
         print("   skipped: no shared libpython")
         return
     argv = [python, "-c", PROGRAM, args.fixture]
-    bare = pt.run_traced(argv, args.preload, args.pylog, trace=False, env={"LD_PRELOAD": args.fixture})
+    # The sanitizer build's runtime comes first, then the fixture, then ours.
+    runtime = args.preload.split(":")[:-1]
+    bare = pt.run_traced(argv, args.preload, args.pylog, trace=False,
+                         env={"LD_PRELOAD": ":".join(runtime + [args.fixture])})
     fails.check(bare.proc.returncode == 0 and "reinstalled 0" in bare.proc.stdout,
                 "%s: bare run failed: %s %r %s" % (version, bare.proc.returncode, bare.proc.stdout,
                                                    bare.proc.stderr[-300:]))
     for env in ({}, {"TRACE_PY_ALLOCS": "1"}, {"TRACE_HOST_BUFFERS": "1"}):
         tag = "%s %s" % (version, env or "default")
-        env = dict(env, LD_PRELOAD=args.fixture + ":" + args.preload)
+        env = dict(env, LD_PRELOAD=":".join(runtime + [args.fixture, args.preload.split(":")[-1]]))
         run, path = pt.run_traced_keep(argv, args.preload, args.pylog, env=env)
         summary = subprocess.run([args.dump, "--summary", path], capture_output=True, text=True).stdout
         pt.discard(path)
