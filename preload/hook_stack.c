@@ -14,12 +14,16 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
-/* Eight: as many threads at once as need one; a ninth waits for the first
- * to come back (an event's work, microseconds).  128 KiB each: four times
- * the room a thread's own stack must have, mapped without reserve, so what
- * is never touched costs address space only. */
+/* Eight mapped at start: as many threads at once as need one.  A ninth
+ * maps a stack for the one event and unmaps it after (tens of
+ * microseconds, where all eight are taken).  It must not wait for one of
+ * the eight: their holders may be waiting for it, e.g. for the GIL it holds
+ * (an event's work can run Python code: CuPy's registration, an attach).
+ * 128 KiB each: four times the room a thread's own stack must have, mapped
+ * without reserve, so what is never touched costs address space only. */
 #define SLOTS 8
 #define SLOT_SIZE (128u * 1024)
 __thread uintptr_t hook_room_from __attribute__((tls_model("initial-exec")));
@@ -71,6 +75,28 @@ static int room_at(uintptr_t sp)
     return sp - HOOK_STACK_ROOM >= thread_stack_lo;
 }
 
+static void run_at(void (*fn)(void *), void *arg, uintptr_t top)
+{
+    hook_stack_aside++;
+    trace_run_on_stack(fn, arg, (void *)(top & ~(uintptr_t)15));
+    hook_stack_aside--;
+}
+
+/* A stack for one event when the eight are taken: straight from the
+ * kernel (our own mmap hook, or an interposer of the program's, would
+ * record or count it), guard page below.  0: no memory for one. */
+static int run_on_fresh(void (*fn)(void *), void *arg)
+{
+    void *p = (void *)syscall(SYS_mmap, NULL, slot_stride, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED || (uintptr_t)p > (uintptr_t)-4096)
+        return 0;
+    syscall(SYS_mprotect, p, page_size, PROT_NONE);
+    run_at(fn, arg, (uintptr_t)p + slot_stride);
+    syscall(SYS_munmap, p, slot_stride);
+    return 1;
+}
+
 static void run_aside(void (*fn)(void *), void *arg)
 {
     for (unsigned spins = 0;; spins++) {
@@ -78,13 +104,15 @@ static void run_aside(void (*fn)(void *), void *arg)
             if (atomic_load_explicit(&busy[i], memory_order_relaxed) ||
                 atomic_exchange_explicit(&busy[i], 1, memory_order_acquire))
                 continue;
-            uintptr_t top = ((uintptr_t)pool + (size_t)(i + 1) * slot_stride) & ~(uintptr_t)15;
-            hook_stack_aside++;
-            trace_run_on_stack(fn, arg, (void *)top);
-            hook_stack_aside--;
+            run_at(fn, arg, (uintptr_t)pool + (size_t)(i + 1) * slot_stride);
             atomic_store_explicit(&busy[i], 0, memory_order_release);
             return;
         }
+        /* A slot comes back within microseconds unless its holder waits
+         * for us; a few tries, then a stack of this event's own.  Without
+         * memory for one, waiting is all there is. */
+        if (spins >= 4 && run_on_fresh(fn, arg))
+            return;
         if (spins > 64)
             sched_yield();
     }
