@@ -2,6 +2,7 @@
  * cuda_symbols.c - finding real CUDA functions and handing out wrappers.
  */
 #include "cuda_symbols.h"
+#include "call_sites.h"
 #include "cuda_versions.h"
 #include "dl_hooks.h"
 #include "dl_lookup.h"
@@ -103,29 +104,12 @@ void *cuda_driver_symbol_wrap(const char *name, void *real, int version)
 
 /* ------------------------------------------------- exported symbols' reals */
 
-/* Call sites seen per entry, and the real function for each.  Call sites
- * are few (one per line of source that calls cudaMalloc), lookups lock-free.
- *
- * A return address names a call site only while its object stays loaded: a
- * plugin with its own libcudart (its run path) closed, and another loaded
- * at the same address, has the same return addresses, and the first one's
- * runtime is unmapped (the call landed in it: garbage, then SIGSEGV).  So
- * the table holds for the dlclose count it was filled under, and is emptied
- * when that count has moved: the common case stays one more load and
- * compare.  Only dlclose counts: a dlopen unmaps nothing and changes no
- * site's binding, and every Python import would empty the table.  sites_epoch is that count << 1, odd while the table is being
- * emptied; a lookup that saw the epoch change under it (a seqlock) asks the
- * loader instead. */
-#define CALL_SITES 64
-
-struct call_site {
-    _Atomic uintptr_t ret;   /* published last */
-    void *_Atomic real;
-};
-
-static struct call_site sites[CUDA_ENTRY_COUNT][CALL_SITES];
-static _Atomic int sites_lock;
-static _Atomic unsigned long sites_epoch;
+/* Call sites seen per entry, and the real function for each (call_sites.h:
+ * one per line of source that calls cudaMalloc; the table forgotten when a
+ * plugin with its own libcudart is closed and another may load at its
+ * addresses). */
+static call_site site_slots[CUDA_ENTRY_COUNT][64];
+static call_sites sites = CALL_SITES_INIT(site_slots);
 
 /* The definition the caller's object binds to: first its own scope (its
  * dependencies, where RTLD_LOCAL libraries live), then the global scope
@@ -151,40 +135,10 @@ static void *resolve_for_caller(const char *name, const void *ret)
     return real;
 }
 
-static void *cached_real(const struct call_site *s, const void *ret, unsigned long epoch)
-{
-    for (int i = 0; i < CALL_SITES; i++) {
-        uintptr_t key = atomic_load_explicit(&s[i].ret, memory_order_acquire);
-        if (key == (uintptr_t)ret) {
-            void *real = atomic_load_explicit(&s[i].real, memory_order_relaxed);
-            /* Not emptied and filled again since the epoch was read. */
-            atomic_thread_fence(memory_order_acquire);
-            return atomic_load_explicit(&sites_epoch, memory_order_relaxed) == epoch ? real : NULL;
-        }
-        if (!key)
-            break;
-    }
-    return NULL;
-}
-
-/* Under sites_lock: forget every call site (their objects may be gone). */
-static void sites_empty(unsigned long epoch)
-{
-    atomic_store_explicit(&sites_epoch, atomic_load_explicit(&sites_epoch, memory_order_relaxed) | 1,
-                          memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    for (int e = 0; e < CUDA_ENTRY_COUNT; e++)
-        for (int i = 0; i < CALL_SITES && atomic_load_explicit(&sites[e][i].ret, memory_order_relaxed); i++)
-            atomic_store_explicit(&sites[e][i].ret, 0, memory_order_relaxed);
-    atomic_store_explicit(&sites_epoch, epoch, memory_order_release);
-}
-
 void *cuda_real_for_caller(enum cuda_entry entry, const void *ret)
 {
-    struct call_site *s = sites[entry];
-    unsigned long now = dl_loader_unloads() << 1;
-    unsigned long epoch = atomic_load_explicit(&sites_epoch, memory_order_acquire);
-    void *real = epoch == now ? cached_real(s, ret, epoch) : NULL;
+    unsigned long now = call_sites_now();
+    void *real = call_sites_find(&sites, entry, ret, now);
     if (real)
         return real;
     real = resolve_for_caller(cuda_entry_name[entry], ret);
@@ -192,24 +146,6 @@ void *cuda_real_for_caller(enum cuda_entry entry, const void *ret)
         return NULL;
     note_if_runtime(entry, real);
     /* Remember it; a full table only costs the lookup above next time. */
-    int expected = 0;
-    if (!atomic_compare_exchange_strong(&sites_lock, &expected, 1))
-        return real;
-    /* A dlclose while we asked the loader: what it said may be stale. */
-    if (dl_loader_unloads() << 1 == now) {
-        if (atomic_load_explicit(&sites_epoch, memory_order_relaxed) != now)
-            sites_empty(now);
-        for (int i = 0; i < CALL_SITES; i++) {
-            uintptr_t key = atomic_load_explicit(&s[i].ret, memory_order_relaxed);
-            if (key == (uintptr_t)ret)
-                break;   /* another thread's, just now */
-            if (!key) {
-                atomic_store_explicit(&s[i].real, real, memory_order_relaxed);
-                atomic_store_explicit(&s[i].ret, (uintptr_t)ret, memory_order_release);
-                break;
-            }
-        }
-    }
-    atomic_store(&sites_lock, 0);
+    call_sites_keep(&sites, entry, ret, real, now);
     return real;
 }

@@ -2,6 +2,7 @@
  * python_api.c - resolving the CPython C API at run time (see python_api.h).
  */
 #include "python_api.h"
+#include "call_sites.h"
 
 #include "dl_hooks.h"
 #include "dl_lookup.h"
@@ -199,27 +200,17 @@ static const char *const export_name[PY_EXPORT_COUNT] = {
     [PY_EXPORT_GET_ALLOCATOR] = "PyMem_GetAllocator",
 };
 
-/* Call sites seen per export and the answer for each, as cuda_symbols.c
- * keeps them for CUDA's entry points: few sites (3.8's libpython calls
- * PyObject_Init through its PLT from 7 places, later ones from none), a
- * lock-free lookup, the whole table forgotten when a dlclose succeeded (the
- * caller's object may be gone and another mapped at its addresses; then the
- * answer is asked again).  sites_epoch is the dlclose count << 1, odd while
- * the table is being emptied.  A caller with no definition of its own is
- * kept too, as NO_OWN: the double-initialisation check calls PyObject_Init
- * through here for every object an extension module initialises. */
-#define PY_CALL_SITES 32
+/* Call sites seen per export and the answer for each (call_sites.h), as
+ * cuda_symbols.c keeps them for CUDA's entry points: few sites (3.8's
+ * libpython calls PyObject_Init through its PLT from 7 places, later ones
+ * from none).  A caller with no definition of its own is kept too, as
+ * NO_OWN: the double-initialisation check calls PyObject_Init through here
+ * for every object an extension module initialises. */
 static const char no_own_mark;
 #define NO_OWN ((void *)&no_own_mark)
 
-struct py_call_site {
-    _Atomic uintptr_t ret;   /* published last */
-    void *_Atomic own;
-};
-
-static struct py_call_site sites[PY_EXPORT_COUNT][PY_CALL_SITES];
-static _Atomic int sites_lock;
-static _Atomic unsigned long sites_epoch;
+static call_site site_slots[PY_EXPORT_COUNT][32];
+static call_sites sites = CALL_SITES_INIT(site_slots);
 
 /* Whether the dynamic linker binds every object's calls of name to ours
  * and, without us, would have found no definition in the global scope: each
@@ -252,34 +243,6 @@ static void *own_lookup(const char *name, const void *ret)
     return own && !native_stack_is_ours((uintptr_t)own) ? own : NULL;
 }
 
-static void *cached_own(const struct py_call_site *s, const void *ret, unsigned long epoch)
-{
-    for (int i = 0; i < PY_CALL_SITES; i++) {
-        uintptr_t key = atomic_load_explicit(&s[i].ret, memory_order_acquire);
-        if (key == (uintptr_t)ret) {
-            void *own = atomic_load_explicit(&s[i].own, memory_order_relaxed);
-            /* Not emptied and filled again since the epoch was read. */
-            atomic_thread_fence(memory_order_acquire);
-            return atomic_load_explicit(&sites_epoch, memory_order_relaxed) == epoch ? own : NULL;
-        }
-        if (!key)
-            break;
-    }
-    return NULL;
-}
-
-/* Under sites_lock: forget every call site (their objects may be gone). */
-static void sites_empty(unsigned long epoch)
-{
-    atomic_store_explicit(&sites_epoch, atomic_load_explicit(&sites_epoch, memory_order_relaxed) | 1,
-                          memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    for (int e = 0; e < PY_EXPORT_COUNT; e++)
-        for (int i = 0; i < PY_CALL_SITES && atomic_load_explicit(&sites[e][i].ret, memory_order_relaxed); i++)
-            atomic_store_explicit(&sites[e][i].ret, 0, memory_order_relaxed);
-    atomic_store_explicit(&sites_epoch, epoch, memory_order_release);
-}
-
 /* Set once a libpython other than the traced one has been seen loaded
  * (py_other_libpythons_own_calls, at each dlopen): until then a caller's own
  * definition can only be the traced one's, and the answer is NULL at the
@@ -290,35 +253,15 @@ void *py_own_for_caller(enum py_export e, const void *ret)
 {
     if (!atomic_load_explicit(&others_seen, memory_order_acquire))
         return NULL;
-    struct py_call_site *s = sites[e];
-    unsigned long now = dl_loader_unloads() << 1;
-    unsigned long epoch = atomic_load_explicit(&sites_epoch, memory_order_acquire);
-    void *own = epoch == now ? cached_own(s, ret, epoch) : NULL;
+    unsigned long now = call_sites_now();
+    void *own = call_sites_find(&sites, e, ret, now);
     if (own)
         return own == NO_OWN ? NULL : own;
     own = own_lookup(export_name[e], ret);
     if (!own)
         own = NO_OWN;
     /* Remember it; a full table only costs the lookup above next time. */
-    int expected = 0;
-    if (atomic_compare_exchange_strong(&sites_lock, &expected, 1)) {
-        /* A dlclose while we asked the loader: what it said may be stale. */
-        if (dl_loader_unloads() << 1 == now) {
-            if (atomic_load_explicit(&sites_epoch, memory_order_relaxed) != now)
-                sites_empty(now);
-            for (int i = 0; i < PY_CALL_SITES; i++) {
-                uintptr_t key = atomic_load_explicit(&s[i].ret, memory_order_relaxed);
-                if (key == (uintptr_t)ret)
-                    break;   /* another thread's, just now */
-                if (!key) {
-                    atomic_store_explicit(&s[i].own, own, memory_order_relaxed);
-                    atomic_store_explicit(&s[i].ret, (uintptr_t)ret, memory_order_release);
-                    break;
-                }
-            }
-        }
-        atomic_store(&sites_lock, 0);
-    }
+    call_sites_keep(&sites, e, ret, own, now);
     return own == NO_OWN ? NULL : own;
 }
 
