@@ -12,6 +12,7 @@
  */
 #include "ending_signals.h"
 #include "real_fns.h"
+#include "fault_mask.h"
 #include "endings.h"
 
 #include <dlfcn.h>
@@ -112,7 +113,7 @@ static void die(int sig, int refault)
     sigset_t just;
     sigemptyset(&just);
     sigaddset(&just, sig);
-    pthread_sigmask(SIG_UNBLOCK, &just, NULL);
+    own_sigmask(SIG_UNBLOCK, &just, NULL);
 }
 
 void ending_signals_die(int sig)
@@ -200,7 +201,7 @@ static void table_enter(sigset_t *saved)
 {
     sigset_t all;
     sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, saved);
+    own_sigmask(SIG_SETMASK, &all, saved);
     while (atomic_exchange(&table_lock, 1))
         sched_yield();
 }
@@ -208,7 +209,7 @@ static void table_enter(sigset_t *saved)
 static void table_leave(const sigset_t *saved)
 {
     atomic_store(&table_lock, 0);
-    pthread_sigmask(SIG_SETMASK, saved, NULL);
+    own_sigmask(SIG_SETMASK, saved, NULL);
 }
 
 void ending_signals_install(void)

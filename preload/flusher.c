@@ -11,6 +11,7 @@
 #define ZSTD_STATIC_LINKING_ONLY   /* ZSTD_initStaticCCtx: stable since zstd 1.3 */
 #include "flusher.h"
 #include "config.h"
+#include "fault_mask.h"
 #include "endings.h"
 #include "host_blocks.h"
 #include "log_file.h"
@@ -402,7 +403,7 @@ static __attribute__((noinline)) void start_thread(void)
      * thread so no handler of the app ever runs on it. */
     sigset_t all, old;
     sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
+    own_sigmask(SIG_SETMASK, &all, &old);
     pthread_attr_t attr;
     int have_attr = own_thread_attr(&attr, FLUSHER_STACK);
     pthread_attr_t helper_attr;
@@ -417,7 +418,7 @@ static __attribute__((noinline)) void start_thread(void)
         pthread_attr_destroy(&attr);
     if (have_helper_attr)
         pthread_attr_destroy(&helper_attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    own_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         /* Still correct, only later: exit and fatal signals flush. */
         atomic_store(&started, NO_THREAD);

@@ -5,6 +5,7 @@
 #include "log_file.h"
 #include "columns.h"
 #include "config.h"
+#include "fault_mask.h"
 #include "private_files.h"
 #include "recorder_core.h"
 #include "warn.h"
@@ -364,7 +365,7 @@ static int run_file_job(void *arg)
     sigset_t xfsz, before, pending;
     sigemptyset(&xfsz);
     sigaddset(&xfsz, SIGXFSZ);
-    if (pthread_sigmask(SIG_BLOCK, &xfsz, &before) != 0)
+    if (own_sigmask(SIG_BLOCK, &xfsz, &before) != 0)
         return write_file_job(arg);
     int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
     int rc = write_file_job(arg);
@@ -372,7 +373,7 @@ static int run_file_job(void *arg)
         struct timespec now = { 0, 0 };
         sigtimedwait(&xfsz, NULL, &now);
     }
-    pthread_sigmask(SIG_SETMASK, &before, NULL);
+    own_sigmask(SIG_SETMASK, &before, NULL);
     return rc;
 }
 

@@ -12,7 +12,7 @@
 #define REAL_FNS(X)                                                              \
     X(read) X(write) X(close)                                                    \
     X(_exit) X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(execveat)      \
-    X(sigaction) X(prctl) X(pthread_setname_np)
+    X(sigaction) X(pthread_sigmask) X(sigprocmask) X(prctl) X(pthread_setname_np)
 
 enum real_fn {
 #define REAL_ENUM(name) REAL_##name,
