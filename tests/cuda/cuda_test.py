@@ -1151,6 +1151,29 @@ def test_segv_recover():
     check_whole(only_log(), 2, "exit", "recovered faults", nothing_per_fault)
 
 
+def test_blocked_fault():
+    """A fault on a thread that blocks every signal (faulthandler's watchdog
+    does) while another thread records: the kernel does not hold a fault
+    back, it puts SIG_DFL in place and kills the process with no handler
+    run, and the log had no END.  The tracer keeps the fault signals
+    unblocked in the kernel (preload/fault_mask.h), and the thread still
+    reads back the mask it set."""
+    for how in ("pthread_sigmask", "sigprocmask"):
+        rc, out, err = run([prog("prog_endings"), "blocked_fault", how], env_for())
+        check(rc == -signal.SIGSEGV, "%s: exit %d, expected death by SIGSEGV: %r %r" % (how, rc, out, err[-300:]))
+        check("reads back blocked 4" in out, "%s: the thread reads back %r" % (how, out))
+        records = decode(only_log())
+        evs = cuda_events(records)
+        allocs = len([e for e in evs if e["kind"] == "cuda_alloc" and e["result"] == 0])
+        frees = len([e for e in evs if e["kind"] == "cuda_free" and e["result"] == 0])
+        check(allocs >= 2 and allocs - 1 <= frees <= allocs, "%s: %d allocations, %d frees" % (how, allocs, frees))
+        st = status(records)
+        check(st["clean_end"] == 1 and st["truncated"] == 0 and st["corrupt"] == 0 and st.get("seq_gaps", 0) == 0,
+              "%s: the log is not whole: %s" % (how, st))
+        check(ending_of(records) == "signal SIGSEGV", "%s: ending %r" % (how, ending_of(records)))
+        os.unlink(only_log())
+
+
 def test_crash_empty():
     """A process that recorded nothing leaves no log, however it dies."""
     rc, out, err = run([prog("prog_endings"), "crash_empty"], env_for())

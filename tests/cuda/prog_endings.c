@@ -75,6 +75,12 @@
  *                      more and exit 0 (fault: a real fault, which kills
  *                      init); the parent prints "init exit N" or "init
  *                      killed by N"; exit 77 where no namespace can be made
+ *   blocked_fault HOW  2 pairs; a thread makes pairs without end while
+ *                      another blocks every signal (HOW: pthread_sigmask or
+ *                      sigprocmask), as faulthandler's watchdog does,
+ *                      prints "reads back blocked N" (how many of SIGSEGV,
+ *                      SIGBUS, SIGILL, SIGFPE it reads back blocked) and
+ *                      faults
  *   stack_use          2 pairs; a SIGUSR1 handler on a pattern-filled
  *                      alternate stack makes an exec that fails (which
  *                      goes through the tracer's exec ending and comes
@@ -340,6 +346,50 @@ static int small_altstack(long budget, const char *how, long min)
         raise(SIGTERM);
     }
     say("still alive\n");
+    return 1;
+}
+
+static void *pairs_forever(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        void *p = NULL;
+        if (cudaMalloc(&p, 512) == cudaSuccess)
+            cudaFree(p);
+    }
+    return NULL;
+}
+
+static void *block_all_and_fault(void *arg)
+{
+    const char *how = arg;
+    sigset_t all, back;
+    sigfillset(&all);
+    sigemptyset(&back);
+    if (!strcmp(how, "sigprocmask")) {
+        sigprocmask(SIG_SETMASK, &all, NULL);
+        sigprocmask(SIG_BLOCK, NULL, &back);
+    } else {
+        pthread_sigmask(SIG_SETMASK, &all, NULL);
+        pthread_sigmask(SIG_BLOCK, NULL, &back);
+    }
+    say("reads back blocked %d\n", sigismember(&back, SIGSEGV) + sigismember(&back, SIGBUS) +
+                                       sigismember(&back, SIGILL) + sigismember(&back, SIGFPE));
+    struct timespec pause = { 0, 2 * 1000 * 1000 };   /* the other thread under way */
+    nanosleep(&pause, NULL);
+    fault();
+    return NULL;
+}
+
+static int blocked_fault(const char *how)
+{
+    make_pairs(2);
+    pthread_t busy, faulter;
+    if (pthread_create(&busy, NULL, pairs_forever, NULL) != 0 ||
+        pthread_create(&faulter, NULL, block_all_and_fault, (void *)how) != 0)
+        return 1;
+    pthread_join(faulter, NULL);
+    say("survived\n");
     return 1;
 }
 
@@ -752,6 +802,8 @@ int main(int argc, char **argv)
                               argc > 4 ? atol(argv[4]) : 0);
     if (!strcmp(mode, "altstack_minimum"))
         return altstack_minimum();
+    if (!strcmp(mode, "blocked_fault"))
+        return blocked_fault(arg);
     if (!strcmp(mode, "recover"))
         return recover(atoi(arg));
     if (!strcmp(mode, "crash_empty"))
