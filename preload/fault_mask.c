@@ -3,6 +3,7 @@
  * thread reads back what it asked for (see fault_mask.h).
  */
 #include "fault_mask.h"
+#include "endings.h"
 #include "real_fns.h"
 
 #include <errno.h>
@@ -46,6 +47,11 @@ static int set_mask(mask_fn real, int how, const sigset_t *set, sigset_t *old)
             if (sigismember(set, faults[i]) == 1)
                 after &= (unsigned char)~(1u << i);
     }
+    /* A vfork child shares this thread's memory, TLS included: its mask
+     * is its own business, and the parent's record is left alone (asked
+     * only on a change, as getpid is a system call). */
+    if (after != before && !endings_ours())
+        return real(how, set, old);
     int rc = real(how, pass, old);
     if (rc != 0)
         return rc;

@@ -28,7 +28,8 @@
  * reads back is what it last set through these two calls: a change the
  * kernel makes on its own (a handler's return, siglongjmp) is not seen.
  * Masks set otherwise (sigsetmask, sighold, a handler's sa_mask, the raw
- * system call) are left as they are: a fault there still kills the
+ * system call), and a change a vfork child or a library constructor run
+ * before ours makes, are left as they are: a fault there still kills the
  * process without our handler.
  *
  * Failure policy: the program's call is made, and its result returned, as

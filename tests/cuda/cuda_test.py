@@ -1172,6 +1172,11 @@ def test_blocked_fault():
               "%s: the log is not whole: %s" % (how, st))
         check(ending_of(records) == "signal SIGSEGV", "%s: ending %r" % (how, ending_of(records)))
         os.unlink(only_log())
+    # A vfork child's mask calls (it shares the parent's memory) leave the
+    # parent's thread reading back what it set.
+    rc, out, err = run([prog("prog_endings"), "vfork_mask"], env_for())
+    check(rc == 0 and "reads back blocked 4" in out, "vfork: exit %d, %r %r" % (rc, out, err[-300:]))
+    os.unlink(only_log())
 
 
 def test_crash_empty():

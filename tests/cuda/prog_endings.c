@@ -81,6 +81,9 @@
  *                      prints "reads back blocked N" (how many of SIGSEGV,
  *                      SIGBUS, SIGILL, SIGFPE it reads back blocked) and
  *                      faults
+ *   vfork_mask         2 pairs; block every signal (pthread_sigmask), vfork
+ *                      a child that unblocks every signal (sigprocmask)
+ *                      and _exits; print "reads back blocked N" as above
  *   stack_use          2 pairs; a SIGUSR1 handler on a pattern-filled
  *                      alternate stack makes an exec that fails (which
  *                      goes through the tracer's exec ending and comes
@@ -391,6 +394,29 @@ static int blocked_fault(const char *how)
     pthread_join(faulter, NULL);
     say("survived\n");
     return 1;
+}
+
+/* A vfork child shares the parent's memory: its mask calls must not
+ * change what the parent's thread reads back. */
+static int vfork_mask(void)
+{
+    make_pairs(2);
+    sigset_t all, none, back;
+    sigfillset(&all);
+    sigemptyset(&none);
+    sigemptyset(&back);
+    pthread_sigmask(SIG_SETMASK, &all, NULL);
+    pid_t child = vfork();
+    if (child == 0) {
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        _exit(0);
+    }
+    if (child < 0 || waitpid(child, NULL, 0) != child)
+        return 1;
+    pthread_sigmask(SIG_BLOCK, NULL, &back);
+    say("reads back blocked %d\n", sigismember(&back, SIGSEGV) + sigismember(&back, SIGBUS) +
+                                       sigismember(&back, SIGILL) + sigismember(&back, SIGFPE));
+    return 0;
 }
 
 static sigjmp_buf recovery;
@@ -804,6 +830,8 @@ int main(int argc, char **argv)
         return altstack_minimum();
     if (!strcmp(mode, "blocked_fault"))
         return blocked_fault(arg);
+    if (!strcmp(mode, "vfork_mask"))
+        return vfork_mask();
     if (!strcmp(mode, "recover"))
         return recover(atoi(arg));
     if (!strcmp(mode, "crash_empty"))
