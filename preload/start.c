@@ -225,6 +225,10 @@ static void start(void)
     log_configure();
     endings_init();
     thread_mem_init();
+    /* The main thread's mapping now, not at its first event: it holds the
+     * alternate signal stack a stack overflow needs for the log to end
+     * whole (alt_stack.h), in a program whose main thread records little. */
+    (void)thread_mem_get();
     thread_stack_init();
     native_stack_init();
     hook_stack_init();
