@@ -1,6 +1,8 @@
 /*
  * thread_mem.h - what the tracer keeps per thread outside TLS: one mapping
- * per thread, made at its first use, given back at the thread's exit.
+ * per thread, made at its first use (the main thread's at start), given
+ * back at the thread's exit.  It holds the thread's alternate signal stack
+ * too (alt_stack.h), below the thread_mem, with a guard page under that.
  *
  * glibc carves the static TLS of every initially loaded object out of every
  * thread's stack, also of threads that never record anything.  Ours was
