@@ -7,10 +7,13 @@ that has recorded nothing before), bare and under libtrace.so, memray and
 heaptrack, run side by side.
 
     bench/thread_bench.py [--build DIR] [--python EXE] [--threads N] [--runs N]
+                          [--against LIB] [--only-ours]
 
 Each tool runs --runs times (default 7), each run right after a bare one;
 the table gives the medians and the median of (tool - bare) over those
-pairs.  A thread's figures are taken inside the program (getrusage around
+pairs; the tools take turns round by round.  --against adds a second
+libtrace.so (the one before a change), run the same way in the same rounds:
+compare its added figures with libtrace.so's.  A thread's figures are taken inside the program (getrusage around
 the threads, start-up left out); a process's by wait4 on it, start-up and
 exit included.  Page faults are the kernel's count, which a busy machine
 does not move; CPU time it does: compare the added figures.
@@ -44,11 +47,16 @@ print("per_thread", cpu / n * 1e6, (after.ru_minflt - before.ru_minflt) / n)
 '''
 
 
-def tools(build_dir, python, work):
+def tools(build_dir, python, work, against=None, others=True):
     lib = os.path.join(build_dir, "lib", "libtrace.so")
     out = [("bare", [], {}),
            ("libtrace.so", [], {"LD_PRELOAD": lib, "TRACE_QUIET": "1",
                                 "TRACE_OUTPUT": os.path.join(work, "t-%p.tlog")})]
+    if against:
+        out.append(("against", [], {"LD_PRELOAD": against, "TRACE_QUIET": "1",
+                                    "TRACE_OUTPUT": os.path.join(work, "a-%p.tlog")}))
+    if not others:
+        return out
     if subprocess.run([python, "-m", "memray", "--version"], capture_output=True).returncode == 0:
         out.append(("memray", [python, "-m", "memray", "run", "-q", "-f", "-o",
                                os.path.join(work, "m.bin")], {}))
@@ -92,16 +100,19 @@ def measure(args):
         script = os.path.join(work, "threads.py")
         with open(script, "w") as f:
             f.write(THREADS)
-        found = tools(args.build, args.python, work)
+        found = tools(args.build, args.python, work, args.against, not args.only_ours)
         bare_prefix, bare_env = found[0][1], found[0][2]
+        # Round by round, each tool right after a bare run of its own: a
+        # second libtrace.so (--against) sees the same load as the first.
+        runs = {name: ([], []) for name, _, _ in found[1:]}
+        for _ in range(args.runs):
+            for name, prefix, env in found[1:]:
+                for i, (pre, e) in enumerate(((bare_prefix, bare_env), (prefix, env))):
+                    runs[name][i].append(process_cost(pre, e, args.python) +
+                                         thread_cost(pre, e, args.python, script, args.threads))
         for name, prefix, env in found[1:]:
-            runs = {"bare": [], name: []}
-            for _ in range(args.runs):
-                for who, pre, e in (("bare", bare_prefix, bare_env), (name, prefix, env)):
-                    runs[who].append(process_cost(pre, e, args.python) +
-                                     thread_cost(pre, e, args.python, script, args.threads))
-            med = lambda who, k: statistics.median(r[k] for r in runs[who])
-            added = lambda k: statistics.median(t[k] - b[k] for t, b in zip(runs[name], runs["bare"]))
+            med = lambda who, k: statistics.median(r[k] for r in runs[name][who == name])
+            added = lambda k: statistics.median(t[k] - b[k] for t, b in zip(runs[name][1], runs[name][0]))
             rows.append((name, [med(name, k) for k in range(4)], [added(k) for k in range(4)],
                          [med("bare", k) for k in range(4)]))
             print("  %-12s process %.1f ms %+.1f, %d faults %+d; thread %.0f us %+.0f, %.1f faults %+.1f"
@@ -130,6 +141,9 @@ def main():
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--threads", type=int, default=300)
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--against", help="a second libtrace.so (the one before a change, copied aside "
+                    "with its libgputrace-unwind.so.8), measured as the tool 'against'")
+    ap.add_argument("--only-ours", action="store_true", help="leave memray and heaptrack out")
     args = ap.parse_args()
     print(table(measure(args), args))
 
