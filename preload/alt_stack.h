@@ -32,10 +32,11 @@
 #ifndef TRACE_ALT_STACK_H
 #define TRACE_ALT_STACK_H
 
-/* Four times the largest kernel frame seen (AT_MINSIGSTKSZ 11,952 bytes
- * with AVX-512 and AMX) and room for a program's own SA_ONSTACK handler:
- * Go's signal stacks are 32 KiB, faulthandler's 16 to 24 KiB.  A guard
- * page lies below it. */
+/* Over five times the largest kernel frame known to us (AT_MINSIGSTKSZ:
+ * 11,952 bytes on a Xeon with AMX, 3,376 on an AMD EPYC), and room for a
+ * program's own SA_ONSTACK handler (Go's signal stacks are 32 KiB).  Our
+ * handler with the kernel's frame took 4,080 bytes of it on that Xeon
+ * (tests/preload/overflow.c, painted).  A guard page lies below it. */
 #define ALT_STACK_SIZE (64u * 1024)
 
 /* Make [lo, lo + ALT_STACK_SIZE) the calling thread's alternate signal
