@@ -26,6 +26,7 @@ not: its main thread was covered before."""
 import os
 import re
 import resource
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -83,7 +84,10 @@ def run(python, where, traced, flags=()):
     p = subprocess.run([python] + list(flags) + ["-c", PROGRAM, where], capture_output=True,
                        text=True, env=env, timeout=300, preexec_fn=limits(where))
     logs = [f for f in os.listdir(tmp) if f.endswith(".tlog")]
-    return p.returncode, p.stdout, p.stderr, os.path.join(tmp, logs[0]) if len(logs) == 1 else None
+    if len(logs) != 1:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return p.returncode, p.stdout, p.stderr, None
+    return p.returncode, p.stdout, p.stderr, os.path.join(tmp, logs[0])
 
 
 def status(rc):
