@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -117,4 +118,54 @@ int readable_run_down(uintptr_t top, uintptr_t want, size_t page, uintptr_t *lo)
     }
     errno = saved_errno;
     return result;
+}
+
+#define GATHER_MAX 8
+
+/* rt_sigprocmask's answer for the pages of a piece's first and last byte
+ * (a piece of at most 4096 bytes touches at most two 4 KiB pages, and a
+ * page is never smaller). */
+static int piece_readable(const readable_piece *p)
+{
+    uintptr_t a = (uintptr_t)p->src, last = a + p->len - 1;
+    if (last < a)
+        return 0;
+    uintptr_t first_page = a & ~(uintptr_t)4095, last_page = last & ~(uintptr_t)4095;
+    return sigmask_readable(first_page) && (last_page == first_page || sigmask_readable(last_page));
+}
+
+int readable_gather(const readable_piece *pieces, int n)
+{
+    if (n > GATHER_MAX)
+        n = GATHER_MAX;
+    int m = 0;     /* the pieces asked for: up to the first one too long */
+    while (m < n && pieces[m].len > 0 && pieces[m].len <= READABLE_PIECE_MAX)
+        m++;
+    if (m == 0)
+        return 0;
+    int saved_errno = errno;
+    int whole = -1;
+    if (!atomic_load_explicit(&vm_readv_refused, memory_order_relaxed)) {
+        struct iovec local[GATHER_MAX], remote[GATHER_MAX];
+        for (int i = 0; i < m; i++) {
+            local[i] = (struct iovec){ .iov_base = pieces[i].dst, .iov_len = pieces[i].len };
+            remote[i] = (struct iovec){ .iov_base = (void *)pieces[i].src, .iov_len = pieces[i].len };
+        }
+        long got = syscall(SYS_process_vm_readv, (long)getpid(), local, (long)m, remote, (long)m, 0L);
+        if (got >= 0) {
+            /* The kernel stops at the first page it cannot read. */
+            size_t left = (size_t)got;
+            for (whole = 0; whole < m && pieces[whole].len <= left; whole++)
+                left -= pieces[whole].len;
+        } else if (errno == EPERM || errno == ENOSYS || errno == EACCES) {
+            atomic_store_explicit(&vm_readv_refused, 1, memory_order_relaxed);
+        } else {
+            whole = 0;      /* EFAULT: the first page cannot be read */
+        }
+    }
+    if (whole < 0)
+        for (whole = 0; whole < m && piece_readable(&pieces[whole]); whole++)
+            memcpy(pieces[whole].dst, pieces[whole].src, pieces[whole].len);
+    errno = saved_errno;
+    return whole;
 }

@@ -2,12 +2,14 @@
  * readable_run.h - whether memory is readable, asked of the kernel without
  * a descriptor and without a fault in the program.
  *
- * Two users: a thread's stack bounds (thread_stack.c), which came from
+ * Users: a thread's stack bounds (thread_stack.c), which came from
  * /proc/self/maps, opened on the program's lowest free descriptor for the
  * length of the read (a number the program's next open() expected, in a
- * table the program may be closing and refilling at that moment); and
+ * table the program may be closing and refilling at that moment);
  * libunwind's address checks (unwind_pipe.c), which wrote into a pipe of
- * its own.
+ * its own; and the Python stack walk while a greenlet switch may have left
+ * the thread state naming rewritten memory (python_greenlet.h), which
+ * copies what it follows through readable_gather.
  *
  * The kernel is asked with process_vm_readv(2) of our own process: one
  * byte of each page, many pages per call, and the call stops at the first
@@ -20,6 +22,13 @@
  *
  * No descriptor, no lock, no allocation: callable in a signal handler,
  * with under 1 KiB of stack.  errno is left as it was.
+ *
+ * readable_gather copies with process_vm_readv itself: a page unmapped by
+ * another thread at that moment is a short count, never a fault.  Where
+ * that call is refused it asks rt_sigprocmask about each piece's first and
+ * last page and then copies with memcpy: a page another thread unmaps
+ * between the two would fault (the copy is then as safe as the check of
+ * the page, not more).
  */
 #ifndef TRACE_READABLE_RUN_H
 #define TRACE_READABLE_RUN_H
@@ -38,5 +47,20 @@ int readable_bytes(const void *addr, size_t n);
  *   0  the run ends before it: *lo = the lowest readable page's start
  *      (top's page rounded up when not even that one is readable). */
 int readable_run_down(uintptr_t top, uintptr_t want, size_t page, uintptr_t *lo);
+
+/* One piece of a gather: len bytes (at most READABLE_PIECE_MAX) from src
+ * to dst. */
+#define READABLE_PIECE_MAX 4096
+typedef struct readable_piece {
+    void *dst;
+    const void *src;
+    size_t len;
+} readable_piece;
+
+/* Copies the n pieces (at most 8) in order, each whole or not at all where
+ * its memory cannot all be read, and stops at the first that cannot:
+ * returns how many were copied whole, from the first (a piece after the
+ * first failure may have been written in part). */
+int readable_gather(const readable_piece *pieces, int n);
 
 #endif

@@ -4,7 +4,9 @@
  * across the module's batches of pages, ending at a PROT_NONE page, a hole
  * and a file mapping's end; a top inside a page; errno kept;
  * and all of it again where a seccomp filter refuses process_vm_readv (the
- * answers then come from rt_sigprocmask), with readable_bytes too.
+ * answers then come from rt_sigprocmask), with readable_bytes and
+ * readable_gather (pieces copied whole up to the first that cannot be read,
+ * across a guard, in a hole, too long) too.
  */
 #include "readable_run.h"
 
@@ -12,6 +14,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -45,6 +48,27 @@ static void expect_bytes(const char *what, const void *addr, size_t n, int want)
     if (got != want || errno != 42) {
         failures++;
         fprintf(stderr, "FAIL: %s: readable_bytes %d (errno %d), expected %d\n", what, got, errno, want);
+    }
+}
+
+/* readable_gather of pieces at the given sources, 24 bytes each: `want`
+ * whole, and those copied equal to their source. */
+static void expect_gather(const char *what, const char *const *srcs, int n, int want)
+{
+    char dst[4][24];
+    readable_piece pieces[4];
+    memset(dst, 0x5a, sizeof dst);
+    for (int i = 0; i < n; i++)
+        pieces[i] = (readable_piece){ .dst = dst[i], .src = srcs[i], .len = sizeof dst[i] };
+    errno = 42;
+    int got = readable_gather(pieces, n);
+    int same = 1;
+    for (int i = 0; i < got && i < n; i++)
+        same = same && memcmp(dst[i], srcs[i], sizeof dst[i]) == 0;
+    if (got != want || errno != 42 || !same) {
+        failures++;
+        fprintf(stderr, "FAIL: %s: readable_gather %d (errno %d, copies %s), expected %d\n", what, got,
+                errno, same ? "right" : "wrong", want);
     }
 }
 
@@ -115,6 +139,27 @@ static int run_all(void)
     expect_bytes("in a guard", base + 20 * page + 8, 8, 0);
     expect_bytes("in a hole", base + 10 * page, 1, 0);
     expect_bytes("nothing", NULL, 0, 1);
+
+    for (size_t i = 0; i < PAGES * page; i += 8)
+        if (i / page != 10 && i / page != 20)
+            memcpy(base + i, &i, sizeof i);
+    const char *two_ok[] = { base + 5 * page + 64, base + 30 * page - 12 };
+    expect_gather("two readable pieces, one across pages", two_ok, 2, 2);
+    const char *second_bad[] = { base + 5 * page, base + 20 * page - 8, base + 6 * page };
+    expect_gather("the second piece across into a guard", second_bad, 3, 1);
+    const char *first_bad[] = { base + 10 * page + 8, base + 6 * page };
+    expect_gather("the first piece in a hole", first_bad, 2, 0);
+    const char *in_guard[] = { base + 7 * page, base + 8 * page, base + 20 * page };
+    expect_gather("the third piece in a guard", in_guard, 3, 2);
+    const char *wrap[] = { (const char *)(uintptr_t)-8 };
+    expect_gather("a piece past the address space's end", wrap, 1, 0);
+    char small;
+    readable_piece big = { .dst = &small, .src = base, .len = READABLE_PIECE_MAX + 1 };
+    errno = 42;
+    if (readable_gather(&big, 1) != 0 || errno != 42) {
+        failures++;
+        fprintf(stderr, "FAIL: a piece too long was copied\n");
+    }
     munmap(base, PAGES * page);
     munmap(file, 3 * page);
     return 0;
