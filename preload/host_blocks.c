@@ -117,7 +117,8 @@ void host_record(uint32_t kind, uint32_t domain, uint32_t api, void *p, uint64_t
     e.u.host.ptr = (uint64_t)(uintptr_t)p;
     e.u.host.size = size;
     host_guard_enter();
-    rec_event(&e, REC_STACKS);
+    /* greenlet frees its stack copies inside a switch (python_greenlet.h). */
+    rec_event(&e, REC_STACKS | REC_PY_CHECKED);
     host_guard_leave();
 }
 

@@ -17,7 +17,11 @@
 #define SWITCHING_SYMBOL "_ZL22switching_thread_state"
 
 void *_Atomic greenlet_switching_at[GREENLET_MAX];
+_Atomic int greenlet_unwatched;
 static uintptr_t watched_base[GREENLET_MAX];   /* the modules' load bases */
+/* Load bases of modules found without the variable, not read again at
+ * each dlopen (0: free; a module is never loaded at 0). */
+static uintptr_t unwatched_base[GREENLET_MAX];
 
 /* The symbol's value in the ELF file at path (a defined object of pointer
  * size, not thread-local), or 0. */
@@ -86,14 +90,21 @@ static int look(struct dl_phdr_info *info, size_t size, void *data)
     for (int i = 0; i < GREENLET_MAX; i++) {
         if (atomic_load(&greenlet_switching_at[i]) && watched_base[i] == info->dlpi_addr)
             return 0;   /* watched already */
+        if (unwatched_base[i] == info->dlpi_addr)
+            return 0;   /* known not to be watchable */
         if (free_slot < 0 && !atomic_load(&greenlet_switching_at[i]))
             free_slot = i;
     }
-    if (free_slot < 0)
+    uintptr_t value = free_slot < 0 ? 0 : symtab_value(info->dlpi_name);
+    if (!value) {
+        atomic_store_explicit(&greenlet_unwatched, 1, memory_order_relaxed);
+        for (int i = 0; i < GREENLET_MAX; i++)
+            if (!unwatched_base[i]) {
+                unwatched_base[i] = info->dlpi_addr;
+                break;
+            }
         return 0;
-    uintptr_t value = symtab_value(info->dlpi_name);
-    if (!value)
-        return 0;
+    }
     watched_base[free_slot] = info->dlpi_addr;
     atomic_store(&greenlet_switching_at[free_slot], (void *)(info->dlpi_addr + value));
     return 0;

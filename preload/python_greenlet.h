@@ -12,15 +12,39 @@
  * that interval greenlet frees the heap copy (PyMem_Free): our host_free
  * event's Python stack walk read a frame pointer out of that memory and
  * faulted.  greenlet marks the interval itself: its switching_thread_state
- * is set just before the switch and cleared after the Python state is put
- * back.  PyPI's builds keep it a file-scope variable with its symbol in
- * the module's .symtab (not the dynamic one), read from the file when the
- * module is loaded.
+ * is set before the switch and cleared just before the Python state is put
+ * back (nothing between the two calls us).  PyPI's builds keep it a
+ * file-scope variable with its symbol in the module's .symtab (not the
+ * dynamic one), read from the file when the module is loaded.
  *
- * Failure policy: a greenlet module whose file cannot be read, that has no
- * .symtab (stripped, as distributions ship it) or keeps the variable
- * thread-local (free-threaded builds) is not watched: its switches are
- * walked as before.  Nothing here allocates; the file is read with open,
+ * A greenlet module whose file cannot be read, that has no .symtab
+ * (stripped, as distributions ship it: Debian 12's python3-greenlet) or
+ * keeps the variable thread-local (free-threaded builds) cannot be watched:
+ * the process is then "greenlet unwatched" for good, and the Python stack
+ * of every large host block event (on any thread) is read with checked
+ * copies instead (python_stack.c, walk_checked): each pointer followed is
+ * copied by process_vm_readv (readable_run.h), each frame's code must be a
+ * live code object, the walk is bounded, and it stops at the first failure
+ * with the frames it has.  What tstate->cframe names in the interval is
+ * whatever the copy put there: often the C frame of the greenlet switched
+ * to, whose frames are real: such an event may carry another greenlet's
+ * frames (or a part of them), never a fault and never an endless walk.
+ *
+ * Only large host block events need it.  In the interval (the copy back's
+ * memcpy in copy_heap_to_stack to `tstate->cframe = this->cframe` in
+ * PythonState::operator>>) the one call that can reach us is the
+ * PyMem_Free of the heap copy: a py_free event (no stack) and, for a copy
+ * at or over TRACE_HOST_THRESHOLD, libc's free, a host block release.  The
+ * events that walk otherwise come from outside it: Python allocations
+ * (PyMem_Realloc of the copy in copy_stack_to_heap_up_to, frame objects of
+ * expose_frames) happen before the copy back, on the C stack of the
+ * greenlet still running, whose C frame is sound; no Python code, no
+ * collection, no CUDA or pool call runs in the interval; another thread
+ * walks its own thread state, whose C frame is on its own stack.  So they
+ * keep the fast walk, and a process without an unwatched greenlet pays one
+ * predictable branch per host block event.
+ *
+ * Failure policy: nothing here allocates; the file is read with open,
  * mmap and close, during a dlopen on the program's own thread (a
  * descriptor of ours in the program's table for that long).  CPython never
  * unloads an extension module; an embedder's dlclose that unloaded greenlet
@@ -39,8 +63,17 @@
  * free.  The first NULL ends the list. */
 extern void *_Atomic greenlet_switching_at[GREENLET_MAX];
 
+/* Set once a greenlet module was loaded that cannot be watched (above);
+ * never cleared. */
+extern _Atomic int greenlet_unwatched;
+
+static inline __attribute__((always_inline)) int python_greenlet_unwatched(void)
+{
+    return atomic_load_explicit(&greenlet_unwatched, memory_order_relaxed);
+}
+
 /* After each dlopen: new greenlet modules among the loaded objects are
- * watched. */
+ * watched, or the process marked greenlet unwatched. */
 void python_greenlet_on_dlopen(void);
 
 /* Nonzero while a watched greenlet module is inside a switch: the thread

@@ -25,6 +25,7 @@
 #include "recorder.h"
 #include "pages.h"
 #include "python_greenlet.h"
+#include "readable_run.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -174,6 +175,129 @@ static inline __attribute__((always_inline)) int walk(const py_layout *L, void *
      * the cut (innermost frames are what says where an event came from). */
     if (__builtin_expect(f != NULL, 0) && n == max && max > 1 && code_frames_from(L, f, code_type))
         out[max - 1] = (rec_py_raw){ .code = RAW_CUT, .where = 0 };
+    return n;
+}
+
+/*
+ * The walk for an event that may come inside a greenlet switch of an
+ * unwatched greenlet module (python_greenlet.h), where the thread state's
+ * C frame may name bytes the switch copied there: nothing it follows is
+ * read in place.  A frame's fields the walk reads are copied as one span,
+ * and the head of its code object (count, type, size) with the next
+ * frame's span in the same readable_gather (one process_vm_readv a frame:
+ * about a microsecond, against 16 instructions).  A frame stands only
+ * where its code is a live code object (its type, a count a live object
+ * can have: a freed one's first word is the allocator's free-list link)
+ * and its instruction lies in that code; at the first that does not, or
+ * the first copy that fails, the walk stops with the frames it has, and it
+ * visits at most 4 * max + 64 frames (the bytes may make a cycle).  The
+ * frames kept are real frames of live code: intern reads those as any.
+ */
+#define CHECKED_SPAN_MAX 128
+#define LIVE_REFS_MAX ((int64_t)1 << 32)   /* 3.12's immortal count is 2^32 - 1 */
+
+static size_t span_lo, span_len;    /* the frame fields walk_checked reads; 0: none */
+
+static void span_of(const py_layout *L)
+{
+    size_t lo = SIZE_MAX, hi = 0;
+    const size_t fields[][2] = {
+        { L->frame_code, sizeof(void *) },
+        { L->frame_back, sizeof(void *) },
+        { L->frame_instr, L->instr_is_lasti ? sizeof(int) : sizeof(char *) },
+        { L->frame_owner, 1 },
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        if (fields[i][0] == PY_NO_FIELD)
+            continue;
+        if (fields[i][0] < lo)
+            lo = fields[i][0];
+        if (fields[i][0] + fields[i][1] > hi)
+            hi = fields[i][0] + fields[i][1];
+    }
+    span_lo = lo;
+    span_len = hi > lo && hi - lo <= CHECKED_SPAN_MAX ? hi - lo : 0;
+}
+
+static inline void *span_ptr(const unsigned char *span, size_t off)
+{
+    void *v;
+    memcpy(&v, span + (off - span_lo), sizeof v);
+    return v;
+}
+
+/* The frame in `span` as a raw frame, with its code's head: 1 where it
+ * stands (above), else 0. */
+static int checked_frame(const py_layout *L, const unsigned char *span, const int64_t head[3],
+                         void *code, rec_py_raw *raw)
+{
+    if (head[0] < 1 || head[0] > LIVE_REFS_MAX || (const void *)(uintptr_t)head[1] != py.code_type)
+        return 0;
+    int64_t where;
+    if (L->instr_is_lasti) {
+        int lasti;
+        memcpy(&lasti, span + (L->frame_instr - span_lo), sizeof lasti);
+        where = (int64_t)lasti * L->lasti_unit;
+    } else {
+        where = (int64_t)((uintptr_t)span_ptr(span, L->frame_instr) -
+                          ((uintptr_t)code + L->code_bytecode));
+    }
+    /* -2: before the first instruction; the code's size counts 2-byte
+     * units (3.11+, whose code objects are variable-sized). */
+    if (where < -2 || where > INT32_MAX ||
+        (!L->instr_is_lasti && (head[2] < 0 || head[2] > INT32_MAX || where >= 2 * head[2])))
+        return 0;
+    *raw = (rec_py_raw){ .code = (uint64_t)(uintptr_t)code, .where = (uint64_t)where };
+    return 1;
+}
+
+static int walk_checked(const py_layout *L, void *tstate, rec_py_raw *restrict out, int max)
+{
+    if (!span_len || python_greenlet_switching())
+        return 0;
+    /* The thread state is ours and sound; what its C frame names may not be. */
+    void *cframe = FIELD(tstate, L->tstate_cframe, void *), *f = NULL;
+    unsigned char span[CHECKED_SPAN_MAX], next[CHECKED_SPAN_MAX];
+    if (!cframe ||
+        readable_gather(&(readable_piece){ .dst = &f, .src = (char *)cframe + L->cframe_frame,
+                                           .len = sizeof f }, 1) != 1 ||
+        !f ||
+        readable_gather(&(readable_piece){ .dst = span, .src = (char *)f + span_lo, .len = span_len }, 1) != 1)
+        return 0;
+    int n = 0;
+    /* A real stack has a shim frame at most per frame with code. */
+    for (int visits = 0; visits < 4 * max + 64; visits++) {
+        void *back = span_ptr(span, L->frame_back);
+        int shim = L->frame_owner != PY_NO_FIELD && L->owner_cstack >= 0 &&
+                   (signed char)span[L->frame_owner - span_lo] == L->owner_cstack;
+        void *code = shim ? NULL : span_ptr(span, L->frame_code);
+        if (!shim && !code)
+            break;              /* no real frame of 3.11/3.12 has none */
+        int64_t head[3];
+        readable_piece pieces[2];
+        int k = 0;
+        if (code)
+            pieces[k++] = (readable_piece){ .dst = head, .src = code, .len = sizeof head };
+        if (back)
+            pieces[k++] = (readable_piece){ .dst = next, .src = (char *)back + span_lo, .len = span_len };
+        int got = k ? readable_gather(pieces, k) : 0;
+        if (code) {
+            rec_py_raw raw;
+            if (got < 1 || !checked_frame(L, span, head, code, &raw))
+                break;
+            if (n == max) {
+                /* A frame with code beyond the room: the cut, as walk's. */
+                if (max > 1)
+                    out[max - 1] = (rec_py_raw){ .code = RAW_CUT, .where = 0 };
+                break;
+            }
+            if (!(L->skip_unbegun_callers && n > 0 && raw.where < 6))
+                out[n++] = raw;
+        }
+        if (!back || got < k)
+            break;
+        memcpy(span, next, span_len);
+    }
     return n;
 }
 
@@ -709,7 +833,20 @@ static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
     return path_stack_id(w, p->node, n);
 }
 
-static rec_py_provider provider = { capture_any, intern };
+static rec_py_provider provider;
+
+/* A large host block's event (python_greenlet.h): the fast walk unless an
+ * unwatched greenlet module was loaded and the thread state's C frame is
+ * on the C stack (3.11, 3.12). */
+static int capture_checked(rec_py_raw *restrict out, int max)
+{
+    if (__builtin_expect(!python_greenlet_unwatched(), 1) || layout->tstate_cframe == PY_NO_FIELD)
+        return provider.capture(out, max);
+    void *tstate = own_tstate();
+    return tstate ? walk_checked(layout, tstate, out, max) : 0;
+}
+
+static rec_py_provider provider = { capture_any, capture_checked, intern };
 
 int python_stack_install(void)
 {
@@ -726,6 +863,7 @@ int python_stack_install(void)
                    FIELD(tstate, layout->tstate_thread_id, unsigned long) == (unsigned long)pthread_self()
                        ? layout->tstate_thread_id : PY_NO_FIELD;
     provider.capture = pick_capture(layout);
+    span_of(layout);
     rec_set_py_provider(&provider);
     return 1;
 }

@@ -292,7 +292,10 @@ static inline __attribute__((always_inline)) void capture(struct captured *c, un
     if (flags & REC_NATIVE_STACK)
         native_stack_capture(&c->native, trace_config_get()->stack_depth, c->generation, nested);
     c->provider = atomic_load_explicit(&py_provider, memory_order_acquire);
-    c->npy = flags & REC_PY_STACK && c->provider ? c->provider->capture(c->py, MAX_PY_FRAMES) : 0;
+    c->npy = 0;
+    if (flags & REC_PY_STACK && c->provider)
+        c->npy = (flags & REC_PY_CHECKED ? c->provider->capture_checked
+                                         : c->provider->capture)(c->py, MAX_PY_FRAMES);
     c->names.generation = c->generation;
     capture_names(&c->names, nested);
 }

@@ -27,6 +27,7 @@
 #define REC_PY_STACK     0x2u /* capture the Python stack when this thread may read it */
 #define REC_OPEN         0x4u /* the event opens an operation: events on this
                                  thread nest under it until rec_close() */
+#define REC_PY_CHECKED   0x8u /* with REC_PY_STACK: through capture_checked (below) */
 #define REC_STACKS (REC_NATIVE_STACK | REC_PY_STACK)
 
 /* Nonzero once the recorder writes events (started, not refused, not failed). */
@@ -73,11 +74,16 @@ void rec_info(const char *key, const char *value);
  * of raw frames written (innermost first, at most max; a stack deeper than
  * that ends with one standing for the rest).  intern() runs under
  * the lock, on the same thread right after, and turns raw frames into a
- * py_stack id with tf_write_py_code/tf_write_py_stack.
+ * py_stack id with tf_write_py_code/tf_write_py_stack.  capture_checked
+ * is capture for events that may come while the thread state names memory
+ * being rewritten (a large host block freed inside a greenlet switch,
+ * python_greenlet.h): it reads that memory only through checked copies
+ * where that can be so, and is capture itself everywhere else.
  */
 typedef struct rec_py_raw { uint64_t code; uint64_t where; } rec_py_raw;
 typedef struct rec_py_provider {
     int (*capture)(rec_py_raw *frames, int max);
+    int (*capture_checked)(rec_py_raw *frames, int max);
     uint32_t (*intern)(tf_writer *w, const rec_py_raw *frames, int n);
 } rec_py_provider;
 const rec_py_provider *rec_set_py_provider(const rec_py_provider *p);
