@@ -117,8 +117,9 @@ void host_record(uint32_t kind, uint32_t domain, uint32_t api, void *p, uint64_t
     e.u.host.ptr = (uint64_t)(uintptr_t)p;
     e.u.host.size = size;
     host_guard_enter();
-    /* greenlet frees its stack copies inside a switch (python_greenlet.h). */
-    rec_event(&e, REC_STACKS | REC_PY_CHECKED);
+    /* greenlet frees its stack copies inside a switch (python_greenlet.h);
+     * nothing is allocated there. */
+    rec_event(&e, REC_STACKS | (kind == TF_EV_HOST_FREE ? REC_PY_CHECKED : 0));
     host_guard_leave();
 }
 

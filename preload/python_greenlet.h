@@ -21,7 +21,7 @@
  * (stripped, as distributions ship it: Debian 12's python3-greenlet) or
  * keeps the variable thread-local (free-threaded builds) cannot be watched:
  * the process is then "greenlet unwatched" for good, and the Python stack
- * of every large host block event (on any thread) is read with checked
+ * of every large host block release (on any thread) is read with checked
  * copies instead (python_stack.c, walk_checked): each pointer followed is
  * copied by process_vm_readv (readable_run.h), each frame's code must be a
  * live code object, the walk is bounded, and it stops at the first failure
@@ -30,19 +30,20 @@
  * to, whose frames are real: such an event may carry another greenlet's
  * frames (or a part of them), never a fault and never an endless walk.
  *
- * Only large host block events need it.  In the interval (the copy back's
- * memcpy in copy_heap_to_stack to `tstate->cframe = this->cframe` in
- * PythonState::operator>>) the one call that can reach us is the
+ * Only large host block releases need it.  In the interval (the copy
+ * back's memcpy in copy_heap_to_stack to `tstate->cframe = this->cframe`
+ * in PythonState::operator>>) the one call that can reach us is the
  * PyMem_Free of the heap copy: a py_free event (no stack) and, for a copy
  * at or over TRACE_HOST_THRESHOLD, libc's free, a host block release.  The
- * events that walk otherwise come from outside it: Python allocations
- * (PyMem_Realloc of the copy in copy_stack_to_heap_up_to, frame objects of
- * expose_frames) happen before the copy back, on the C stack of the
- * greenlet still running, whose C frame is sound; no Python code, no
- * collection, no CUDA or pool call runs in the interval; another thread
- * walks its own thread state, whose C frame is on its own stack.  So they
- * keep the fast walk, and a process without an unwatched greenlet pays one
- * predictable branch per host block event.
+ * events that walk otherwise come from outside it: allocations (the
+ * PyMem_Realloc of the copy in copy_stack_to_heap_up_to, a host block
+ * release and allocation; frame objects of expose_frames) happen before
+ * the copy back, on the C stack of the greenlet still running, whose C
+ * frame is sound; no Python code, no collection, no CUDA or pool call runs
+ * in the interval; another thread walks its own thread state, whose C
+ * frame is on its own stack.  So they keep the fast walk, and a process
+ * without an unwatched greenlet pays one predictable branch per host block
+ * release.
  *
  * Failure policy: nothing here allocates; the file is read with open,
  * mmap and close, during a dlopen on the program's own thread (a

@@ -182,18 +182,28 @@ static inline __attribute__((always_inline)) int walk(const py_layout *L, void *
  * The walk for an event that may come inside a greenlet switch of an
  * unwatched greenlet module (python_greenlet.h), where the thread state's
  * C frame may name bytes the switch copied there: nothing it follows is
- * read in place.  A frame's fields the walk reads are copied as one span,
- * and the head of its code object (count, type, size) with the next
- * frame's span in the same readable_gather (one process_vm_readv a frame:
- * about a microsecond, against 16 instructions).  A frame stands only
- * where its code is a live code object (its type, a count a live object
- * can have: a freed one's first word is the allocator's free-list link)
- * and its instruction lies in that code; at the first that does not, or
- * the first copy that fails, the walk stops with the frames it has, and it
- * visits at most 4 * max + 64 frames (the bytes may make a cycle).  The
- * frames kept are real frames of live code: intern reads those as any.
+ * read in place, everything through readable_gather (process_vm_readv of
+ * ourselves: about 0.8 us a call here, against 16 instructions a frame for
+ * walk), so it asks for much at once.  A frame's fields are read from a
+ * copy of the CHECKED_WINDOW bytes below them (or, where those cannot all
+ * be read, of those in their own page): 3.11+ pushes frames upward on its
+ * data stack, so the frames of its callers are mostly in that copy
+ * already.  The heads
+ * of the code objects (count, type, size) of CHECKED_BATCH frames are
+ * copied in one call, each once a walk, and none of those this thread
+ * found live before while no code object has died since (live_codes).  A
+ * frame stands only where its code is a live code
+ * object (its type, and a count a live object can have: a freed one's
+ * first word is the allocator's free-list link) and its instruction lies
+ * in that code; at the first that does not, or the first copy that fails,
+ * the walk stops with the frames it has, and it visits at most
+ * 4 * max + 64 frames (the bytes may make a cycle).  The frames kept are
+ * real frames of live code: intern reads those as any.  About 4 KiB of
+ * stack.
  */
 #define CHECKED_SPAN_MAX 128
+#define CHECKED_WINDOW 3072
+#define CHECKED_BATCH 16
 #define LIVE_REFS_MAX ((int64_t)1 << 32)   /* 3.12's immortal count is 2^32 - 1 */
 
 static size_t span_lo, span_len;    /* the frame fields walk_checked reads; 0: none */
@@ -219,6 +229,39 @@ static void span_of(const py_layout *L)
     span_len = hi > lo && hi - lo <= CHECKED_SPAN_MAX ? hi - lo : 0;
 }
 
+/* The last copy of memory below a frame: [lo, hi) of the program's. */
+typedef struct frame_window {
+    uintptr_t lo, hi;
+    unsigned char bytes[CHECKED_WINDOW + CHECKED_SPAN_MAX];
+} frame_window;
+
+/* The span of frame f's fields, from the window or a new copy that ends
+ * with it; NULL where it cannot be read. */
+static const unsigned char *span_at(frame_window *w, uintptr_t f)
+{
+    uintptr_t a = f + span_lo, end = a + span_len;
+    if (a < f || end < a)
+        return NULL;
+    if (a >= w->lo && end <= w->hi)
+        return w->bytes + (a - w->lo);
+    /* CHECKED_WINDOW bytes below, where they can be read; else those of
+     * the frame's own page (readable where the frame is). */
+    uintptr_t lo = a > CHECKED_WINDOW ? a - CHECKED_WINDOW : 0;
+    readable_piece piece = { .dst = w->bytes, .src = (const void *)lo, .len = end - lo };
+    if (readable_gather(&piece, 1) != 1) {
+        uintptr_t page = a & ~(uintptr_t)4095;
+        if (page <= lo)
+            return NULL;        /* that was within the frame's page */
+        lo = page;
+        piece = (readable_piece){ .dst = w->bytes, .src = (const void *)lo, .len = end - lo };
+        if (readable_gather(&piece, 1) != 1)
+            return NULL;
+    }
+    w->lo = lo;
+    w->hi = end;
+    return w->bytes + (a - lo);
+}
+
 static inline void *span_ptr(const unsigned char *span, size_t off)
 {
     void *v;
@@ -226,29 +269,42 @@ static inline void *span_ptr(const unsigned char *span, size_t off)
     return v;
 }
 
-/* The frame in `span` as a raw frame, with its code's head: 1 where it
- * stands (above), else 0. */
-static int checked_frame(const py_layout *L, const unsigned char *span, const int64_t head[3],
-                         void *code, rec_py_raw *raw)
-{
-    if (head[0] < 1 || head[0] > LIVE_REFS_MAX || (const void *)(uintptr_t)head[1] != py.code_type)
-        return 0;
+/* A frame with code, its code's head not read yet. */
+typedef struct pending_frame {
+    void *code;
     int64_t where;
-    if (L->instr_is_lasti) {
-        int lasti;
-        memcpy(&lasti, span + (L->frame_instr - span_lo), sizeof lasti);
-        where = (int64_t)lasti * L->lasti_unit;
-    } else {
-        where = (int64_t)((uintptr_t)span_ptr(span, L->frame_instr) -
-                          ((uintptr_t)code + L->code_bytecode));
-    }
+    int64_t head[3];           /* ob_refcnt, ob_type, ob_size */
+} pending_frame;
+
+/* Code objects walk_checked found live on this thread, by address hash,
+ * and how many code objects had died then (code_deaths_count): as long as
+ * none has died since, they all still live, and their heads are not asked
+ * for again (the stacks of a program's events repeat).  A death is counted
+ * before its memory goes back.  In the thread's path mapping (below); a
+ * signal handler's event nested in a walk may find an entry half written:
+ * its address is a live code's either way, only its size may be another's
+ * (a line looked up from a wrong offset at worst). */
+#define LIVE_CODES 64u
+typedef struct live_codes {
+    uint64_t deaths;
+    struct { void *code; int64_t size; } at[LIVE_CODES];
+} live_codes;
+static live_codes *live_codes_get(void);
+
+static inline uint32_t live_slot(const void *code)
+{
+    return (uint32_t)(((uintptr_t)code * 0x9E3779B97F4A7C15ull) >> 58) & (LIVE_CODES - 1);
+}
+
+/* Whether a frame stands (above). */
+static int live_frame(const py_layout *L, const pending_frame *p)
+{
+    if (p->head[0] < 1 || p->head[0] > LIVE_REFS_MAX || (const void *)(uintptr_t)p->head[1] != py.code_type)
+        return 0;
     /* -2: before the first instruction; the code's size counts 2-byte
      * units (3.11+, whose code objects are variable-sized). */
-    if (where < -2 || where > INT32_MAX ||
-        (!L->instr_is_lasti && (head[2] < 0 || head[2] > INT32_MAX || where >= 2 * head[2])))
-        return 0;
-    *raw = (rec_py_raw){ .code = (uint64_t)(uintptr_t)code, .where = (uint64_t)where };
-    return 1;
+    return p->where >= -2 && p->where <= INT32_MAX &&
+           (L->instr_is_lasti || (p->head[2] >= 0 && p->head[2] <= INT32_MAX && p->where < 2 * p->head[2]));
 }
 
 static int walk_checked(const py_layout *L, void *tstate, rec_py_raw *restrict out, int max)
@@ -256,47 +312,99 @@ static int walk_checked(const py_layout *L, void *tstate, rec_py_raw *restrict o
     if (!span_len || python_greenlet_switching())
         return 0;
     /* The thread state is ours and sound; what its C frame names may not be. */
-    void *cframe = FIELD(tstate, L->tstate_cframe, void *), *f = NULL;
-    unsigned char span[CHECKED_SPAN_MAX], next[CHECKED_SPAN_MAX];
-    if (!cframe ||
-        readable_gather(&(readable_piece){ .dst = &f, .src = (char *)cframe + L->cframe_frame,
-                                           .len = sizeof f }, 1) != 1 ||
-        !f ||
-        readable_gather(&(readable_piece){ .dst = span, .src = (char *)f + span_lo, .len = span_len }, 1) != 1)
+    void *cframe = FIELD(tstate, L->tstate_cframe, void *), *first = NULL;
+    if (!cframe || readable_gather(&(readable_piece){ .dst = &first, .src = (char *)cframe + L->cframe_frame,
+                                                      .len = sizeof first }, 1) != 1)
         return 0;
-    int n = 0;
-    /* A real stack has a shim frame at most per frame with code. */
-    for (int visits = 0; visits < 4 * max + 64; visits++) {
-        void *back = span_ptr(span, L->frame_back);
-        int shim = L->frame_owner != PY_NO_FIELD && L->owner_cstack >= 0 &&
-                   (signed char)span[L->frame_owner - span_lo] == L->owner_cstack;
-        void *code = shim ? NULL : span_ptr(span, L->frame_code);
-        if (!shim && !code)
-            break;              /* no real frame of 3.11/3.12 has none */
-        int64_t head[3];
-        readable_piece pieces[2];
-        int k = 0;
-        if (code)
-            pieces[k++] = (readable_piece){ .dst = head, .src = code, .len = sizeof head };
-        if (back)
-            pieces[k++] = (readable_piece){ .dst = next, .src = (char *)back + span_lo, .len = span_len };
-        int got = k ? readable_gather(pieces, k) : 0;
-        if (code) {
-            rec_py_raw raw;
-            if (got < 1 || !checked_frame(L, span, head, code, &raw))
+    uintptr_t f = (uintptr_t)first;
+    frame_window w = { .lo = 0, .hi = 0 };
+    pending_frame pend[CHECKED_BATCH];
+    live_codes *live = code_deaths_watching() ? live_codes_get() : NULL;
+    if (live) {
+        uint64_t deaths = code_deaths_count();
+        if (live->deaths != deaths) {
+            memset(live->at, 0, sizeof live->at);
+            live->deaths = deaths;
+        }
+    }
+    int n = 0, visits = 0, limit = 4 * max + 64;
+    while (f && visits < limit) {
+        /* The next frames with code, as many as may be kept (one more
+         * says whether the stack is cut). */
+        int k = 0, stop = 0;
+        while (f && k < CHECKED_BATCH && n + k <= max && visits < limit) {
+            const unsigned char *span = span_at(&w, f);
+            if (!span) {
+                stop = 1;
                 break;
+            }
+            visits++;
+            f = (uintptr_t)span_ptr(span, L->frame_back);
+            if (L->frame_owner != PY_NO_FIELD && L->owner_cstack >= 0 &&
+                (signed char)span[L->frame_owner - span_lo] == L->owner_cstack)
+                continue;       /* shim frame of a C call: no Python code */
+            void *code = span_ptr(span, L->frame_code);
+            if (!code) {
+                stop = 1;       /* no real frame of 3.11/3.12 has none */
+                break;
+            }
+            int64_t where;
+            if (L->instr_is_lasti) {
+                int lasti;
+                memcpy(&lasti, span + (L->frame_instr - span_lo), sizeof lasti);
+                where = (int64_t)lasti * L->lasti_unit;
+            } else {
+                where = (int64_t)((uintptr_t)span_ptr(span, L->frame_instr) -
+                                  ((uintptr_t)code + L->code_bytecode));
+            }
+            pend[k++] = (pending_frame){ .code = code, .where = where };
+        }
+        /* Each code object's head is asked for once (a recursion's frames
+         * share theirs), and not at all where it is known live. */
+        readable_piece heads[CHECKED_BATCH];
+        int asked[CHECKED_BATCH], m = 0;
+        for (int i = 0; i < k; i++) {
+            asked[i] = -1;
+            uint32_t h = live_slot(pend[i].code);
+            if (live && live->at[h].code == pend[i].code) {
+                pend[i].head[0] = 1;
+                pend[i].head[1] = (int64_t)(uintptr_t)py.code_type;
+                pend[i].head[2] = live->at[h].size;
+                continue;
+            }
+            for (int j = 0; j < i && asked[i] < 0; j++)
+                if (pend[j].code == pend[i].code)
+                    asked[i] = asked[j];
+            if (asked[i] < 0) {
+                asked[i] = m;
+                heads[m++] = (readable_piece){ .dst = pend[i].head, .src = pend[i].code, .len = sizeof pend[i].head };
+            }
+        }
+        int got = m ? readable_gather(heads, m) : 0;
+        for (int i = 0; i < k; i++) {
+            if (asked[i] >= got)
+                return n;
+            if (asked[i] >= 0 && heads[asked[i]].dst != pend[i].head)
+                memcpy(pend[i].head, heads[asked[i]].dst, sizeof pend[i].head);
+            if (!live_frame(L, &pend[i]))
+                return n;
+            if (asked[i] >= 0 && live) {
+                uint32_t h = live_slot(pend[i].code);
+                live->at[h].code = pend[i].code;
+                live->at[h].size = pend[i].head[2];
+            }
             if (n == max) {
                 /* A frame with code beyond the room: the cut, as walk's. */
                 if (max > 1)
                     out[max - 1] = (rec_py_raw){ .code = RAW_CUT, .where = 0 };
-                break;
+                return n;
             }
-            if (!(L->skip_unbegun_callers && n > 0 && raw.where < 6))
-                out[n++] = raw;
+            if (L->skip_unbegun_callers && n > 0 && pend[i].where < 6)
+                continue;       /* a trampoline under its callee (layout.h) */
+            out[n++] = (rec_py_raw){ .code = (uint64_t)(uintptr_t)pend[i].code, .where = (uint64_t)pend[i].where };
         }
-        if (!back || got < k)
+        if (stop)
             break;
-        memcpy(span, next, span_len);
     }
     return n;
 }
@@ -601,6 +709,7 @@ typedef struct py_path {
     uint64_t deaths_seen;      /* code deaths applied when it was made */
     rec_py_raw raw[PATH_FRAMES];     /* outermost first */
     uint32_t node[PATH_FRAMES];      /* each frame's node */
+    live_codes live;                 /* walk_checked's */
 } py_path;
 
 TLS py_path *path;
@@ -632,6 +741,12 @@ static py_path *path_get(void)
     path_failed = 0;
     path = p;                  /* zeroed: generation 0 matches no tree */
     return path;
+}
+
+static live_codes *live_codes_get(void)
+{
+    py_path *p = path_get();
+    return p ? &p->live : NULL;
 }
 
 static void path_forget_all(void)
@@ -835,7 +950,7 @@ static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
 
 static rec_py_provider provider;
 
-/* A large host block's event (python_greenlet.h): the fast walk unless an
+/* A large host block release (python_greenlet.h): the fast walk unless an
  * unwatched greenlet module was loaded and the thread state's C frame is
  * on the C stack (3.11, 3.12). */
 static int capture_checked(rec_py_raw *restrict out, int max)

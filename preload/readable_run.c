@@ -120,7 +120,7 @@ int readable_run_down(uintptr_t top, uintptr_t want, size_t page, uintptr_t *lo)
     return result;
 }
 
-#define GATHER_MAX 8
+#define GATHER_MAX 16
 
 /* rt_sigprocmask's answer for the pages of a piece's first and last byte
  * (a piece of at most 4096 bytes touches at most two 4 KiB pages, and a

@@ -57,7 +57,7 @@ typedef struct readable_piece {
     size_t len;
 } readable_piece;
 
-/* Copies the n pieces (at most 8) in order, each whole or not at all where
+/* Copies the n pieces (at most 16) in order, each whole or not at all where
  * its memory cannot all be read, and stops at the first that cannot:
  * returns how many were copied whole, from the first (a piece after the
  * first failure may have been written in part). */
