@@ -188,17 +188,16 @@ static inline __attribute__((always_inline)) int walk(const py_layout *L, void *
  * copy of the CHECKED_WINDOW bytes below them (or, where those cannot all
  * be read, of those in their own page): 3.11+ pushes frames upward on its
  * data stack, so the frames of its callers are mostly in that copy
- * already.  The heads
- * of the code objects (count, type, size) of CHECKED_BATCH frames are
- * copied in one call, each once a walk, and none of those this thread
- * found live before while no code object has died since (live_codes).
- * A frame stands only where its code is a live code object (its type, and
- * a count a live object can have: a freed one's first word is the
- * allocator's free-list link) and its instruction lies in that code; at
- * the first that does not, or the first copy that fails, the walk stops
- * with the frames it has, and it visits at most 4 * max + 64 frames (the
- * bytes may make a cycle).  The frames kept are
- * real frames of live code: intern reads those as any.  About 4 KiB of
+ * already.  The heads of the code objects (count, type, size) of
+ * CHECKED_BATCH frames are copied in one call, each once a walk, and none
+ * of those this thread found live before while no code object has died
+ * since (live_codes).  A frame stands only where its code is a live code
+ * object (its type, and a count a live object can have: a freed one's
+ * first word is the allocator's free-list link) and its instruction lies
+ * in that code; at the first that does not, or the first copy that fails,
+ * the walk stops with the frames it has, and it visits at most
+ * 4 * max + 64 frames (the bytes may make a cycle).  The frames kept are
+ * real frames of live code: intern reads those as any.  About 5 KiB of
  * stack.
  */
 #define CHECKED_SPAN_MAX 128
