@@ -78,7 +78,9 @@ void host_fork_child(void);
  * python_alloc.c, whose wrappers of Python's raw domain would otherwise go
  * back through libpython and the PLT to these very functions.  Only when
  * host_malloc_is_ours(): the program's malloc is ours (no allocator exporting
- * malloc comes before libtrace.so), valid after host_malloc_start(). */
+ * malloc comes before libtrace.so), valid after host_malloc_start().  Each
+ * is the very function the exported name stands for (an alias): its address
+ * is what another object's GOT slot bound to our malloc holds. */
 int host_malloc_is_ours(void);
 void *host_malloc_call(size_t size);
 void *host_calloc_call(size_t n, size_t each);

@@ -428,10 +428,13 @@ int host_malloc_is_ours(void)
     return atomic_load_explicit(&family_ours, memory_order_relaxed);
 }
 
-void *host_malloc_call(size_t size) { return hook_malloc(size); }
-void *host_calloc_call(size_t n, size_t each) { return hook_calloc(n, each); }
-void *host_realloc_call(void *p, size_t size) { return hook_realloc(p, size); }
-void host_free_call(void *p) { hook_free(p); }
+/* The hooks themselves, under a second name: their addresses are what a
+ * slot bound to our malloc (calloc, realloc, free) holds (python_alloc.c
+ * compares). */
+__attribute__((alias("hook_malloc"))) __typeof__(hook_malloc) host_malloc_call;
+__attribute__((alias("hook_calloc"))) __typeof__(hook_calloc) host_calloc_call;
+__attribute__((alias("hook_realloc"))) __typeof__(hook_realloc) host_realloc_call;
+__attribute__((alias("hook_free"))) __typeof__(hook_free) host_free_call;
 
 EXPORT(malloc, hook_malloc)
 EXPORT(free, hook_free)

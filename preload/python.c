@@ -330,6 +330,7 @@ void python_after_dlclose(int suspended_here, int rc)
     rec_set_thread_namer(NULL);
     rec_set_open_check(NULL);
     python_init_check_forget();
+    python_alloc_forget();
     code_deaths_forget();
     host_mmap_forget_arenas();
     hook_registered = 0;

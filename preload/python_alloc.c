@@ -38,6 +38,7 @@
 #include "block_marks.h"
 #include "config.h"
 #include "dl_object.h"
+#include "got_slot.h"
 #include "host_blocks.h"
 #include "recorder.h"
 
@@ -56,7 +57,8 @@ typedef struct domain_wrapper {
      * hook.  The way through prev is an indirect call into libpython and
      * the PLT back into libtrace.so: with two more indirect jumps and a
      * frame per call it was 2 to 3 % of a regex-heavy program (_sre's
-     * data stack grows through PyMem_RawMalloc millions of times). */
+     * data stack grows through PyMem_RawMalloc millions of times).  Each
+     * direct call first looks at the slot it skips (raw_slot_ours). */
     int direct;
     /* Another malloc comes before ours (jemalloc preloaded first, ASan), so
      * our hook does not clear the first word of fresh blocks: the wrapper
@@ -81,6 +83,45 @@ static inline void *fresh_block(const domain_wrapper *w, void *p, size_t size)
 }
 
 static domain_wrapper wrappers[3];
+
+/* The GOT slots through which CPython's raw allocator calls malloc, calloc,
+ * realloc and free: libpython's, or a static interpreter's own (the
+ * program's PLT).  The direct path skips them, so a tool that rewrites them
+ * to watch the C heap (memray, in every loaded object) saw none of Python's
+ * raw blocks: its Tracker counted 122 allocations where it counted 555 bare
+ * (3.12.1).  So each direct call first reads its slot, one load and a
+ * compare: unless it still holds our hook (bound at load time, or lazily on
+ * the first call through it), the call goes CPython's way, through the
+ * slot, to whatever now holds it (an LD_AUDIT symbind, a rewrite, the
+ * loader's lazy resolver).  Without a slot found, each points at our own
+ * hook's address (own_hooks): the shortcut stays. */
+enum { RAW_MALLOC, RAW_CALLOC, RAW_REALLOC, RAW_FREE, RAW_SLOTS };
+static const char *const raw_slot_names[RAW_SLOTS] = { "malloc", "calloc", "realloc", "free" };
+static void *const own_hooks[RAW_SLOTS] = {
+    (void *)host_malloc_call, (void *)host_calloc_call, (void *)host_realloc_call, (void *)host_free_call,
+};
+static void *const *raw_slot[RAW_SLOTS] = { &own_hooks[0], &own_hooks[1], &own_hooks[2], &own_hooks[3] };
+
+/* hook: the host_*_call matching the slot (its address, a constant here). */
+static inline int raw_slot_ours(unsigned which, void *hook)
+{
+    return __atomic_load_n(raw_slot[which], __ATOMIC_RELAXED) == hook;
+}
+
+/* At wrap time, in the object that holds CPython's raw malloc. */
+static void find_raw_slots(const void *raw_malloc)
+{
+    for (unsigned i = 0; i < RAW_SLOTS; i++) {
+        void *const *slot = got_slot_find(raw_malloc, raw_slot_names[i]);
+        raw_slot[i] = slot ? slot : &own_hooks[i];
+    }
+}
+
+void python_alloc_forget(void)
+{
+    for (unsigned i = 0; i < RAW_SLOTS; i++)
+        raw_slot[i] = &own_hooks[i];
+}
 static uint32_t sample_every;                  /* OBJ domain: GIL held, no atomics */
 static uint32_t sample_countdown;
 static unsigned sample_stacks;                 /* REC_PY_STACK, and REC_NATIVE_STACK if asked */
@@ -178,8 +219,9 @@ static void *wrapped_malloc(void *ctx, size_t size)
      * forwarded and nothing else (about 12 instructions instead of 50).
      * Only the OBJ domain samples small blocks. */
     if (__builtin_expect((size < host_threshold || host_guard) && w->domain != PY_DOMAIN_OBJ, 1))
-        return w->direct ? host_malloc_call(size ? size : 1)
-                         : fresh_block(w, w->prev.malloc(w->prev.ctx, size), size);
+        return w->direct && raw_slot_ours(RAW_MALLOC, (void *)host_malloc_call)
+                   ? host_malloc_call(size ? size : 1)
+                   : fresh_block(w, w->prev.malloc(w->prev.ctx, size), size);
     if (w->domain == PY_DOMAIN_OBJ)
         py_alloc_sites_observe();
     int entered = enter_large(size);
@@ -197,7 +239,8 @@ static void *wrapped_calloc(void *ctx, size_t nelem, size_t elsize)
         obj_calls++;
     }
     int entered = enter_large(nelem * elsize);
-    void *p = !w->direct ? w->prev.calloc(w->prev.ctx, nelem, elsize)
+    void *p = !w->direct || !raw_slot_ours(RAW_CALLOC, (void *)host_calloc_call)
+                  ? w->prev.calloc(w->prev.ctx, nelem, elsize)
               : nelem && elsize ? host_calloc_call(nelem, elsize) : host_calloc_call(1, 1);
     leave_large(entered);
     after_allocation(w, TF_HOST_API_CALLOC, p, nelem * elsize, entered, RETURN_ADDRESS(), 0);
@@ -218,7 +261,9 @@ static void *wrapped_realloc(void *ctx, void *ptr, size_t size)
     /* The guard also covers a shrink of a tracked block: the malloc hook
      * underneath must not see its release a second time. */
     int entered = enter_large(old_size ? host_threshold : size);
-    void *p = w->direct ? host_realloc_call(ptr, size ? size : 1) : w->prev.realloc(w->prev.ctx, ptr, size);
+    void *p = w->direct && raw_slot_ours(RAW_REALLOC, (void *)host_realloc_call)
+                  ? host_realloc_call(ptr, size ? size : 1)
+                  : w->prev.realloc(w->prev.ctx, ptr, size);
     leave_large(entered);
     if (p)
         after_allocation(w, TF_HOST_API_REALLOC, p, size, entered && size >= host_threshold,
@@ -272,7 +317,7 @@ static void wrapped_free(void *ctx, void *ptr)
         note_object_free(w, ptr);
     }
     release(ptr);
-    if (w->direct)
+    if (w->direct && raw_slot_ours(RAW_FREE, (void *)host_free_call))
         host_free_call(ptr);
     else
         w->prev.free(w->prev.ctx, ptr);
@@ -288,14 +333,14 @@ static void wrapped_free(void *ctx, void *ptr)
  * 22 per free before the hooks, about 1 % of the program. */
 static void *raw_direct_malloc(void *ctx, size_t size)
 {
-    if (__builtin_expect(size < host_threshold, 1))
+    if (__builtin_expect(size < host_threshold && raw_slot_ours(RAW_MALLOC, (void *)host_malloc_call), 1))
         return host_malloc_call(size ? size : 1);
     return wrapped_malloc(ctx, size);
 }
 
 static void raw_direct_free(void *ctx, void *ptr)
 {
-    if (__builtin_expect(!host_any_live(), 1)) {
+    if (__builtin_expect(!host_any_live() && raw_slot_ours(RAW_FREE, (void *)host_free_call), 1)) {
         host_free_call(ptr);
         return;
     }
@@ -568,6 +613,8 @@ static void wrap_domain(int domain)
     w->domain = domain;
     w->prev = current;
     w->direct = domain == PY_DOMAIN_RAW && cpython_raw_allocator() && host_malloc_is_ours();
+    if (w->direct)
+        find_raw_slots(*(void **)&current.malloc);
     /* Objects' blocks: pymalloc's (it keeps its free list in freed blocks)
      * or, for large ones and under PYTHONMALLOC=malloc, the RAW domain's or
      * OBJ's own straight from malloc. */

@@ -118,6 +118,10 @@ int free_lists_left_out(const void *block);
  * before tracemalloc, without ours). */
 void python_alloc_look(uint64_t young);
 
+/* The traced libpython was unloaded: the raw wrappers stop reading its GOT
+ * slots (python_alloc.c's raw_slot). */
+void python_alloc_forget(void);
+
 /* python_init_check.c: choose how to detect double initialisation
  * (TRACE_PY_REFTRACER), start it and say which in an INFO record;
  * record() writes one py_double_init event with both stacks.
