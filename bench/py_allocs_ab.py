@@ -2,8 +2,11 @@
 """bench/py_allocs_ab.py - TRACE_PY_ALLOCS=1 of one or more libtrace.so builds
 side by side with memray --trace-python-allocators, on bench/workloads.
 
-    bench/py_allocs_ab.py --python PY [--rounds N] [--workloads a,b] TOOL...
+    bench/py_allocs_ab.py --python PY [--rounds N] [--workloads a,b] [--default] TOOL...
     TOOL: NAME=path/to/libtrace.so (LD_PRELOAD, TRACE_PY_ALLOCS=1), or memray
+
+--default runs the libtrace.so builds with default settings instead (no
+TRACE_PY_ALLOCS): a change to what every traced program pays.
 
 For each workload, each round runs every tool as a back-to-back pair (bare,
 then under the tool), so a busy shared machine slows both runs of a pair
@@ -42,6 +45,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--workloads", default=WORKLOADS)
     ap.add_argument("--scale", default="1")
+    ap.add_argument("--default", action="store_true", help="libtrace.so with default settings")
     ap.add_argument("tools", nargs="+")
     a = ap.parse_args()
     print("load %.1f %.1f %.1f at %s UTC" % (os.getloadavg() + (time.strftime("%H:%M", time.gmtime()),)),
@@ -61,8 +65,9 @@ def main():
                                     "--trace-python-allocators", script, a.scale], {})
                     else:
                         tool = cpu([a.python, script, a.scale],
-                                   {"LD_PRELOAD": lib, "TRACE_PY_ALLOCS": "1", "TRACE_QUIET": "1",
-                                    "TRACE_OUTPUT": os.path.join(tmp, "trace.tlog")})
+                                   dict({"LD_PRELOAD": lib, "TRACE_QUIET": "1",
+                                         "TRACE_OUTPUT": os.path.join(tmp, "trace.tlog")},
+                                        **({} if a.default else {"TRACE_PY_ALLOCS": "1"})))
                     ratios[name].append(tool / bare)
             print("%-13s %s" % (w, "  ".join("%s %.2f (%s)" % (n, statistics.median(v),
                                                                "/".join("%.2f" % x for x in v))
