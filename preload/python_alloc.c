@@ -122,6 +122,7 @@ void python_alloc_forget(void)
     for (unsigned i = 0; i < RAW_SLOTS; i++)
         raw_slot[i] = &own_hooks[i];
 }
+
 static uint32_t sample_every;                  /* OBJ domain: GIL held, no atomics */
 static uint32_t sample_countdown;
 static unsigned sample_stacks;                 /* REC_PY_STACK, and REC_NATIVE_STACK if asked */
