@@ -14,10 +14,11 @@
 #ifndef TRACE_GOT_SLOT_H
 #define TRACE_GOT_SLOT_H
 
-/* The slot for `name` in the loaded object that holds `addr` (the program
- * included): its JUMP_SLOT (calls through the PLT) when it has one, else its
- * GLOB_DAT (calls through the GOT, -fno-plt).  Takes the loader's lock
- * (dl_iterate_phdr): not for signal handlers. */
-void *const *got_slot_find(const void *addr, const char *name);
+/* slots[k]: the slot for names[k] in the loaded object that holds `addr`
+ * (the program included): its JUMP_SLOT (calls through the PLT) when it
+ * has one, else its GLOB_DAT (calls through the GOT, -fno-plt); NULL where
+ * it has neither.  One pass over the object's relocations for all n names.
+ * Takes the loader's lock (dl_iterate_phdr): not for signal handlers. */
+void got_slot_find(const void *addr, const char *const *names, void *const **slots, int n);
 
 #endif

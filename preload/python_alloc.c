@@ -111,10 +111,10 @@ static inline int raw_slot_ours(unsigned which, void *hook)
 /* At wrap time, in the object that holds CPython's raw malloc. */
 static void find_raw_slots(const void *raw_malloc)
 {
-    for (unsigned i = 0; i < RAW_SLOTS; i++) {
-        void *const *slot = got_slot_find(raw_malloc, raw_slot_names[i]);
-        raw_slot[i] = slot ? slot : &own_hooks[i];
-    }
+    void *const *found[RAW_SLOTS];
+    got_slot_find(raw_malloc, raw_slot_names, found, RAW_SLOTS);
+    for (unsigned i = 0; i < RAW_SLOTS; i++)
+        raw_slot[i] = found[i] ? found[i] : &own_hooks[i];
 }
 
 void python_alloc_forget(void)
