@@ -917,17 +917,25 @@ static void prefault_caches(void)
  * answers the usual event, whose stack differs from the previous one only
  * there (a frame called or returned, or the innermost frame moved on),
  * where a compare a frame at a time from the outermost cost about 10
- * instructions a frame (churn_cycles: 12 frames, 11 shared). */
+ * instructions a frame (churn_cycles: 12 frames, 11 shared).  Below
+ * SHARED_MEMCMP_MIN frames the loop alone: the call costs about 55
+ * (threaded's stacks, 4.6 frames an event, cost more with memcmp at every
+ * depth than without it). */
+#define SHARED_MEMCMP_MIN 4
 static inline __attribute__((always_inline)) int shared_outer(const rec_py_raw *raw, int n,
                                                               const rec_py_raw *prev_end, int m)
 {
     int k = (n < m ? n : m) - 1;
     const rec_py_raw *a = raw + n, *b = prev_end;
-    if (k > 0 && memcmp(a - k, b - k, (size_t)k * sizeof *a) == 0) {
-        a -= k;
-        b -= k;
+    if (k >= SHARED_MEMCMP_MIN) {
+        if (memcmp(a - k, b - k, (size_t)k * sizeof *a) == 0) {
+            a -= k;
+            b -= k;
+            k = 0;
+        }
     }
-    while (b > prev_end - m && a > raw && a[-1].code == b[-1].code && a[-1].where == b[-1].where)
+    const rec_py_raw *stop = b - (k + 1);
+    while (b > stop && a[-1].code == b[-1].code && a[-1].where == b[-1].where)
         a--, b--;
     return (int)(prev_end - b);
 }
