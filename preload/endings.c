@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -118,6 +119,13 @@ static void format_how(const struct how *h, char *out, size_t cap)
         snprintf(out, cap, "%s", h->what);
 }
 
+/* finish() has written END and let go of the recorder's lock: what is left
+ * of the ending is flushing it, which a signal handler interrupting that
+ * thread can do itself (signal_finishes).  end_how is finish()'s text,
+ * on its stack, which waits under the handler. */
+static _Atomic int end_in_buffer;
+static const char *end_how;
+
 struct finish {
     struct how how;
     int at_exit;         /* exit(): the flusher thread writes the end (flusher_stop_for_exit) */
@@ -139,6 +147,8 @@ static void finish(void *arg)
     else
         format_how(&f->how, how, sizeof how);
     rec_end(how);
+    end_how = how;
+    atomic_store(&end_in_buffer, 1);
     if (f->at_exit)
         flusher_stop_for_exit();
     flush_final(!f->at_exit);
@@ -234,15 +244,52 @@ static void end_by_signal(int sig)
     end_as((struct how){ .what = "signal", .arg = ending_signal_name(sig) }, 0);
 }
 
+static void final_flush_here(void *arg)
+{
+    (void)arg;
+    flush_final(1);
+    say_end(end_how ? end_how : "exit");
+}
+
+/* A signal on the thread that is ending the process, once END is written
+ * and neither the recorder's lock nor the flusher's token is held here:
+ * the flush is made from the handler, then the signal kills.  Deferring
+ * it (returning to let the ending finish) relied on the handler's return:
+ * a program's handler that restores SIG_DFL and raises again, and exits
+ * when that did not kill, never returns there.  Go's runtime does that
+ * (dieFromSignal: raise twice, then exit(2)): a SIGTERM that came during
+ * a cgo program's exit() flush ended it with status 2 and no log, where
+ * bare it died of SIGTERM.  own_stack's stack is the interrupted
+ * finish()'s, so the flush runs on one mapped here (this process ends
+ * now: it is not given back).  0 where it cannot be had: deferred then. */
+static int signal_finishes(void)
+{
+    if (!ending_here() || !atomic_load(&end_in_buffer) || rec_lock_held_here() ||
+        flusher_token_held_here())
+        return 0;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), size = 256u * 1024;
+    char *map = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (map == MAP_FAILED)
+        return 0;
+    mprotect(map, page, PROT_NONE);   /* guard page below */
+    trace_run_on_stack(final_flush_here, NULL, map + page + size);
+    atomic_store(&ended, 1);
+    return 1;
+}
+
 /* A signal sent to the thread that is ending the process waits, as one
  * inside the recorder does: dying at once left the END just written in
- * memory (a SIGTERM during exit's flush: no log, or one without END).  A
- * fault there (a crash inside our own ending) cannot wait. */
+ * memory (a SIGTERM during exit's flush: no log, or one without END).
+ * Once only the flush is left, the handler makes it (signal_finishes).
+ * A fault there (a crash inside our own ending) cannot wait. */
 int ending_signal(int sig, int async)
 {
     if (!endings_ours() || atomic_load(&ended))
         return ENDING_DIE;
     if (async && (ending_here() || rec_lock_held_here() || flusher_token_held_here())) {
+        if (signal_finishes())
+            return ENDING_DIE;
         atomic_store(&ending_deferred_sig, sig);
         return ENDING_DEFERRED;
     }
@@ -287,4 +334,5 @@ void endings_fork_child(void)
     atomic_store(&exec_in_flight, 0);
     atomic_store(&enders_waiting, 0);
     atomic_store(&ending_deferred_sig, 0);
+    atomic_store(&end_in_buffer, 0);
 }
