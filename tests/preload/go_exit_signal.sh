@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/preload/go_exit_signal.sh PRELOAD JOIN_SIGNAL_LIB TRACE_DUMP - a SIGTERM
+# tests/preload/go_exit_signal.sh LIB JOIN_SIGNAL_LIB TRACE_DUMP - a SIGTERM
 # that lands on a Go program's thread while its exit() finishes the log
 # kills it, with the log whole ("exit": END was written first), as bare it
 # would have died of SIGTERM.  Go's handler runs first, restores SIG_DFL
@@ -7,17 +7,12 @@
 # with status 2 (runtime.dieFromSignal).  Our handler deferred the signal
 # to the interrupted ending, which never ran again: exit status 2 and no
 # log.  libjoin_signal.so (tests/cuda) sends the signal at that moment.
-# Exit 77 without a Go toolchain with cgo.  PRELOAD: libtrace.so, after a
-# sanitizer's runtime where there is one (libjoin_signal.so goes between).
+# Exit 77 without a Go toolchain with cgo.
 set -eu
-preload=$1 join=$2 dump=$3
-case $preload in
-    *:*) preload="${preload%:*}:$join:${preload##*:}" ;;
-    *) preload="$join:$preload" ;;
-esac
-src=$(cd "$(dirname "$0")" && pwd)/go_exit_signal/main.go
+lib=$1 join=$2 dump=$3
 command -v go >/dev/null 2>&1 || { echo "SKIP: no go"; exit 77; }
 [ "$(go env CGO_ENABLED 2>/dev/null)" = 1 ] || { echo "SKIP: go without cgo"; exit 77; }
+src=$(cd "$(dirname "$0")" && pwd)/go_exit_signal/main.go
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # The build cache is go's own (a fresh one builds runtime/cgo: a minute).
@@ -29,7 +24,7 @@ rc=0; "$tmp/prog" || rc=$?
 [ "$rc" -eq 0 ] || { echo "FAIL: bare exit $rc, expected 0"; fail=1; }
 for sig in 15 2; do
     rc=0
-    env JOIN_SIGNAL=$sig LD_PRELOAD="$preload" TRACE_HOST_BUFFERS=1 \
+    env JOIN_SIGNAL=$sig LD_PRELOAD="$join:$lib" TRACE_HOST_BUFFERS=1 \
         TRACE_OUTPUT="$tmp/t$sig.tlog" "$tmp/prog" 2>"$tmp/err" || rc=$?
     echo "signal $sig during exit's flush: exit status $rc"
     [ "$rc" -eq $((128 + sig)) ] ||
