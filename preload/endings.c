@@ -125,6 +125,7 @@ static void format_how(const struct how *h, char *out, size_t cap)
  * on its stack, which waits under the handler. */
 static _Atomic int end_in_buffer;
 static const char *end_how;
+static int end_at_exit;
 
 struct finish {
     struct how how;
@@ -148,6 +149,7 @@ static void finish(void *arg)
         format_how(&f->how, how, sizeof how);
     rec_end(how);
     end_how = how;
+    end_at_exit = f->at_exit;
     atomic_store(&end_in_buffer, 1);
     if (f->at_exit)
         flusher_stop_for_exit();
@@ -244,10 +246,12 @@ static void end_by_signal(int sig)
     end_as((struct how){ .what = "signal", .arg = ending_signal_name(sig) }, 0);
 }
 
+/* Bounded as finish() bounds it: at exit the token's holder is the
+ * flusher in its last flush, waited for as long as it takes. */
 static void final_flush_here(void *arg)
 {
     (void)arg;
-    flush_final(1);
+    flush_final(!end_at_exit);
     say_end(end_how ? end_how : "exit");
 }
 
