@@ -5,6 +5,7 @@
 #include "config.h"
 #include "dl_hooks.h"
 #include "ending_signals.h"
+#include "fault_mask.h"
 #include "flusher.h"
 #include "log_file.h"
 #include "own_stack.h"
@@ -15,10 +16,10 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -119,23 +120,42 @@ static void format_how(const struct how *h, char *out, size_t cap)
         snprintf(out, cap, "%s", h->what);
 }
 
-/* finish() has written END and let go of the recorder's lock: what is left
- * of the ending is flushing it, which a signal handler interrupting that
- * thread can do itself (signal_finishes).  end_how is finish()'s text,
- * on its stack, which waits under the handler. */
-static _Atomic int end_in_buffer;
-static const char *end_how;
-static int end_at_exit;
+/* While the log's end is flushed, the signals a program may send stay
+ * pending on the thread that flushes it; the faults (and the traps a
+ * debugger or seccomp raise) cannot wait.  A signal that landed there was
+ * noted for the ending to act on when it let go (ending_signal), which
+ * needs the handler to return to it: Go's runtime handler restores
+ * SIG_DFL, raises again and, when that does not kill, exits with status 2
+ * (dieFromSignal), never returning.  A SIGTERM during a cgo program's
+ * exit() or _exit() flush ended it with status 2 and no log, where bare
+ * it died of SIGTERM.  Held back instead, it comes once the log is whole
+ * (ended), and whoever handles it, it kills. */
+static void hold_signals(sigset_t *saved)
+{
+    sigset_t held;
+    sigfillset(&held);
+    static const int cannot_wait[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS };
+    for (size_t i = 0; i < sizeof cannot_wait / sizeof *cannot_wait; i++)
+        sigdelset(&held, cannot_wait[i]);
+    own_sigmask(SIG_BLOCK, &held, saved);
+}
+
+static void release_signals(const sigset_t *saved)
+{
+    own_sigmask(SIG_SETMASK, saved, NULL);
+}
 
 struct finish {
     struct how how;
     int at_exit;         /* exit(): the flusher thread writes the end (flusher_stop_for_exit) */
+    int held;            /* signals held from END on (hold_signals), in saved */
+    sigset_t saved;
 };
 
 /* On our own stack: INFO `ending`, END, everything to the file. */
 static void finish(void *arg)
 {
-    const struct finish *f = arg;
+    struct finish *f = arg;
     if (rec_event_count() == 0 || !rec_active())
         return;   /* nothing recorded: no log (or it failed, and said so) */
     char how[4096 + 16];
@@ -148,9 +168,8 @@ static void finish(void *arg)
     else
         format_how(&f->how, how, sizeof how);
     rec_end(how);
-    end_how = how;
-    end_at_exit = f->at_exit;
-    atomic_store(&end_in_buffer, 1);
+    hold_signals(&f->saved);
+    f->held = 1;
     if (f->at_exit)
         flusher_stop_for_exit();
     flush_final(!f->at_exit);
@@ -176,9 +195,11 @@ static void end_as(struct how how, int at_exit)
 {
     if (!endings_ours() || claim(0) != CLAIMED)
         return;
-    struct finish f = { how, at_exit };
+    struct finish f = { .how = how, .at_exit = at_exit };
     own_stack_run(finish, &f);
     atomic_store(&ended, 1);
+    if (f.held)
+        release_signals(&f.saved);   /* one held back kills now */
     die_of_deferred();
 }
 
@@ -222,14 +243,18 @@ int ending_exec_begin(const char *path)
     if (claim(1) != CLAIMED)
         return 0;
     struct exec_arg a = { path, 0 };
+    sigset_t saved;
+    hold_signals(&saved);   /* released before the exec: the new image gets the mask as it was */
     own_stack_run(exec_begin_here, &a);
     if (!a.held) {
         atomic_store(&owner, 0);
+        release_signals(&saved);
         return 0;
     }
     atomic_store(&exec_in_flight, 1);
     atomic_store(&ended, 1);   /* a signal from here on can die at once: the log is whole */
-    die_of_deferred();         /* one sent during the flush: the log says exec, and is whole */
+    release_signals(&saved);   /* one held back during the flush kills now */
+    die_of_deferred();         /* one noted during the flush: the log says exec, and is whole */
     return 1;
 }
 
@@ -246,54 +271,16 @@ static void end_by_signal(int sig)
     end_as((struct how){ .what = "signal", .arg = ending_signal_name(sig) }, 0);
 }
 
-/* Bounded as finish() bounds it: at exit the token's holder is the
- * flusher in its last flush, waited for as long as it takes. */
-static void final_flush_here(void *arg)
-{
-    (void)arg;
-    flush_final(!end_at_exit);
-    say_end(end_how ? end_how : "exit");
-}
-
-/* A signal on the thread that is ending the process, once END is written
- * and neither the recorder's lock nor the flusher's token is held here:
- * the flush is made from the handler, then the signal kills.  Deferring
- * it (returning to let the ending finish) relied on the handler's return:
- * a program's handler that restores SIG_DFL and raises again, and exits
- * when that did not kill, never returns there.  Go's runtime does that
- * (dieFromSignal: raise twice, then exit(2)): a SIGTERM that came during
- * a cgo program's exit() flush ended it with status 2 and no log, where
- * bare it died of SIGTERM.  own_stack's stack is the interrupted
- * finish()'s, so the flush runs on one mapped here (this process ends
- * now: it is not given back).  0 where it cannot be had: deferred then. */
-static int signal_finishes(void)
-{
-    if (!ending_here() || !atomic_load(&end_in_buffer) || rec_lock_held_here() ||
-        flusher_token_held_here())
-        return 0;
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), size = 256u * 1024;
-    char *map = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (map == MAP_FAILED)
-        return 0;
-    mprotect(map, page, PROT_NONE);   /* guard page below */
-    trace_run_on_stack(final_flush_here, NULL, map + page + size);
-    atomic_store(&ended, 1);
-    return 1;
-}
-
 /* A signal sent to the thread that is ending the process waits, as one
  * inside the recorder does: dying at once left the END just written in
  * memory (a SIGTERM during exit's flush: no log, or one without END).
- * Once only the flush is left, the handler makes it (signal_finishes).
- * A fault there (a crash inside our own ending) cannot wait. */
+ * Once END is written it is held back instead (hold_signals).  A fault
+ * there (a crash inside our own ending) cannot wait. */
 int ending_signal(int sig, int async)
 {
     if (!endings_ours() || atomic_load(&ended))
         return ENDING_DIE;
     if (async && (ending_here() || rec_lock_held_here() || flusher_token_held_here())) {
-        if (signal_finishes())
-            return ENDING_DIE;
         atomic_store(&ending_deferred_sig, sig);
         return ENDING_DEFERRED;
     }
@@ -338,5 +325,4 @@ void endings_fork_child(void)
     atomic_store(&exec_in_flight, 0);
     atomic_store(&enders_waiting, 0);
     atomic_store(&ending_deferred_sig, 0);
-    atomic_store(&end_in_buffer, 0);
 }

@@ -1,15 +1,17 @@
 #!/bin/sh
-# tests/preload/go_exit_signal.sh LIB JOIN_SIGNAL_LIB TRACE_DUMP - a SIGTERM
-# that lands on a Go program's thread while its exit() finishes the log
-# kills it, with the log whole ("exit": END was written first), as bare it
-# would have died of SIGTERM.  Go's handler runs first, restores SIG_DFL
-# (ours stands in) and raises again; when that does not kill, it exits
-# with status 2 (runtime.dieFromSignal).  Our handler deferred the signal
-# to the interrupted ending, which never ran again: exit status 2 and no
-# log.  libjoin_signal.so (tests/cuda) sends the signal at that moment.
+# tests/preload/go_exit_signal.sh LIB JOIN_SIGNAL_LIB EXIT_WRITE_SIGNAL_LIB TRACE_DUMP
+# - a SIGTERM (or SIGINT) that lands on a Go program's thread while its
+# exit() or _exit() finishes the log kills it, with the log whole ("exit",
+# "_exit 0": END was written first), as bare it would have died of the
+# signal.  Go's handler runs first, restores SIG_DFL (ours stands in) and
+# raises again; when that does not kill, it exits with status 2
+# (runtime.dieFromSignal).  Our handler noted the signal for the
+# interrupted ending, which never ran again: exit status 2 and no log.
+# libjoin_signal.so (tests/cuda) sends the signal as exit() wakes the
+# flusher; libexit_write_signal.so at _exit()'s first write of the log.
 # Exit 77 without a Go toolchain with cgo.
 set -eu
-lib=$1 join=$2 dump=$3
+lib=$1 join=$2 write_signal=$3 dump=$4
 command -v go >/dev/null 2>&1 || { echo "SKIP: no go"; exit 77; }
 [ "$(go env CGO_ENABLED 2>/dev/null)" = 1 ] || { echo "SKIP: go without cgo"; exit 77; }
 src=$(cd "$(dirname "$0")" && pwd)/go_exit_signal/main.go
@@ -20,20 +22,26 @@ trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && CGO_ENABLED=1 go build -o prog "$src") ||
     { echo "SKIP: the cgo program does not build"; exit 77; }
 fail=0
-rc=0; "$tmp/prog" || rc=$?
-[ "$rc" -eq 0 ] || { echo "FAIL: bare exit $rc, expected 0"; fail=1; }
-for sig in 15 2; do
-    rc=0
-    env JOIN_SIGNAL=$sig LD_PRELOAD="$join:$lib" TRACE_HOST_BUFFERS=1 \
-        TRACE_OUTPUT="$tmp/t$sig.tlog" "$tmp/prog" 2>"$tmp/err" || rc=$?
-    echo "signal $sig during exit's flush: exit status $rc"
-    [ "$rc" -eq $((128 + sig)) ] ||
-        { echo "FAIL: exit status $rc, expected death by signal $sig"; cat "$tmp/err"; fail=1; }
-    if [ -f "$tmp/t$sig.tlog" ] && "$dump" --summary "$tmp/t$sig.tlog" >"$tmp/sum" 2>&1; then
-        grep -q '^end .*clean' "$tmp/sum" && grep -q 'ending=exit' "$tmp/sum" ||
-            { echo "FAIL: the log does not end clean with exit"; cat "$tmp/sum"; fail=1; }
-    else
-        echo "FAIL: no whole log"; cat "$tmp/sum" 2>/dev/null || true; fail=1
-    fi
+for how in exit _exit; do
+    rc=0; "$tmp/prog" $how || rc=$?
+    [ "$rc" -eq 0 ] || { echo "FAIL: bare $how: exit $rc, expected 0"; fail=1; }
 done
+# run NAME SIG ENDING PRELOAD ARG
+run() {
+    rc=0
+    env JOIN_SIGNAL=$2 LD_PRELOAD="$4:$lib" TRACE_HOST_BUFFERS=1 \
+        TRACE_OUTPUT="$tmp/$1.tlog" "$tmp/prog" $5 2>"$tmp/err" || rc=$?
+    echo "$1: exit status $rc"
+    [ "$rc" -eq $((128 + $2)) ] ||
+        { echo "FAIL: $1: exit status $rc, expected death by signal $2"; cat "$tmp/err"; fail=1; }
+    if [ -s "$tmp/$1.tlog" ] && "$dump" --summary "$tmp/$1.tlog" >"$tmp/sum" 2>&1; then
+        grep -q '^end .*clean' "$tmp/sum" && grep -q "ending=$3\$" "$tmp/sum" ||
+            { echo "FAIL: $1: the log does not end clean with $3"; cat "$tmp/sum"; fail=1; }
+    else
+        echo "FAIL: $1: no whole log"; cat "$tmp/sum" 2>/dev/null || true; fail=1
+    fi
+}
+run "SIGTERM during exit's flush" 15 exit "$join" exit
+run "SIGINT during exit's flush" 2 exit "$join" exit
+run "SIGTERM during _exit's write" 15 "_exit 0" "$write_signal" _exit
 exit $fail
