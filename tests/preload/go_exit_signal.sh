@@ -18,25 +18,26 @@ src=$(cd "$(dirname "$0")" && pwd)/go_exit_signal/main.go
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # The build cache is go's own (a fresh one builds runtime/cgo: a minute).
-[ -n "${HOME:-}" ] && [ -w "$HOME" ] || export GOCACHE="$tmp/cache"
+if [ -z "${HOME:-}" ] || [ ! -w "$HOME" ]; then export GOCACHE="$tmp/cache"; fi
 (cd "$tmp" && CGO_ENABLED=1 go build -o prog "$src") ||
     { echo "SKIP: the cgo program does not build"; exit 77; }
 fail=0
 for how in exit _exit; do
-    rc=0; "$tmp/prog" $how || rc=$?
+    rc=0; "$tmp/prog" "$how" || rc=$?
     [ "$rc" -eq 0 ] || { echo "FAIL: bare $how: exit $rc, expected 0"; fail=1; }
 done
 # run NAME SIG ENDING PRELOAD ARG
 run() {
     rc=0
-    env JOIN_SIGNAL=$2 LD_PRELOAD="$4:$lib" TRACE_HOST_BUFFERS=1 \
-        TRACE_OUTPUT="$tmp/$1.tlog" "$tmp/prog" $5 2>"$tmp/err" || rc=$?
+    env JOIN_SIGNAL="$2" LD_PRELOAD="$4:$lib" TRACE_HOST_BUFFERS=1 \
+        TRACE_OUTPUT="$tmp/$1.tlog" "$tmp/prog" "$5" 2>"$tmp/err" || rc=$?
     echo "$1: exit status $rc"
     [ "$rc" -eq $((128 + $2)) ] ||
         { echo "FAIL: $1: exit status $rc, expected death by signal $2"; cat "$tmp/err"; fail=1; }
     if [ -s "$tmp/$1.tlog" ] && "$dump" --summary "$tmp/$1.tlog" >"$tmp/sum" 2>&1; then
-        grep -q '^end .*clean' "$tmp/sum" && grep -q "ending=$3\$" "$tmp/sum" ||
-            { echo "FAIL: $1: the log does not end clean with $3"; cat "$tmp/sum"; fail=1; }
+        if ! grep -q '^end .*clean' "$tmp/sum" || ! grep -q "ending=$3\$" "$tmp/sum"; then
+            echo "FAIL: $1: the log does not end clean with $3"; cat "$tmp/sum"; fail=1
+        fi
     else
         echo "FAIL: $1: no whole log"; cat "$tmp/sum" 2>/dev/null || true; fail=1
     fi

@@ -16,7 +16,7 @@ command -v go >/dev/null 2>&1 || { echo "SKIP: no go"; exit 77; }
 src=$(cd "$(dirname "$0")" && pwd)/go_runtime/main.go
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-[ -n "${HOME:-}" ] && [ -w "$HOME" ] || export GOCACHE="$tmp/cache"
+if [ -z "${HOME:-}" ] || [ ! -w "$HOME" ]; then export GOCACHE="$tmp/cache"; fi
 (cd "$tmp" && CGO_ENABLED=1 go build -o prog "$src") ||
     { echo "SKIP: the cgo program does not build"; exit 77; }
 # Addresses differ from run to run (ASLR).
