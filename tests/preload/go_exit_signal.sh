@@ -21,28 +21,7 @@ trap 'rm -rf "$tmp"' EXIT
 if [ -z "${HOME:-}" ] || [ ! -w "$HOME" ]; then export GOCACHE="$tmp/cache"; fi
 (cd "$tmp" && CGO_ENABLED=1 go build -o prog "$src") ||
     { echo "SKIP: the cgo program does not build"; exit 77; }
-fail=0
-for how in exit _exit; do
-    rc=0; "$tmp/prog" "$how" || rc=$?
-    [ "$rc" -eq 0 ] || { echo "FAIL: bare $how: exit $rc, expected 0"; fail=1; }
-done
-# run NAME SIG ENDING PRELOAD ARG
-run() {
-    rc=0
-    env JOIN_SIGNAL="$2" LD_PRELOAD="$4:$lib" TRACE_HOST_BUFFERS=1 \
-        TRACE_OUTPUT="$tmp/$1.tlog" "$tmp/prog" "$5" 2>"$tmp/err" || rc=$?
-    echo "$1: exit status $rc"
-    [ "$rc" -eq $((128 + $2)) ] ||
-        { echo "FAIL: $1: exit status $rc, expected death by signal $2"; cat "$tmp/err"; fail=1; }
-    if [ -s "$tmp/$1.tlog" ] && "$dump" --summary "$tmp/$1.tlog" >"$tmp/sum" 2>&1; then
-        if ! grep -q '^end .*clean' "$tmp/sum" || ! grep -q "ending=$3\$" "$tmp/sum"; then
-            echo "FAIL: $1: the log does not end clean with $3"; cat "$tmp/sum"; fail=1
-        fi
-    else
-        echo "FAIL: $1: no whole log"; cat "$tmp/sum" 2>/dev/null || true; fail=1
-    fi
-}
-run "SIGTERM during exit's flush" 15 exit "$join" exit
-run "SIGINT during exit's flush" 2 exit "$join" exit
-run "SIGTERM during _exit's write" 15 "_exit 0" "$write_signal" _exit
-exit $fail
+# The cases themselves are reraise_exit.sh's, with the Go program.
+rc=0
+sh "$(dirname "$0")/reraise_exit.sh" "$lib" "$tmp/prog" "$join" "$write_signal" "$dump" || rc=$?
+exit $rc
