@@ -14,6 +14,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "columns.h"
 #include "event_fields.h"
@@ -45,6 +48,11 @@ typedef struct col_io {
     const char *why;
     uint32_t pres;                  /* the event's presence map */
     tf_colenc *enc;                 /* encoding: the columns written */
+    /* encoding: where each column's next byte goes (its len is brought up
+     * to date only when it grows and at the end: put() then loads and
+     * stores one pointer, where through enc each byte stored made the
+     * compiler load the column's data and len again) */
+    uint8_t *w[TF_COLUMNS];
     size_t room;                    /* encoding: bytes every column can take without growing */
     tf_cursor in[TF_COLUMNS];       /* decoding: the columns read */
     /* the allocation being coded took this much room from the freed set */
@@ -64,9 +72,18 @@ typedef struct col_io {
 #define RECORD_ROOM 128
 _Static_assert((TF_KIND_FIELDS_MAX + 2) * TF_VARINT_MAX <= RECORD_ROOM, "a record's tokens fit");
 
+/* Each column's len from its write pointer (none yet: len stays). */
+static void sync_lens(col_io *io)
+{
+    for (unsigned c = 0; c < TF_COLUMNS; c++)
+        if (io->w[c])
+            io->enc->col[c].len = (size_t)(io->w[c] - io->enc->col[c].data);
+}
+
 static __attribute__((noinline)) int make_room(col_io *io)
 {
     tf_colenc *e = io->enc;
+    sync_lens(io);
     io->room = SIZE_MAX;
     for (unsigned c = 0; c < TF_COLUMNS; c++) {
         if (tf_pages_reserve(&e->col[c].data, &e->col[c].cap, e->col[c].len, 32 * RECORD_ROOM,
@@ -74,6 +91,7 @@ static __attribute__((noinline)) int make_room(col_io *io)
             io->bad = 1;
             return -1;
         }
+        io->w[c] = e->col[c].data + e->col[c].len;
         if (e->col[c].cap - e->col[c].len < io->room)
             io->room = e->col[c].cap - e->col[c].len;
     }
@@ -92,14 +110,13 @@ static inline int room_for_record(col_io *io)
 
 INLINE void put(col_io *io, unsigned col, uint64_t v)
 {
-    tf_colenc *e = io->enc;
-    uint8_t *p = e->col[col].data + e->col[col].len;
+    uint8_t *p = io->w[col];
     if (v < 0x80) {
         *p = (uint8_t)v;
-        e->col[col].len++;
+        io->w[col] = p + 1;
         return;
     }
-    e->col[col].len = (size_t)(tf_put_uv(p, v) - e->col[col].data);
+    io->w[col] = tf_put_uv(p, v);
 }
 
 /* A column that ends early reads as zeros and leaves its cursor bad: the
@@ -149,15 +166,32 @@ INLINE uint64_t residual(col_io *io, const int dec, unsigned col, uint64_t v, ui
 
 /* ------------------------------------------------------------ threads */
 
-static tf_col_thread *thread_find(tf_colstate *st, uint32_t tid, uint32_t *rank)
+static tf_col_thread *thread_search(tf_colstate *st, uint32_t tid, uint32_t *rank)
 {
-    for (uint32_t i = 0; i < st->nthreads; i++)
+    for (uint32_t i = 1; i < st->nthreads; i++)
         if (st->thread[st->order[i]].tid == tid) {
             if (rank)
                 *rank = i + 1;
             return &st->thread[st->order[i]];
         }
     return NULL;
+}
+
+/* The thread's entry and its rank (1: the most recent), or NULL.  Most
+ * events are the previous one's thread, the most recent: that one is
+ * looked at inline, the others searched (the loop and its indirection were
+ * a twentieth of the encoder's instructions). */
+INLINE tf_col_thread *thread_find(tf_colstate *st, uint32_t tid, uint32_t *rank)
+{
+    if (!st->nthreads)
+        return NULL;
+    tf_col_thread *th = &st->thread[st->order[0]];
+    if (th->tid == tid) {
+        if (rank)
+            *rank = 1;
+        return th;
+    }
+    return thread_search(st, tid, rank);
 }
 
 /* The thread's entry, made the most recent (made, evicting the least
@@ -167,7 +201,7 @@ static tf_col_thread *thread_touch(tf_colstate *st, uint32_t tid)
     if (st->nthreads && st->thread[st->order[0]].tid == tid)
         return &st->thread[st->order[0]];   /* most events: the previous one's thread */
     uint32_t rank = 0;
-    tf_col_thread *th = thread_find(st, tid, &rank);
+    tf_col_thread *th = thread_search(st, tid, &rank);
     uint8_t slot;
     if (th) {
         slot = st->order[rank - 1];
@@ -472,6 +506,31 @@ INLINE int time_steps(const tf_colstate *st, uint64_t step, uint64_t *z)
     return 1;
 }
 
+/* id's rank in a thread's list of stacks (1: the front), 0 when its first
+ * `held` entries lack it.  All TF_COL_MTF entries are compared at once and
+ * the first hit taken: a search loop that stops at the hit was an eighth of
+ * the encoder's instructions (its length is the rank, which no branch
+ * predictor knows). */
+INLINE uint64_t stack_rank(const uint32_t *list, uint32_t held, uint32_t id)
+{
+    if (!held)
+        return 0;
+    uint32_t hit = 0;
+#ifdef __SSE2__
+    _Static_assert(TF_COL_MTF == 8, "two vectors of four ids");
+    __m128i want = _mm_set1_epi32((int)id);
+    __m128i lo = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)list), want);
+    __m128i hi = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(list + 4)), want);
+    hit = (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(lo)) |
+          (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(hi)) << 4;
+#else
+    for (uint32_t i = 0; i < TF_COL_MTF; i++)
+        hit |= (uint32_t)(list[i] == id) << i;
+#endif
+    hit &= (1u << held) - 1;   /* past `held`: zeros or stale, not the list */
+    return hit ? (uint64_t)__builtin_ctz(hit) + 1 : 0;
+}
+
 /* The common fields (FORMAT.md section 7's bits 0 to 5). */
 INLINE void code_common(col_io *io, const int dec, tf_colstate *st, tf_event *e, const tf_col_thread **thp)
 {
@@ -535,13 +594,7 @@ INLINE void code_common(col_io *io, const int dec, tf_colstate *st, tf_event *e,
             *id = pred;
             continue;
         }
-        uint64_t rank = 0;
-        if (!dec)
-            for (uint32_t i = 0; i < held; i++)
-                if (th->stack[k][i] == *id) {
-                    rank = i + 1;
-                    break;
-                }
+        uint64_t rank = dec ? 0 : stack_rank(th ? th->stack[k] : NULL, held, *id);
         sym(io, dec, col, &rank);
         if (rank) {
             if (dec) {
@@ -802,11 +855,12 @@ static int encode_once(tf_colenc *enc, const uint8_t *records, size_t len, uint6
             if (kind == TF_REC_FRAME)
                 tf_bases_frame(&b, st->seq, st->t_ns);
             put(&io, TF_COL_DEFS, n);
-            if (tf_pages_reserve(&enc->col[TF_COL_DEFS].data, &enc->col[TF_COL_DEFS].cap,
-                                 enc->col[TF_COL_DEFS].len, n, 16384) < 0)
+            size_t used = (size_t)(io.w[TF_COL_DEFS] - enc->col[TF_COL_DEFS].data);
+            if (tf_pages_reserve(&enc->col[TF_COL_DEFS].data, &enc->col[TF_COL_DEFS].cap, used, n,
+                                 16384) < 0)
                 return -1;
-            memcpy(enc->col[TF_COL_DEFS].data + enc->col[TF_COL_DEFS].len, payload, n);
-            enc->col[TF_COL_DEFS].len += n;
+            memcpy(enc->col[TF_COL_DEFS].data + used, payload, n);
+            io.w[TF_COL_DEFS] = enc->col[TF_COL_DEFS].data + used + n;
             io.room = io.room > n ? io.room - n : 0;
         } else {
             if (*nrec == 0)
@@ -822,6 +876,7 @@ static int encode_once(tf_colenc *enc, const uint8_t *records, size_t len, uint6
         }
         ++*nrec;
     }
+    sync_lens(&io);
     return io.bad ? -1 : 0;
 }
 
