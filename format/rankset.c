@@ -8,20 +8,45 @@
 #define W TF_RANK_WINDOW
 #define HMASK (2 * W - 1)
 
+#define INLINE static inline __attribute__((always_inline))
+
 /* Set bits of x.  Without -mpopcnt (Debian's x86-64 baseline lacks the
  * instruction) __builtin_popcountll is a call into libgcc's table walk,
- * the bit trick inlines to a dozen instructions. */
-static inline uint32_t pop64(uint64_t x)
+ * the bit trick inlines to a dozen instructions.  The rank walks below are
+ * compiled twice on x86-64, with `hw` 0 and, in functions built for the
+ * POPCNT instruction, 1; which runs is asked of the CPU (HW_POPCNT). */
+INLINE uint32_t pop64(uint64_t x, const int hw)
 {
 #ifdef __POPCNT__
+    (void)hw;
     return (uint32_t)__builtin_popcountll(x);
 #else
+    if (hw)
+        return (uint32_t)__builtin_popcountll(x);
     x -= x >> 1 & 0x5555555555555555ull;
     x = (x & 0x3333333333333333ull) + (x >> 2 & 0x3333333333333333ull);
     x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
     return (uint32_t)((x * 0x0101010101010101ull) >> 56);
 #endif
 }
+
+/* Whether the POPCNT versions may run: two loads and tests (libgcc's CPU
+ * model is filled by a constructor; before it runs the portable versions
+ * run, which give the same ranks). */
+static int portable_only;
+
+void tf_rankset_portable(int on)
+{
+    portable_only = on;
+}
+
+#if defined(__x86_64__) && !defined(__POPCNT__)
+#define HW_POPCNT() (!portable_only && __builtin_cpu_supports("popcnt"))
+#define HW_TARGET __attribute__((target("popcnt"), noinline))
+#else
+#define HW_POPCNT() 0
+#define HW_TARGET __attribute__((unused))
+#endif
 
 /* Nibble k of select8[b]: the position of byte b's k-th lowest set bit (k
  * below its count).  Clearing bits one at a time instead is a loop whose
@@ -114,16 +139,16 @@ static int is_used(const tf_rankset *s, uint32_t slot)
 }
 
 /* Used slots in [a, b], a <= b. */
-static uint32_t count_range(const tf_rankset *s, uint32_t a, uint32_t b)
+INLINE uint32_t count_range(const tf_rankset *s, uint32_t a, uint32_t b, const int hw)
 {
     uint32_t wa = a / 64, wb = b / 64, n = 0;
     uint64_t lo = ~0ull << (a % 64), hi = ~0ull >> (63 - b % 64);
     if (wa == wb)
-        return pop64(s->used[wa] & lo & hi);
-    n = pop64(s->used[wa] & lo);
+        return pop64(s->used[wa] & lo & hi, hw);
+    n = pop64(s->used[wa] & lo, hw);
     for (uint32_t w = wa + 1; w < wb; w++)
-        n += pop64(s->used[w]);
-    return n + pop64(s->used[wb] & hi);
+        n += pop64(s->used[w], hw);
+    return n + pop64(s->used[wb] & hi, hw);
 }
 
 /* The memo needs no invalidation: a slot in use holding addr is addr's
@@ -219,26 +244,34 @@ int tf_rankset_get(tf_rankset *s, uint64_t addr, uint64_t *val)
 }
 
 /* The ring's newest slot is (added - 1) % W; ranks count back from it. */
+INLINE uint32_t rank_of(const tf_rankset *s, uint32_t slot, const int hw)
+{
+    uint32_t last = (uint32_t)((s->added - 1) % W);
+    if (slot <= last)
+        return count_range(s, slot, last, hw);
+    return count_range(s, slot, W - 1, hw) + count_range(s, 0, last, hw);
+}
+
+static HW_TARGET uint32_t rank_of_hw(const tf_rankset *s, uint32_t slot)
+{
+    return rank_of(s, slot, 1);
+}
+
 uint32_t tf_rankset_rank(tf_rankset *s, uint64_t addr)
 {
     int found = find(s, addr);
     if (found < 0)
         return 0;
-    uint32_t slot = (uint32_t)found, last = (uint32_t)((s->added - 1) % W);
-    if (slot <= last)
-        return count_range(s, slot, last);
-    return count_range(s, slot, W - 1) + count_range(s, 0, last);
+    return HW_POPCNT() ? rank_of_hw(s, (uint32_t)found) : rank_of(s, (uint32_t)found, 0);
 }
 
-uint64_t tf_rankset_at(tf_rankset *s, uint32_t r)
+INLINE uint64_t at(tf_rankset *s, uint32_t r, const int hw)
 {
-    if (r == 0 || r > s->count)
-        return 0;
     /* Back from the newest slot, a word at a time. */
     uint32_t last = (uint32_t)((s->added - 1) % W), w = last / 64;
     uint64_t bits = s->used[w] & (~0ull >> (63 - last % 64));
     for (;;) {
-        uint32_t n = pop64(bits);
+        uint32_t n = pop64(bits, hw);
         if (r <= n)
             break;
         r -= n;
@@ -248,6 +281,18 @@ uint64_t tf_rankset_at(tf_rankset *s, uint32_t r)
             bits &= ~(~0ull >> (63 - last % 64));
     }
     /* the r-th highest set bit of bits: the (n - r)-th lowest */
-    s->memo = w * 64 + select64(bits, pop64(bits) - r);
+    s->memo = w * 64 + select64(bits, pop64(bits, hw) - r);
     return s->key[s->memo];
+}
+
+static HW_TARGET uint64_t at_hw(tf_rankset *s, uint32_t r)
+{
+    return at(s, r, 1);
+}
+
+uint64_t tf_rankset_at(tf_rankset *s, uint32_t r)
+{
+    if (r == 0 || r > s->count)
+        return 0;
+    return HW_POPCNT() ? at_hw(s, r) : at(s, r, 0);
 }

@@ -52,4 +52,9 @@ uint64_t tf_rankset_at(tf_rankset *s, uint32_t r);
 /* 1 and addr's val in *val when held. */
 int tf_rankset_get(tf_rankset *s, uint64_t addr, uint64_t *val);
 
+/* Ranks are counted with the CPU's POPCNT instruction where it has one
+ * (x86-64 asked at run time); 1 forces the portable count, which gives
+ * the same ranks (for the tests, which check both). */
+void tf_rankset_portable(int on);
+
 #endif

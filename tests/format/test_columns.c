@@ -452,8 +452,14 @@ int main(void)
     CHECK(enc != NULL);
     if (!enc)
         return 1;
-    test_rankset();
-    test_rankset_bytes();
+    /* Ranks counted both ways: the CPU's POPCNT, where it has one, and the
+     * portable count. */
+    for (int portable = 0; portable < 2; portable++) {
+        tf_rankset_portable(portable);
+        test_rankset();
+        test_rankset_bytes();
+    }
+    tf_rankset_portable(0);
     test_pool_stream();
     test_arbitrary();
     test_time_off_unit();
