@@ -8,6 +8,12 @@
  * best of three runs, because the machine may be shared.
  *
  *   format-bench [EVENTS [ZSTD_LEVEL]]
+ *   format-bench encode|decode [EVENTS [RUNS]]
+ *
+ * The second form times one phase alone, column encoding of the sealed
+ * chunks or column decoding of their blocks, best of RUNS (5): the loop a
+ * profiler or callgrind looks at, nothing else running in it (callgrind's
+ * --toggle-collect=phase_loop counts its instructions alone).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -412,8 +418,99 @@ static double intern_ns(void)
     return t / lookups * 1e9;
 }
 
+/* One phase, `runs` times over the same chunks (encode) or blocks
+ * (decode); the CPU seconds of each run into t[]. */
+static __attribute__((noinline)) void phase_loop(int decode, tf_chunk *chunks, size_t nchunks,
+                                                 uint8_t **blocks, size_t *blen, tf_colenc *enc,
+                                                 int runs, double *t)
+{
+    tf_colstate *st = calloc(1, sizeof *st);
+    tf_event *items = NULL;
+    size_t nitems = 0, items_cap = 0;
+    for (int run = 0; run < runs; run++) {
+        double t0 = now();
+        for (size_t k = 0; k < nchunks; k++) {
+            if (!decode) {
+                tf_columns_encode(enc, chunks[k].data, chunks[k].len, 1000);
+                continue;
+            }
+            const char *why;
+            if (blocks[k] &&
+                tf_columns_decode_items(st, blocks[k], blen[k], &items, &nitems, &items_cap, &why) < 0) {
+                fprintf(stderr, "block %zu: %s\n", k, why);
+                exit(1);
+            }
+        }
+        t[run] = now() - t0;
+    }
+    free(st);
+    free(items);
+}
+
+static int phase_main(int decode, size_t n, int runs)
+{
+    tf_event *ev = malloc(n * sizeof *ev);
+    uint32_t native_ids[NSTACKS], py_ids[NPYSTACKS];
+    tf_writer *w = new_writer(native_ids, py_ids);
+    n = make_loop_stream(ev, n, native_ids, py_ids);
+    size_t nchunks = 0, cap = 64;
+    tf_chunk *chunks = calloc(cap, sizeof *chunks);
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n)
+            tf_write_event(w, &ev[i]);
+        if (i == n || tf_writer_pending(w) >= CHUNK_SEAL) {
+            if (nchunks == cap)
+                chunks = realloc(chunks, (cap *= 2) * sizeof *chunks);
+            chunks[nchunks] = (tf_chunk){ 0 };
+            tf_writer_seal(w, &chunks[nchunks++]);
+        }
+    }
+    tf_writer_free(w);
+    /* Each chunk's block payload (after the COLUMNS record's kind and length). */
+    tf_colenc *enc = tf_colenc_new();
+    uint8_t **blocks = calloc(nchunks, sizeof *blocks);
+    size_t *blen = calloc(nchunks, sizeof *blen);
+    for (size_t k = 0; k < nchunks; k++) {
+        if (tf_columns_encode(enc, chunks[k].data, chunks[k].len, 1000) != 0)
+            continue;
+        const void *piece[TF_COLUMNS + 1];
+        size_t plen[TF_COLUMNS + 1], len = 0;
+        int np = tf_colenc_pieces(enc, piece, plen);
+        uint8_t *b = malloc(tf_colenc_size(enc));
+        for (int i = 0; i < np; i++) {
+            memcpy(b + len, piece[i], plen[i]);
+            len += plen[i];
+        }
+        tf_cursor c = { b, b + len, 0 };
+        tf_get_uv(&c);
+        blen[k] = (size_t)tf_get_uv(&c);
+        blocks[k] = b;
+        memmove(b, c.p, blen[k]);
+    }
+    double t[64], best = 1e30;
+    runs = runs < 1 ? 1 : runs > 64 ? 64 : runs;
+    phase_loop(decode, chunks, nchunks, blocks, blen, enc, runs, t);
+    for (int run = 0; run < runs; run++)
+        best = t[run] < best ? t[run] : best;
+    printf("column %s %.1f ns/event (%zu events, %zu chunks, best of %d, CPU time)\n",
+           decode ? "decoding" : "encoding", best / n * 1e9, n, nchunks, runs);
+    for (size_t k = 0; k < nchunks; k++) {
+        tf_chunk_free(&chunks[k]);
+        free(blocks[k]);
+    }
+    free(chunks);
+    free(blocks);
+    free(blen);
+    tf_colenc_free(enc);
+    free(ev);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && (!strcmp(argv[1], "encode") || !strcmp(argv[1], "decode")))
+        return phase_main(argv[1][0] == 'd', argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000,
+                          argc > 3 ? atoi(argv[3]) : 5);
     size_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 4000000;
     int level = argc > 2 ? atoi(argv[2]) : 1;
     int runs = 3;
