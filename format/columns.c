@@ -602,6 +602,10 @@ INLINE void code_common(col_io *io, const int dec, tf_colstate *st, tf_event *e,
         e->parent = pp;
     }
 
+    /* Unrolled: GCC kept the loop, and with it a test of k at each of the
+     * lines below (unrolled, decoding took 789 -> 747 instructions per
+     * event, encoding 967 -> 927). */
+#pragma GCC unroll 2
     for (int k = 0; k < 2; k++) {
         uint32_t *id = k ? &e->py_stack : &e->native_stack;
         unsigned col = k ? TF_COL_PSTACK_RANK : TF_COL_NSTACK_RANK;
