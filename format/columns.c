@@ -334,7 +334,7 @@ static const fcode end_codes[] = { { PLAIN, TF_COL_END }, { PLAIN, TF_COL_END },
 #undef S_
 
 /* The memory space of an allocation or free kind; -1 for other kinds. */
-static int space_of(uint32_t kind)
+static inline int space_of(uint32_t kind)
 {
     switch (kind) {
     case TF_EV_CUDA_ALLOC: case TF_EV_CUDA_FREE: return TF_SPACE_CUDA;
@@ -347,9 +347,9 @@ static int space_of(uint32_t kind)
 
 /* The pointer (and size: what a free of it would say) of an allocation or
  * free event. */
-static uint64_t ptr_of(const tf_event *e)
+static inline uint64_t ptr_of(uint32_t kind, const tf_event *e)
 {
-    switch (e->kind) {
+    switch (kind) {
     case TF_EV_CUDA_ALLOC: case TF_EV_CUDA_FREE: return e->u.cuda.ptr;
     case TF_EV_POOL_ALLOC: case TF_EV_POOL_FREE: return e->u.pool.ptr;
     default: return e->u.host.ptr;
@@ -380,8 +380,12 @@ INLINE uint64_t ranked(col_io *io, const int dec, tf_colstate *st, tf_rankset *s
     return v;
 }
 
+/* `kind` is e->kind, a constant where code_kind_fields is inlined: read
+ * from e, it was read again for each field (a field stored into e might
+ * have changed it, for all the compiler knew) and space_of's switch run
+ * again with it. */
 INLINE void code_field(col_io *io, const int dec, tf_colstate *st, tf_event *e, const tf_col_thread *th,
-                       const tf_field *f, fcode fc, unsigned bit)
+                       const uint32_t kind, const tf_field *f, fcode fc, unsigned bit)
 {
     uint8_t *at = (uint8_t *)e + f->offset;
     int wide = f->enc != TF_ENC_U32 && f->enc != TF_ENC_S32;
@@ -393,7 +397,7 @@ INLINE void code_field(col_io *io, const int dec, tf_colstate *st, tf_event *e, 
         memcpy(&v32, at, 4);
         v = f->enc == TF_ENC_S32 ? (uint64_t)(int64_t)(int32_t)v32 : v32;
     }
-    int sp = space_of(e->kind);
+    int sp = space_of(kind);
     /* py_free's pointer is a plain number in 1.x (event_fields.h), a host
      * pointer here. */
     unsigned cls = sp == TF_SPACE_HOST ? TF_PTR_HOST : f->ptr_class;
@@ -442,7 +446,7 @@ INLINE void code_field(col_io *io, const int dec, tf_colstate *st, tf_event *e, 
         /* a pointer of the pool's, as a free names it */
         __attribute__((fallthrough));
     case FREE_PTR:
-        if (e->kind == TF_EV_POOL_FREE && (op = open_op(th, e->parent)) && op->op == TF_POOL_OP_FREE)
+        if (kind == TF_EV_POOL_FREE && (op = open_op(th, e->parent)) && op->op == TF_POOL_OP_FREE)
             pred = op->arg;
         v = here(io, dec, bit, v, pred) ? ranked(io, dec, st, &st->live[sp], fc.col, cls, v) : pred;
         if (v)
@@ -462,10 +466,10 @@ INLINE void code_field(col_io *io, const int dec, tf_colstate *st, tf_event *e, 
             st->align = v & -v;
         break;
     case FREE_SIZE:
-        held = tf_rankset_get(&st->live[sp], ptr_of(e), &block);
-        pred = held && st->size_ok[e->kind - 32] ? block : 0;
+        held = tf_rankset_get(&st->live[sp], ptr_of(kind, e), &block);
+        pred = held && st->size_ok[kind - 32] ? block : 0;
         v = here(io, dec, bit, v, pred) ? residual(io, dec, fc.col, v, pred) : pred;
-        st->size_ok[e->kind - 32] = held && block == v;
+        st->size_ok[kind - 32] = held && block == v;
         break;
     case OP_BEGIN:
         pred = th && th->nops ? th->ops[th->nops - 1].seq : 0;
@@ -485,12 +489,12 @@ INLINE void code_field(col_io *io, const int dec, tf_colstate *st, tf_event *e, 
             v = pred;
         break;
     case POOL_ID:
-        pred = st->lastpool[e->kind - TF_EV_POOL_ALLOC];
+        pred = st->lastpool[kind - TF_EV_POOL_ALLOC];
         if (here(io, dec, bit, v, pred))
             sym(io, dec, fc.col, &v);
         else
             v = pred;
-        st->lastpool[e->kind - TF_EV_POOL_ALLOC] = (uint32_t)v;
+        st->lastpool[kind - TF_EV_POOL_ALLOC] = (uint32_t)v;
         break;
     }
     if (!dec)
@@ -649,7 +653,7 @@ static void update(tf_colstate *st, const tf_event *e, const col_io *io)
     st->t_ns = e->t_ns;
     st->tid = e->tid;
     int sp = space_of(e->kind);
-    uint64_t p = sp >= 0 ? ptr_of(e) : 0, size = sp >= 0 ? size_of(e) : 0;
+    uint64_t p = sp >= 0 ? ptr_of(e->kind, e) : 0, size = sp >= 0 ? size_of(e) : 0;
     switch (e->kind) {
     case TF_EV_CUDA_ALLOC: case TF_EV_POOL_ALLOC: case TF_EV_HOST_ALLOC: case TF_EV_PY_ALLOC:
         if (!p)
@@ -695,11 +699,11 @@ static void update(tf_colstate *st, const tf_event *e, const col_io *io)
  * with the layout and the coders constants, each field's coder, column and
  * encoding are known where it is coded, and the switches go away. */
 INLINE void code_kind_fields(col_io *io, const int dec, tf_colstate *st, tf_event *e, const tf_col_thread *th,
-                             const tf_event_layout *layout, const fcode *codes)
+                             const uint32_t kind, const tf_event_layout *layout, const fcode *codes)
 {
 #define CODE_FIELD(i)                                                                          \
     if (i < layout->nfields && !io->bad)                                                      \
-        code_field(io, dec, st, e, th, &layout->fields[i], codes[i], TF_COMMON_FIELDS + i);
+        code_field(io, dec, st, e, th, kind, &layout->fields[i], codes[i], TF_COMMON_FIELDS + i);
     CODE_FIELD(0) CODE_FIELD(1) CODE_FIELD(2) CODE_FIELD(3)
     CODE_FIELD(4) CODE_FIELD(5) CODE_FIELD(6) CODE_FIELD(7)
 #undef CODE_FIELD
@@ -709,7 +713,7 @@ INLINE void code_kind_fields(col_io *io, const int dec, tf_colstate *st, tf_even
 INLINE void code_fields(col_io *io, const int dec, tf_colstate *st, tf_event *e, const tf_col_thread *th)
 {
     switch (e->kind) {
-#define KIND(kind, layout, codes) case kind: code_kind_fields(io, dec, st, e, th, &layout, codes); return;
+#define KIND(kind, layout, codes) case kind: code_kind_fields(io, dec, st, e, th, kind, &layout, codes); return;
     KIND(TF_EV_CUDA_ALLOC, tf_cuda_layout, cuda_alloc_codes)
     KIND(TF_EV_CUDA_FREE, tf_cuda_layout, cuda_free_codes)
     KIND(TF_EV_POOL_ALLOC, tf_pool_layout, pool_alloc_codes)
