@@ -515,7 +515,7 @@ int tf_reader_next(tf_reader *r, tf_event *e)
     if (r->item_pos < r->nitems && !r->frees.p && r->frame_has_bases && !r->finished &&
         r->items[r->item_pos].kind >= 32) {
         r->st.waiting = 0;
-        *e = r->items[r->item_pos++];
+        tf_event_copy(e, &r->items[r->item_pos++]);
         return hand_out(r, e);
     }
     return next_slow(r, e);
@@ -577,7 +577,7 @@ static __attribute__((noinline)) int next_slow(tf_reader *r, tf_event *e)
         else if (!r->frame_has_bases || kind == TF_REC_HEADER)
             rc = TF_REC_BAD;  /* every frame opens with FRAME; HEADER only opens the file */
         else if (decoded)
-            rc = (*e = *decoded, 1);
+            rc = (tf_event_copy(e, decoded), 1);
         else if (kind == TF_EV_PY_FREES)
             rc = decode_py_frees(r, &c, e);
         else if (kind >= 32)

@@ -192,6 +192,19 @@ static inline __attribute__((always_inline)) void tf_event_init(tf_event *e, uin
     e->kind = kind;
 }
 
+/* *dst = *src with seven 16-byte loads and stores, for the same reason:
+ * the reader's hand-out of a decoded event, inlined by LTO into a caller's
+ * loop, became a rep movs there (format-bench's reader: 18.5 -> 17.9 M
+ * events/s with a faster decoder, until this). */
+static inline __attribute__((always_inline)) void tf_event_copy(tf_event *dst, const tf_event *src)
+{
+    typedef uint64_t tf_event_words __attribute__((vector_size(16), aligned(8), may_alias));
+    tf_event_words *d = (tf_event_words *)(void *)dst;
+    const tf_event_words *s = (const tf_event_words *)(const void *)src;
+    tf_event_words w0 = s[0], w1 = s[1], w2 = s[2], w3 = s[3], w4 = s[4], w5 = s[5], w6 = s[6];
+    d[0] = w0; d[1] = w1; d[2] = w2; d[3] = w3; d[4] = w4; d[5] = w5; d[6] = w6;
+}
+
 typedef struct tf_header {
     uint32_t version_major, version_minor;
     uint32_t pid, ppid;
