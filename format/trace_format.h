@@ -201,6 +201,7 @@ static inline __attribute__((always_inline)) void tf_event_copy(tf_event *dst, c
     typedef uint64_t tf_event_words __attribute__((vector_size(16), aligned(8), may_alias));
     tf_event_words *d = (tf_event_words *)(void *)dst;
     const tf_event_words *s = (const tf_event_words *)(const void *)src;
+    _Static_assert(sizeof(tf_event) == 7 * sizeof(tf_event_words), "tf_event_copy moves 7 words");
     tf_event_words w0 = s[0], w1 = s[1], w2 = s[2], w3 = s[3], w4 = s[4], w5 = s[5], w6 = s[6];
     d[0] = w0; d[1] = w1; d[2] = w2; d[3] = w3; d[4] = w4; d[5] = w5; d[6] = w6;
 }
