@@ -692,6 +692,23 @@ def double_init(args, work):
     text = report(args, log)
     if "... 125 more of double_init.Thing from 125 more places (report --json lists up to 100" not in text:
         fail("130 places: the text's line for the places not shown is missing")
+    # A log in segments (TRACE_MAX_BYTES) defines the type's name again in
+    # each, under a new id, as the recorder does after it forgot what it
+    # interned (a pandas run with every allocation recorded): one type still.
+    prog, log = os.path.join(work, "segments.py"), os.path.join(work, "segments.tlog")
+    with open(prog, "w") as f:
+        f.write(MANY_PLACES_PROGRAM.replace("130", "1500"))
+    for name in glob.glob(os.path.join(work, "segments.seg*.tlog")):
+        os.remove(name)
+    trace(args, prog, [], log, {"PYTHONPATH": work, "TRACE_MAX_BYTES": "64K"})
+    if not os.path.exists(os.path.join(work, "segments.seg1.tlog")):
+        fail("1500 places within 64K: the log has no second segment")
+    doc = json.loads(report(args, log, "--json"))
+    types = [t["type"] for t in doc.get("double_init_types", [])]
+    if types != ["double_init.Thing"]:
+        fail("a log in segments: double_init_types %r, not one type" % types)
+    if "objects of 1 type, from" not in findings(report(args, log)):
+        fail("a log in segments: the findings count the type more than once")
 
 
 # The child of a fork made with the collector off (start-up runs

@@ -88,6 +88,8 @@ typedef struct pass {
     rp_ptrmap library_code;    /* py code id -> 2 library, 1 the program's */
     rp_ptrmap code_canon;      /* py code id -> the first code id with its content */
     rp_ptrmap code_by_content; /* content hash (probed) -> that first code id */
+    rp_ptrmap string_canon;    /* string id -> the first string id with its text */
+    rp_ptrmap string_by_content;   /* text hash (probed) -> that first string id */
     rp_ptrmap stack_index;     /* (py stack, native stack) -> dev_stacks index */
     rp_ptrmap host_stack_index;  /* the same -> host_stacks index */
     rp_ptrmap stacks_seen;     /* native stack ids whose modules are noted */
@@ -722,27 +724,63 @@ static void collection(rpt *r, pass *ps, const tf_event *e)
     }
 }
 
-typedef struct dinit_key { const rpt *r; const tf_event *e; } dinit_key;
+struct string_ctx { const tf_reader *rd; uint32_t id; };
+
+static int same_string(const void *ctx, uint64_t id)
+{
+    const struct string_ctx *k = ctx;
+    return same_text(k->rd, (uint32_t)id, k->id);
+}
+
+/* A string's id as the first one defined with the same text.  A writer
+ * defines a text again under a new id after it forgot what it interned (the
+ * recorder does once its tables hold 32 MiB, FORMAT.md section 6) and in
+ * each segment of a log kept within a byte budget: keyed by id, numpy's
+ * _array_converter, double-initialised all through a pandas test run with
+ * every allocation recorded, was counted as two types. */
+static uint32_t canon_string(rpt *r, pass *ps, uint32_t id)
+{
+    if (!id)
+        return 0;
+    uint64_t *known = rp_ptrmap_get(&ps->string_canon, id);
+    if (known)
+        return (uint32_t)*known;
+    size_t n;
+    const char *text = tf_reader_string(r->reader, id, &n);
+    uint32_t canon = id;
+    if (text) {
+        struct string_ctx ctx = { r->reader, id };
+        uint64_t key, *first = index_slot(&ps->string_by_content, mix_text(3, text, n), same_string, &ctx, &key);
+        if (first)
+            canon = (uint32_t)*first;
+        else
+            rp_ptrmap_put(&ps->string_by_content, key, id);
+    }
+    rp_ptrmap_put(&ps->string_canon, id, canon);
+    return canon;
+}
+
+typedef struct dinit_key { const rpt *r; const tf_event *e; uint32_t type_name; } dinit_key;
 
 static int same_dinit(const void *ctx, uint64_t idx)
 {
     const dinit_key *k = ctx;
     const rpt_double_init *d = &k->r->dinits[idx];
-    return d->type_name == k->e->u.double_init.type_name && d->py_stack == k->e->py_stack &&
+    return d->type_name == k->type_name && d->py_stack == k->e->py_stack &&
            d->native_stack == k->e->native_stack;
 }
 
 static void double_init(rpt *r, pass *ps, const tf_event *e)
 {
-    dinit_key k = {r, e};
-    uint64_t key, h = mix(mix(mix(2, e->u.double_init.type_name), e->py_stack), e->native_stack);
+    dinit_key k = {r, e, canon_string(r, ps, e->u.double_init.type_name)};
+    uint64_t key, h = mix(mix(mix(2, k.type_name), e->py_stack), e->native_stack);
     uint64_t *idx = index_slot(&ps->dinit_index, h, same_dinit, &k, &key);
     if (idx) {
         r->dinits[*idx].count++;
         return;
     }
     rp_grow(&r->dinits, &ps->capdinits, r->ndinits + 1, sizeof *r->dinits);
-    r->dinits[r->ndinits] = (rpt_double_init){e->u.double_init.type_name, e->native_stack, e->py_stack, 1, e->seq,
+    r->dinits[r->ndinits] = (rpt_double_init){k.type_name, e->native_stack, e->py_stack, 1, e->seq,
                                               e->u.double_init.obj};
     rp_ptrmap_put(&ps->dinit_index, key, r->ndinits++);
 }
@@ -1004,6 +1042,8 @@ int rpt_open(rpt *r, const char *path, const rpt_options *o, char *err, size_t e
     rp_ptrmap_init(&ps->library_code);
     rp_ptrmap_init(&ps->code_canon);
     rp_ptrmap_init(&ps->code_by_content);
+    rp_ptrmap_init(&ps->string_canon);
+    rp_ptrmap_init(&ps->string_by_content);
     rp_ptrmap_init(&ps->stack_index);
     rp_ptrmap_init(&ps->host_stack_index);
     rp_ptrmap_init(&ps->stacks_seen);
@@ -1084,6 +1124,8 @@ void rpt_free(rpt *r)
         rp_ptrmap_free(&ps->library_code);
         rp_ptrmap_free(&ps->code_canon);
         rp_ptrmap_free(&ps->code_by_content);
+        rp_ptrmap_free(&ps->string_canon);
+        rp_ptrmap_free(&ps->string_by_content);
         rp_ptrmap_free(&ps->stack_index);
         rp_ptrmap_free(&ps->host_stack_index);
         rp_ptrmap_free(&ps->stacks_seen);
