@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,10 +225,20 @@ int tf_input_opening(tf_reader *r, tf_cursor *c)
         return TF_INPUT_NONE;
     in->opening = 0;
     tf_header h;
-    char err[160];
+    /* Empty unless a reason is written: the decoder writes one only when
+     * the header does not decode, and a header of another run's log (a
+     * segment file left beside a log of the same name) decodes; an
+     * uninitialised buffer put stack bytes into the note, which broke the
+     * UTF-8 of every report that printed it. */
+    char err[160] = "";
     memset(&h, 0, sizeof h);
-    if (tf_reader_decode_header(r, &h, c, err, sizeof err) < 0 || h.pid != in->pid ||
-        h.wall_start_ns != in->wall_start_ns || h.segment != in->segment) {
+    int bad = tf_reader_decode_header(r, &h, c, err, sizeof err) < 0;
+    if (!bad && (h.pid != in->pid || h.wall_start_ns != in->wall_start_ns || h.segment != in->segment)) {
+        snprintf(err, sizeof err, "another run's (pid %" PRIu32 ", segment %" PRIu32 "; this log: pid %" PRIu32 ")",
+                 h.pid, h.segment, in->pid);
+        bad = 1;
+    }
+    if (bad) {
         tf_reader_note(r, "segment %u is not a segment of this log%s%s: read no further", in->segment,
                        *err ? ": " : "", err);
         in->stopped = 1;

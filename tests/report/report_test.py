@@ -709,6 +709,18 @@ def double_init(args, work):
         fail("a log in segments: double_init_types %r, not one type" % types)
     if "objects of 1 type, from" not in findings(report(args, log)):
         fail("a log in segments: the findings count the type more than once")
+    # Run again beside the first run's later segment: the recorder cannot
+    # make its own, and the reader stops at the stranger.  The note says
+    # whose it is; its reason was an uninitialised buffer (stack bytes, not
+    # UTF-8: the report could not be decoded).
+    trace(args, prog, [], log, {"PYTHONPATH": work, "TRACE_MAX_BYTES": "64K"})
+    p = subprocess.run([args.replay, "report", log], capture_output=True, timeout=300)
+    try:
+        text = p.stdout.decode("utf-8")
+    except UnicodeDecodeError as e:
+        fail("a log beside another run's segment: the report is not UTF-8 (%s)" % e)
+    if "segment 1 is not a segment of this log: another run's (pid " not in text:
+        fail("a log beside another run's segment: the note does not say whose it is")
 
 
 # The child of a fork made with the collector off (start-up runs
