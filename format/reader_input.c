@@ -162,6 +162,18 @@ static uint32_t find_after(tf_input *in, uint32_t k)
     return best;
 }
 
+/* Whether a later segment can belong to this log.  Not when it has no
+ * budget (a log of one file), nor after its END (the writer's last
+ * record): a file named as a later segment is then another log's, left
+ * under the same name (a run before, by a version that did not take
+ * another name; a file made after this log started).  Read on, it ended
+ * the log with a note that this was not its segment, and a follower of a
+ * log without a budget took its current file for complete and stopped. */
+static int later_segments(const tf_reader *r)
+{
+    return r->in->max_bytes && !r->st.clean_end;
+}
+
 static int open_segment(tf_reader *r, uint32_t j)
 {
     tf_input *in = r->in;
@@ -187,7 +199,7 @@ int tf_input_more(tf_reader *r)
         return 0;
     if (read_more(r))
         return 1;
-    if (!in->has_next && (in->next = find_after(in, in->segment))) {
+    if (!in->has_next && later_segments(r) && (in->next = find_after(in, in->segment))) {
         /* The writer finished this segment before it created a later one:
          * what it still holds for us is all there is. */
         in->has_next = 1;

@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -377,6 +378,79 @@ static int run_file_job(void *arg)
     return rc;
 }
 
+/* Segment files left under a name by another run: a log kept within a
+ * budget whose first file was removed ("rm trace.tlog", then the same
+ * command again) leaves its later segments (NAME.segK.EXT) behind.  A
+ * budgeted log started under that name ran into one of them at its K-th
+ * rotation: it could not create its segment, and its next write found the
+ * other run's file where its own should be ("lost ...: Stale file
+ * handle", tracing stopped).  And a reader of the new log went on into
+ * the other run's files.  So, with a budget, a name beside such files is
+ * taken, as one whose first file exists: nothing of the other run is
+ * overwritten, moved or read as ours.  Any K: the other run kept its
+ * newest segments, deleted those before.  The directory is listed with
+ * getdents64 into static memory (no opendir: it allocates, and this runs
+ * under the flusher's token, maybe in a signal handler), by pf_run, so in
+ * the helper's table where there is one; in the program's, the listing
+ * counts only if the descriptor still held the directory after it. */
+static struct { uint8_t buf[8192]; } dents __attribute__((aligned(8)));
+
+typedef struct scan_job {
+    const char *log;   /* the first segment's path */
+    int found;         /* out: a segment file of that name is there */
+} scan_job;
+
+static int scan_segments_job(void *arg)
+{
+    scan_job *s = arg;
+    static char dir[sizeof path];
+    const char *slash = strrchr(s->log, '/');
+    size_t n = slash ? (size_t)(slash - s->log) : 0;
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", n ? (int)n : 1, n ? s->log : "/");
+    for (int tries = 0; tries < OPEN_TRIES; tries++) {
+        pf_file f = { .fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) };
+        struct stat st;
+        if (f.fd < 0)
+            return -1;   /* cannot list it: creating says what is wrong, if anything */
+        if (fstat(f.fd, &st) != 0)
+            continue;   /* closed already: nothing of ours to close */
+        f.dev = st.st_dev;
+        f.ino = st.st_ino;
+        int found = 0;
+        long got;
+        while (!found && (got = syscall(SYS_getdents64, f.fd, dents.buf, sizeof dents.buf)) > 0) {
+            for (long at = 0; at < got;) {
+                /* struct linux_dirent64: ino, off, reclen, type, name */
+                const uint8_t *e = dents.buf + at;
+                unsigned short reclen;
+                memcpy(&reclen, e + 16, sizeof reclen);
+                if (tf_segment_number((const char *)e + 19, s->log)) {
+                    found = 1;
+                    break;
+                }
+                at += reclen;
+            }
+        }
+        int ours = pf_still_ours(&f);
+        pf_close(&f);
+        if (ours) {
+            s->found = found;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int segments_left(const char *name)
+{
+    scan_job s = { .log = name };
+    pf_run(scan_segments_job, &s);
+    return s.found;
+}
+
 /* The first write: a free name, created, never an existing file. */
 static int create(const void *data, size_t len)
 {
@@ -388,6 +462,11 @@ static int create(const void *data, size_t len)
         if (trace_config_output_path(name, sizeof name, n) < 0) {
             give_up("cannot create", ENAMETOOLONG);
             return -1;
+        }
+        if (trace_config_get()->max_bytes && segments_left(name)) {
+            if (!(n = free_number_after(n)))
+                break;
+            continue;
         }
         file_job j = { .name = name, .create = 1, .data = data, .n = len };
         pf_run(run_file_job, &j);
@@ -562,26 +641,35 @@ uint32_t log_rotation_due(void)
     return current >= segment_limit() ? segment + 1 : 0;
 }
 
-static void stop_rotating(const char *what, int err)
+/* what: what failed, with the file it failed on; the log goes on in the
+ * current segment, path (not the one that could not be made). */
+static void stop_rotating(const char *what, const char *file, int err)
 {
     rotation_off = 1;
-    trace_warn_log("%s: %s; the log goes on in %s, past TRACE_MAX_BYTES", what, strerror(err), path);
+    trace_warn_log("%s%s%s: %s; the log goes on in %s, past TRACE_MAX_BYTES", what, file ? " " : "",
+                   file ? file : "", strerror(err), path);
 }
 
 void log_rotation_impossible(void)
 {
     if (!rotation_off)
-        stop_rotating("cannot restate the definitions for a new segment", ENOMEM);
+        stop_rotating("cannot restate the definitions for a new segment", NULL, ENOMEM);
+}
+
+/* Delete the file by that name if it is still the one we made. */
+static void unlink_if_ours(const char *name, dev_t dev, ino_t ino)
+{
+    struct stat st;
+    if (lstat(name, &st) == 0 && st.st_dev == dev && st.st_ino == ino)
+        unlink(name);
 }
 
 /* Delete segment kept[0] if it is still the file we wrote. */
 static void delete_oldest(void)
 {
     char name[sizeof path];
-    struct stat st;
-    if (tf_segment_path(name, sizeof name, log_name, kept[0].number) == 0 && lstat(name, &st) == 0 &&
-        st.st_dev == kept[0].dev && st.st_ino == kept[0].ino)
-        unlink(name);
+    if (tf_segment_path(name, sizeof name, log_name, kept[0].number) == 0)
+        unlink_if_ours(name, kept[0].dev, kept[0].ino);
     memmove(kept, kept + 1, (nkept - 1) * sizeof *kept);
     nkept--;
 }
@@ -593,21 +681,26 @@ int log_rotate(const tf_chunk *restated, void *cctx)
     char name[sizeof path];
     size_t n = 0;
     if (tf_segment_path(name, sizeof name, log_name, segment + 1) < 0) {
-        stop_rotating("cannot name the next segment", ENAMETOOLONG);
+        stop_rotating("cannot name the next segment", NULL, ENAMETOOLONG);
         return -1;
     }
     if (reserve_frame(tf_chunk_bound(restated)) < 0 ||
         !(n = compress(restated, cctx))) {
-        stop_rotating("cannot compress a segment's opening", ENOMEM);
+        stop_rotating("cannot compress a segment's opening", NULL, ENOMEM);
         return -1;
     }
     file_job j = { .name = name, .create = 1, .data = frame, .n = n };
     pf_run(run_file_job, &j);
     if (j.open_err) {
+        /* Made but not opened again (the number kept changing hands): not
+         * left behind, or the next try would find its name taken. */
+        if (j.made)
+            unlink_if_ours(name, j.dev, j.ino);
         if (out_of_descriptors(j.open_err))
             return -1;   /* still due: the next flush tries again */
-        snprintf(path, sizeof path, "%s", name);
-        stop_rotating("cannot create the next segment", j.open_err);
+        /* The current segment stays path: its file is the one the next
+         * write checks (naming the new one there lost the log, ESTALE). */
+        stop_rotating("cannot create the next segment", name, j.open_err);
         return -1;
     }
     if (j.write_err) {

@@ -50,7 +50,11 @@ void log_truncate(off_t size);
  * log_rotate starts the next one with the restatement and deletes the
  * oldest segments after the first until the files fit the budget (plus one
  * frame).  Only files this process created are deleted (device and inode
- * checked), by name, with no descriptor kept. */
+ * checked), by name, with no descriptor kept.  With a budget, the log's
+ * name is one beside which no segment file of that name is (another run's:
+ * the name is taken, the next free one used), so every segment's name is
+ * free when its turn comes; one taken all the same (made since) leaves the
+ * log in its current segment. */
 uint32_t log_rotation_due(void);
 /* At start: frames small enough for the segments (rec_set_frame_bytes). */
 void log_configure(void);

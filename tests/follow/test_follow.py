@@ -654,9 +654,83 @@ def test_interned_bound():
           last == '"iteration 2000000, a text of its own"', "marks: %d, first %s, last %s" % (count, first, last))
 
 
+def said_by(env_log, argv, **settings):
+    """Run a traced prog_churn with its warnings and exit line on stderr:
+    (status, stderr, the log's path from the exit line)."""
+    env = traced_env(env_log, TRACE_QUIET="0", TRACE_EXIT_LINE="1", **settings)
+    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=LONG)
+    m = re.search(r"^trace: \d+ events -> (.*)$", p.stderr, re.M)
+    return p.returncode, p.stderr, m.group(1) if m else None
+
+
+def test_rotation_stale():
+    """A log name used again beside segment files another run left under it
+    (its first file removed: "rm trace.tlog" and the same command again).
+    The new run takes the next free name, as it does when the first file
+    exists (docs/settings.md), touches none of the other run's files, and
+    keeps its own log within the budget to its END: it went on into the
+    other run's seg1 (said "cannot create the next segment: File exists; the
+    log goes on in" that file, not the current one), then lost it (Stale
+    file handle) and stopped tracing.  A segment name taken after the log
+    started: the log goes on in its current segment, and the warning names
+    both files; the reader stops at the END and does not read the other
+    file as a damaged part of this log."""
+    stale = work("stale.tlog")
+    code, err, first = said_by(stale, churn(60000), TRACE_MAX_BYTES="96K")
+    check(code == 0 and first == stale and len(segments(stale)) >= 3, "first run: %s %s" % (err, segments(stale)))
+    left = segments(stale)[1:]
+    os.remove(stale)
+    if not os.path.exists(work("stale.seg1.tlog")):
+        shutil.copyfile(left[-1], work("stale.seg1.tlog"))
+        left.insert(0, work("stale.seg1.tlog"))
+    before = {f: (os.path.getsize(f), os.stat(f).st_mtime_ns) for f in left}
+    code, err, log = said_by(stale, churn(60000), TRACE_MAX_BYTES="96K")
+    check(code == 0, "second run: exit %d: %s" % (code, err))
+    check("cannot create" not in err and "lost" not in err and "tracing stopped" not in err,
+          "second run beside another run's segments:\n" + err)
+    check(log == work("stale.1.tlog"), "second run's log: %s, not the next free name\n%s" % (log, err))
+    check(before == {f: (os.path.getsize(f), os.stat(f).st_mtime_ns) for f in left},
+          "the other run's segments were touched")
+    files = segments(log)
+    total = sum(os.path.getsize(f) for f in files)
+    check(len(files) >= 3 and total <= 96 * 1024 + 12 * 1024, "second run: %d bytes in %s" % (total, files))
+    s = subprocess.run([ARGS.trace_dump, "--summary", log], capture_output=True, text=True)
+    check("not a segment of this log" not in s.stdout + s.stderr and "without an END" not in s.stdout,
+          "second run's log:\n" + s.stdout + s.stderr)
+    c = subprocess.run(replay_cmd("check", log), capture_output=True, text=True)
+    check(c.returncode == 0 and "not a segment of this log" not in c.stdout, c.stdout[-1500:])
+    # A segment's name taken while the log is written (after its first
+    # file was made, before its first rotation: the program waits at its
+    # first double free, iteration 20, the first block freed at 16).
+    mid, go = work("mid.tlog"), work("mid.go")
+    env = traced_env(mid, TRACE_QUIET="0", TRACE_EXIT_LINE="1", TRACE_MAX_BYTES="96K", TRACE_FLUSH_MS="1")
+    errs = open(work("mid.err"), "w+")
+    p = subprocess.Popen(churn(60000, "--double-free-at", 20, "--wait-file", go), env=env, stdout=subprocess.DEVNULL,
+                         stderr=errs)
+    deadline = time.monotonic() + LONG
+    while not os.path.exists(mid) and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.005)
+    check(os.path.exists(mid), "no log at %s" % mid)
+    shutil.copyfile(left[0], work("mid.seg1.tlog"))
+    open(go + "-1", "w").close()
+    check(p.wait(timeout=LONG) == 0, "prog_churn failed")
+    errs.seek(0)
+    err = errs.read()
+    want = "cannot create the next segment %s: File exists; the log goes on in %s, past TRACE_MAX_BYTES" % (
+        work("mid.seg1.tlog"), mid)
+    check(want in err and "lost" not in err and "tracing stopped" not in err and "-> %s\n" % mid in err,
+          "a segment's name taken during the run:\n" + err)
+    lines, dump = dump_json(mid)
+    check(lines and lines[-1].get("kind") == "end", "the log does not end with END: %s" % dump.stderr)
+    check(dump.returncode == 0 and "not a segment of this log" not in dump.stderr, dump.stderr)
+    seqs = [x["seq"] for x in events_of(lines)]
+    check(seqs == list(range(1, len(seqs) + 1)), "events missing from the log")
+
+
 TESTS = {"checkpoint": test_checkpoint, "checkpoint_open_op": test_checkpoint_open_op, "running": test_running, "continue": test_continue, "stop": test_stop, "stop_job": test_stop_job,
          "abort": test_abort,
-         "gone": test_gone, "rotation": test_rotation, "rotation_threads": test_rotation_threads, "rotation_modules": test_rotation_modules, "interned_bound": test_interned_bound, "rotation_follower": test_rotation_follower}
+         "gone": test_gone, "rotation": test_rotation, "rotation_threads": test_rotation_threads, "rotation_modules": test_rotation_modules, "interned_bound": test_interned_bound, "rotation_follower": test_rotation_follower,
+         "rotation_stale": test_rotation_stale}
 
 
 def main():

@@ -16,6 +16,7 @@
  *    also reads alone;
  *  - follow across segments, including one deleted before the reader got
  *    to it;
+ *  - files named as segments of a log that are another run's;
  *  - the segment names.
  */
 #include <errno.h>
@@ -435,6 +436,94 @@ static void test_follow_segments(void)
     remove_segments(&lg);
 }
 
+/* Frames of n marks from seq *seq + 1 on (and END after them when end),
+ * appended to path. */
+static void append_marks(tf_writer *w, const char *path, uint64_t *seq, int n, int end)
+{
+    tf_chunk chunk = { 0 };
+    size_t len;
+    for (int i = 0; i < n; i++) {
+        tf_event e = mark_event(++*seq, 0);
+        tf_write_event(w, &e);
+    }
+    if (end) {
+        tf_event e = { .kind = TF_EV_END, .seq = ++*seq };
+        tf_write_event(w, &e);
+    }
+    uint8_t *f = frame_bytes(w, &chunk, &len);
+    append(path, f, len);
+    free(f);
+    tf_chunk_free(&chunk);
+}
+
+/* A log of its own at path: pid, budget, segment number, marks. */
+static void write_log(const char *path, uint32_t pid, uint64_t max_bytes, uint32_t segment, int n, int end)
+{
+    tf_header h = { .pid = pid, .wall_start_ns = pid, .cmdline = "another run", .max_bytes = max_bytes,
+                    .segment = segment, .first_seq = segment ? 1000 : 0 };
+    tf_writer *w = tf_writer_new(&h);
+    uint64_t seq = segment ? 999 : 0;
+    append_marks(w, path, &seq, n, end);
+    tf_writer_free(w);
+}
+
+/* Segment files of another run under a log's name (a run before it whose
+ * first file was removed, by a version that then used the name again; a
+ * file made after the log started).  A log without a budget has no
+ * segments: a follower reads it to its end and waits, where it took its
+ * file for complete and stopped at the other file.  A log that ended (END)
+ * has nothing after it: it reads whole, without a note.  A budgeted log
+ * that did not end still stops at the other run's segment, and says whose
+ * it is. */
+static void test_other_runs_segments(void)
+{
+    char path[128], other[160], err[256];
+    int again = 0;
+    path_of(path, sizeof path, "plain.tlog");
+    tf_segment_path(other, sizeof other, path, 1);
+    write_log(other, 9, 1 << 20, 1, 5, 0);
+    tf_header h = { .pid = 8, .wall_start_ns = 8, .cmdline = "no budget" };
+    tf_writer *w = tf_writer_new(&h);
+    uint64_t seq = 0, next = 1;
+    append_marks(w, path, &seq, 10, 0);
+    tf_reader *r = tf_reader_open_follow(path, &again, err, sizeof err);
+    CHECK(r != NULL);
+    if (r) {
+        CHECK(drain(r, &next) == 10 && tf_reader_status(r)->waiting && !tf_reader_damage(r));
+        append_marks(w, path, &seq, 10, 1);
+        CHECK(drain(r, &next) == 11 && tf_reader_status(r)->clean_end && !tf_reader_damage(r));
+        tf_reader_close(r);
+    }
+    tf_writer_free(w);
+
+    path_of(path, sizeof path, "ended.tlog");
+    tf_segment_path(other, sizeof other, path, 1);
+    write_log(path, 10, 1 << 20, 0, 10, 1);
+    write_log(other, 11, 1 << 20, 1, 5, 0);
+    r = tf_reader_open(path, err, sizeof err);
+    CHECK(r != NULL);
+    if (r) {
+        next = 1;
+        CHECK(drain(r, &next) == 11 && tf_reader_status(r)->clean_end && !tf_reader_damage(r));
+        tf_reader_close(r);
+    }
+
+    path_of(path, sizeof path, "cut.tlog");
+    tf_segment_path(other, sizeof other, path, 1);
+    write_log(path, 12, 1 << 20, 0, 10, 0);
+    write_log(other, 13, 1 << 20, 1, 5, 0);
+    r = tf_reader_open(path, err, sizeof err);
+    CHECK(r != NULL);
+    if (r) {
+        next = 1;
+        CHECK(drain(r, &next) == 10 && !tf_reader_status(r)->clean_end);
+        const char *d = tf_reader_damage(r);
+        CHECK(d && strstr(d, "segment 1 is not a segment of this log: another run's (pid 13, segment 1; "
+                             "this log: pid 12): read no further"));
+        tf_reader_close(r);
+    }
+}
+
 static void test_names(void)
 {
     char out[256];
@@ -466,6 +555,7 @@ int main(void)
     test_follow();
     test_segments();
     test_follow_segments();
+    test_other_runs_segments();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
