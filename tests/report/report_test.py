@@ -638,6 +638,14 @@ for i in range(130):
     exec(compile("\\n" * i + "d.make_twice()", "many_%d.py" % i, "exec"))
 """
 
+# The many places, and one place met all through the run (in every segment
+# of a log kept within a budget, and after 3.13 specialised the call).
+SEGMENTS_PROGRAM = MANY_PLACES_PROGRAM.replace("130", "1500") + """\
+    d.make_twice()                                 # LINE:every
+    if i % 100 == 0:
+        buffer = bytearray(1 << 20)                # LINE:buffer
+"""
+
 
 def double_init(args, work):
     """Seed 001: each object initialised twice is listed, with both stacks."""
@@ -699,7 +707,7 @@ def double_init(args, work):
     # the load (all of them within the budget, none deleted).
     prog = os.path.join(work, "segments.py")
     with open(prog, "w") as f:
-        f.write(MANY_PLACES_PROGRAM.replace("130", "1500"))
+        f.write(SEGMENTS_PROGRAM)
     logs = []
     for name in ("segments", "other"):
         for old in glob.glob(os.path.join(work, name + "*.tlog")):
@@ -715,6 +723,29 @@ def double_init(args, work):
         fail("a log in segments: double_init_types %r, not one type" % types)
     if "objects of 1 type, from" not in findings(report(args, log)):
         fail("a log in segments: the findings count the type more than once")
+    # The place met in every segment is one place: its stacks are defined
+    # again in each segment under new ids, and were grouped by id (a place
+    # per segment, "from 6 places" for what was one), and on 3.13 the
+    # first call's native stack differs from the specialised ones' inside
+    # the interpreter's frames, which print the same.
+    every = "segments.py:%d" % line_of(prog, "every")
+    at_every = [x for x in doc["double_inits"] if x["py_stack"] and
+                "%s:%d" % (os.path.basename(x["py_stack"][0]["file"]), x["py_stack"][0]["line"]) == every]
+    total = doc["double_init_types"][0]
+    if len(at_every) != 1 or at_every[0]["count"] != total["count"] - (total["places"] - 1):
+        fail("a log in segments: %s is %d places (%s), of %r" % (every, len(at_every),
+                                                                   [x["count"] for x in at_every], total))
+    # The flame graph's stacks (here the large host buffers, one line in
+    # every segment): each stack once, whatever ids it had.
+    tallies = [json.dumps([x["native_stack"], x["py_stack"]]) for x in doc["host_stacks"]]
+    buffers = sum(x["count"] for x in doc["host_stacks"] if x["py_stack"] and
+                  x["py_stack"][0]["line"] == line_of(prog, "buffer"))
+    if buffers != 15 or len(set(tallies)) != len(tallies):
+        fail("a log in segments: %d host buffers in %d stacks, %d of them different" % (
+            buffers, len(tallies), len(set(tallies))))
+    text = report(args, log)
+    if text.count("%s (<module>)" % every) != 1:
+        fail("a log in segments: the text lists %s %d times" % (every, text.count("%s (<module>)" % every)))
     # Another run's segment beside a log (a run under the same name before
     # it): the reader stops there, and its note says whose it is; its reason
     # was an uninitialised buffer (stack bytes, not UTF-8: the report could
@@ -727,6 +758,38 @@ def double_init(args, work):
         fail("a log beside another run's segment: the report is not UTF-8 (%s)" % e)
     if "segment 1 is not a segment of this log: another run's (pid " not in text:
         fail("a log beside another run's segment: the note does not say whose it is")
+    # One line called in a loop, on every interpreter found: one place.  On
+    # 3.13 the first call reaches the extension's function through other
+    # code of the interpreter than the specialised calls after it do (the
+    # native stacks differ inside the folded CPython frames and print the
+    # same): it was a place of its own, "1 x" beside "29 x".
+    sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+    import pytrace
+    for python, version in pytrace.find_interpreters():
+        where = os.path.join(work, "py" + version)
+        os.makedirs(where, exist_ok=True)
+        cfg = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['include']); "
+                              "print(sysconfig.get_config_var('EXT_SUFFIX'))"],
+                             capture_output=True, text=True, check=True).stdout.split()
+        subprocess.run([os.environ.get("CC", "cc"), "-shared", "-fPIC", "-g", "-O1", "-I" + cfg[0], fixture, "-o",
+                        os.path.join(where, "double_init" + cfg[1])], check=True)
+        prog, log = os.path.join(where, "loop.py"), os.path.join(where, "loop.tlog")
+        with open(prog, "w") as f:
+            f.write("import double_init as d\nfor i in range(30):\n    d.make_twice()\n")
+        if os.path.exists(log):
+            os.remove(log)
+        env = dict(os.environ, LD_PRELOAD=args.preload, TRACE_OUTPUT=log, TRACE_QUIET="1", PYTHONPATH=where)
+        p = subprocess.run([python, prog], env=env, capture_output=True, text=True, timeout=300)
+        if p.returncode != 0 or not os.path.exists(log):
+            fail("%s: %s exited %d: %s" % (version, prog, p.returncode, p.stderr[-2000:]))
+        if "py_double_init: off" in report(args, log):
+            print("%s: PyObject_Init not interposed here" % version)
+            continue
+        doc = json.loads(report(args, log, "--json"))
+        places = [(x["type"], x["count"]) for x in doc["double_inits"]]
+        print("%s: %s" % (version, places))
+        if places != [("double_init.Thing", 30)]:
+            fail("Python %s, one line in a loop: places %s" % (version, places))
 
 
 # The child of a fork made with the collector off (start-up runs

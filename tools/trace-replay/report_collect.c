@@ -17,6 +17,7 @@
 #include "model_inputs.h"
 #include "progress.h"
 #include "ptrmap.h"
+#include "report_canon.h"
 #include "xalloc.h"
 
 /* Live blocks of one kind of memory: address -> the block's record.  One
@@ -86,12 +87,11 @@ typedef struct pass {
     rp_ptrmap site_by_stacks;  /* py stack id << 32 | native stack id -> site (events but CUDA's) */
     rp_ptrmap pool_site_by_stacks;   /* the same for pool events (SITE_POOL) */
     rp_ptrmap library_code;    /* py code id -> 2 library, 1 the program's */
-    rp_ptrmap code_canon;      /* py code id -> the first code id with its content */
-    rp_ptrmap code_by_content; /* content hash (probed) -> that first code id */
-    rp_ptrmap string_canon;    /* string id -> the first string id with its text */
-    rp_ptrmap string_by_content;   /* text hash (probed) -> that first string id */
+    rpt_canon canon;           /* ids of code, strings and stacks by content */
     rp_ptrmap stack_index;     /* (py stack, native stack) -> dev_stacks index */
     rp_ptrmap host_stack_index;  /* the same -> host_stacks index */
+    rp_ptrmap stack_by_content;  /* the same by content (rpt_canon) -> dev_stacks index */
+    rp_ptrmap host_stack_by_content;   /* -> host_stacks index */
     rp_ptrmap stacks_seen;     /* native stack ids whose modules are noted */
     rp_ptrmap modules_seen;    /* module ids on some native stack */
     size_t cappools;
@@ -99,26 +99,6 @@ typedef struct pass {
     size_t caphoststacks;
     size_t capsites, capstacks, capdinits, capmodules, capcoll, capthreads;
 } pass;
-
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    h *= 0xff51afd7ed558ccdULL;
-    return h ^ (h >> 33);
-}
-
-/* A slot in an index map for hash h, probing past entries that hold other
- * keys (same() says whether the entry at an index is ours). */
-static uint64_t *index_slot(rp_ptrmap *m, uint64_t h, int (*same)(const void *ctx, uint64_t idx), const void *ctx,
-                            uint64_t *key)
-{
-    for (;; h++) {
-        uint64_t *v = rp_ptrmap_get(m, h);
-        *key = h;
-        if (!v || same(ctx, *v))
-            return v;
-    }
-}
 
 static void live_init(live *l)
 {
@@ -326,61 +306,6 @@ static int library_code(rpt *r, pass *ps, uint32_t code)
     return library;
 }
 
-static uint64_t mix_text(uint64_t h, const char *s, size_t n)
-{
-    h = mix(h, n);
-    for (size_t i = 0; s && i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
-    return mix(h, 0);
-}
-
-static int same_text(const tf_reader *rd, uint32_t a, uint32_t b)
-{
-    size_t na, nb;
-    const char *x = tf_reader_string(rd, a, &na), *y = tf_reader_string(rd, b, &nb);
-    return x && y ? na == nb && !memcmp(x, y, na) : x == y && a == b;
-}
-
-struct code_ctx { const tf_reader *rd; const tf_py_code *c; };
-
-static int same_code(const void *ctx, uint64_t id)
-{
-    const struct code_ctx *k = ctx;
-    const tf_py_code *o = tf_reader_py_code(k->rd, (uint32_t)id);
-    return o && o->first_line == k->c->first_line && same_text(k->rd, o->file, k->c->file) &&
-           same_text(k->rd, o->function, k->c->function);
-}
-
-/* A code object's id as the first one defined with the same file, function
- * and first line.  A log kept within a byte budget defines its code objects
- * again in each segment, under new ids (FORMAT.md section 13): keyed by id,
- * one line of the program was a site per segment, each with part of its
- * count (a budgeted run's top sites listed one line five times). */
-static uint32_t canon_code(rpt *r, pass *ps, uint32_t code)
-{
-    if (!code)
-        return 0;
-    uint64_t *known = rp_ptrmap_get(&ps->code_canon, code);
-    if (known)
-        return (uint32_t)*known;
-    const tf_py_code *c = tf_reader_py_code(r->reader, code);
-    uint32_t canon = code;
-    if (c) {
-        size_t nf, nn;
-        const char *file = tf_reader_string(r->reader, c->file, &nf);
-        const char *function = tf_reader_string(r->reader, c->function, &nn);
-        uint64_t h = mix(mix_text(mix_text(1, file, nf), function, nn), c->first_line), key;
-        struct code_ctx ctx = { r->reader, c };
-        uint64_t *first = index_slot(&ps->code_by_content, h, same_code, &ctx, &key);
-        if (first)
-            canon = (uint32_t)*first;
-        else
-            rp_ptrmap_put(&ps->code_by_content, key, code);
-    }
-    rp_ptrmap_put(&ps->code_canon, code, canon);
-    return canon;
-}
-
 static uint32_t site_of_stacks(rpt *r, pass *ps, const tf_event *e, int mode);
 
 static uint32_t site_of(rpt *r, pass *ps, const tf_event *e)
@@ -422,16 +347,16 @@ static uint32_t site_of_stacks(rpt *r, pass *ps, const tf_event *e, int mode)
             u++;
         }
         if (u > 0 && u < seen) {  /* the program's line, and the library function it called */
-            k.code = canon_code(r, ps, cur.code);
+            k.code = rpt_canon_code(&ps->canon, cur.code);
             k.line = cur.line;
-            k.caller_code = canon_code(r, ps, prev.code);
+            k.caller_code = rpt_canon_code(&ps->canon, prev.code);
             k.caller_line = prev.line;
             k.via_library = 1;
         } else if (seen) {        /* the program's own frame, or library frames only */
-            k.code = canon_code(r, ps, f0.code);
+            k.code = rpt_canon_code(&ps->canon, f0.code);
             k.line = f0.line;
             if (n > 1 && (seen > 1 || tf_py_walk_next(&w, &f1))) {
-                k.caller_code = canon_code(r, ps, f1.code);
+                k.caller_code = rpt_canon_code(&ps->canon, f1.code);
                 k.caller_line = f1.line;
             }
         }
@@ -442,10 +367,9 @@ static uint32_t site_of_stacks(rpt *r, pass *ps, const tf_event *e, int mode)
         k.module = NULL;
     }
     uint64_t key;
-    uint64_t *idx = index_slot(&ps->site_index,
-                               mix(mix(mix(mix(mix(mix(1, k.code), k.line), k.caller_code), k.caller_line),
-                                       k.via_library), k.ip),
-                               same_site, &k, &key);
+    uint64_t h = rpt_mix(rpt_mix(rpt_mix(rpt_mix(rpt_mix(rpt_mix(1, k.code), k.line), k.caller_code), k.caller_line),
+                                 k.via_library), k.ip);
+    uint64_t *idx = rpt_index_slot(&ps->site_index, h, same_site, &k, &key);
     if (idx)
         return (uint32_t)*idx;
     rp_grow(&r->sites, &ps->capsites, r->nsites + 1, sizeof *r->sites);
@@ -544,14 +468,25 @@ static void tally_stack(rpt *r, pass *ps, const tf_event *e, uint64_t size, int 
 {
     rpt_stack_tally **tally = device ? &r->dev_stacks : &r->host_stacks;
     uint32_t *n = device ? &r->ndev_stacks : &r->nhost_stacks;
-    uint64_t key = (uint64_t)e->py_stack << 32 | e->native_stack;
+    uint64_t pair = (uint64_t)e->py_stack << 32 | e->native_stack;
     rp_ptrmap *index = device ? &ps->stack_index : &ps->host_stack_index;
-    uint64_t *idx = rp_ptrmap_get(index, key);
+    uint64_t *idx = rp_ptrmap_get(index, pair);
     if (!idx) {
-        rp_grow(tally, device ? &ps->capstacks : &ps->caphoststacks, *n + 1, sizeof **tally);
-        (*tally)[*n] = (rpt_stack_tally){e->py_stack, e->native_stack, 0, 0};
-        rp_ptrmap_put(index, key, (*n)++);
-        idx = rp_ptrmap_get(index, key);
+        /* A pair met first: its stacks by content (a stack defined again
+         * under a new id, in a segment of a budgeted log or after the
+         * recorder forgot its tables, is the same stack), looked up once. */
+        rp_ptrmap *by_content = device ? &ps->stack_by_content : &ps->host_stack_by_content;
+        uint64_t canon = (uint64_t)rpt_canon_py_stack(&ps->canon, e->py_stack) << 32 |
+                         rpt_canon_native_stack(&ps->canon, e->native_stack);
+        uint64_t *known = rp_ptrmap_get(by_content, canon);
+        uint64_t at = known ? *known : *n;
+        if (!known) {
+            rp_grow(tally, device ? &ps->capstacks : &ps->caphoststacks, *n + 1, sizeof **tally);
+            (*tally)[(*n)++] = (rpt_stack_tally){e->py_stack, e->native_stack, 0, 0};
+            rp_ptrmap_put(by_content, canon, at);
+        }
+        rp_ptrmap_put(index, pair, at);
+        idx = rp_ptrmap_get(index, pair);
     }
     (*tally)[*idx].bytes += size;
     (*tally)[*idx].count++;
@@ -724,57 +659,27 @@ static void collection(rpt *r, pass *ps, const tf_event *e)
     }
 }
 
-struct string_ctx { const tf_reader *rd; uint32_t id; };
-
-static int same_string(const void *ctx, uint64_t id)
-{
-    const struct string_ctx *k = ctx;
-    return same_text(k->rd, (uint32_t)id, k->id);
-}
-
-/* A string's id as the first one defined with the same text.  A writer
- * defines a text again under a new id after it forgot what it interned (the
- * recorder does once its tables hold 32 MiB, FORMAT.md section 6) and in
- * each segment of a log kept within a byte budget: keyed by id, numpy's
- * _array_converter, double-initialised all through a pandas test run with
- * every allocation recorded, was counted as two types. */
-static uint32_t canon_string(rpt *r, pass *ps, uint32_t id)
-{
-    if (!id)
-        return 0;
-    uint64_t *known = rp_ptrmap_get(&ps->string_canon, id);
-    if (known)
-        return (uint32_t)*known;
-    size_t n;
-    const char *text = tf_reader_string(r->reader, id, &n);
-    uint32_t canon = id;
-    if (text) {
-        struct string_ctx ctx = { r->reader, id };
-        uint64_t key, *first = index_slot(&ps->string_by_content, mix_text(3, text, n), same_string, &ctx, &key);
-        if (first)
-            canon = (uint32_t)*first;
-        else
-            rp_ptrmap_put(&ps->string_by_content, key, id);
-    }
-    rp_ptrmap_put(&ps->string_canon, id, canon);
-    return canon;
-}
-
-typedef struct dinit_key { const rpt *r; const tf_event *e; uint32_t type_name; } dinit_key;
+/* A place of double initialisations: the type by its text, the Python
+ * stack by its frames, the native stack as a place (rpt_canon_place).  By
+ * id, a line met in every segment of a budgeted log was a place per
+ * segment ("from 6 places" for one), and on 3.13 its first object a place
+ * of its own. */
+typedef struct dinit_key { const rpt *r; rpt_canon *canon; uint32_t type_name, py, place; } dinit_key;
 
 static int same_dinit(const void *ctx, uint64_t idx)
 {
     const dinit_key *k = ctx;
     const rpt_double_init *d = &k->r->dinits[idx];
-    return d->type_name == k->type_name && d->py_stack == k->e->py_stack &&
-           d->native_stack == k->e->native_stack;
+    return d->type_name == k->type_name && rpt_canon_py_stack(k->canon, d->py_stack) == k->py &&
+           rpt_canon_place(k->canon, d->native_stack) == k->place;
 }
 
 static void double_init(rpt *r, pass *ps, const tf_event *e)
 {
-    dinit_key k = {r, e, canon_string(r, ps, e->u.double_init.type_name)};
-    uint64_t key, h = mix(mix(mix(2, k.type_name), e->py_stack), e->native_stack);
-    uint64_t *idx = index_slot(&ps->dinit_index, h, same_dinit, &k, &key);
+    dinit_key k = {r, &ps->canon, rpt_canon_string(&ps->canon, e->u.double_init.type_name),
+                   rpt_canon_py_stack(&ps->canon, e->py_stack), rpt_canon_place(&ps->canon, e->native_stack)};
+    uint64_t key, h = rpt_mix(rpt_mix(rpt_mix(2, k.type_name), k.py), k.place);
+    uint64_t *idx = rpt_index_slot(&ps->dinit_index, h, same_dinit, &k, &key);
     if (idx) {
         r->dinits[*idx].count++;
         return;
@@ -1040,12 +945,11 @@ int rpt_open(rpt *r, const char *path, const rpt_options *o, char *err, size_t e
     rp_ptrmap_init(&ps->site_by_stacks);
     rp_ptrmap_init(&ps->pool_site_by_stacks);
     rp_ptrmap_init(&ps->library_code);
-    rp_ptrmap_init(&ps->code_canon);
-    rp_ptrmap_init(&ps->code_by_content);
-    rp_ptrmap_init(&ps->string_canon);
-    rp_ptrmap_init(&ps->string_by_content);
+    rpt_canon_init(&ps->canon, rd, r->stacks);
     rp_ptrmap_init(&ps->stack_index);
     rp_ptrmap_init(&ps->host_stack_index);
+    rp_ptrmap_init(&ps->stack_by_content);
+    rp_ptrmap_init(&ps->host_stack_by_content);
     rp_ptrmap_init(&ps->stacks_seen);
     rp_ptrmap_init(&ps->modules_seen);
     rpt_series_init(&r->series);
@@ -1122,12 +1026,11 @@ void rpt_free(rpt *r)
         rp_ptrmap_free(&ps->site_by_stacks);
         rp_ptrmap_free(&ps->pool_site_by_stacks);
         rp_ptrmap_free(&ps->library_code);
-        rp_ptrmap_free(&ps->code_canon);
-        rp_ptrmap_free(&ps->code_by_content);
-        rp_ptrmap_free(&ps->string_canon);
-        rp_ptrmap_free(&ps->string_by_content);
+        rpt_canon_free(&ps->canon);
         rp_ptrmap_free(&ps->stack_index);
         rp_ptrmap_free(&ps->host_stack_index);
+        rp_ptrmap_free(&ps->stack_by_content);
+        rp_ptrmap_free(&ps->host_stack_by_content);
         rp_ptrmap_free(&ps->stacks_seen);
         rp_ptrmap_free(&ps->modules_seen);
         rp_ptrmap_free(&ps->pool_index);
