@@ -46,7 +46,9 @@
 #define STRAY_NS 50000ll             /* the counter and the clock disagree: stop using it */
 #define DOUBT_PER 10000u             /* a rate's pairs may be off by 1/10000 of its baseline */
 
-static int use_counter;              /* 1: the counter may be read */
+/* 1: the counter may be read.  Atomic: event_clock_early reads it without
+ * the lock (relaxed, a plain load), renew may clear it under the lock. */
+static _Atomic int use_counter;
 static int calibrated;               /* 1: scale holds the rate */
 static uint64_t scale;               /* ns per tick, 32.32 fixed point */
 static uint64_t renew_ticks;         /* RENEW_NS in ticks */
@@ -187,6 +189,26 @@ inline __attribute__((always_inline)) uint64_t event_clock_ns(void)
     if (!calibrated || since > renew_ticks)
         return renew(ticks);
     /* since <= renew_ticks (a millisecond): since * scale fits 64 bits */
+    return keep_forward(anchor_ns + ((since * scale) >> 32));
+}
+
+inline __attribute__((always_inline)) uint64_t event_clock_early(void)
+{
+    return atomic_load_explicit(&use_counter, memory_order_relaxed) ? read_counter() : 0;
+}
+
+/* Times never go back from the one before (keep_forward), so an early read
+ * that another thread's later read overtook on the way to the lock yields
+ * that one's time.  A read from before the anchor (renewed meanwhile: since
+ * wraps to huge) or too old to extrapolate from renews with a fresh read,
+ * so that the renewal's pair is what it says. */
+inline __attribute__((always_inline)) uint64_t event_clock_ns_from(uint64_t early)
+{
+    if (!use_counter)
+        return precise_forward();
+    uint64_t since = early - anchor_ticks;
+    if (!calibrated || since > renew_ticks)
+        return renew(read_counter());
     return keep_forward(anchor_ns + ((since * scale) >> 32));
 }
 

@@ -30,6 +30,21 @@ void event_clock_init(int allowed);
 /* CLOCK_MONOTONIC now, in ns (not rounded to the log's unit). */
 uint64_t event_clock_ns(void);
 
+/* The counter now, for event_clock_ns_from; 0 where reads are the kernel's
+ * clock's.  Needs no lock: read as a hook starts, before its stack capture,
+ * the counter's read (about 12 ns in a virtual machine, and the one
+ * instruction a traced allocation stalled on most) overlaps with that
+ * work instead of stalling the recorder under its lock. */
+uint64_t event_clock_early(void);
+
+/* As event_clock_ns, for an event whose counter was read earlier on this
+ * thread (event_clock_early): the time at that read, but never before the
+ * time any read returned (times never go back, so an event that waited for
+ * the lock behind a later one gets that one's time).  When the anchor is
+ * due for renewal, or was renewed after the early read, the counter is
+ * read again for the renewal's pair and that time is returned. */
+uint64_t event_clock_ns_from(uint64_t early);
+
 /* CLOCK_MONOTONIC now, in ns, read from the kernel whatever the mode; no
  * later event_clock_ns is below it.  For a log header's start (no event is
  * being timed meanwhile: start-up, a fork child). */

@@ -213,6 +213,7 @@ struct captured_names {
 
 /* What a thread knows before taking the lock. */
 struct captured {
+    uint64_t ticks;        /* the event's time, as the counter read it (event_clock_early) */
     native_capture native; /* id: from the thread's memo, 0 if not there */
     uint32_t generation;   /* of the writer the memo's id belongs to */
     rec_py_raw py[MAX_PY_FRAMES];
@@ -285,6 +286,11 @@ static inline __attribute__((always_inline)) void capture_names(struct captured_
 
 static inline __attribute__((always_inline)) void capture(struct captured *c, unsigned flags, int nested)
 {
+    /* First: the counter's read then overlaps with the stack capture
+     * (event_clock.h).  Under TRACE_PY_ALLOCS=1 it had been the one
+     * instruction the recorder stalled on most under its lock: half of
+     * record_event's samples (perf, churn_cycles). */
+    c->ticks = event_clock_early();
     c->generation = atomic_load_explicit(&generation, memory_order_relaxed);
     /* A signal handler that interrupted rec_event could find the memo half
      * updated: it goes without. */
@@ -362,7 +368,7 @@ static inline __attribute__((always_inline)) uint64_t encode(tf_event *e, const 
 {
     encode_names(&c->names, tid);
     stamp(e, tid);
-    e->t_ns = in_unit(event_clock_ns());   /* under the lock: event_clock.h */
+    e->t_ns = in_unit(event_clock_ns_from(c->ticks));   /* under the lock: event_clock.h */
     e->native_stack = c->native.id;
     if (c->native.n && (!c->native.id || c->generation != atomic_load(&generation)))
         e->native_stack = tf_write_native_stack(writer, c->native.ips, (uint32_t)c->native.n);
@@ -673,7 +679,7 @@ static void encode_end(const char *how)
 {
     tf_write_info(writer, "ending", how);
     tf_event e = { .kind = TF_EV_END };
-    encode(&e, &(struct captured){ .native.n = 0 }, rec_tid());
+    encode(&e, &(struct captured){ .ticks = event_clock_early() }, rec_tid());
 }
 
 void rec_end(const char *how)

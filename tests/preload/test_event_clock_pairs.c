@@ -113,6 +113,41 @@ int main(void)
     run("after the jump", 20000, 1000, -1, 0);
     CHECK(!use_counter, "the counter jumped by 10 ms and is still used");
 
+    /* Early reads (event_clock_early as a hook starts, event_clock_ns_from
+     * under the lock 3 us later): the time is the early read's, never one
+     * before a time already given (another thread's event in between), and
+     * one whose anchor was renewed or is due renews with a fresh pair (the
+     * times after it stay within the tolerance, the counter in use). */
+    reset();
+    run("calibrating for early reads", 20000, 1000, -1, 0);
+    uint64_t last = 0;
+    long at_early = 0, n_early = 200000;
+    for (long i = 0; i < n_early; i++) {
+        uint64_t before = now_ns;
+        uint64_t early = event_clock_early();
+        uint64_t read_at = now_ns;
+        now_ns += 3000;   /* the stack capture, the wait for the lock */
+        uint64_t other = i % 7 == 0 ? event_clock_ns() : 0;
+        uint64_t lock_at = now_ns;
+        uint64_t t = event_clock_ns_from(early);
+        CHECK(t >= last && t >= other, "early read %ld went back: %llu after %llu", i,
+              (unsigned long long)t, (unsigned long long)(last > other ? last : other));
+        CHECK(t + TOLERANCE_NS >= before && t <= now_ns + TOLERANCE_NS,
+              "early read %ld: %llu outside [%llu, %llu]", i, (unsigned long long)t,
+              (unsigned long long)before, (unsigned long long)now_ns);
+        at_early += !other && t + TOLERANCE_NS >= before && t <= read_at + TOLERANCE_NS &&
+                    t + TOLERANCE_NS < lock_at;
+        last = t;
+        now_ns += (uint64_t)(i % 5) * 1000;
+        if (i % 1000 == 0)
+            run("between early reads", 3, 200, -1, 0);
+    }
+    /* All but the renewals (one a millisecond, about one in 300 here) and
+     * those behind another thread's event (one in 7). */
+    CHECK(at_early > n_early * 6 / 7 * 9 / 10, "%ld of %ld early reads had the early time", at_early,
+          n_early);
+    CHECK(use_counter && calibrated, "early reads: counter %d, calibrated %d", use_counter, calibrated);
+
     if (!failures)
         printf("every time within %d ns of the clock, preempted pairs and all\n", TOLERANCE_NS);
     return failures ? 1 : 0;
