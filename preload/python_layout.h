@@ -28,6 +28,11 @@ typedef struct py_layout {
      * specialised class call puts under __init__): left out, as CPython's
      * tracebacks leave out such "incomplete" frames. */
     int skip_unbegun_callers;
+    /* frame_code names a code object in every frame the walk reaches (the
+     * f_code of 3.8-3.12's frames, a strong reference set before the frame
+     * is linked), so the walk need not read the object's type; 3.13's
+     * f_executable may be None or another object. */
+    int code_always;
     /* Code objects.  linetable: co_lnotab (3.8, 3.9) or co_linetable, a
      * bytes object in the format line_format names (python_lines.h). */
     size_t code_filename, code_name, code_firstlineno, code_bytecode, code_linetable;

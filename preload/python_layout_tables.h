@@ -14,6 +14,7 @@
     .tstate_frame = 24, .tstate_cframe = PY_NO_FIELD, .cframe_frame = PY_NO_FIELD, \
     .frame_code = 32, .frame_back = 24, .frame_instr = lasti_offset, \
     .frame_owner = PY_NO_FIELD, .instr_is_lasti = 1, .lasti_unit = unit, .owner_cstack = -1, \
+    .code_always = 1, \
     .code_filename = 104, .code_name = 112, .code_firstlineno = 40, .code_bytecode = PY_NO_FIELD, \
     .code_linetable = 120, .line_format = lines
 
@@ -40,7 +41,7 @@ static const py_layout layout_3_10 = {
 static const py_layout layout_3_11 = {
     .tstate_frame = PY_NO_FIELD, .tstate_cframe = 56, .cframe_frame = 8,
     .frame_code = 32, .frame_back = 48, .frame_instr = 56, .frame_owner = 69,
-    .owner_cstack = -1,
+    .owner_cstack = -1, .code_always = 1,
     .code_filename = 112, .code_name = 128 /* co_qualname */, .code_firstlineno = 72,
     .code_bytecode = 184, .code_linetable = 136, .line_format = PY_LINES_LOCATIONS,
     STR_WITH_WSTR, GC_COUNT(692), .tstate_thread_id = 152
@@ -49,7 +50,7 @@ static const py_layout layout_3_11 = {
 static const py_layout layout_3_12 = {
     .tstate_frame = PY_NO_FIELD, .tstate_cframe = 56, .cframe_frame = 0,
     .frame_code = 0, .frame_back = 8, .frame_instr = 56, .frame_owner = 70,
-    .owner_cstack = 3,
+    .owner_cstack = 3, .code_always = 1,
     .code_filename = 112, .code_name = 128, .code_firstlineno = 68, .code_bytecode = 192,
     .code_linetable = 136, .line_format = PY_LINES_LOCATIONS,
     STR_WITHOUT_WSTR, GC_COUNT(156), .tstate_thread_id = 136

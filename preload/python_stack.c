@@ -130,11 +130,29 @@ static inline __attribute__((always_inline)) int code_frames_from(const py_layou
 }
 
 /*
+ * A raw frame's `where`: from 3.11 the frame's instruction pointer as the
+ * frame holds it, not its offset in the code (a subtraction per frame
+ * less in the walk, where most frames are only compared with the previous
+ * event's); with the code object it names the same instruction, so it
+ * serves as the stack tree's key as well.  The byte offset (f_lasti's in
+ * bytes on 3.8-3.10, -2 or -1 before the first instruction) is made where
+ * a frame is looked up.
+ */
+static inline int64_t raw_offset(const py_layout *L, uint64_t code, uint64_t where)
+{
+    if (L->instr_is_lasti)
+        return (int64_t)where;
+    return (int64_t)(where - (code + L->code_bytecode));
+}
+
+/*
  * The walk, written once and copied for each layout we know, with its
  * offsets as constants: the copy that reads them from the layout pays about
- * 28 instructions a frame, a specialised one about 16, and with every GC
- * allocation traced an event walks 11 to 14 frames (churn_cycles).  The
- * generic copy serves any interpreter whose walk fields match none of them.
+ * 28 instructions a frame, a specialised one about 16 (11 once it no longer
+ * read the code's type where code_always says it is one, nor made the
+ * instruction an offset), and with every GC allocation traced an event
+ * walks 11 to 14 frames (churn_cycles).  The generic copy serves any
+ * interpreter whose walk fields match none of them.
  */
 static inline __attribute__((always_inline)) int walk(const py_layout *L, void *tstate,
                                                       rec_py_raw *restrict out, int max)
@@ -159,16 +177,18 @@ static inline __attribute__((always_inline)) int walk(const py_layout *L, void *
             FIELD(f, L->frame_owner, char) == L->owner_cstack)
             continue;           /* shim frame of a C call: no Python code */
         void *code = FIELD(f, L->frame_code, void *);
-        if (!code || py_type_of(code) != code_type)
+        if (!code || (!L->code_always && py_type_of(code) != code_type))
             continue;
-        /* The byte offset of the frame's current instruction, -1 before
-         * the first. */
+        /* The frame's current instruction as raw_where keeps it: f_lasti in
+         * bytes, or the instruction pointer itself, made an offset only for
+         * the frames intern looks up. */
         uint64_t where;
         if (L->instr_is_lasti)
             where = (uint64_t)((int64_t)FIELD(f, L->frame_instr, int) * L->lasti_unit);
         else
-            where = (uint64_t)(FIELD(f, L->frame_instr, char *) - ((char *)code + L->code_bytecode));
-        if (L->skip_unbegun_callers && o > out && where < 6)
+            where = (uint64_t)(uintptr_t)FIELD(f, L->frame_instr, char *);
+        if (L->skip_unbegun_callers && o > out &&
+            where - ((uint64_t)(uintptr_t)code + L->code_bytecode) < 6)
             continue;           /* a trampoline under its callee (layout.h) */
         o->code = (uint64_t)(uintptr_t)code;
         __asm__("" : "+m"(o->code));   /* no vector made of the pair to store it */
@@ -405,7 +425,10 @@ static int walk_checked(const py_layout *L, void *tstate, rec_py_raw *restrict o
             }
             if (L->skip_unbegun_callers && n > 0 && pend[i].where < 6)
                 continue;       /* a trampoline under its callee (layout.h) */
-            out[n++] = (rec_py_raw){ .code = (uint64_t)(uintptr_t)pend[i].code, .where = (uint64_t)pend[i].where };
+            uint64_t code = (uint64_t)(uintptr_t)pend[i].code;
+            out[n++] = (rec_py_raw){ .code = code,
+                                     .where = L->instr_is_lasti ? (uint64_t)pend[i].where
+                                                                : code + L->code_bytecode + (uint64_t)pend[i].where };
         }
         if (stop)
             break;
@@ -442,7 +465,7 @@ static int same_walk(const py_layout *a, const py_layout *b)
            a->cframe_frame == b->cframe_frame && a->frame_code == b->frame_code &&
            a->frame_back == b->frame_back && a->frame_instr == b->frame_instr &&
            a->frame_owner == b->frame_owner && a->owner_cstack == b->owner_cstack &&
-           a->skip_unbegun_callers == b->skip_unbegun_callers &&
+           a->skip_unbegun_callers == b->skip_unbegun_callers && a->code_always == b->code_always &&
            a->instr_is_lasti == b->instr_is_lasti && a->lasti_unit == b->lasti_unit &&
            (a->instr_is_lasti || a->code_bytecode == b->code_bytecode);
 }
@@ -815,7 +838,7 @@ static tf_py_frame frame_of(tf_writer *w, uintptr_t code, int64_t where, int cac
     if (code == RAW_CUT)
         return (tf_py_frame){ .code = tf_write_py_cut_code(w), .line = 0 };
     const code_entry *c = code_of(w, (void *)code, cached);
-    int line = line_of((void *)code, c, where, cached);
+    int line = line_of((void *)code, c, raw_offset(layout, code, (uint64_t)where), cached);
     return (tf_py_frame){ .code = c->id, .line = line > 0 ? (uint32_t)line : 0 };
 }
 
