@@ -857,7 +857,9 @@ static uint32_t path_child(tf_writer *w, uint64_t parent, uintptr_t code, int64_
         }
         e = &path_tree[slot->node];
         if (e->parent == parent && e->code == code && e->where == where) {
-            if (death_at[slot_of(code, 0, DEATH_SLOTS)] <= e->born)
+            /* No death applied since it was made, or none at its code's
+             * address. */
+            if (e->born == buried || death_at[slot_of(code, 0, DEATH_SLOTS)] <= e->born)
                 return slot->node;
             break;              /* a code object at this address died since */
         }
@@ -963,6 +965,24 @@ static inline __attribute__((always_inline)) int shared_outer(const rec_py_raw *
     return (int)(prev_end - b);
 }
 
+/* Room in the tree for the nodes of the frames same..n: the slot table
+ * grown, or the tree emptied (then no frame is shared).  Kept out of
+ * intern, whose every event would otherwise pay for its registers. */
+static __attribute__((noinline)) int path_make_room(int n, int same)
+{
+    if (path_count + (uint32_t)(n - same) > PATH_FULL) {
+        path_forget_all();
+        same = 0;
+    }
+    while ((path_count + (uint32_t)(n - same)) * 2 > path_slot_count && path_slot_count < PATH_NODES)
+        if (!path_grow()) {
+            path_forget_all();
+            same = 0;
+            break;
+        }
+    return same;
+}
+
 static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
 {
     if (w != cached_for || tf_writer_epoch(w) != cached_epoch) {
@@ -990,29 +1010,30 @@ static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
     if (p->generation == path_generation && p->deaths_seen == buried)
         same = shared_outer(raw, n, p->raw + PATH_FRAMES, p->n);
     p->n = n;
-    if (same < n) {
-        /* Room for the nodes to come (only a stack with new frames makes
-         * any); emptying the tree drops the shared nodes too. */
-        if (path_count + (uint32_t)(n - same) > PATH_FULL) {
-            path_forget_all();
-            same = 0;
-        }
-        while ((path_count + (uint32_t)(n - same)) * 2 > path_slot_count && path_slot_count < PATH_NODES)
-            if (!path_grow()) {
-                path_forget_all();
-                same = 0;
-                break;
-            }
-        p->generation = path_generation;
-        p->deaths_seen = buried;
-        for (int j = same; j < n; j++) {
-            const rec_py_raw *f = &raw[n - 1 - j];
-            uint64_t parent = j ? path_tree[p->node[j - 1]].stamp : 0;
-            p->raw[PATH_FRAMES - 1 - j] = *f;
-            p->node[j] = path_child(w, parent, (uintptr_t)f->code, (int64_t)f->where);
-        }
+    if (same == n)
+        return path_stack_id(w, p->node, n);
+    /* Room for the nodes to come (only a stack with new frames makes
+     * any); emptying the tree drops the shared nodes too. */
+    uint32_t more = path_count + (uint32_t)(n - same);
+    if (__builtin_expect(more > PATH_FULL || (more * 2 > path_slot_count && path_slot_count < PATH_NODES), 0))
+        same = path_make_room(n, same);
+    p->generation = path_generation;
+    p->deaths_seen = buried;
+    /* Each new frame below the node of the one outside it, the parent's
+     * stamp carried from one to the next (usually one frame: the
+     * innermost). */
+    rec_py_raw *keep = p->raw + PATH_FRAMES - 1;     /* frame j at keep - j */
+    const rec_py_raw *f = raw + (n - 1 - same);
+    uint64_t parent = same ? path_tree[p->node[same - 1]].stamp : 0;
+    uint32_t node = 0;
+    for (int j = same; j < n; j++, f--) {
+        keep[-j] = *f;
+        node = path_child(w, parent, (uintptr_t)f->code, (int64_t)f->where);
+        p->node[j] = node;
+        parent = path_tree[node].stamp;
     }
-    return path_stack_id(w, p->node, n);
+    uint32_t id = path_tree[node].id;
+    return id ? id : path_stack_define(w, p->node, n);
 }
 
 static rec_py_provider provider;
