@@ -145,12 +145,41 @@ static inline int64_t raw_offset(const py_layout *L, uint64_t code, uint64_t whe
     return (int64_t)(where - (code + L->code_bytecode));
 }
 
+/* One frame f of the walk: its raw frame stored at o, unless it holds no
+ * Python code; where the next one goes. */
+static inline __attribute__((always_inline)) rec_py_raw *walk_frame(const py_layout *L, void *f, rec_py_raw *o,
+                                                                    const rec_py_raw *out, const void *code_type)
+{
+    if (L->frame_owner != PY_NO_FIELD && L->owner_cstack >= 0 &&
+        FIELD(f, L->frame_owner, char) == L->owner_cstack)
+        return o;               /* shim frame of a C call: no Python code */
+    void *code = FIELD(f, L->frame_code, void *);
+    if (!code || (!L->code_always && py_type_of(code) != code_type))
+        return o;
+    /* The frame's current instruction as raw_where keeps it: f_lasti in
+     * bytes, or the instruction pointer itself, made an offset only for the
+     * frames intern looks up. */
+    uint64_t where;
+    if (L->instr_is_lasti)
+        where = (uint64_t)((int64_t)FIELD(f, L->frame_instr, int) * L->lasti_unit);
+    else
+        where = (uint64_t)(uintptr_t)FIELD(f, L->frame_instr, char *);
+    if (L->skip_unbegun_callers && o > out && where - ((uint64_t)(uintptr_t)code + L->code_bytecode) < 6)
+        return o;               /* a trampoline under its callee (layout.h) */
+    /* By pointer, each field stored on its own: indexed, with the pair
+     * stored as one vector, a frame cost 20 instructions, 16 so. */
+    o->code = (uint64_t)(uintptr_t)code;
+    __asm__("" : "+m"(o->code));   /* no vector made of the pair to store it */
+    o->where = where;
+    return o + 1;
+}
+
 /*
  * The walk, written once and copied for each layout we know, with its
  * offsets as constants: the copy that reads them from the layout pays about
- * 28 instructions a frame, a specialised one about 16 (11 once it no longer
- * read the code's type where code_always says it is one, nor made the
- * instruction an offset), and with every GC allocation traced an event
+ * 28 instructions a frame, a specialised one about 16 (9 since it no longer
+ * reads the code's type where code_always says it is one, nor makes the
+ * instruction an offset, and compares its room once every 8 frames), and with every GC allocation traced an event
  * walks 11 to 14 frames (churn_cycles).  The generic copy serves any
  * interpreter whose walk fields match none of them.
  */
@@ -169,32 +198,28 @@ static inline __attribute__((always_inline)) int walk(const py_layout *L, void *
     } else {
         f = FIELD(tstate, L->tstate_frame, void *);
     }
-    /* By pointer, each field stored on its own: indexed, with the pair
-     * stored as one vector, a frame cost 20 instructions, 16 so. */
+    /* Eight frames a round while there is room for eight: the room is
+     * compared once a round, not at every frame. */
     rec_py_raw *o = out, *const end = out + (max > 0 ? max : 0);
-    for (; f && o < end; f = FIELD(f, L->frame_back, void *)) {
-        if (L->frame_owner != PY_NO_FIELD && L->owner_cstack >= 0 &&
-            FIELD(f, L->frame_owner, char) == L->owner_cstack)
-            continue;           /* shim frame of a C call: no Python code */
-        void *code = FIELD(f, L->frame_code, void *);
-        if (!code || (!L->code_always && py_type_of(code) != code_type))
-            continue;
-        /* The frame's current instruction as raw_where keeps it: f_lasti in
-         * bytes, or the instruction pointer itself, made an offset only for
-         * the frames intern looks up. */
-        uint64_t where;
-        if (L->instr_is_lasti)
-            where = (uint64_t)((int64_t)FIELD(f, L->frame_instr, int) * L->lasti_unit);
-        else
-            where = (uint64_t)(uintptr_t)FIELD(f, L->frame_instr, char *);
-        if (L->skip_unbegun_callers && o > out &&
-            where - ((uint64_t)(uintptr_t)code + L->code_bytecode) < 6)
-            continue;           /* a trampoline under its callee (layout.h) */
-        o->code = (uint64_t)(uintptr_t)code;
-        __asm__("" : "+m"(o->code));   /* no vector made of the pair to store it */
-        o->where = where;
-        o++;
+#define WALK_STEP                                                     \
+    do {                                                              \
+        o = walk_frame(L, f, o, out, code_type);                      \
+        f = FIELD(f, L->frame_back, void *);                          \
+        if (!f)                                                       \
+            goto walked;                                              \
+    } while (0)
+    while (f) {
+        if (end - o >= 8) {
+            WALK_STEP; WALK_STEP; WALK_STEP; WALK_STEP;
+            WALK_STEP; WALK_STEP; WALK_STEP; WALK_STEP;
+        } else {
+            if (o == end)
+                break;
+            WALK_STEP;
+        }
     }
+#undef WALK_STEP
+walked:;
     int n = (int)(o - out);
     /* No room for the rest: the outermost frame kept gives its place to
      * the cut (innermost frames are what says where an event came from). */
@@ -208,7 +233,7 @@ static inline __attribute__((always_inline)) int walk(const py_layout *L, void *
  * unwatched greenlet module (python_greenlet.h), where the thread state's
  * C frame may name bytes the switch copied there: nothing it follows is
  * read in place, everything through readable_gather (process_vm_readv of
- * ourselves: about 0.8 us a call here, against 16 instructions a frame for
+ * ourselves: about 0.8 us a call here, against 11 instructions a frame for
  * walk), so it asks for much at once.  A frame's fields are read from a
  * copy of the CHECKED_WINDOW bytes below them (or, where those cannot all
  * be read, of those in their own page): 3.11+ pushes frames upward on its
