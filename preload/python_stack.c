@@ -233,7 +233,7 @@ walked:;
  * unwatched greenlet module (python_greenlet.h), where the thread state's
  * C frame may name bytes the switch copied there: nothing it follows is
  * read in place, everything through readable_gather (process_vm_readv of
- * ourselves: about 0.8 us a call here, against 11 instructions a frame for
+ * ourselves: about 0.8 us a call here, against 9 instructions a frame for
  * walk), so it asks for much at once.  A frame's fields are read from a
  * copy of the CHECKED_WINDOW bytes below them (or, where those cannot all
  * be read, of those in their own page): 3.11+ pushes frames upward on its
