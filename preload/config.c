@@ -215,6 +215,78 @@ static void describe(void)
                    sizeof description);
 }
 
+/* Every setting's name, as docs/settings.md lists them (tests/cuda's
+ * settings check sets each name documented there and expects no word from
+ * check_names): what check_names compares the environment with. */
+static const char *const setting_names[] = {
+    "TRACE_OUTPUT", "TRACE_STACK_DEPTH", "TRACE_PYTHON", "TRACE_HOST_BUFFERS",
+    "TRACE_HOST_THRESHOLD", "TRACE_PY_ALLOCS", "TRACE_PY_ALLOC_ALL", "TRACE_PY_ALLOC_NATIVE",
+    "TRACE_PY_DOUBLE_INIT", "TRACE_PY_REFTRACER", "TRACE_QUIET", "TRACE_EXIT_LINE",
+    "TRACE_MAX_BYTES", "TRACE_FLUSH_MS", "TRACE_TIME_UNIT_NS", "TRACE_COLUMNS", "TRACE_CLOCK",
+};
+
+#define NAME_MAX_CHECKED 48
+
+/* Edit distance of a[0..na) and b[0..nb), both under NAME_MAX_CHECKED. */
+static unsigned distance(const char *a, size_t na, const char *b, size_t nb)
+{
+    unsigned row[NAME_MAX_CHECKED + 1];
+    for (size_t j = 0; j <= nb; j++)
+        row[j] = (unsigned)j;
+    for (size_t i = 1; i <= na; i++) {
+        unsigned diag = row[0];
+        row[0] = (unsigned)i;
+        for (size_t j = 1; j <= nb; j++) {
+            unsigned up = row[j];
+            unsigned best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[nb];
+}
+
+/* A mistyped setting was ignored without a word (TRACE_OUT=... for
+ * TRACE_OUTPUT wrote ./trace-PID.tlog).  Other software uses the prefix
+ * too (this project's own scripts export TRACE_LIB, TRACE_REPLAY, ...), so
+ * only a name close to one of ours is named: at most 2 edits away, or the
+ * start of one (3 letters or more after the prefix).  Reads environ once,
+ * at start; no allocation. */
+static void check_names(void)
+{
+    extern char **environ;
+    for (char **e = environ; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t n = eq ? (size_t)(eq - *e) : 0;
+        if (n <= 6 || n >= NAME_MAX_CHECKED || strncmp(*e, "TRACE_", 6) != 0)
+            continue;
+        const char *near = NULL;
+        unsigned best = 3;
+        for (size_t i = 0; i < sizeof setting_names / sizeof *setting_names; i++) {
+            const char *known = setting_names[i];
+            size_t k = strlen(known);
+            if (k == n && strncmp(known, *e, n) == 0) {
+                near = NULL;
+                break;   /* a setting */
+            }
+            unsigned d = distance(*e + 6, n - 6, known + 6, k - 6);
+            if (d > 2 && n - 6 >= 3 && k > n && strncmp(known, *e, n) == 0)
+                d = 2;   /* its start: TRACE_OUT */
+            if (d < best) {
+                best = d;
+                near = known;
+            }
+        }
+        if (near)
+            trace_warn_log("ignoring %.*s: not a setting (did you mean %s? docs/settings.md)", (int)n, *e,
+                           near);
+    }
+}
+
 void trace_config_load(void)
 {
     read_flag("TRACE_QUIET", &config.quiet);   /* first: it silences the others */
@@ -275,6 +347,7 @@ void trace_config_load(void)
         else
             trace_warn_log("ignoring TRACE_EXIT_LINE=%s (expected auto, 0 or 1)", line);
     }
+    check_names();
 
     trace_config_set_pid(getpid());
 }

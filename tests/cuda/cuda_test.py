@@ -1285,6 +1285,28 @@ def test_voice():
     check(said == ["ignoring TRACE_STACK_DEPTH=x (expected an integer from 0 to 256)"],
           "the log's INFO warning: %r" % said)
     os.unlink(only_log())
+    # A name a few letters from a setting's (a typo, its start): the log
+    # says which setting it may have meant.  Every name docs/settings.md
+    # lists, and names other tools use (this project's scripts export
+    # TRACE_LIB, TRACE_REPLAY, ...), get no word.
+    for name, meant in (("TRACE_STACK_DEPT", "TRACE_STACK_DEPTH"), ("TRACE_OUT", "TRACE_OUTPUT"),
+                        ("TRACE_PY_ALLOC", "TRACE_PY_ALLOCS")):
+        rc, out, err = run([prog("prog_exit")], env_for(**{name: "3"}))
+        said = [i["value"] for i in of_type(decode(only_log()), "info") if i["key"] == "warning"]
+        check(rc == base_rc and err == "" and
+              said == ["ignoring %s: not a setting (did you mean %s? docs/settings.md)" % (name, meant)],
+              "%s: exit %d, stderr %r, the log's warnings %r" % (name, rc, err, said))
+        os.unlink(only_log())
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
+                           "settings.md")) as f:
+        documented = re.findall(r"^\| `(TRACE_[A-Z0-9_]+)`", f.read(), re.M)
+    check(len(documented) >= 17, "settings.md's table: %r" % documented)
+    quiet_names = {n: "" for n in documented if n != "TRACE_OUTPUT"}
+    quiet_names.update(TRACE_LIB="x", TRACE_REPLAY="x", TRACE_NAME="x", TRACE_PY="1", TRACE_FUZZ="1")
+    rc, out, err = run([prog("prog_exit")], env_for(**quiet_names))
+    said = [i["value"] for i in of_type(decode(only_log()), "info") if i["key"] == "warning"]
+    check(rc == base_rc and said == [], "settings' own names: exit %d, warnings %r" % (rc, said))
+    os.unlink(only_log())
     # On the terminal the program was started from (a shell on a new pty):
     # the line, once; none under TRACE_QUIET=1, none on a pty its parent
     # made for it (the parent reads it as data).
