@@ -7,6 +7,7 @@
 #include "warn.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,28 +152,38 @@ static void anchor_to_start_directory(void)
         strcpy(output_template, joined);
 }
 
-/* An integer setting in [lo, hi]; anything else warns and keeps *value. */
-static void read_int(const char *name, long long lo, long long hi, long long *value)
+/* A setting's field in config, written with its own width (every field a
+ * table entry names is an int, a uint32_t or a uint64_t, and every value
+ * it takes is in range, so an int and a uint32_t take the same bits). */
+static void store(size_t field, unsigned width, uint64_t v)
 {
-    const char *s = getenv(name);
-    if (!s || !*s)
-        return;
+    char *at = (char *)&config + field;
+    if (width == 8) {
+        memcpy(at, &v, 8);
+    } else {
+        uint32_t v32 = (uint32_t)v;
+        memcpy(at, &v32, 4);
+    }
+}
+
+/* An integer in [lo, hi]; anything else warns and keeps the default. */
+static int parse_int(const char *name, const char *s, long long lo, long long hi, long long *value)
+{
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
     if (errno || *end || v < lo || v > hi) {
         trace_warn_log("ignoring %s=%s (expected an integer from %lld to %lld)", name, s, lo, hi);
-        return;
+        return -1;
     }
     *value = v;
+    return 0;
 }
 
-/* A size in bytes, with an optional K, M or G (powers of 1024); 0 is off. */
-static void read_size(const char *name, uint64_t lo, uint64_t *value)
+/* A size in bytes, with an optional K, M or G (powers of 1024); 0 is off,
+ * else at least lo. */
+static int parse_size(const char *name, const char *s, uint64_t lo, uint64_t *value)
 {
-    const char *s = getenv(name);
-    if (!s || !*s)
-        return;
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
@@ -186,16 +197,129 @@ static void read_size(const char *name, uint64_t lo, uint64_t *value)
     if (errno || *end || s[0] == '-' || v > (1ULL << 50) >> shift || (v && (v << shift) < lo)) {
         trace_warn_log("ignoring %s=%s (expected 0 or a size from %llu bytes, e.g. 64M)", name, s,
                    (unsigned long long)lo);
-        return;
+        return -1;
     }
     *value = (uint64_t)v << shift;
+    return 0;
 }
 
-static void read_flag(const char *name, int *flag)
+/* The settings whose values are words or paths: each is called whether or
+ * not its variable is set (s: NULL or "" when not), since its default may
+ * depend on what was read before it. */
+static void read_output(const char *name, const char *s)
 {
-    long long v = *flag;
-    read_int(name, 0, 1, &v);
-    *flag = (int)v;
+    if (s && *s) {
+        if (strlen(s) >= sizeof output_template)
+            trace_warn_log("%s is too long; using %s", name, DEFAULT_OUTPUT);
+        else
+            strcpy(output_template, s);
+    }
+    anchor_to_start_directory();
+}
+
+/* Column blocks cost the flushing thread 35 to 40 ns per event: nothing at
+ * the rates of GPU calls and collections, a third more CPU for a program
+ * whose every GC allocation is an event.  So by default they are off when
+ * TRACE_PY_ALLOCS is on (docs/settings.md), which the table reads first. */
+static void read_columns(const char *name, const char *s)
+{
+    long long v;
+    if (s && *s && strcmp(s, "auto") != 0) {
+        if (parse_int(name, s, 0, 1, &v) == 0)
+            config.columns = (int)v;
+    } else {
+        config.columns = config.py_alloc_sample == 0;
+    }
+}
+
+static void read_clock(const char *name, const char *s)
+{
+    if (!s || !*s)
+        return;
+    if (strcmp(s, "precise") == 0)
+        config.clock_counter = 0;
+    else if (strcmp(s, "auto") != 0)
+        trace_warn_log("ignoring %s=%s (expected auto or precise)", name, s);
+}
+
+static void read_exit_line(const char *name, const char *s)
+{
+    if (!s || !*s)
+        return;
+    if (!strcmp(s, "auto"))
+        config.exit_line = -1;
+    else if (!strcmp(s, "0") || !strcmp(s, "1"))
+        config.exit_line = s[0] == '1';
+    else
+        trace_warn_log("ignoring %s=%s (expected auto, 0 or 1)", name, s);
+}
+
+/* Every setting, in the order they are read: the one table that both
+ * reads the environment and tells a mistyped name from another tool's
+ * (check_names).  docs/settings.md lists the same names: tests/cuda's
+ * settings check sets each name documented there and expects no word
+ * from check_names. */
+enum setting_kind {
+    FLAG,            /* 0 or 1 */
+    INT,             /* an integer in [lo, hi] */
+    SIZE,            /* bytes with K, M or G: 0, or at least lo */
+    WORDS,           /* read() parses it */
+    ELSEWHERE        /* read by the module it concerns, not here */
+};
+typedef struct setting {
+    const char *name;
+    enum setting_kind kind;
+    size_t field;                    /* FLAG, INT, SIZE: where in config */
+    unsigned width;                  /* and its size */
+    long long lo, hi;
+    void (*read)(const char *name, const char *value);    /* WORDS */
+} setting;
+
+#define FIELD(f) .field = offsetof(trace_config, f), .width = sizeof config.f
+static const setting settings[] = {
+    { .name = "TRACE_QUIET", .kind = FLAG, FIELD(quiet) },   /* first: it silences the others */
+    { .name = "TRACE_OUTPUT", .kind = WORDS, .read = read_output },
+    { .name = "TRACE_STACK_DEPTH", .kind = INT, FIELD(stack_depth), .lo = 0, .hi = MAX_STACK_DEPTH },
+    { .name = "TRACE_PYTHON", .kind = FLAG, FIELD(python) },
+    { .name = "TRACE_HOST_BUFFERS", .kind = FLAG, FIELD(host_buffers) },
+    { .name = "TRACE_HOST_THRESHOLD", .kind = INT, FIELD(host_threshold), .lo = 0, .hi = 1LL << 50 },
+    { .name = "TRACE_PY_ALLOCS", .kind = INT, FIELD(py_alloc_sample), .lo = 0, .hi = UINT32_MAX },
+    { .name = "TRACE_PY_ALLOC_NATIVE", .kind = FLAG, FIELD(py_alloc_native) },
+    { .name = "TRACE_PY_ALLOC_ALL", .kind = FLAG, FIELD(py_alloc_all) },
+    { .name = "TRACE_MAX_BYTES", .kind = SIZE, FIELD(max_bytes), .lo = MIN_MAX_BYTES },
+    { .name = "TRACE_FLUSH_MS", .kind = INT, FIELD(flush_ms), .lo = 1, .hi = 10000 },
+    { .name = "TRACE_TIME_UNIT_NS", .kind = INT, FIELD(time_unit_ns), .lo = 1, .hi = 1000000000 },
+    { .name = "TRACE_COLUMNS", .kind = WORDS, .read = read_columns },   /* after TRACE_PY_ALLOCS */
+    { .name = "TRACE_CLOCK", .kind = WORDS, .read = read_clock },
+    { .name = "TRACE_EXIT_LINE", .kind = WORDS, .read = read_exit_line },
+    { .name = "TRACE_PY_DOUBLE_INIT", .kind = ELSEWHERE },   /* python_init_check.c */
+    { .name = "TRACE_PY_REFTRACER", .kind = ELSEWHERE },     /* python_init_check.c */
+};
+#undef FIELD
+#define NSETTINGS (sizeof settings / sizeof *settings)
+
+static void read_setting(const setting *st)
+{
+    const char *s = getenv(st->name);
+    long long v;
+    uint64_t size;
+    switch (st->kind) {
+    case FLAG:
+    case INT:
+        if (s && *s && parse_int(st->name, s, st->kind == FLAG ? 0 : st->lo, st->kind == FLAG ? 1 : st->hi,
+                                 &v) == 0)
+            store(st->field, st->width, (uint64_t)v);
+        return;
+    case SIZE:
+        if (s && *s && parse_size(st->name, s, (uint64_t)st->lo, &size) == 0)
+            store(st->field, st->width, size);
+        return;
+    case WORDS:
+        st->read(st->name, s);
+        return;
+    case ELSEWHERE:
+        return;
+    }
 }
 
 static void describe(void)
@@ -214,16 +338,6 @@ static void describe(void)
         trace_warn("the settings do not fit the log header's %zu bytes; stored cut short",
                    sizeof description);
 }
-
-/* Every setting's name, as docs/settings.md lists them (tests/cuda's
- * settings check sets each name documented there and expects no word from
- * check_names): what check_names compares the environment with. */
-static const char *const setting_names[] = {
-    "TRACE_OUTPUT", "TRACE_STACK_DEPTH", "TRACE_PYTHON", "TRACE_HOST_BUFFERS",
-    "TRACE_HOST_THRESHOLD", "TRACE_PY_ALLOCS", "TRACE_PY_ALLOC_ALL", "TRACE_PY_ALLOC_NATIVE",
-    "TRACE_PY_DOUBLE_INIT", "TRACE_PY_REFTRACER", "TRACE_QUIET", "TRACE_EXIT_LINE",
-    "TRACE_MAX_BYTES", "TRACE_FLUSH_MS", "TRACE_TIME_UNIT_NS", "TRACE_COLUMNS", "TRACE_CLOCK",
-};
 
 #define NAME_MAX_CHECKED 48
 
@@ -266,8 +380,8 @@ static void check_names(void)
             continue;
         const char *near = NULL;
         unsigned best = 3;
-        for (size_t i = 0; i < sizeof setting_names / sizeof *setting_names; i++) {
-            const char *known = setting_names[i];
+        for (size_t i = 0; i < NSETTINGS; i++) {
+            const char *known = settings[i].name;
             size_t k = strlen(known);
             if (k == n && strncmp(known, *e, n) == 0) {
                 near = NULL;
@@ -289,64 +403,11 @@ static void check_names(void)
 
 void trace_config_load(void)
 {
-    read_flag("TRACE_QUIET", &config.quiet);   /* first: it silences the others */
+    read_setting(&settings[0]);   /* TRACE_QUIET: it silences the others */
     read_hostname();
     read_rank();
-
-    const char *out = getenv("TRACE_OUTPUT");
-    if (out && *out) {
-        if (strlen(out) >= sizeof output_template)
-            trace_warn_log("TRACE_OUTPUT is too long; using %s", DEFAULT_OUTPUT);
-        else
-            strcpy(output_template, out);
-    }
-    anchor_to_start_directory();
-
-    long long v = config.stack_depth;
-    read_int("TRACE_STACK_DEPTH", 0, MAX_STACK_DEPTH, &v);
-    config.stack_depth = (int)v;
-    read_flag("TRACE_PYTHON", &config.python);
-    read_flag("TRACE_HOST_BUFFERS", &config.host_buffers);
-    v = (long long)config.host_threshold;
-    read_int("TRACE_HOST_THRESHOLD", 0, 1LL << 50, &v);
-    config.host_threshold = (uint64_t)v;
-    v = config.py_alloc_sample;
-    read_int("TRACE_PY_ALLOCS", 0, UINT32_MAX, &v);
-    config.py_alloc_sample = (uint32_t)v;
-    read_flag("TRACE_PY_ALLOC_NATIVE", &config.py_alloc_native);
-    read_flag("TRACE_PY_ALLOC_ALL", &config.py_alloc_all);
-    read_size("TRACE_MAX_BYTES", MIN_MAX_BYTES, &config.max_bytes);
-    v = config.flush_ms;
-    read_int("TRACE_FLUSH_MS", 1, 10000, &v);
-    config.flush_ms = (uint32_t)v;
-    v = config.time_unit_ns;
-    read_int("TRACE_TIME_UNIT_NS", 1, 1000000000, &v);
-    config.time_unit_ns = (uint32_t)v;
-    /* Column blocks cost the flushing thread 35 to 40 ns per event: nothing
-     * at the rates of GPU calls and collections, a third more CPU for a
-     * program whose every GC allocation is an event.  So by default they
-     * are off when TRACE_PY_ALLOCS is on (docs/settings.md). */
-    const char *cols = getenv("TRACE_COLUMNS");
-    if (cols && *cols && strcmp(cols, "auto") != 0)
-        read_flag("TRACE_COLUMNS", &config.columns);
-    else
-        config.columns = config.py_alloc_sample == 0;
-    const char *clock = getenv("TRACE_CLOCK");
-    if (clock && *clock) {
-        if (strcmp(clock, "precise") == 0)
-            config.clock_counter = 0;
-        else if (strcmp(clock, "auto") != 0)
-            trace_warn_log("ignoring TRACE_CLOCK=%s (expected auto or precise)", clock);
-    }
-    const char *line = getenv("TRACE_EXIT_LINE");
-    if (line && *line) {
-        if (!strcmp(line, "auto"))
-            config.exit_line = -1;
-        else if (!strcmp(line, "0") || !strcmp(line, "1"))
-            config.exit_line = line[0] == '1';
-        else
-            trace_warn_log("ignoring TRACE_EXIT_LINE=%s (expected auto, 0 or 1)", line);
-    }
+    for (size_t i = 1; i < NSETTINGS; i++)
+        read_setting(&settings[i]);
     check_names();
 
     trace_config_set_pid(getpid());
