@@ -35,20 +35,32 @@ typedef struct py_entry {
 
 typedef struct stack_entry { uint32_t first, n; } stack_entry;
 
+/* An array whose entries never move: blocks of STABLE_BLOCK entries, found
+ * through a table of blocks (which alone is reallocated).  The frames are
+ * handed out as pointers valid until rn_stacks_free (stacks.h): a frame
+ * array that grew with realloc moved the frames of the stacks resolved
+ * before, under the callers' feet. */
+#define STABLE_BITS 10
+#define STABLE_BLOCK (1u << STABLE_BITS)
+typedef struct stable {
+    char **blocks;
+    uint32_t nblocks, capblocks;
+} stable;
+
 struct rn_stacks {
     const tf_reader *reader;
     sym_ctx *sym;               /* NULL when libdw could not start: no symbols */
     const char *exe;            /* the traced executable (a static interpreter's frames) */
-    frame_entry *frames;
-    uint32_t nframes, capframes;
+    stable frames;              /* frame_entry, nframes of them */
+    uint32_t nframes;
     tf_idmap frame_index;       /* hash of the key -> frame number */
     uint32_t *refs;             /* the frame numbers of every cached stack */
     size_t nrefs, caprefs;
     stack_entry *native;
     uint32_t nnative, capnative;
     tf_idmap native_index;      /* native stack id -> position in native */
-    py_entry *pyframes;
-    uint32_t npyframes, cappyframes;
+    stable pyframes;            /* py_entry, npyframes of them */
+    uint32_t npyframes;
     tf_idmap pyframe_index;     /* hash of (code, line) -> position in pyframes */
     uint32_t *pyrefs;           /* the Python frame numbers of every cached stack */
     size_t npyrefs, cappyrefs;
@@ -82,6 +94,38 @@ static void *grow_size(void *p, size_t *cap, size_t need, size_t size)
     *cap = c;
     return p;
 }
+
+static inline void *stable_at(const stable *a, size_t size, uint32_t i)
+{
+    return a->blocks[i >> STABLE_BITS] + (size_t)(i & (STABLE_BLOCK - 1)) * size;
+}
+
+/* Entry i, its block made when it is the first of a block not made yet
+ * (blocks made before rn_stacks_use_reader emptied the array are used
+ * again). */
+static void *stable_slot(stable *a, size_t size, uint32_t i)
+{
+    uint32_t b = i >> STABLE_BITS;
+    if (b >= a->nblocks) {
+        a->blocks = grow(a->blocks, &a->capblocks, (size_t)b + 1, sizeof *a->blocks);
+        if (!(a->blocks[b] = malloc(STABLE_BLOCK * size))) {
+            fprintf(stderr, "out of memory resolving stacks\n");
+            exit(2);
+        }
+        a->nblocks = b + 1;
+    }
+    return stable_at(a, size, i);
+}
+
+static void stable_free(stable *a)
+{
+    for (uint32_t b = 0; b < a->nblocks; b++)
+        free(a->blocks[b]);
+    free(a->blocks);
+}
+
+#define FRAME(s, i) ((frame_entry *)stable_at(&(s)->frames, sizeof(frame_entry), (i)))
+#define PYFRAME(s, i) ((py_entry *)stable_at(&(s)->pyframes, sizeof(py_entry), (i)))
 
 static void index_put(tf_idmap *m, uint32_t key, uint32_t pos)
 {
@@ -126,10 +170,10 @@ void rn_stacks_free(rn_stacks *s)
         return;
     if (s->sym)
         sym_free(s->sym);
-    free(s->frames);
+    stable_free(&s->frames);
     free(s->refs);
     free(s->native);
-    free(s->pyframes);
+    stable_free(&s->pyframes);
     free(s->pyrefs);
     free(s->pystacks);
     free(s->json);
@@ -204,12 +248,15 @@ static uint32_t frame_of(rn_stacks *s, uint32_t stack, uint64_t ip, int outer)
             index_put(&s->frame_index, h, pos);
             break;
         }
-        const frame_entry *e = &s->frames[pos];
+        const frame_entry *e = FRAME(s, pos);
         if (e->m == m && e->f.ip == ip && e->outer == outer)
             return pos;
     }
-    s->frames = grow(s->frames, &s->capframes, (size_t)s->nframes + 1, sizeof *s->frames);
-    frame_entry *e = &s->frames[s->nframes++];
+    if (s->nframes == UINT32_MAX) {
+        fprintf(stderr, "out of memory resolving stacks\n");
+        exit(2);
+    }
+    frame_entry *e = stable_slot(&s->frames, sizeof *e, s->nframes++);
     memset(e, 0, sizeof *e);
     e->m = m;
     e->outer = outer;
@@ -263,7 +310,7 @@ uint32_t rn_stacks_native(rn_stacks *s, uint32_t id, const rn_native_frame **out
     const stack_entry *e = native_entry(s, id);
     uint32_t n = e ? (e->n < max ? e->n : max) : 0;
     for (uint32_t i = 0; i < n; i++)
-        out[i] = &s->frames[s->refs[e->first + i]].f;
+        out[i] = &FRAME(s, s->refs[e->first + i])->f;
     return n;
 }
 
@@ -284,12 +331,15 @@ static uint32_t py_frame_of(rn_stacks *s, uint32_t code, uint32_t line)
             index_put(&s->pyframe_index, h, pos);
             break;
         }
-        if (s->pyframes[pos].code == code && s->pyframes[pos].f.line == line)
+        if (PYFRAME(s, pos)->code == code && PYFRAME(s, pos)->f.line == line)
             return pos;
     }
-    s->pyframes = grow(s->pyframes, &s->cappyframes, (size_t)s->npyframes + 1, sizeof *s->pyframes);
+    if (s->npyframes == UINT32_MAX) {
+        fprintf(stderr, "out of memory resolving stacks\n");
+        exit(2);
+    }
     const tf_py_code *c = tf_reader_py_code(s->reader, code);
-    s->pyframes[s->npyframes] = (py_entry){
+    *(py_entry *)stable_slot(&s->pyframes, sizeof(py_entry), s->npyframes) = (py_entry){
         .f = { .file = c ? tf_reader_string(s->reader, c->file, NULL) : NULL,
                .function = c ? tf_reader_string(s->reader, c->function, NULL) : NULL,
                .line = line },
@@ -326,7 +376,7 @@ uint32_t rn_stacks_py(rn_stacks *s, uint32_t id, const rn_py_frame **out, uint32
     const stack_entry *e = py_entry_of(s, id);
     uint32_t n = e ? (e->n < max ? e->n : max) : 0;
     for (uint32_t i = 0; i < n; i++)
-        out[i] = &s->pyframes[s->pyrefs[e->first + i]].f;
+        out[i] = &PYFRAME(s, s->pyrefs[e->first + i])->f;
     return n;
 }
 
@@ -449,7 +499,7 @@ void rn_json_stacks(rn_json *j, rn_stacks *s, uint32_t native, uint32_t py)
     int cut = 0;
     rn_json_arr(j, "native_stack");
     for (uint32_t i = 0; e && i < e->n; i++) {
-        frame_entry *f = &s->frames[s->refs[e->first + i]];
+        frame_entry *f = FRAME(s, s->refs[e->first + i]);
         if (!f->json_len)
             render_native(s, f);
         rn_json_raw(j, NULL, s->json + f->json, f->json_len);
@@ -461,7 +511,7 @@ void rn_json_stacks(rn_json *j, rn_stacks *s, uint32_t native, uint32_t py)
     const stack_entry *pe = py_entry_of(s, py);
     rn_json_arr(j, "py_stack");
     for (uint32_t i = 0; pe && i < pe->n; i++) {
-        py_entry *f = &s->pyframes[s->pyrefs[pe->first + i]];
+        py_entry *f = PYFRAME(s, s->pyrefs[pe->first + i]);
         if (!f->json_len)
             render_py(s, f);
         rn_json_raw(j, NULL, s->json + f->json, f->json_len);
