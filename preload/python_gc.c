@@ -96,6 +96,12 @@ typedef struct open_gc { gc_slot *slot; uint64_t id, seq; const char *tstate; co
 typedef struct gc_here {
     open_gc open[OPEN_MAX];
     const void *preamble[PREAMBLE_MAX];   /* blocks of the callback's arguments */
+    /* A bit per preamble block (preamble_bit), cleared only by the next
+     * note_preamble: every free in a collection asks whether its block is
+     * one of them, and the eight compares were 40 instructions of a
+     * recorded free's 360 (callgrind, churn_cycles 0.1 on 3.11); the bit's
+     * test is 8, and lets about one block in ten through to the compares. */
+    uint64_t preamble_bits;
 } gc_here;
 _Static_assert(sizeof(gc_here) <= THREAD_MEM_GC_BYTES, "thread_mem.h: python_gc's part");
 
@@ -119,6 +125,14 @@ static const void *gc_block(const void *obj)
  * keys table, an OBJ-domain block of its own. */
 #define DICT_MA_KEYS 32
 
+/* A multiplicative hash's top 6 bits: the address's bits 4 to 9 alone let
+ * through a third of churn_cycles' frees (a pool's blocks of one size hit
+ * a few residues only). */
+static inline uint64_t preamble_bit(const void *block)
+{
+    return (uint64_t)1 << (((uintptr_t)block * 0x9E3779B97F4A7C15ull) >> 58);
+}
+
 static void note_preamble(gc_here *h, py_object *phase, py_object *info)
 {
     const void **preamble = h->preamble;
@@ -130,6 +144,10 @@ static void note_preamble(gc_here *h, py_object *phase, py_object *info)
     py_object *key, *value;
     while (n < PREAMBLE_MAX && py.PyDict_Next(info, &pos, &key, &value))
         preamble[n++] = key;
+    uint64_t bits = 0;
+    for (int i = 0; i < n; i++)
+        bits |= preamble_bit(preamble[i]);
+    h->preamble_bits = bits;
     while (n < PREAMBLE_MAX)
         preamble[n++] = NULL;
 }
@@ -186,6 +204,8 @@ int python_gc_frees_collected_slow(const void *block)
         return 0;   /* given back at the thread's exit: nothing is the collection's */
     if (n <= OPEN_MAX && h->open[n - 1].tstate && frame_of(h->open[n - 1].tstate) != h->open[n - 1].frame)
         return 0;
+    if (__builtin_expect(!(h->preamble_bits & preamble_bit(block)), 1))
+        return 1;
     for (int i = 0; i < PREAMBLE_MAX; i++) {
         if (h->preamble[i] == block) {
             h->preamble[i] = NULL;   /* the address may hold a collected object later */

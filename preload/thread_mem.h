@@ -27,7 +27,7 @@
 #define THREAD_MEM_OPEN_OPS 63
 /* python_gc.c: the collections open on the thread, and the blocks of its
  * callback's arguments. */
-#define THREAD_MEM_GC_BYTES 384
+#define THREAD_MEM_GC_BYTES 400
 /* native_stack.c: the stack memos. */
 #define THREAD_MEM_MEMO_BYTES 9728
 
