@@ -329,6 +329,11 @@ void tf_write_event(tf_writer *w, const tf_event *e);
  * starts a new record with e (its t_ns set by the caller).  So only the
  * first free of a run needs a clock reading. */
 int tf_write_py_free_joins(tf_writer *w, tf_event *e);
+/* The same for a free without stacks, given by its fields (a recorder's,
+ * which then builds no tf_event for a free that joins; the joined free's
+ * time is the record's, as above). */
+int tf_write_py_free_joins_bare(tf_writer *w, uint64_t seq, uint32_t tid, uint64_t parent, uint32_t domain,
+                                uint64_t ptr);
 void tf_write_py_frees(tf_writer *w, const tf_event *e);
 
 /* Bytes encoded since the last seal.  Seal well before 64 MiB: a frame's

@@ -655,24 +655,41 @@ void tf_write_event(tf_writer *w, const tf_event *ev)
  * whole) and a reading of the clock: in a PY_FREES record a free is its
  * address's difference from the one before, two or three bytes, and
  * shares the record's time (FORMAT.md section 7). */
-int tf_write_py_free_joins(tf_writer *w, tf_event *e)
+static inline __attribute__((always_inline)) int py_free_joins(tf_writer *w, uint64_t seq, uint32_t tid,
+                                                              uint64_t parent, uint32_t domain,
+                                                              uint32_t native_stack, uint32_t py_stack,
+                                                              uint64_t ptr)
 {
     size_t len = w->chunk.len;
-    if (!w->frees.open || !w->frame_open || len != w->frees.end || e->seq != w->last_seq + 1 ||
-        e->tid != w->b.tid || e->parent != w->frees.parent || e->u.host.domain != w->frees.domain ||
-        e->native_stack != w->frees.native_stack || e->py_stack != w->frees.py_stack ||
+    if (!w->frees.open || !w->frame_open || len != w->frees.end || seq != w->last_seq + 1 ||
+        tid != w->b.tid || parent != w->frees.parent || domain != w->frees.domain ||
+        native_stack != w->frees.native_stack || py_stack != w->frees.py_stack ||
         len - w->frees.start - 2 + TF_VARINT_MAX > TF_PY_FREES_PAYLOAD_MAX ||
         reserve(w, TF_VARINT_MAX) < 0)
         return 0;
-    uint8_t *p = tf_put_uv(w->chunk.data + len, tf_zigzag((int64_t)(e->u.host.ptr - w->frees.ptr)));
+    uint8_t *p = tf_put_uv(w->chunk.data + len, tf_zigzag((int64_t)(ptr - w->frees.ptr)));
     w->chunk.len = (size_t)(p - w->chunk.data);
     w->chunk.data[w->frees.start + 1] += (uint8_t)(w->chunk.len - len);
     w->frees.end = w->chunk.len;
-    w->frees.ptr = e->u.host.ptr;
-    e->t_ns = w->b.t_ns;
+    w->frees.ptr = ptr;
     w->events++;
-    w->last_seq = e->seq;
+    w->last_seq = seq;
     return 1;
+}
+
+int tf_write_py_free_joins(tf_writer *w, tf_event *e)
+{
+    if (!py_free_joins(w, e->seq, e->tid, e->parent, e->u.host.domain, e->native_stack, e->py_stack,
+                       e->u.host.ptr))
+        return 0;
+    e->t_ns = w->b.t_ns;
+    return 1;
+}
+
+int tf_write_py_free_joins_bare(tf_writer *w, uint64_t seq, uint32_t tid, uint64_t parent, uint32_t domain,
+                                uint64_t ptr)
+{
+    return py_free_joins(w, seq, tid, parent, domain, 0, 0, ptr);
 }
 
 void tf_write_py_frees(tf_writer *w, const tf_event *e)

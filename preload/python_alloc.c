@@ -274,7 +274,10 @@ static void *wrapped_realloc(void *ctx, void *ptr, size_t size)
     return p;
 }
 
-int python_alloc_record_collected(const void *block)
+/* Tail calls all the way to the recorder (note_object_free_slow, this,
+ * rec_py_free, which LTO inlines here): one frame for the whole of a
+ * recorded free, not four. */
+uint64_t python_alloc_record_collected(const void *block)
 {
     /* Allocations are no longer seen (python_alloc_look): neither are the
      * deaths python_free_lists.c would record. */
@@ -286,12 +289,7 @@ int python_alloc_record_collected(const void *block)
      * its free is read, 8 bytes into its neighbour.) */
     if (filter_plain && (block_marks_test(block) || py_alloc_block_plain(block)))
         return 0;   /* its allocation was left out: python_alloc_sites.c */
-    tf_event e;
-    tf_event_init(&e, TF_EV_PY_FREE);
-    e.u.host.domain = TF_HOST_OBJ;
-    e.u.host.ptr = (uint64_t)(uintptr_t)block;
-    rec_py_free(&e);
-    return 1;
+    return rec_py_free(TF_HOST_OBJ, (uint64_t)(uintptr_t)block);
 }
 
 /* A free inside a collection: recorded before the block can be reused. */

@@ -83,9 +83,10 @@ static const char *const plain_types[] = { "PyUnicode_Type", "PyLong_Type", "PyF
 #define TPFLAGS_HAVE_GC (1ul << 14)    /* Py_TPFLAGS_HAVE_GC, 3.0 to 3.13 */
 static const void *types[NTYPES];
 static unsigned ntypes;
-/* The lowest and highest of them: a GC header's second word (a heap
- * pointer, most of a collection's frees) falls outside at once. */
-static uintptr_t types_lo, types_hi;
+/* The lowest of them and the span to the highest (python_alloc_sites.h):
+ * a GC header's second word (a heap pointer, most of a collection's
+ * frees) falls outside at once. */
+uintptr_t py_alloc_plain_lo, py_alloc_plain_span;
 
 /* The allocators that make GC objects, or objects of any type they are
  * given: a call site in them is never learnt (below). */
@@ -196,12 +197,13 @@ unsigned py_alloc_sites_install(int may_learn)
         if (i < NREQUIRED || (t && get_flags && !(get_flags(t) & TPFLAGS_HAVE_GC)))
             types[ntypes++] = t;
     }
-    types_lo = UINTPTR_MAX;
-    types_hi = 0;
+    uintptr_t types_lo = UINTPTR_MAX, types_hi = 0;
     for (unsigned i = 0; i < ntypes; i++) {
         types_lo = (uintptr_t)types[i] < types_lo ? (uintptr_t)types[i] : types_lo;
         types_hi = (uintptr_t)types[i] > types_hi ? (uintptr_t)types[i] : types_hi;
     }
+    py_alloc_plain_lo = types_lo;
+    py_alloc_plain_span = types_hi - types_lo;
     for (unsigned i = 0; i < NPLAIN; i++)
         nplain += (unsigned)add_range(plain_allocators[i], V_PLAIN);
     for (unsigned i = 0; i < NGENERAL; i++)
@@ -242,12 +244,9 @@ unsigned py_alloc_sites_buffers(void)
  * wrapper reads it before the free goes on), and every object block is at
  * least 16 bytes.
  */
-int py_alloc_block_plain(const void *block)
+int py_alloc_type_plain(const void *type)
 {
     if (!nplain)
-        return 0;
-    const void *type = ((const void *const *)block)[1];
-    if ((uintptr_t)type - types_lo > types_hi - types_lo)
         return 0;
     for (unsigned i = 0; i < ntypes; i++)
         if (type == types[i])

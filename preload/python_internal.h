@@ -94,8 +94,8 @@ uint64_t python_gc_window(void);
 void python_alloc_install(void);
 /* The free of the object block at block, recorded as a collection's
  * (py_free) when one runs on this thread and the block's allocation was
- * recorded: 1 if it was written. */
-int python_alloc_record_collected(const void *block);
+ * recorded: its seq if it was written, else 0. */
+uint64_t python_alloc_record_collected(const void *block);
 
 /* python_free_lists.c: the deallocators of the types CPython keeps free
  * lists of, wrapped with every allocation recorded, so that an object a

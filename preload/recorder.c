@@ -472,31 +472,49 @@ static uint64_t record_event(tf_event *e, unsigned flags, uint32_t *text_id, con
  * anywhere: the flusher names its thread when it starts), not the Python
  * name: that waits for the thread's next other event.  A collection of
  * churn_cycles frees 700 objects in a row; as any event a free cost about
- * 580 instructions, 190 so. */
-static uint64_t record_py_free(tf_event *e)
+ * 580 instructions, 190 so.  No tf_event is built for one that joins (its
+ * fields are arguments, kept in registers). */
+static const struct captured_names no_names;   /* name_due 0 */
+
+/* The first free of a record: the clock read, a tf_event. */
+static __attribute__((noinline)) void write_py_frees_first(uint64_t seq, pid_t tid, uint32_t domain,
+                                                           uint64_t ptr)
+{
+    tf_event e;
+    tf_event_init(&e, TF_EV_PY_FREE);
+    e.seq = seq;
+    e.tid = (uint32_t)tid;
+    e.parent = open_top;
+    e.t_ns = in_unit(event_clock_ns());
+    e.u.host.domain = domain;
+    e.u.host.ptr = ptr;
+    tf_write_py_frees(writer, &e);
+}
+
+/* Inlined into rec_py_free: a frame and a call less per free. */
+static inline __attribute__((always_inline)) uint64_t record_py_free(uint32_t domain, uint64_t ptr)
 {
     pid_t tid = entering();
     if (!tid)
         return 0;
     int nested = in_rec_event++;
-    struct captured_names c;
-    c.name_due = 0;
-    if (my_named_generation != atomic_load_explicit(&generation, memory_order_relaxed) ||
-        my_names_epoch != atomic_load_explicit(&names_epoch, memory_order_relaxed))
-        capture_names_only(&c, nested);
+    const struct captured_names *c = &no_names;
+    struct captured_names names;
+    if (__builtin_expect(my_named_generation != atomic_load_explicit(&generation, memory_order_relaxed) ||
+                         my_names_epoch != atomic_load_explicit(&names_epoch, memory_order_relaxed), 0)) {
+        capture_names_only(&names, nested);
+        c = &names;
+    }
     if (!take_or_drop(tid))
         return 0;
     uint64_t seq = 0;
     size_t pending = 0;
     if (rec_active()) {
-        encode_names(&c, tid);
-        stamp(e, tid);
-        seq = e->seq;
-        e->native_stack = e->py_stack = 0;
-        if (!tf_write_py_free_joins(writer, e)) {
-            e->t_ns = in_unit(event_clock_ns());
-            tf_write_py_frees(writer, e);
-        }
+        encode_names(c, tid);
+        seq = last_seq + 1;
+        __atomic_store_n(&last_seq, seq, __ATOMIC_RELAXED);
+        if (!tf_write_py_free_joins_bare(writer, seq, (uint32_t)tid, open_top, domain, ptr))
+            write_py_frees_first(seq, tid, domain, ptr);
         pending = tf_writer_pending(writer);
     }
     lock_release();
@@ -517,6 +535,8 @@ static inline int *program_errno(void)
  * (hook_stack.h): packed, and run there. */
 struct aside_args {
     tf_event *e;
+    uint32_t domain;        /* a py_free's, with ptr */
+    uint64_t ptr;
     unsigned flags;
     uint32_t *text_id;
     const char *text;
@@ -532,7 +552,14 @@ static void record_event_packed(void *arg)
 static void record_py_free_packed(void *arg)
 {
     struct aside_args *a = arg;
-    a->seq = record_py_free(a->e);
+    a->seq = record_py_free(a->domain, a->ptr);
+}
+
+static __attribute__((noinline, cold)) uint64_t py_free_aside(uint32_t domain, uint64_t ptr)
+{
+    struct aside_args a = { .domain = domain, .ptr = ptr };
+    hook_stack_run(record_py_free_packed, &a);
+    return a.seq;
 }
 
 static __attribute__((noinline, cold)) uint64_t
@@ -543,13 +570,12 @@ record_aside(void (*fn)(void *), tf_event *e, unsigned flags, uint32_t *text_id,
     return a.seq;
 }
 
-uint64_t rec_py_free(tf_event *e)
+uint64_t rec_py_free(uint32_t domain, uint64_t ptr)
 {
     int *err = program_errno(), saved_errno = *err;
     host_guard_enter();
-    uint64_t seq = __builtin_expect(hook_stack_roomy(), 1)
-                       ? record_py_free(e)
-                       : record_aside(record_py_free_packed, e, 0, NULL, NULL);
+    uint64_t seq = __builtin_expect(hook_stack_roomy(), 1) ? record_py_free(domain, ptr)
+                                                          : py_free_aside(domain, ptr);
     host_guard_leave();
     *err = saved_errno;
     return seq;

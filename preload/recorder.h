@@ -42,10 +42,11 @@ uint64_t rec_event(tf_event *e, unsigned flags);
  * (a log kept within TRACE_MAX_BYTES forgets its strings at each segment). */
 uint64_t rec_event_text(tf_event *e, unsigned flags, uint32_t *text_id, const char *text);
 
-/* A py_free (e->kind TF_EV_PY_FREE, its domain and ptr filled), recorded
- * without stacks and, in a run of them, without a clock reading of its own:
- * it takes the time of the PY_FREES record it joins (tf_write_py_free_joins). */
-uint64_t rec_py_free(tf_event *e);
+/* A py_free (TF_EV_PY_FREE) of the block at ptr in domain (enum
+ * tf_host_domain), recorded without stacks and, in a run of them, without a
+ * clock reading of its own: it takes the time of the PY_FREES record it
+ * joins (tf_write_py_free_joins).  Its seq, or 0 when nothing was recorded. */
+uint64_t rec_py_free(uint32_t domain, uint64_t ptr);
 
 /* Close the operation opened by the event with this seq (the innermost open
  * one on this thread).  Call it before recording the closing event, whose

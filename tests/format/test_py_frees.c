@@ -22,13 +22,24 @@ static tf_event a_free(uint64_t seq, uint64_t ptr)
     return e;
 }
 
-/* What the recorder does with a py_free (recorder.c, record_py_free). */
+/* What the recorder does with a py_free (recorder.c, record_py_free): one
+ * without stacks goes by its fields (tf_write_py_free_joins_bare), which
+ * give back no time: a free that joins has its record's, the time of the
+ * free that began it (run_t_ns).  One with stacks goes as a tf_event. */
+static uint64_t run_t_ns;
 static void put_free(tf_writer *w, tf_event *e, uint64_t t_ns)
 {
-    if (!tf_write_py_free_joins(w, e)) {
-        e->t_ns = t_ns;
-        tf_write_py_frees(w, e);
+    if (!e->native_stack && !e->py_stack) {
+        if (tf_write_py_free_joins_bare(w, e->seq, e->tid, e->parent, e->u.host.domain, e->u.host.ptr)) {
+            e->t_ns = run_t_ns;
+            return;
+        }
+    } else if (tf_write_py_free_joins(w, e)) {
+        CHECK(e->t_ns == run_t_ns);
+        return;
     }
+    e->t_ns = run_t_ns = t_ns;
+    tf_write_py_frees(w, e);
 }
 
 /* Records of kind `kind` in a sealed chunk. */
