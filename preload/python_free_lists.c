@@ -46,6 +46,11 @@ typedef void (*destructor_fn)(void *);
 static destructor_fn real_dealloc[WATCH_MAX];
 static const void *watched[WATCH_MAX];
 static unsigned nwatched;
+/* The lowest watched type, and the span to the highest: the types are
+ * CPython's static ones, a few KiB apart, and most objects a collection
+ * frees are of classes (heap types): one compare tells them, not one per
+ * watched type (12 instructions of each such free). */
+static uintptr_t watched_lo, watched_span;
 static int read_types;      /* objects' blocks are in pymalloc's pools */
 
 /* The block whose deallocation runs on this thread (innermost), and
@@ -96,6 +101,8 @@ static int watched_block(const void *block)
     if (((uintptr_t)block & 4095) > 4096 - (BLOCK_TYPE_WORD + 1) * sizeof(void *))
         return 0;
     const void *type = ((const void *const *)block)[BLOCK_TYPE_WORD];
+    if ((uintptr_t)type - watched_lo > watched_span)
+        return 0;
     for (unsigned i = 0; i < nwatched; i++)
         if (type == watched[i])
             return 1;
@@ -172,6 +179,13 @@ static void watch(const char *symbol, const char *name)
         return;
     real_dealloc[i] = now;
     watched[i] = type;
+    uintptr_t t = (uintptr_t)type, lo = t, hi = t;
+    if (nwatched) {
+        lo = watched_lo < t ? watched_lo : t;
+        hi = watched_lo + watched_span > t ? watched_lo + watched_span : t;
+    }
+    watched_lo = lo;
+    watched_span = hi - lo;
     nwatched++;
     __atomic_store_n(slot, wrappers[i], __ATOMIC_RELEASE);
 }
