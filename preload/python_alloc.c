@@ -365,7 +365,7 @@ static void *obj_malloc(void *ctx, size_t size)
     return p;
 }
 
-static void obj_free(void *ctx, void *ptr)
+static __attribute__((noinline)) void obj_free_slow(void *ctx, void *ptr)
 {
     domain_wrapper *w = ctx;
     py_alloc_sites_observe();
@@ -373,6 +373,21 @@ static void obj_free(void *ctx, void *ptr)
     note_object_free(w, ptr);
     release(ptr);
     w->prev.free(w->prev.ctx, ptr);
+}
+
+/* Nearly every free: nothing to learn, no collection on the thread, no
+ * large host block live (release has nothing to look for), so the block
+ * goes on by a tail call, without a frame (the way through obj_free_slow
+ * was 24 instructions; this, 17: callgrind, churn_cycles 0.1 on 3.11). */
+static void obj_free(void *ctx, void *ptr)
+{
+    domain_wrapper *w = ctx;
+    if (__builtin_expect(!py_alloc_pending && !python_gc_collecting && !host_any_live(), 1)) {
+        py_alloc_sites_freeing();
+        w->prev.free(w->prev.ctx, ptr);
+        return;
+    }
+    obj_free_slow(ctx, ptr);
 }
 
 /* Is the raw domain CPython's own?  _PyMem_GetCurrentAllocatorName says
