@@ -491,35 +491,48 @@ static __attribute__((noinline)) void write_py_frees_first(uint64_t seq, pid_t t
     tf_write_py_frees(writer, &e);
 }
 
-/* Inlined into rec_py_free: a frame and a call less per free. */
-static inline __attribute__((always_inline)) uint64_t record_py_free(uint32_t domain, uint64_t ptr)
+static __attribute__((noinline, cold)) uint64_t py_free_aside(uint32_t domain, uint64_t ptr);
+
+static inline int *program_errno(void);
+
+/* The one copy of a py_free's work (aside: already on a roomy stack, from
+ * py_free_aside), so the writer's join has one caller and LTO inlines it
+ * (with a second copy here for the aside path, GCC called it: 70
+ * instructions a free, not 50). */
+static __attribute__((noinline)) uint64_t record_py_free(uint32_t domain, uint64_t ptr, int aside)
 {
-    pid_t tid = entering();
-    if (!tid)
-        return 0;
-    int nested = in_rec_event++;
-    const struct captured_names *c = &no_names;
-    struct captured_names names;
-    if (__builtin_expect(my_named_generation != atomic_load_explicit(&generation, memory_order_relaxed) ||
-                         my_names_epoch != atomic_load_explicit(&names_epoch, memory_order_relaxed), 0)) {
-        capture_names_only(&names, nested);
-        c = &names;
-    }
-    if (!take_or_drop(tid))
-        return 0;
+    if (__builtin_expect(!aside && !hook_stack_roomy(), 0))
+        return py_free_aside(domain, ptr);
+    int *err = program_errno(), saved_errno = *err;
+    host_guard_enter();
     uint64_t seq = 0;
-    size_t pending = 0;
-    if (rec_active()) {
-        encode_names(c, tid);
-        seq = last_seq + 1;
-        __atomic_store_n(&last_seq, seq, __ATOMIC_RELAXED);
-        if (!tf_write_py_free_joins_bare(writer, seq, (uint32_t)tid, open_top, domain, ptr))
-            write_py_frees_first(seq, tid, domain, ptr);
-        pending = tf_writer_pending(writer);
+    pid_t tid = entering();
+    if (tid) {
+        int nested = in_rec_event++;
+        const struct captured_names *c = &no_names;
+        struct captured_names names;
+        if (__builtin_expect(my_named_generation != atomic_load_explicit(&generation, memory_order_relaxed) ||
+                             my_names_epoch != atomic_load_explicit(&names_epoch, memory_order_relaxed), 0)) {
+            capture_names_only(&names, nested);
+            c = &names;
+        }
+        if (take_or_drop(tid)) {
+            size_t pending = 0;
+            if (rec_active()) {
+                encode_names(c, tid);
+                seq = last_seq + 1;
+                __atomic_store_n(&last_seq, seq, __ATOMIC_RELAXED);
+                if (!tf_write_py_free_joins_bare(writer, seq, (uint32_t)tid, open_top, domain, ptr))
+                    write_py_frees_first(seq, tid, domain, ptr);
+                pending = tf_writer_pending(writer);
+            }
+            lock_release();
+            in_rec_event--;
+            after_event(pending);
+        }
     }
-    lock_release();
-    in_rec_event--;
-    after_event(pending);
+    host_guard_leave();
+    *err = saved_errno;
     return seq;
 }
 
@@ -552,13 +565,18 @@ static void record_event_packed(void *arg)
 static void record_py_free_packed(void *arg)
 {
     struct aside_args *a = arg;
-    a->seq = record_py_free(a->domain, a->ptr);
+    a->seq = record_py_free(a->domain, a->ptr, 1);
 }
 
-static __attribute__((noinline, cold)) uint64_t py_free_aside(uint32_t domain, uint64_t ptr)
+/* The switch itself under the guard, errno kept, as for any event. */
+static uint64_t py_free_aside(uint32_t domain, uint64_t ptr)
 {
+    int *err = program_errno(), saved_errno = *err;
+    host_guard_enter();
     struct aside_args a = { .domain = domain, .ptr = ptr };
     hook_stack_run(record_py_free_packed, &a);
+    host_guard_leave();
+    *err = saved_errno;
     return a.seq;
 }
 
@@ -572,13 +590,7 @@ record_aside(void (*fn)(void *), tf_event *e, unsigned flags, uint32_t *text_id,
 
 uint64_t rec_py_free(uint32_t domain, uint64_t ptr)
 {
-    int *err = program_errno(), saved_errno = *err;
-    host_guard_enter();
-    uint64_t seq = __builtin_expect(hook_stack_roomy(), 1) ? record_py_free(domain, ptr)
-                                                          : py_free_aside(domain, ptr);
-    host_guard_leave();
-    *err = saved_errno;
-    return seq;
+    return record_py_free(domain, ptr, 0);
 }
 
 /* host_guard: what the recorder, libunwind and the flusher allocate on the
