@@ -125,6 +125,23 @@ TF_ALWAYS_INLINE uint8_t *tf_put_record_end(tf_bases *b, uint8_t *rec, uint32_t 
     return end;
 }
 
+/* The event record of e as an event of `kind` (e->kind, or a constant
+ * for a caller that encodes one kind only: the switch then folds to that
+ * kind's layout, the same table, so both ways write the same bytes). */
+TF_ALWAYS_INLINE uint8_t *tf_put_event_as(tf_bases *b, uint8_t *rec, const tf_event *e, uint32_t kind)
+{
+    uint8_t *payload = rec + 2;
+    uint32_t present = 0;
+    uint8_t *p = tf_put_common(b, payload + 2, e, &present);
+    switch (kind) {
+#define TF_ENCODE(kind, layout) case kind: p = tf_put_kind_fields(b, p, e, &layout, &present); break;
+    TF_EVENT_KINDS(TF_ENCODE)
+#undef TF_ENCODE
+    default: break;
+    }
+    return tf_put_record_end(b, rec, kind, p, present, e);
+}
+
 /* The event record of e (a kind this version defines) at rec: kind,
  * length, presence map, fields.  Returns its end; moves the bases.  The
  * kind fits one byte, the payload never exceeds TF_EVENT_PAYLOAD_MAX (< 128)
@@ -133,16 +150,7 @@ TF_ALWAYS_INLINE uint8_t *tf_put_record_end(tf_bases *b, uint8_t *rec, uint32_t 
  * bytes. */
 static inline uint8_t *tf_put_event(tf_bases *b, uint8_t *rec, const tf_event *e)
 {
-    uint8_t *payload = rec + 2;
-    uint32_t present = 0;
-    uint8_t *p = tf_put_common(b, payload + 2, e, &present);
-    switch (e->kind) {
-#define TF_ENCODE(kind, layout) case kind: p = tf_put_kind_fields(b, p, e, &layout, &present); break;
-    TF_EVENT_KINDS(TF_ENCODE)
-#undef TF_ENCODE
-    default: break;
-    }
-    return tf_put_record_end(b, rec, e->kind, p, present, e);
+    return tf_put_event_as(b, rec, e, e->kind);
 }
 
 /* ------------------------------------------------------------ PY_FREES (2.3) */

@@ -321,6 +321,10 @@ void tf_write_checkpoint(tf_writer *w, uint64_t seq, const char *producer, const
 
 /* Events: e->seq must be the previous event's seq + 1. */
 void tf_write_event(tf_writer *w, const tf_event *e);
+/* A py_alloc event: the bytes tf_write_event writes for e with kind
+ * TF_EV_PY_ALLOC.  Reads e's common fields and u.host only (its kind,
+ * flags and the rest of the union need not be set). */
+void tf_write_py_alloc(tf_writer *w, const tf_event *e);
 /* py_free events (kind TF_EV_PY_FREE), a collection's burst of them, as
  * PY_FREES records (2.3): tf_write_py_free_joins appends e to the record the
  * chunk ends with when e can join it (the next seq, the same thread,

@@ -630,6 +630,19 @@ static void fill_end_counts(const tf_writer *w, tf_event *e)
     if (!e->u.end.frames) e->u.end.frames = w->frames_sealed + 1;
 }
 
+/* An event of `kind` (ev->kind, or a constant: tf_put_event_as). */
+static inline __attribute__((always_inline)) void write_event_as(tf_writer *w, const tf_event *ev,
+                                                                 uint32_t kind)
+{
+    if (reserve(w, FRAME_RECORD_MAX + 2 + TF_EVENT_PAYLOAD_MAX) < 0)
+        return;
+    if (!w->frame_open)
+        write_frame_record(w);
+    w->chunk.len = (size_t)(tf_put_event_as(&w->b, w->chunk.data + w->chunk.len, ev, kind) - w->chunk.data);
+    w->events++;
+    w->last_seq = ev->seq;
+}
+
 void tf_write_event(tf_writer *w, const tf_event *ev)
 {
     if (!tf_event_layout_of(ev->kind))
@@ -640,13 +653,14 @@ void tf_write_event(tf_writer *w, const tf_event *ev)
         fill_end_counts(w, &end);
         ev = &end;
     }
-    if (reserve(w, FRAME_RECORD_MAX + 2 + TF_EVENT_PAYLOAD_MAX) < 0)
-        return;
-    if (!w->frame_open)
-        write_frame_record(w);
-    w->chunk.len = (size_t)(tf_put_event(&w->b, w->chunk.data + w->chunk.len, ev) - w->chunk.data);
-    w->events++;
-    w->last_seq = ev->seq;
+    write_event_as(w, ev, ev->kind);
+}
+
+/* Every GC allocation is one with TRACE_PY_ALLOCS=1: no kind to look up,
+ * no END to fill, the kind's fields encoded from its constant layout. */
+void tf_write_py_alloc(tf_writer *w, const tf_event *ev)
+{
+    write_event_as(w, ev, TF_EV_PY_ALLOC);
 }
 
 /* A collection frees its objects one after another with nothing else

@@ -140,13 +140,7 @@ static __attribute__((noinline)) void record_object_allocation(void *p, size_t s
     /* Its free, if a collection makes it, is to be recorded (block_marks.h). */
     if (record_gc_frees)
         block_marks_clear(p);
-    tf_event e;
-    tf_event_init(&e, TF_EV_PY_ALLOC);
-    e.u.host.domain = TF_HOST_OBJ;
-    e.u.host.ptr = (uint64_t)(uintptr_t)p;
-    e.u.host.size = size;
-    e.u.host.api = api;
-    rec_event(&e, sample_stacks);
+    rec_py_alloc((uint64_t)(uintptr_t)p, size, api, sample_stacks);
 }
 
 /* site: where the domain's function returns to (python_alloc_sites.h).

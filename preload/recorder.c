@@ -219,8 +219,6 @@ struct captured {
     rec_py_raw py[MAX_PY_FRAMES];
     int npy;
     const rec_py_provider *provider;
-    const char *text;      /* rec_event_text: a string the event names */
-    uint32_t *text_id;
     struct captured_names names;
 };
 
@@ -364,18 +362,27 @@ static inline void stamp(tf_event *e, pid_t tid)
  * about 10 instructions (callgrind, churn_cycles and threaded with
  * TRACE_PY_ALLOCS=1).  Not record_event into rec_event: its 4.5 KiB frame
  * would then be taken before the stack's room is asked about. */
-static inline __attribute__((always_inline)) uint64_t encode(tf_event *e, const struct captured *c, pid_t tid)
+/* flags, text and kind as record_as's: constants there for a py_alloc, so
+ * that what cannot apply to it goes (c is read again after each call out,
+ * the stack capture's pointer into it having escaped). */
+static inline __attribute__((always_inline)) uint64_t encode(tf_event *e, const struct captured *c, pid_t tid,
+                                                             unsigned flags, uint32_t *text_id,
+                                                             const char *text, uint32_t kind)
 {
     encode_names(&c->names, tid);
     stamp(e, tid);
     e->t_ns = in_unit(event_clock_ns_from(c->ticks));   /* under the lock: event_clock.h */
-    e->native_stack = c->native.id;
-    if (c->native.n && (!c->native.id || c->generation != atomic_load(&generation)))
+    e->native_stack = flags & REC_NATIVE_STACK ? c->native.id : 0;
+    if (flags & REC_NATIVE_STACK && c->native.n &&
+        (!c->native.id || c->generation != atomic_load(&generation)))
         e->native_stack = tf_write_native_stack(writer, c->native.ips, (uint32_t)c->native.n);
-    e->py_stack = c->npy > 0 ? c->provider->intern(writer, c->py, c->npy) : 0;
-    if (c->text)
-        *c->text_id = tf_write_string(writer, c->text, strlen(c->text));
-    tf_write_event(writer, e);
+    e->py_stack = flags & REC_PY_STACK && c->npy > 0 ? c->provider->intern(writer, c->py, c->npy) : 0;
+    if (text)
+        *text_id = tf_write_string(writer, text, strlen(text));
+    if (kind == TF_EV_PY_ALLOC)
+        tf_write_py_alloc(writer, e);
+    else
+        tf_write_event(writer, e);
     return e->seq;
 }
 
@@ -430,7 +437,12 @@ static void open_push(uint64_t seq)
     open_count++;
 }
 
-static uint64_t record_event(tf_event *e, unsigned flags, uint32_t *text_id, const char *text)
+/* kind: 0 for any event (e->kind), or TF_EV_PY_ALLOC for record_py_alloc,
+ * whose flags and text are constants: what cannot apply to it (a native
+ * stack, a text, an operation opened) folds away, and its record is encoded
+ * from its kind's layout without looking the kind up. */
+static inline __attribute__((always_inline)) uint64_t record_as(tf_event *e, unsigned flags, uint32_t *text_id,
+                                                                const char *text, uint32_t kind)
 {
     pid_t tid = entering();
     if (!tid)
@@ -443,26 +455,45 @@ static uint64_t record_event(tf_event *e, unsigned flags, uint32_t *text_id, con
      * through objects the rescan after dlopen has not recorded yet, and a
      * reader resolves an address with the modules loaded at its event:
      * record them first. */
-    if (!nested && c.native.n && dl_in_dlopen())
+    if (flags & REC_NATIVE_STACK && !nested && c.native.n && dl_in_dlopen())
         modules_rescan_if_changed();
-    c.text = text;
-    c.text_id = text_id;
     if (!take_or_drop(tid))
         return 0;
     uint64_t seq = 0;
     size_t pending = 0;
     if (rec_active()) {
-        seq = encode(e, &c, tid);
+        seq = encode(e, &c, tid, flags, text_id, text, kind);
         pending = tf_writer_pending(writer);
     }
     lock_release();
-    if (seq && !nested && c.native.n && !c.native.id)
+    if (flags & REC_NATIVE_STACK && seq && !nested && c.native.n && !c.native.id)
         native_stack_remember(c.generation, e->native_stack);
     in_rec_event--;
     if (seq && flags & REC_OPEN)
         open_push(seq);
     after_event(pending);
     return seq;
+}
+
+/* Out of line, both: their 4.5 KiB frames are taken only once
+ * hook_stack_roomy said there is room. */
+static __attribute__((noinline)) uint64_t record_event(tf_event *e, unsigned flags, uint32_t *text_id,
+                                                       const char *text)
+{
+    return record_as(e, flags, text_id, text, 0);
+}
+
+/* A py_alloc with its Python stack alone (TRACE_PY_ALLOCS without
+ * TRACE_PY_ALLOC_NATIVE).  The event is its own, never seen outside
+ * (tf_write_py_alloc is inlined here): its fields stay in registers. */
+static __attribute__((noinline)) uint64_t record_py_alloc(uint64_t ptr, uint64_t size, uint32_t api)
+{
+    tf_event e;   /* not zeroed: tf_write_py_alloc reads the common fields, which encode sets, and these */
+    e.u.host.domain = TF_HOST_OBJ;
+    e.u.host.ptr = ptr;
+    e.u.host.size = size;
+    e.u.host.api = api;
+    return record_as(&e, REC_PY_STACK, NULL, NULL, TF_EV_PY_ALLOC);
 }
 
 /* A py_free: no stacks, no text, and most of them join the PY_FREES record
@@ -562,6 +593,12 @@ static void record_event_packed(void *arg)
     a->seq = record_event(a->e, a->flags, a->text_id, a->text);
 }
 
+static void record_py_alloc_packed(void *arg)
+{
+    struct aside_args *a = arg;
+    a->seq = record_py_alloc(a->e->u.host.ptr, a->e->u.host.size, a->e->u.host.api);
+}
+
 static void record_py_free_packed(void *arg)
 {
     struct aside_args *a = arg;
@@ -608,6 +645,40 @@ uint64_t rec_event(tf_event *e, unsigned flags)
     uint64_t seq = __builtin_expect(hook_stack_roomy(), 1)
                        ? record_event(e, flags, NULL, NULL)
                        : record_aside(record_event_packed, e, flags, NULL, NULL);
+    host_guard_leave();
+    *err = saved_errno;
+    return seq;
+}
+
+/* An OBJ-domain py_alloc's event, for the ways that need one whole. */
+static inline tf_event py_alloc_event(uint64_t ptr, uint64_t size, uint32_t api)
+{
+    tf_event e;
+    tf_event_init(&e, TF_EV_PY_ALLOC);
+    e.u.host.domain = TF_HOST_OBJ;
+    e.u.host.ptr = ptr;
+    e.u.host.size = size;
+    e.u.host.api = api;
+    return e;
+}
+
+static __attribute__((noinline, cold)) uint64_t record_py_alloc_aside(uint64_t ptr, uint64_t size, uint32_t api)
+{
+    tf_event e = py_alloc_event(ptr, size, api);
+    return record_aside(record_py_alloc_packed, &e, REC_PY_STACK, NULL, NULL);
+}
+
+uint64_t rec_py_alloc(uint64_t ptr, uint64_t size, uint32_t api, unsigned flags)
+{
+    if (__builtin_expect(flags != REC_PY_STACK, 0)) {
+        tf_event e = py_alloc_event(ptr, size, api);
+        return rec_event(&e, flags);
+    }
+    int *err = program_errno(), saved_errno = *err;
+    check_open_ops();
+    host_guard_enter();
+    uint64_t seq = __builtin_expect(hook_stack_roomy(), 1) ? record_py_alloc(ptr, size, api)
+                                                           : record_py_alloc_aside(ptr, size, api);
     host_guard_leave();
     *err = saved_errno;
     return seq;
@@ -717,7 +788,7 @@ static void encode_end(const char *how)
 {
     tf_write_info(writer, "ending", how);
     tf_event e = { .kind = TF_EV_END };
-    encode(&e, &(struct captured){ .ticks = event_clock_early() }, rec_tid());
+    encode(&e, &(struct captured){ .ticks = event_clock_early() }, rec_tid(), 0, NULL, NULL, 0);
 }
 
 void rec_end(const char *how)

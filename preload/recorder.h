@@ -42,6 +42,13 @@ uint64_t rec_event(tf_event *e, unsigned flags);
  * (a log kept within TRACE_MAX_BYTES forgets its strings at each segment). */
 uint64_t rec_event_text(tf_event *e, unsigned flags, uint32_t *text_id, const char *text);
 
+/* An object's allocation: what rec_event records for a tf_event of kind
+ * TF_EV_PY_ALLOC with domain TF_HOST_OBJ, these u.host fields, and flags.
+ * With flags REC_PY_STACK (TRACE_PY_ALLOCS: every GC allocation may be
+ * one) by a way of its own that skips what cannot apply to it, and writes
+ * the same record. */
+uint64_t rec_py_alloc(uint64_t ptr, uint64_t size, uint32_t api, unsigned flags);
+
 /* A py_free (TF_EV_PY_FREE) of the block at ptr in domain (enum
  * tf_host_domain), recorded without stacks and, in a run of them, without a
  * clock reading of its own: it takes the time of the PY_FREES record it
