@@ -228,12 +228,9 @@ struct captured {
  * interposed: thread_names.c); the Python name when the Python side says
  * its version changed (it looks now and then, with the GIL).  The names are
  * copied only when a record is due: most events pay two compares. */
-static inline __attribute__((always_inline)) void capture_names(struct captured_names *c, int nested)
+static __attribute__((noinline)) void capture_names_due(struct captured_names *c, uint32_t epoch,
+                                                       rec_thread_namer namer)
 {
-    c->name_due = 0;
-    if (nested)
-        return;   /* in a signal handler inside the recorder: next time */
-    uint32_t epoch = atomic_load_explicit(&names_epoch, memory_order_relaxed);
     int due = my_named_generation != c->generation;
     char now[17];
     int os_read = 0;
@@ -252,7 +249,6 @@ static inline __attribute__((always_inline)) void capture_names(struct captured_
             my_names_epoch = epoch;
     }
     c->names_epoch = epoch;
-    rec_thread_namer namer = atomic_load_explicit(&thread_namer, memory_order_acquire);
     char py[REC_THREAD_NAME_MAX];
     c->py_version = my_py_version;
     if (namer && (due || event_clock_latest_ns() >= my_name_ask_after))
@@ -280,6 +276,22 @@ static inline __attribute__((always_inline)) void capture_names(struct captured_
         c->py_name[sizeof c->py_name - 1] = '\0';
     }
     c->name_due = due;
+}
+
+/* Most events: named in this writer, no rename anywhere since, and not
+ * the time to ask the namer: three compares, and nothing stored but
+ * name_due (the rest of c is read only when a record is due). */
+static inline __attribute__((always_inline)) void capture_names(struct captured_names *c, int nested)
+{
+    c->name_due = 0;
+    if (nested)
+        return;   /* in a signal handler inside the recorder: next time */
+    uint32_t epoch = atomic_load_explicit(&names_epoch, memory_order_relaxed);
+    rec_thread_namer namer = atomic_load_explicit(&thread_namer, memory_order_acquire);
+    if (__builtin_expect(my_named_generation == c->generation && my_names_epoch == epoch &&
+                         (!namer || event_clock_latest_ns() < my_name_ask_after), 1))
+        return;
+    capture_names_due(c, epoch, namer);
 }
 
 static inline __attribute__((always_inline)) void capture(struct captured *c, unsigned flags, int nested)
@@ -357,21 +369,23 @@ static inline void stamp(tf_event *e, pid_t tid)
 }
 
 /* Under the lock: definitions this event refers to, then the event.
- * Inlined into record_event (it runs after hook_stack_roomy, so its frame
+ * Inlined into record_as (it runs after hook_stack_roomy, so its frame
  * is no deeper than before): the call and its own frame cost every event
  * about 10 instructions (callgrind, churn_cycles and threaded with
  * TRACE_PY_ALLOCS=1).  Not record_event into rec_event: its 4.5 KiB frame
- * would then be taken before the stack's room is asked about. */
-/* flags, text and kind as record_as's: constants there for a py_alloc, so
- * that what cannot apply to it goes (c is read again after each call out,
- * the stack capture's pointer into it having escaped). */
+ * would then be taken before the stack's room is asked about.
+ * flags, text and kind are record_as's: constants there for a py_alloc,
+ * so that what cannot apply to it goes (c is read again after each call
+ * out, the stack capture's pointer into it having escaped).  The
+ * definitions come before the event's seq and time, which are only needed
+ * after them: taken before, they were kept across the calls that write
+ * the definitions, spilled and reloaded (4 instructions a py_alloc).  Both
+ * are still taken under the lock. */
 static inline __attribute__((always_inline)) uint64_t encode(tf_event *e, const struct captured *c, pid_t tid,
                                                              unsigned flags, uint32_t *text_id,
                                                              const char *text, uint32_t kind)
 {
     encode_names(&c->names, tid);
-    stamp(e, tid);
-    e->t_ns = in_unit(event_clock_ns_from(c->ticks));   /* under the lock: event_clock.h */
     e->native_stack = flags & REC_NATIVE_STACK ? c->native.id : 0;
     if (flags & REC_NATIVE_STACK && c->native.n &&
         (!c->native.id || c->generation != atomic_load(&generation)))
@@ -379,6 +393,8 @@ static inline __attribute__((always_inline)) uint64_t encode(tf_event *e, const 
     e->py_stack = flags & REC_PY_STACK && c->npy > 0 ? c->provider->intern(writer, c->py, c->npy) : 0;
     if (text)
         *text_id = tf_write_string(writer, text, strlen(text));
+    stamp(e, tid);
+    e->t_ns = in_unit(event_clock_ns_from(c->ticks));   /* under the lock: event_clock.h */
     if (kind == TF_EV_PY_ALLOC)
         tf_write_py_alloc(writer, e);
     else
