@@ -1,8 +1,9 @@
 /*
  * records.h - an event record (FORMAT.md section 7), both ways: the one
- * codec of the 1.x event encoding, used by the writer (tf_write_event), the
- * reader, and column blocks (columns.c, which reads records to make a block
- * and writes them back out of one).
+ * codec of the 1.x event encoding, used by the writer (tf_write_event, and
+ * tf_write_py_alloc with the kind a constant), the reader, and column
+ * blocks (columns.c, which reads records to make a block and writes them
+ * back out of one).
  *
  * Everything here is inlined once per event kind with a constant layout
  * (the TF_EVENT_KINDS switches): only unrolled does each field's encoding

@@ -2,7 +2,9 @@
  * recorder.h - the one door through which events enter the log.
  *
  * Every hook (CUDA, Python, the pool-annotation API) fills a tf_event with its
- * kind's own fields and calls rec_event(); the recorder gives it its place in
+ * kind's own fields and calls rec_event() (the two kinds every object makes
+ * under TRACE_PY_ALLOCS have doors of their own, rec_py_alloc and
+ * rec_py_free, that record the same); the recorder gives it its place in
  * the total order (seq), thread id, time, parent operation and stacks, and
  * encodes it.  Safe from any thread; never allocates a Python object; holds no
  * lock across a call out of the recorder.
