@@ -682,6 +682,11 @@ static int line_of(void *code, const code_entry *c, int64_t where, int cached)
  * last death at an address of each slot, plus one. */
 #define DEATH_SLOTS 4096u
 static uint64_t death_at[DEATH_SLOTS];
+/* Bumped whenever the tree is emptied or code deaths are applied: a
+ * thread's path made under another value shares no frame (intern).  One
+ * word for the two compares of path_generation and buried at every event;
+ * never reused (64 bits). */
+static uint64_t path_valid = 1;
 static void path_forget_all(void);
 
 static void forget_caches(void)
@@ -699,6 +704,7 @@ static void forget_caches(void)
 /* Apply the code deaths since the last call, up to `now`, to the caches. */
 static void bury(uint64_t now)
 {
+    path_valid++;
     if (now - buried > CODE_DEATHS_KEPT) {
         forget_caches();
         buried = now;
@@ -756,6 +762,7 @@ static void bury(uint64_t now)
  */
 #define PATH_NODES 16384u             /* a power of two */
 #define PATH_FULL (PATH_NODES / 4 * 3)
+#define PATH_SLOTS_MAX (PATH_NODES * 4)
 #define PATH_FRAMES 128
 typedef struct path_node {
     uint64_t parent;           /* stamp of the node outside it; 0: outermost */
@@ -765,34 +772,41 @@ typedef struct path_node {
     uint64_t born;             /* code deaths applied when it was made */
     tf_py_frame frame;
     uint32_t id;               /* the stack ending here; 0: not asked yet */
-} path_node;
+} __attribute__((aligned(64))) path_node;   /* a node's index a shift from its address: 56 bytes cost
+                                             * 3 instructions each time, 3 or 4 times an event */
 /* The nodes in the order they were made (path_count of them), found by a
  * hash table of their numbers: a process touches the pages of the nodes it
  * made, one after another, and of the table's slots it used (8 bytes
  * each), not a page of 56-byte nodes per frame spread over the whole table
  * (about 300 page faults, 1.2 MiB, in a bare `python -c pass`).  The slot
  * table starts at 1024 slots (static, 8 KiB) and doubles into mapped
- * memory whenever it would pass half full, up to PATH_NODES (which the
- * tree fills to three quarters): a few hundred nodes hashed over 16384
+ * memory whenever it would pass a quarter full, up to PATH_SLOTS_MAX
+ * (which the tree fills to 3/16): a few hundred nodes hashed over 16384
  * slots touched all 32 pages of them (60 of a short process's page
- * faults), a table sized to them touches two. */
+ * faults), a table sized to them touches two.  Up to half full, with at
+ * most PATH_NODES slots, churn_cycles's 8,000 to 12,000 nodes (3.11)
+ * took 1.9 slots and 1.8 nodes read a look-up (linear probing). */
 typedef struct path_slot {
     uint32_t node;
     uint32_t generation;       /* path_generation; else empty */
 } path_slot;
 #define PATH_SLOTS_FIRST 1024u
+#define PATH_SLOTS_ROOMY(nodes, slots) ((nodes) * 4 <= (slots) || (slots) >= PATH_SLOTS_MAX)
 static path_slot path_slots_first[PATH_SLOTS_FIRST];
 static path_slot *path_slots = path_slots_first;
 static uint32_t path_slot_count = PATH_SLOTS_FIRST;   /* a power of two */
 static path_node path_tree[PATH_FULL];
 static uint32_t path_count;
+/* The most nodes the tree may hold before path_make_room must run: PATH_FULL,
+ * or fewer while the slot table can still grow (PATH_SLOTS_ROOMY); one
+ * compare an event. */
+static uint32_t path_count_max = PATH_SLOTS_FIRST / 4;
 static uint32_t path_generation = 1;
 static uint64_t path_stamps;
 
 typedef struct py_path {
-    uint32_t generation;       /* path_generation it was made in */
+    uint64_t valid;            /* path_valid when it was made; 0: none */
     int n;                     /* frames of the previous stack */
-    uint64_t deaths_seen;      /* code deaths applied when it was made */
     /* The frames, innermost first as captured, ending at the array's end:
      * frame j from the outermost is raw[PATH_FRAMES - 1 - j], so the frames
      * a stack shares with the previous one lie at the same place whatever
@@ -829,7 +843,7 @@ static py_path *path_get(void)
         return NULL;
     }
     path_failed = 0;
-    path = p;                  /* zeroed: generation 0 matches no tree */
+    path = p;                  /* zeroed: valid 0 matches no tree */
     return path;
 }
 
@@ -842,6 +856,7 @@ static live_codes *live_codes_get(void)
 static void path_forget_all(void)
 {
     path_generation = path_generation + 1 ? path_generation + 1 : 1;
+    path_valid++;
     path_count = 0;
 }
 
@@ -849,15 +864,17 @@ static void path_forget_all(void)
  * made again when its code may have died since, or made. */
 static uint32_t path_home(uint64_t parent, uintptr_t code, int64_t where, uint32_t slots)
 {
-    uint64_t h = ((parent * 0x9E3779B97F4A7C15ull ^ code) * 0xff51afd7ed558ccdull ^ (uint64_t)where) *
-                 0xc4ceb9fe1a85ec53ull;
+    /* Two multiplies, not three: the parent's spread over the word before
+     * the code is added keeps the code's high bits from cancelling those
+     * of its instruction pointer (3.11+'s where). */
+    uint64_t h = ((parent * 0x9E3779B97F4A7C15ull + code) ^ (uint64_t)where) * 0xc4ceb9fe1a85ec53ull;
     return (uint32_t)(h >> 40) & (slots - 1);
 }
 
 /* Doubles the slot table and puts every node in again (the nodes are the
  * table's whole content); 0 when there is no memory for it (the caller
  * then empties the tree).  Past the first, static table, the slots live in
- * one mapping of PATH_NODES slots, reserved at the first doubling and used
+ * one mapping of PATH_SLOTS_MAX slots, reserved at the first doubling and used
  * from its start: a doubling clears the part in use and hashes the nodes
  * over twice as much, so the pages touched are those of the largest table
  * used, not of every size on the way.  Mapped with the host-buffer hooks
@@ -869,7 +886,7 @@ static int path_grow(void)
     uint32_t count = path_slot_count * 2;
     if (!path_slots_mapped) {
         host_guard_enter();
-        void *p = mmap(NULL, PATH_NODES * sizeof(path_slot), PROT_READ | PROT_WRITE,
+        void *p = mmap(NULL, PATH_SLOTS_MAX * sizeof(path_slot), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         host_guard_leave();
         if (p == MAP_FAILED)
@@ -888,6 +905,7 @@ static int path_grow(void)
     }
     path_slots = slots;
     path_slot_count = count;
+    path_count_max = count >= PATH_SLOTS_MAX || count / 4 > PATH_FULL ? PATH_FULL : count / 4;
     return 1;
 }
 
@@ -901,7 +919,8 @@ static tf_py_frame frame_of(tf_writer *w, uintptr_t code, int64_t where, int cac
     return (tf_py_frame){ .code = c->id, .line = line > 0 ? (uint32_t)line : 0 };
 }
 
-static uint32_t path_child(tf_writer *w, uint64_t parent, uintptr_t code, int64_t where)
+static __attribute__((noinline)) uint32_t path_child(tf_writer *w, uint64_t parent, uintptr_t code,
+                                                     int64_t where)
 {
     uint32_t mask = path_slot_count - 1;
     uint32_t i = path_home(parent, code, where, path_slot_count);
@@ -926,6 +945,45 @@ static uint32_t path_child(tf_writer *w, uint64_t parent, uintptr_t code, int64_
     *e = (path_node){ .parent = parent, .code = code, .where = where, .stamp = ++path_stamps,
                       .born = buried, .frame = frame_of(w, code, where, 1) };
     return (uint32_t)(e - path_tree);
+}
+
+/* A node found away from its home slot trades places with the node
+ * there: that one stays reachable (it sat at or after its own home, and
+ * every slot from there to i is in use: nothing is ever taken out but all
+ * at once), and the nodes looked up most end up found at their home.  In
+ * churn_cycles 0.05 on 3.11 (1,546 nodes over 8,192 slots) a look-up read
+ * 1.56 slots without, as hashing the nodes in the order made predicts
+ * 1.12. */
+static __attribute__((noinline)) void path_promote(uint32_t home, uint32_t i)
+{
+    path_slot moved = path_slots[home];
+    path_slots[home] = path_slots[i];
+    path_slots[i] = moved;
+}
+
+/* path_child's usual answer, inline: a node found with no death applied
+ * since it was made.  Anything else (a node to make, or one whose code
+ * may have died) goes to path_child, which looks again. */
+static inline __attribute__((always_inline)) uint32_t path_find(tf_writer *w, uint64_t parent, uintptr_t code,
+                                                                int64_t where)
+{
+    const path_slot *slots = path_slots;
+    uint32_t mask = path_slot_count - 1, generation = path_generation;
+    uint32_t home = path_home(parent, code, where, mask + 1);
+    for (uint32_t i = home;; i = (i + 1) & mask) {
+        path_slot slot = slots[i];
+        if (slot.generation != generation)
+            break;
+        const path_node *e = &path_tree[slot.node];
+        if (e->parent == parent && e->code == code && e->where == where) {
+            if (e->born != buried)
+                break;
+            if (__builtin_expect(i != home, 0))
+                path_promote(home, i);
+            return slot.node;
+        }
+    }
+    return path_child(w, parent, code, where);
 }
 
 /* The id of the stack whose frames' nodes are nodes[0..n), outermost first.
@@ -997,32 +1055,44 @@ static void prefault_caches(void)
  * first, as captured) shares with the thread's previous one, m frames
  * ending at prev_end (its layout: py_path's tail).  Both have their
  * outermost frame last, so the frames that match are the two arrays'
- * common tail: one memcmp of all but the innermost frame of the shorter
- * answers the usual event, whose stack differs from the previous one only
- * there (a frame called or returned, or the innermost frame moved on),
- * where a compare a frame at a time from the outermost cost about 10
- * instructions a frame (churn_cycles: 12 frames, 11 shared).  Below
- * SHARED_MEMCMP_MIN frames the loop alone: the call costs about 55
+ * common tail: one compare of all but the innermost frame of the shorter
+ * (same_before) answers the usual event, whose stack differs from the
+ * previous one only there (a frame called or returned, or the innermost
+ * frame moved on), where a compare a frame at a time from the outermost
+ * cost about 10 instructions a frame (churn_cycles: 12 frames, 11 shared);
+ * else, or then for that last frame, a frame at a time. */
+#define SHARED_OUTER(raw, n, prev_end, m, same_before)                      \
+    ({                                                                      \
+        int k_ = ((n) < (m) ? (n) : (m)) - 1, same_;                       \
+        const rec_py_raw *a_ = (raw) + (n), *b_ = (prev_end);               \
+        if (k_ > 0 && same_before(a_, b_, k_)) {                            \
+            a_ -= k_ + 1;                                                   \
+            b_ -= k_ + 1;                                                   \
+            same_ = k_ + (a_->code == b_->code && a_->where == b_->where);  \
+        } else {                                                            \
+            const rec_py_raw *stop_ = b_ - (k_ + 1);                        \
+            while (b_ > stop_ && a_[-1].code == b_[-1].code && a_[-1].where == b_[-1].where) \
+                a_--, b_--;                                                 \
+            same_ = (int)((prev_end) - b_);                                 \
+        }                                                                   \
+        same_;                                                              \
+    })
+
+/* Below SHARED_MEMCMP_MIN frames the loop alone: the call costs about 55
  * (threaded's stacks, 4.6 frames an event, cost more with memcmp at every
  * depth than without it). */
 #define SHARED_MEMCMP_MIN 4
-static inline __attribute__((always_inline)) int shared_outer(const rec_py_raw *raw, int n,
-                                                              const rec_py_raw *prev_end, int m)
+static inline __attribute__((always_inline)) int same_before_memcmp(const rec_py_raw *a, const rec_py_raw *b, int k)
 {
-    int k = (n < m ? n : m) - 1;
-    const rec_py_raw *a = raw + n, *b = prev_end;
-    if (k >= SHARED_MEMCMP_MIN) {
-        if (memcmp(a - k, b - k, (size_t)k * sizeof *a) == 0) {
-            a -= k;
-            b -= k;
-            k = 0;
-        }
-    }
-    const rec_py_raw *stop = b - (k + 1);
-    while (b > stop && a[-1].code == b[-1].code && a[-1].where == b[-1].where)
-        a--, b--;
-    return (int)(prev_end - b);
+    return k >= SHARED_MEMCMP_MIN && memcmp(a - k, b - k, (size_t)k * sizeof *a) == 0;
 }
+
+static int shared_outer(const rec_py_raw *raw, int n, const rec_py_raw *prev_end, int m)
+{
+    return SHARED_OUTER(raw, n, prev_end, m, same_before_memcmp);
+}
+
+
 
 /* Room in the tree for the nodes of the frames same..n: the slot table
  * grown, or the tree emptied (then no frame is shared).  Kept out of
@@ -1033,7 +1103,7 @@ static __attribute__((noinline)) int path_make_room(int n, int same)
         path_forget_all();
         same = 0;
     }
-    while ((path_count + (uint32_t)(n - same)) * 2 > path_slot_count && path_slot_count < PATH_NODES)
+    while (!PATH_SLOTS_ROOMY(path_count + (uint32_t)(n - same), path_slot_count))
         if (!path_grow()) {
             path_forget_all();
             same = 0;
@@ -1042,7 +1112,48 @@ static __attribute__((noinline)) int path_make_room(int n, int same)
     return same;
 }
 
-static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
+/* intern once the checks at its entry have passed (the path p is this
+ * thread's, the caches are for w, no code death is left to apply) and the
+ * frames the previous stack shares from the outermost are known (0 where
+ * the tree was emptied or a code object died since it was made). */
+static inline __attribute__((always_inline)) uint32_t intern_rest(tf_writer *w, const rec_py_raw *raw, int n,
+                                                                  py_path *p, int same)
+{
+    p->n = n;
+    if (same == n)
+        return path_stack_id(w, p->node, n);
+    /* Room for the nodes to come (only a stack with new frames makes
+     * any); emptying the tree drops the shared nodes too. */
+    if (__builtin_expect(path_count + (uint32_t)(n - same) > path_count_max, 0))
+        same = path_make_room(n, same);
+    p->valid = path_valid;
+    /* Each new frame below the node of the one outside it, the parent's
+     * stamp carried from one to the next; usually one frame, the
+     * innermost, whose loop costs more than the frame. */
+    rec_py_raw *keep = p->raw + PATH_FRAMES - 1;     /* frame j at keep - j */
+    uint64_t parent = same ? path_tree[p->node[same - 1]].stamp : 0;
+    uint32_t node;
+    if (__builtin_expect(same == n - 1, 1)) {
+        keep[-same] = raw[0];
+        node = path_find(w, parent, (uintptr_t)raw[0].code, (int64_t)raw[0].where);
+        p->node[same] = node;
+    } else {
+        const rec_py_raw *f = raw + (n - 1 - same);
+        node = 0;
+        for (int j = same; j < n; j++, f--) {
+            keep[-j] = *f;
+            node = path_find(w, parent, (uintptr_t)f->code, (int64_t)f->where);
+            p->node[j] = node;
+            parent = path_tree[node].stamp;
+        }
+    }
+    uint32_t id = path_tree[node].id;
+    return id ? id : path_stack_define(w, p->node, n);
+}
+
+/* intern's entry when one of its checks fails: a new writer or segment,
+ * code deaths to apply, no path yet, a stack deeper than a path. */
+static __attribute__((noinline)) uint32_t intern_entry(tf_writer *w, const rec_py_raw *raw, int n)
 {
     if (w != cached_for || tf_writer_epoch(w) != cached_epoch) {
         prefault_caches();
@@ -1057,43 +1168,32 @@ static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
     uint64_t deaths = code_deaths_count();
     if (deaths != buried)
         bury(deaths);
-    py_path *p = path;         /* path_get's own test, inline: it is there after the first */
-    if (__builtin_expect(!p || n > PATH_FRAMES, 0)) {
-        p = n <= PATH_FRAMES ? path_get() : NULL;
-        if (!p)
-            return intern_fresh(w, raw, n, 1);
-    }
-    /* The frames the previous stack shares from the outermost keep their
-     * nodes, unless the tree was emptied or a code object died since. */
-    int same = 0;
-    if (p->generation == path_generation && p->deaths_seen == buried)
-        same = shared_outer(raw, n, p->raw + PATH_FRAMES, p->n);
-    p->n = n;
-    if (same == n)
-        return path_stack_id(w, p->node, n);
-    /* Room for the nodes to come (only a stack with new frames makes
-     * any); emptying the tree drops the shared nodes too. */
-    uint32_t more = path_count + (uint32_t)(n - same);
-    if (__builtin_expect(more > PATH_FULL || (more * 2 > path_slot_count && path_slot_count < PATH_NODES), 0))
-        same = path_make_room(n, same);
-    p->generation = path_generation;
-    p->deaths_seen = buried;
-    /* Each new frame below the node of the one outside it, the parent's
-     * stamp carried from one to the next (usually one frame: the
-     * innermost). */
-    rec_py_raw *keep = p->raw + PATH_FRAMES - 1;     /* frame j at keep - j */
-    const rec_py_raw *f = raw + (n - 1 - same);
-    uint64_t parent = same ? path_tree[p->node[same - 1]].stamp : 0;
-    uint32_t node = 0;
-    for (int j = same; j < n; j++, f--) {
-        keep[-j] = *f;
-        node = path_child(w, parent, (uintptr_t)f->code, (int64_t)f->where);
-        p->node[j] = node;
-        parent = path_tree[node].stamp;
-    }
-    uint32_t id = path_tree[node].id;
-    return id ? id : path_stack_define(w, p->node, n);
+    py_path *p = n <= PATH_FRAMES ? path_get() : NULL;
+    if (!p)
+        return intern_fresh(w, raw, n, 1);
+    return intern_rest(w, raw, n, p, p->valid == path_valid ? shared_outer(raw, n, p->raw + PATH_FRAMES, p->n) : 0);
 }
+
+/* The checks of intern_entry, all at once: each event pays for them, and
+ * nearly every one passes them all. */
+static inline __attribute__((always_inline)) int intern_ready(tf_writer *w, const py_path *p, int n)
+{
+    return __builtin_expect(w == cached_for && tf_writer_epoch(w) == cached_epoch && code_deaths_watching() &&
+                                code_deaths_count() == buried && p && n <= PATH_FRAMES,
+                            1);
+}
+
+static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
+{
+    py_path *p = path;
+    if (!intern_ready(w, p, n))
+        return intern_entry(w, raw, n);
+    int same = 0;
+    if (p->valid == path_valid)
+        same = SHARED_OUTER(raw, n, p->raw + PATH_FRAMES, p->n, same_before_memcmp);
+    return intern_rest(w, raw, n, p, same);
+}
+
 
 static rec_py_provider provider;
 
