@@ -101,9 +101,12 @@ static inline __attribute__((always_inline)) void *own_tstate_for(int global_tst
         if (!global_tstate)
             return tstate;
         if (thread_id_at != PY_NO_FIELD) {
-            unsigned long me = my_pthread ? my_pthread : my_pthread_first();
-            if (FIELD(tstate, thread_id_at, unsigned long) == me)
+            /* my_pthread is 0 until this thread's first look, and no
+             * thread's id is 0: tested only where the ids differ. */
+            if (FIELD(tstate, thread_id_at, unsigned long) == my_pthread)
                 return tstate;
+            if (!my_pthread && FIELD(tstate, thread_id_at, unsigned long) == my_pthread_first())
+                return tstate;          /* read again: nothing kept across the call */
         } else if (tstate == py.PyGILState_GetThisThreadState()) {
             return tstate;
         }
@@ -214,7 +217,9 @@ static inline __attribute__((always_inline)) rec_py_raw *walk_frame(const py_lay
 static inline __attribute__((always_inline)) int walk(const py_layout *L, void *tstate,
                                                       rec_py_raw *restrict out, int max)
 {
-    const void *code_type = py.code_type;
+    /* Not read where code_always says the walk needs it not (the cut's
+     * look reads it itself). */
+    const void *code_type = L->code_always ? NULL : py.code_type;
     void *f;
     if (L->tstate_cframe != PY_NO_FIELD) {
         void *cframe = FIELD(tstate, L->tstate_cframe, void *);
@@ -228,7 +233,13 @@ static inline __attribute__((always_inline)) int walk(const py_layout *L, void *
     }
     /* Eight frames a round while there is room for eight: the room is
      * compared once a round, not at every frame. */
-    rec_py_raw *o = out, *const end = out + (max > 0 ? max : 0);
+    if (__builtin_expect(max <= 0, 0))
+        return 0;
+    rec_py_raw *o = out, *const end = out + max;
+    /* Where a round of eight may start (below out where max < 8): one
+     * compare a round, not a subtraction and a compare (two rounds an
+     * event in churn_cycles). */
+    const uintptr_t last_round = (uintptr_t)end - 8 * sizeof *out;
 #define WALK_STEP                                                     \
     do {                                                              \
         o = walk_frame(L, f, o, out, code_type);                      \
@@ -237,7 +248,7 @@ static inline __attribute__((always_inline)) int walk(const py_layout *L, void *
             goto walked;                                              \
     } while (0)
     while (f) {
-        if (end - o >= 8) {
+        if ((uintptr_t)o <= last_round) {
             WALK_STEP; WALK_STEP; WALK_STEP; WALK_STEP;
             WALK_STEP; WALK_STEP; WALK_STEP; WALK_STEP;
         } else {
@@ -251,7 +262,7 @@ walked:;
     int n = (int)(o - out);
     /* No room for the rest: the outermost frame kept gives its place to
      * the cut (innermost frames are what says where an event came from). */
-    if (__builtin_expect(f != NULL, 0) && n == max && max > 1 && code_frames_from(L, f, code_type))
+    if (__builtin_expect(f != NULL, 0) && n == max && max > 1 && code_frames_from(L, f, py.code_type))
         out[max - 1] = (rec_py_raw){ .code = RAW_CUT, .where = 0 };
     return n;
 }
