@@ -875,10 +875,10 @@ static void path_forget_all(void)
  * made again when its code may have died since, or made. */
 static uint32_t path_home(uint64_t parent, uintptr_t code, int64_t where, uint32_t slots)
 {
-    /* Two multiplies, not three: the parent's spread over the word before
-     * the code is added keeps the code's high bits from cancelling those
-     * of its instruction pointer (3.11+'s where). */
-    uint64_t h = ((parent * 0x9E3779B97F4A7C15ull + code) ^ (uint64_t)where) * 0xc4ceb9fe1a85ec53ull;
+    /* One multiply, not three: the parent's stamp, spread over the word
+     * when made (path_child), added to the code keeps the code's high bits
+     * from cancelling those of its instruction pointer (3.11+'s where). */
+    uint64_t h = ((parent + code) ^ (uint64_t)where) * 0xc4ceb9fe1a85ec53ull;
     return (uint32_t)(h >> 40) & (slots - 1);
 }
 
@@ -953,7 +953,9 @@ static __attribute__((noinline)) uint32_t path_child(tf_writer *w, uint64_t pare
             break;              /* a code object at this address died since */
         }
     }
-    *e = (path_node){ .parent = parent, .code = code, .where = where, .stamp = ++path_stamps,
+    /* The count spread over the word (an odd multiplier: still never
+     * reused, and 0 only for no parent), so path_home need not. */
+    *e = (path_node){ .parent = parent, .code = code, .where = where, .stamp = ++path_stamps * 0x9E3779B97F4A7C15ull,
                       .born = buried, .frame = frame_of(w, code, where, 1) };
     return (uint32_t)(e - path_tree);
 }
@@ -1071,7 +1073,8 @@ static void prefault_caches(void)
  * previous one only there (a frame called or returned, or the innermost
  * frame moved on), where a compare a frame at a time from the outermost
  * cost about 10 instructions a frame (churn_cycles: 12 frames, 11 shared);
- * else, or then for that last frame, a frame at a time. */
+ * else, or then for that last frame, a frame at a time.  same_before is
+ * memcmp (intern), or AVX2 compares inline (intern_avx2). */
 #define SHARED_OUTER(raw, n, prev_end, m, same_before)                      \
     ({                                                                      \
         int k_ = ((n) < (m) ? (n) : (m)) - 1, same_;                       \
@@ -1103,7 +1106,71 @@ static int shared_outer(const rec_py_raw *raw, int n, const rec_py_raw *prev_end
     return SHARED_OUTER(raw, n, prev_end, m, same_before_memcmp);
 }
 
+/* A frame at a time from the outermost. */
+static inline __attribute__((always_inline)) int same_before_none(const rec_py_raw *a, const rec_py_raw *b, int k)
+{
+    (void)a, (void)b, (void)k;
+    return 0;
+}
 
+static inline __attribute__((always_inline)) int shared_outer_loop(const rec_py_raw *raw, int n,
+                                                                   const rec_py_raw *prev_end, int m)
+{
+    return SHARED_OUTER(raw, n, prev_end, m, same_before_none);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define INTERN_AVX2 1
+/* The differences of the 4 frames at a and at b, or'ed. */
+static inline __attribute__((always_inline, target("avx2"))) __m256i differ4(const char *a, const char *b)
+{
+    return _mm256_or_si256(
+        _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)a), _mm256_loadu_si256((const __m256i *)b)),
+        _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(a + 32)), _mm256_loadu_si256((const __m256i *)(b + 32))));
+}
+
+/* shared_outer with the k frames before the innermost of the shorter stack
+ * compared four at a time (two 32-byte loads, compares and or's) from the
+ * innermost of them out, the outermost four last (k is not always a
+ * multiple of four: they may be compared twice), and tested once; then
+ * that innermost frame.  memcmp cost 44 instructions an event and its
+ * call about 20 more (churn_cycles 0.05 on 3.11, 12 frames). */
+static inline __attribute__((always_inline, target("avx2"))) int shared_outer_avx2(const rec_py_raw *raw, int n,
+                                                                                 const rec_py_raw *prev_end, int m)
+{
+    int k = (n < m ? n : m) - 1;
+    if (k < 1)
+        return shared_outer_loop(raw, n, prev_end, m);
+    const char *ea = (const char *)(raw + n), *eb = (const char *)prev_end;
+    long off = -(long)k * (long)sizeof *raw;       /* the innermost of the k */
+    if (k >= 4) {
+        __m256i acc = differ4(ea + off, eb + off);
+        for (long o = off + 64; o < -64; o += 64)
+            acc = _mm256_or_si256(acc, differ4(ea + o, eb + o));
+        acc = _mm256_or_si256(acc, differ4(ea - 64, eb - 64));
+        if (!_mm256_testz_si256(acc, acc))
+            return shared_outer_loop(raw, n, prev_end, m);
+    } else if (k >= 2) {
+        __m256i acc = _mm256_or_si256(
+            _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(ea + off)),
+                             _mm256_loadu_si256((const __m256i *)(eb + off))),
+            _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(ea - 32)),
+                             _mm256_loadu_si256((const __m256i *)(eb - 32))));
+        if (!_mm256_testz_si256(acc, acc))
+            return shared_outer_loop(raw, n, prev_end, m);
+    } else {
+        __m128i d = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(ea - 16)),
+                                  _mm_loadu_si128((const __m128i *)(eb - 16)));
+        if (!_mm_testz_si128(d, d))
+            return shared_outer_loop(raw, n, prev_end, m);
+    }
+    const rec_py_raw *x = (const rec_py_raw *)(ea + off) - 1, *y = (const rec_py_raw *)(eb + off) - 1;
+    return x->code == y->code && x->where == y->where ? k + 1 : k;
+}
+#else
+#define INTERN_AVX2 0
+#endif
 
 /* Room in the tree for the nodes of the frames same..n: the slot table
  * grown, or the tree emptied (then no frame is shared).  Kept out of
@@ -1137,12 +1204,17 @@ static inline __attribute__((always_inline)) uint32_t intern_rest(tf_writer *w, 
      * any); emptying the tree drops the shared nodes too. */
     if (__builtin_expect(path_count + (uint32_t)(n - same) > path_count_max, 0))
         same = path_make_room(n, same);
-    p->valid = path_valid;
     /* Each new frame below the node of the one outside it, the parent's
      * stamp carried from one to the next; usually one frame, the
-     * innermost, whose loop costs more than the frame. */
+     * innermost, whose loop costs more than the frame.  A path sharing
+     * frames was made under path_valid already (and path_make_room
+     * shares none once it bumps it). */
     rec_py_raw *keep = p->raw + PATH_FRAMES - 1;     /* frame j at keep - j */
-    uint64_t parent = same ? path_tree[p->node[same - 1]].stamp : 0;
+    uint64_t parent = 0;
+    if (same)
+        parent = path_tree[p->node[same - 1]].stamp;
+    else
+        p->valid = path_valid;
     uint32_t node;
     if (__builtin_expect(same == n - 1, 1)) {
         keep[-same] = raw[0];
@@ -1205,6 +1277,21 @@ static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
     return intern_rest(w, raw, n, p, same);
 }
 
+#if INTERN_AVX2
+/* intern where the CPU has AVX2 (python_stack_install): its compare of the
+ * shared frames inline (shared_outer_avx2; called, it cost 18 instructions
+ * an event more). */
+static __attribute__((target("avx2"))) uint32_t intern_avx2(tf_writer *w, const rec_py_raw *raw, int n)
+{
+    py_path *p = path;
+    if (!intern_ready(w, p, n))
+        return intern_entry(w, raw, n);
+    int same = 0;
+    if (p->valid == path_valid)
+        same = shared_outer_avx2(raw, n, p->raw + PATH_FRAMES, p->n);
+    return intern_rest(w, raw, n, p, same);
+}
+#endif
 
 static rec_py_provider provider;
 
@@ -1236,6 +1323,11 @@ int python_stack_install(void)
                    FIELD(tstate, layout->tstate_thread_id, unsigned long) == (unsigned long)pthread_self()
                        ? layout->tstate_thread_id : PY_NO_FIELD;
     provider.capture = pick_capture(layout);
+#if INTERN_AVX2
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2"))
+        provider.intern = intern_avx2;
+#endif
     span_of(layout);
     rec_set_py_provider(&provider);
     return 1;
