@@ -794,9 +794,10 @@ typedef struct path_node {
  * memory whenever it would pass a quarter full, up to PATH_SLOTS_MAX
  * (which the tree fills to 3/16): a few hundred nodes hashed over 16384
  * slots touched all 32 pages of them (60 of a short process's page
- * faults), a table sized to them touches two.  Up to half full, with at
- * most PATH_NODES slots, churn_cycles's 8,000 to 12,000 nodes (3.11)
- * took 1.9 slots and 1.8 nodes read a look-up (linear probing). */
+ * faults), a table sized to them touches two.  Grown only past half
+ * full, churn_cycles 0.05 on 3.11 (1,546 nodes over 4,096 slots) read
+ * 1.8 slots a look-up (linear probing); a quarter full, with
+ * path_promote, one. */
 typedef struct path_slot {
     uint32_t node;
     uint32_t generation;       /* path_generation; else empty */
@@ -1073,8 +1074,9 @@ static void prefault_caches(void)
  * previous one only there (a frame called or returned, or the innermost
  * frame moved on), where a compare a frame at a time from the outermost
  * cost about 10 instructions a frame (churn_cycles: 12 frames, 11 shared);
- * else, or then for that last frame, a frame at a time.  same_before is
- * memcmp (intern), or AVX2 compares inline (intern_avx2). */
+ * else, or then for that last frame, a frame at a time.  same_before:
+ * memcmp (shared_outer), or none (shared_outer_loop); intern_avx2 has its
+ * own (shared_outer_avx2). */
 #define SHARED_OUTER(raw, n, prev_end, m, same_before)                      \
     ({                                                                      \
         int k_ = ((n) < (m) ? (n) : (m)) - 1, same_;                       \
@@ -1101,7 +1103,8 @@ static inline __attribute__((always_inline)) int same_before_memcmp(const rec_py
     return k >= SHARED_MEMCMP_MIN && memcmp(a - k, b - k, (size_t)k * sizeof *a) == 0;
 }
 
-static int shared_outer(const rec_py_raw *raw, int n, const rec_py_raw *prev_end, int m)
+static inline __attribute__((always_inline)) int shared_outer(const rec_py_raw *raw, int n,
+                                                              const rec_py_raw *prev_end, int m)
 {
     return SHARED_OUTER(raw, n, prev_end, m, same_before_memcmp);
 }
@@ -1273,7 +1276,7 @@ static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
         return intern_entry(w, raw, n);
     int same = 0;
     if (p->valid == path_valid)
-        same = SHARED_OUTER(raw, n, p->raw + PATH_FRAMES, p->n, same_before_memcmp);
+        same = shared_outer(raw, n, p->raw + PATH_FRAMES, p->n);
     return intern_rest(w, raw, n, p, same);
 }
 
