@@ -27,6 +27,7 @@
  * it allocates nothing and takes no lock.
  */
 #include "python_internal.h"
+#include "readable_run.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -92,15 +93,27 @@ static int pending_take(const void *block, uint64_t window)
 
 /* Is the object in block one of the watched types?  Its type word is read
  * only when objects come from pymalloc's pools (a smaller block's word is
- * then in the pool: read_types), and when it lies in block's page (a block
- * at a page's end may be the last of an arena, with nothing mapped after
- * it: such a block is taken as not watched, and its free recorded as
- * before). */
+ * then in the pool: read_types).  A block in its page's last 32 bytes has
+ * its type word in the next page, which may not be mapped (the last block
+ * of an arena, 16 bytes): the word is copied through the kernel there
+ * (readable_gather: a page that cannot be read is a failed copy, never a
+ * fault), and a block whose word cannot be read is no watched object (the
+ * smallest is 48 bytes, whose next page is its own).  Taken as not watched
+ * without a look, a list or dict that died by its count long before and
+ * waited on its free list in a page's last 16 bytes (pools span several
+ * pages from 3.10 on: a 64-byte class has such a block in every page) was
+ * counted as collected by the collection that emptied the list. */
 static int watched_block(const void *block)
 {
-    if (((uintptr_t)block & 4095) > 4096 - (BLOCK_TYPE_WORD + 1) * sizeof(void *))
-        return 0;
-    const void *type = ((const void *const *)block)[BLOCK_TYPE_WORD];
+    const void *const *at = (const void *const *)block + BLOCK_TYPE_WORD;
+    const void *type;
+    if (__builtin_expect(((uintptr_t)block & 4095) > 4096 - (BLOCK_TYPE_WORD + 1) * sizeof(void *), 0)) {
+        readable_piece word = { .dst = &type, .src = at, .len = sizeof type };
+        if (readable_gather(&word, 1) != 1)
+            return 0;
+    } else {
+        type = *at;
+    }
     if ((uintptr_t)type - watched_lo > watched_span)
         return 0;
     for (unsigned i = 0; i < nwatched; i++)
