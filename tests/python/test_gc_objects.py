@@ -557,8 +557,11 @@ def check_free_lists(python, tag):
             # A few deaths in a collection are charged to an older line: an
             # object a free list handed out has no allocation of its own in
             # the log (the caveat the report prints).
-            fails.check(plain <= 50, "%s: %d tuples freed by their count before the collection that emptied "
-                                     "the free lists are counted as collected at line t (expected none)"
+            # None: 23 or 24 on 3.10 to 3.13 until the free lists' blocks
+            # at a page's end had their type read (check_page_end), which
+            # an allowance of 50 here hid.
+            fails.check(plain == 0, "%s: %d tuples freed by their count before the collection that emptied "
+                                    "the free lists are counted as collected at line t (expected none)"
                         % (tag, plain))
             fails.check(collected == 2998 and cycles >= 0.98 * collected,   # the last cycle is still named
                         "%s: %d collected objects charged to the cycles' line of the %d gc.collect(1) found"
@@ -618,10 +621,10 @@ def check_page_end(python, tag):
                 print("%s: no list in a page's last 16 bytes (one-page pools): nothing to check" % tag)
                 return
             freed = [e for e in run.of("py_free") if e["ptr"] in blocks]
-            fails.check(not freed, "%s: %d of %d lists that died by their count and waited on the free list in a "
-                                   "page's last 16 bytes recorded as freed by the collection that emptied it"
-                        % (tag, len(freed), len(blocks)))
-            print("%s: %d lists at a page's end on the free list, none recorded as collected" % (tag, len(blocks)))
+            if fails.check(not freed, "%s: %d of %d lists that died by their count and waited on the free list "
+                                      "in a page's last 16 bytes recorded as freed by the collection that emptied it"
+                           % (tag, len(freed), len(blocks))):
+                print("%s: %d lists at a page's end on the free list, none recorded as collected" % (tag, len(blocks)))
         finally:
             pt.discard(log)
 
