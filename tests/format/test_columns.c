@@ -12,6 +12,8 @@
 #include "pool_stream.h"
 #include "varint.h"
 
+#define BLOCK_BYTES_HASH 0x0c61860eede6c55cull   /* test_block_bytes: the blocks of c6a1984 */
+
 static const tf_header header = {
     .pid = 77, .ppid = 1, .hostname = "h", .cmdline = "c", .exe = "e", .tracer_version = "t",
     .settings = "time_unit_ns=1000", .python_version = "",
@@ -255,6 +257,61 @@ static void test_arbitrary(void)
     tf_writer_free(w);
 }
 
+/* FNV-1a of the block the encoder made (the COLUMNS record, whole), and of
+ * the encoder's verdict. */
+static uint64_t block_hash(uint64_t h, int rc)
+{
+    h = (h ^ (uint64_t)(rc + 2)) * 0x100000001b3ull;
+    if (rc < 0)
+        return h;
+    const void *data[TF_COLUMNS + 1];
+    size_t lens[TF_COLUMNS + 1];
+    int n = tf_colenc_pieces(enc, data, lens);
+    for (int i = 0; i < n; i++)
+        for (size_t k = 0; k < lens[i]; k++)
+            h = (h ^ ((const uint8_t *)data[i])[k]) * 0x100000001b3ull;
+    return h;
+}
+
+/* The blocks' bytes are the format: the encoder must make the very bytes it
+ * made when this test was written (c6a1984), whatever is done to its speed.
+ * A pool stream (times in us) and arbitrary events of every kind (in us and
+ * in ns), hashed; a round trip alone would pass an encoder that predicted
+ * differently in both directions. */
+static void test_block_bytes(void)
+{
+    tf_writer *w = tf_writer_new(&header);
+    tf_chunk c = { 0 };
+    tf_writer_seal(w, &c);
+    uint64_t h = 0xcbf29ce484222325ull;
+    pool_stream ps;
+    ps_init(&ps, w, 11, 0);
+    for (int frame = 0; frame < 6; frame++) {
+        for (int i = 0; i < 2000; i++)
+            ps_step(&ps, w);
+        tf_writer_seal(w, &c);
+        h = block_hash(h, tf_columns_encode(enc, c.data, c.len, 1000));
+    }
+    uint64_t rng = 9, seq = ps.seq;
+    tf_event e;
+    for (int frame = 0; frame < 6; frame++) {
+        for (int i = 0; i < 500; i++) {
+            tf_test_random_event(&rng, ++seq, &e);
+            if (i % 3 == 0) {
+                e.t_ns = (uint64_t)i * 1000;
+                e.tid = 7;
+            }
+            tf_write_event(w, &e);
+        }
+        tf_writer_seal(w, &c);
+        h = block_hash(h, tf_columns_encode(enc, c.data, c.len, frame % 2 ? 1000 : 1));
+    }
+    printf("block bytes: FNV-1a %016llx\n", (unsigned long long)h);
+    CHECK(h == BLOCK_BYTES_HASH);
+    tf_chunk_free(&c);
+    tf_writer_free(w);
+}
+
 /* Times that are not whole microseconds in a log that says they are: the
  * block counts in ns by itself. */
 static void test_time_off_unit(void)
@@ -462,6 +519,7 @@ int main(void)
     tf_rankset_portable(0);
     test_pool_stream();
     test_arbitrary();
+    test_block_bytes();
     test_time_off_unit();
     test_time_steps();
     test_damage();
