@@ -186,12 +186,14 @@ INLINE int here(col_io *io, const int dec, unsigned bit, uint64_t v, uint64_t pr
     return 1;
 }
 
-/* A value as its signed difference from the prediction. */
+/* A value as its signed difference from the prediction.  Encoding, the
+ * value is v: rebuilt from z, it was (GCC does not see that unzigzag
+ * undoes zigzag), at every residual of every event. */
 INLINE uint64_t residual(col_io *io, const int dec, unsigned col, uint64_t v, uint64_t pred)
 {
     uint64_t z = tf_zigzag((int64_t)(v - pred));
     sym(io, dec, col, &z);
-    return pred + (uint64_t)tf_unzigzag(z);
+    return dec ? pred + (uint64_t)tf_unzigzag(z) : v;
 }
 
 /* ------------------------------------------------------------ threads */
@@ -433,7 +435,8 @@ INLINE void code_field(col_io *io, const int dec, tf_colstate *st, tf_event *e, 
         } else if (f->enc == TF_ENC_S32) {
             uint64_t z = tf_zigzag((int64_t)v);
             sym(io, dec, fc.col, &z);
-            v = (uint64_t)tf_unzigzag(z);
+            if (dec)
+                v = (uint64_t)tf_unzigzag(z);
         } else {
             sym(io, dec, fc.col, &v);
         }
@@ -565,15 +568,19 @@ INLINE uint64_t stack_rank(const uint32_t *list, uint32_t held, uint32_t id)
     return hit ? (uint64_t)__builtin_ctz(hit) + 1 : 0;
 }
 
-/* The common fields (FORMAT.md section 7's bits 0 to 5). */
+/* The common fields (FORMAT.md section 7's bits 0 to 5).  Encoding, e is
+ * the event and stays as it is: each field is rebuilt from its token only
+ * when decoding (rebuilt when encoding too, the same values came back at
+ * the cost of a multiply, a zigzag and a store or two per field). */
 INLINE void code_common(col_io *io, const int dec, tf_colstate *st, tf_event *e, const tf_col_thread **thp)
 {
     uint64_t seq = st->seq + 1;
     if (here(io, dec, 0, e->seq, seq)) {
         uint64_t gap = e->seq - seq;
         sym(io, dec, TF_COL_SEQ, &gap);
-        e->seq = seq + gap;
-    } else {
+        if (dec)
+            e->seq = seq + gap;
+    } else if (dec) {
         e->seq = seq;
     }
 
@@ -587,10 +594,11 @@ INLINE void code_common(col_io *io, const int dec, tf_colstate *st, tf_event *e,
             sym(io, dec, TF_COL_TID_LIT, &tid);
         else if (dec)
             tid = rank <= st->nthreads ? st->thread[st->order[rank - 1]].tid : (fail(io, "a thread rank past the threads"), 0);
-        if (tid > UINT32_MAX)
+        if (dec && tid > UINT32_MAX)
             fail(io, "a thread id out of range");
-        e->tid = (uint32_t)tid;
-    } else {
+        if (dec)
+            e->tid = (uint32_t)tid;
+    } else if (dec) {
         e->tid = st->tid;
     }
 
@@ -602,8 +610,9 @@ INLINE void code_common(col_io *io, const int dec, tf_colstate *st, tf_event *e,
             return;
         }
         sym(io, dec, TF_COL_TIME, &z);
-        e->t_ns = st->t_ns + (uint64_t)tf_unzigzag(z) * st->tunit;
-    } else {
+        if (dec)
+            e->t_ns = st->t_ns + (uint64_t)tf_unzigzag(z) * st->tunit;
+    } else if (dec) {
         e->t_ns = st->t_ns;
     }
 
@@ -613,8 +622,9 @@ INLINE void code_common(col_io *io, const int dec, tf_colstate *st, tf_event *e,
     if (here(io, dec, 3, e->parent, pp)) {
         uint64_t d = e->seq - e->parent;
         sym(io, dec, TF_COL_PARENT, &d);
-        e->parent = e->seq - d;
-    } else {
+        if (dec)
+            e->parent = e->seq - d;
+    } else if (dec) {
         e->parent = pp;
     }
 
@@ -629,7 +639,8 @@ INLINE void code_common(col_io *io, const int dec, tf_colstate *st, tf_event *e,
         uint32_t pred = held ? th->stack[k][0] : 0;
         io->mtf_at[k] = held ? 0 : TF_COL_MTF;
         if (!here(io, dec, 4 + (unsigned)k, *id, pred)) {
-            *id = pred;
+            if (dec)
+                *id = pred;
             continue;
         }
         uint64_t rank = dec ? 0 : stack_rank(th ? th->stack[k] : NULL, held, *id);
@@ -645,9 +656,10 @@ INLINE void code_common(col_io *io, const int dec, tf_colstate *st, tf_event *e,
             continue;
         }
         uint64_t v = residual(io, dec, col + 1, *id, st->lastdef[k]);
-        if (v > UINT32_MAX)
+        if (dec && v > UINT32_MAX)
             fail(io, "a stack id out of range");
-        *id = (uint32_t)v;
+        if (dec)
+            *id = (uint32_t)v;
         /* A literal names a stack the list does not hold (the encoder
          * writes a rank for any it holds), so it goes in front and nothing
          * is searched.  A crafted block may name one the list holds: the
