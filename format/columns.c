@@ -58,7 +58,6 @@ const char *tf_column_name(unsigned col)
 typedef struct col_io {
     int bad;                        /* fail() was called, or a column could not grow */
     const char *why;
-    uint32_t pres;                  /* the event's presence map */
     tf_colenc *enc;                 /* encoding: the columns written */
     /* encoding: where each column's next byte goes (its len is brought up
      * to date only when it grows and at the end: put() then loads and
@@ -175,14 +174,17 @@ static void fail(col_io *io, const char *why)
 }
 
 /* Whether the field of presence bit `bit` is written: encoding, when the
- * value differs from the prediction (the bit is set); decoding, the bit. */
-INLINE int here(col_io *io, const int dec, unsigned bit, uint64_t v, uint64_t pred)
+ * value differs from the prediction (the bit is set); decoding, the bit.
+ * The map is code_event's local, not col_io's: in col_io, each bit set was
+ * a load and a store, and each test after a token was stored a load again
+ * (a column's bytes may alias anything, for all the compiler knows). */
+INLINE int here(uint32_t *pres, const int dec, unsigned bit, uint64_t v, uint64_t pred)
 {
     if (dec)
-        return io->pres >> bit & 1;
+        return *pres >> bit & 1;
     if (v == pred)
         return 0;
-    io->pres |= 1u << bit;
+    *pres |= 1u << bit;
     return 1;
 }
 
@@ -398,7 +400,7 @@ INLINE uint64_t ranked(col_io *io, const int dec, tf_colstate *st, tf_rankset *s
  * from e, it was read again for each field (a field stored into e might
  * have changed it, for all the compiler knew) and space_of's switch run
  * again with it. */
-INLINE void code_field(col_io *io, const int dec, tf_colstate *st, tf_event *e, const tf_col_thread *th,
+INLINE void code_field(col_io *io, uint32_t *pres, const int dec, tf_colstate *st, tf_event *e, const tf_col_thread *th,
                        const uint32_t kind, const tf_field *f, fcode fc, unsigned bit)
 {
     uint8_t *at = (uint8_t *)e + f->offset;
@@ -421,7 +423,7 @@ INLINE void code_field(col_io *io, const int dec, tf_colstate *st, tf_event *e, 
 
     switch (fc.coder) {
     case PLAIN:
-        if (!here(io, dec, bit, v, 0)) {
+        if (!here(pres, dec, bit, v, 0)) {
             v = 0;
             break;
         }
@@ -442,14 +444,14 @@ INLINE void code_field(col_io *io, const int dec, tf_colstate *st, tf_event *e, 
         }
         break;
     case ALLOC_PTR:
-        v = here(io, dec, bit, v, 0) ? ranked(io, dec, st, &st->freed[sp], fc.col, cls, v) : 0;
+        v = here(pres, dec, bit, v, 0) ? ranked(io, dec, st, &st->freed[sp], fc.col, cls, v) : 0;
         if (v)
             st->ptr[cls] = v;
         io->took = v && tf_rankset_remove(&st->freed[sp], v, &io->whole);
         break;
     case OP_ARG:
         if (e->u.pool_op.op != TF_POOL_OP_FREE) {
-            if (here(io, dec, bit, v, 0))
+            if (here(pres, dec, bit, v, 0))
                 sym(io, dec, fc.col, &v);
             else
                 v = 0;
@@ -463,32 +465,32 @@ INLINE void code_field(col_io *io, const int dec, tf_colstate *st, tf_event *e, 
     case FREE_PTR:
         if (kind == TF_EV_POOL_FREE && (op = open_op(th, e->parent)) && op->op == TF_POOL_OP_FREE)
             pred = op->arg;
-        v = here(io, dec, bit, v, pred) ? ranked(io, dec, st, &st->live[sp], fc.col, cls, v) : pred;
+        v = here(pres, dec, bit, v, pred) ? ranked(io, dec, st, &st->live[sp], fc.col, cls, v) : pred;
         if (v)
             st->ptr[cls] = v;
         break;
     case REQUESTED:
         if ((op = open_op(th, e->parent)) && op->op == TF_POOL_OP_ALLOC)
             pred = op->arg;
-        v = here(io, dec, bit, v, pred) ? residual(io, dec, fc.col, v, pred) : pred;
+        v = here(pres, dec, bit, v, pred) ? residual(io, dec, fc.col, v, pred) : pred;
         break;
     case GRANTED:
         pred = e->u.pool.requested;
         if (st->align)
             pred = (pred + st->align - 1) & -st->align;   /* align is a power of two */
-        v = here(io, dec, bit, v, pred) ? residual(io, dec, fc.col, v, pred) : pred;
+        v = here(pres, dec, bit, v, pred) ? residual(io, dec, fc.col, v, pred) : pred;
         if (v && (!st->align || (v & -v) < st->align))
             st->align = v & -v;
         break;
     case FREE_SIZE:
         held = tf_rankset_get(&st->live[sp], ptr_of(kind, e), &block);
         pred = held && st->size_ok[kind - 32] ? block : 0;
-        v = here(io, dec, bit, v, pred) ? residual(io, dec, fc.col, v, pred) : pred;
+        v = here(pres, dec, bit, v, pred) ? residual(io, dec, fc.col, v, pred) : pred;
         st->size_ok[kind - 32] = held && block == v;
         break;
     case OP_BEGIN:
         pred = th && th->nops ? th->ops[th->nops - 1].seq : 0;
-        if (here(io, dec, bit, v, pred)) {
+        if (here(pres, dec, bit, v, pred)) {
             uint64_t d = e->seq - v;
             sym(io, dec, fc.col, &d);
             v = e->seq - d;
@@ -498,14 +500,14 @@ INLINE void code_field(col_io *io, const int dec, tf_colstate *st, tf_event *e, 
         break;
     case OP_KIND:
         pred = th && th->nops ? th->ops[th->nops - 1].op : 0;
-        if (here(io, dec, bit, v, pred))
+        if (here(pres, dec, bit, v, pred))
             sym(io, dec, fc.col, &v);
         else
             v = pred;
         break;
     case POOL_ID:
         pred = st->lastpool[kind - TF_EV_POOL_ALLOC];
-        if (here(io, dec, bit, v, pred))
+        if (here(pres, dec, bit, v, pred))
             sym(io, dec, fc.col, &v);
         else
             v = pred;
@@ -572,10 +574,10 @@ INLINE uint64_t stack_rank(const uint32_t *list, uint32_t held, uint32_t id)
  * the event and stays as it is: each field is rebuilt from its token only
  * when decoding (rebuilt when encoding too, the same values came back at
  * the cost of a multiply, a zigzag and a store or two per field). */
-INLINE void code_common(col_io *io, const int dec, tf_colstate *st, tf_event *e, const tf_col_thread **thp)
+INLINE void code_common(col_io *io, uint32_t *pres, const int dec, tf_colstate *st, tf_event *e, const tf_col_thread **thp)
 {
     uint64_t seq = st->seq + 1;
-    if (here(io, dec, 0, e->seq, seq)) {
+    if (here(pres, dec, 0, e->seq, seq)) {
         uint64_t gap = e->seq - seq;
         sym(io, dec, TF_COL_SEQ, &gap);
         if (dec)
@@ -584,7 +586,7 @@ INLINE void code_common(col_io *io, const int dec, tf_colstate *st, tf_event *e,
         e->seq = seq;
     }
 
-    if (here(io, dec, 1, e->tid, st->tid)) {
+    if (here(pres, dec, 1, e->tid, st->tid)) {
         uint32_t rank32 = 0;
         if (!dec)
             thread_find(st, e->tid, &rank32);
@@ -602,7 +604,7 @@ INLINE void code_common(col_io *io, const int dec, tf_colstate *st, tf_event *e,
         e->tid = st->tid;
     }
 
-    if (here(io, dec, 2, e->t_ns, st->t_ns)) {
+    if (here(pres, dec, 2, e->t_ns, st->t_ns)) {
         uint64_t z = 0;
         if (!dec && !time_steps(st, e->t_ns - st->t_ns, &z)) {
             fail(io, "a time off the unit");
@@ -619,7 +621,7 @@ INLINE void code_common(col_io *io, const int dec, tf_colstate *st, tf_event *e,
     const tf_col_thread *th = thread_find(st, e->tid, NULL);
     *thp = th;
     uint64_t pp = parent_prediction(th, e->kind);
-    if (here(io, dec, 3, e->parent, pp)) {
+    if (here(pres, dec, 3, e->parent, pp)) {
         uint64_t d = e->seq - e->parent;
         sym(io, dec, TF_COL_PARENT, &d);
         if (dec)
@@ -638,7 +640,7 @@ INLINE void code_common(col_io *io, const int dec, tf_colstate *st, tf_event *e,
         uint32_t held = th ? th->nstack[k] : 0;
         uint32_t pred = held ? th->stack[k][0] : 0;
         io->mtf_at[k] = held ? 0 : TF_COL_MTF;
-        if (!here(io, dec, 4 + (unsigned)k, *id, pred)) {
+        if (!here(pres, dec, 4 + (unsigned)k, *id, pred)) {
             if (dec)
                 *id = pred;
             continue;
@@ -722,22 +724,26 @@ static void update(tf_colstate *st, const tf_event *e, const col_io *io)
 /* Inlined once per kind (code_fields), as the writer's put_kind_fields:
  * with the layout and the coders constants, each field's coder, column and
  * encoding are known where it is coded, and the switches go away. */
-INLINE void code_kind_fields(col_io *io, const int dec, tf_colstate *st, tf_event *e, const tf_col_thread *th,
+INLINE void code_kind_fields(col_io *io, uint32_t *pres, const int dec, tf_colstate *st, tf_event *e, const tf_col_thread *th,
                              const uint32_t kind, const tf_event_layout *layout, const fcode *codes)
 {
+/* Encoding, no field fails (only a time off the unit does, before the
+ * fields: code_event skips them then); decoding, any token may, and the
+ * fields after it are not coded.  (Tested at each field when encoding, the
+ * flag was loaded again after every token stored.) */
 #define CODE_FIELD(i)                                                                          \
-    if (i < layout->nfields && !io->bad)                                                      \
-        code_field(io, dec, st, e, th, kind, &layout->fields[i], codes[i], TF_COMMON_FIELDS + i);
+    if (i < layout->nfields && (!dec || !io->bad))                                            \
+        code_field(io, pres, dec, st, e, th, kind, &layout->fields[i], codes[i], TF_COMMON_FIELDS + i);
     CODE_FIELD(0) CODE_FIELD(1) CODE_FIELD(2) CODE_FIELD(3)
     CODE_FIELD(4) CODE_FIELD(5) CODE_FIELD(6) CODE_FIELD(7)
 #undef CODE_FIELD
     _Static_assert(TF_KIND_FIELDS_MAX == 8, "one CODE_FIELD per possible field");
 }
 
-INLINE void code_fields(col_io *io, const int dec, tf_colstate *st, tf_event *e, const tf_col_thread *th)
+INLINE void code_fields(col_io *io, uint32_t *pres, const int dec, tf_colstate *st, tf_event *e, const tf_col_thread *th)
 {
     switch (e->kind) {
-#define KIND(kind, layout, codes) case kind: code_kind_fields(io, dec, st, e, th, kind, &layout, codes); return;
+#define KIND(kind, layout, codes) case kind: code_kind_fields(io, pres, dec, st, e, th, kind, &layout, codes); return;
     KIND(TF_EV_CUDA_ALLOC, tf_cuda_layout, cuda_alloc_codes)
     KIND(TF_EV_CUDA_FREE, tf_cuda_layout, cuda_free_codes)
     KIND(TF_EV_POOL_ALLOC, tf_pool_layout, pool_alloc_codes)
@@ -774,14 +780,15 @@ INLINE void code_event(col_io *io, const int dec, tf_colstate *st, tf_event *e)
         if (pres >> (TF_COMMON_FIELDS + layout->nfields))
             fail(io, "a presence map with bits past the kind's fields");
     }
-    io->pres = (uint32_t)pres;
+    uint32_t map = (uint32_t)pres;
     io->took = 0;
     const tf_col_thread *th = NULL;
-    code_common(io, dec, st, e, &th);
-    code_fields(io, dec, st, e, th);
+    code_common(io, &map, dec, st, e, &th);
+    if (dec || !io->bad)
+        code_fields(io, &map, dec, st, e, th);
     if (!dec)
-        put(io, TF_COL_PRESENCE, io->pres ^ *last);
-    *last = io->pres;
+        put(io, TF_COL_PRESENCE, map ^ *last);
+    *last = map;
     if (!io->bad)
         update(st, e, io);
 }
