@@ -586,10 +586,12 @@ INLINE void code_common(col_io *io, uint32_t *pres, const int dec, tf_colstate *
         e->seq = seq;
     }
 
+    /* Encoding, the event's thread is looked up once, for its rank (when
+     * the tid is written) and its entry (the predictions below); it was
+     * searched twice for each event of another thread than the last. */
+    uint32_t rank32 = 0;
+    const tf_col_thread *th = dec ? NULL : thread_find(st, e->tid, &rank32);
     if (here(pres, dec, 1, e->tid, st->tid)) {
-        uint32_t rank32 = 0;
-        if (!dec)
-            thread_find(st, e->tid, &rank32);
         uint64_t rank = rank32, tid = e->tid;
         sym(io, dec, TF_COL_TID_RANK, &rank);
         if (!rank)
@@ -618,7 +620,8 @@ INLINE void code_common(col_io *io, uint32_t *pres, const int dec, tf_colstate *
         e->t_ns = st->t_ns;
     }
 
-    const tf_col_thread *th = thread_find(st, e->tid, NULL);
+    if (dec)
+        th = thread_find(st, e->tid, NULL);
     *thp = th;
     uint64_t pp = parent_prediction(th, e->kind);
     if (here(pres, dec, 3, e->parent, pp)) {
