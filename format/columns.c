@@ -860,13 +860,21 @@ static int definition(tf_colstate *st, uint32_t kind, tf_cursor c, int first)
  * version defines, and nothing a block would not carry (presence bits or
  * bytes past the known fields, which a later minor version may add: such a
  * frame stays records, FORMAT.md section 9). */
-static int read_event(tf_bases *b, uint32_t kind, tf_cursor *c, tf_event *e)
+/* The cursor runs to the chunk's end, not the payload's: records.h's
+ * varint reader takes its unrolled path where ten bytes are left, which at
+ * a payload's end, with the payload's end as the cursor's, it seldom was.
+ * A field that runs past the payload leaves the cursor past its end, and
+ * the record is refused as one whose fields do not end where it does: the
+ * same verdict as a cursor that stopped there. */
+INLINE int read_event(tf_bases *b, uint32_t kind, const uint8_t *payload, uint64_t n,
+                      const uint8_t *chunk_end, tf_event *e)
 {
     const tf_event_layout *layout = tf_event_layout_of(kind);
-    if (!layout || c->end - c->p < 2 ||
-        ((uint32_t)c->p[0] | (uint32_t)c->p[1] << 8) >> (TF_COMMON_FIELDS + layout->nfields))
+    if (!layout || n < 2 ||
+        ((uint32_t)payload[0] | (uint32_t)payload[1] << 8) >> (TF_COMMON_FIELDS + layout->nfields))
         return -1;
-    return tf_get_event(b, kind, c, e) == 1 && c->p == c->end ? 0 : -1;
+    tf_cursor c = { payload, chunk_end, 0 };
+    return tf_get_event(b, kind, &c, e) == 1 && c.p == payload + n ? 0 : -1;
 }
 
 /* ------------------------------------------------------------ encoder */
@@ -926,7 +934,7 @@ static int encode_once(tf_colenc *enc, const uint8_t *records, size_t len, uint6
             if (*nrec == 0)
                 return -1;
             tf_event e;
-            if (read_event(&b, (uint32_t)kind, &pc, &e) < 0)
+            if (read_event(&b, (uint32_t)kind, payload, n, c.end, &e) < 0)
                 return -1;
             encode_event(&io, st, &e);
             if (io.bad) {

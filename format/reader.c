@@ -400,8 +400,14 @@ static int absorb_frame_record(tf_reader *r, tf_cursor *c)
  * kind this version does not know (its common fields still move the bases). */
 TF_ALWAYS_INLINE int decode_event(tf_reader *r, uint32_t kind, tf_cursor *c, tf_event *e)
 {
-    int rc = tf_get_event(&r->b, kind, c, e);
-    return rc < 0 ? TF_REC_BAD : rc;
+    /* The cursor runs to the frame's end, not the payload's, so that
+     * records.h's varint reader takes its unrolled path (it wants ten
+     * bytes left).  A field that runs past the payload leaves the cursor
+     * past its end: damage, as when the cursor stopped there (the bases it
+     * moved go with the frame). */
+    tf_cursor wide = { c->p, r->buf + r->buf_len, 0 };
+    int rc = tf_get_event(&r->b, kind, &wide, e);
+    return rc < 0 || wide.p > c->end ? TF_REC_BAD : rc;
 }
 
 /* A PY_FREES record: its first py_free into e, the rest kept for the next

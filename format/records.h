@@ -185,7 +185,7 @@ static inline uint8_t *tf_put_py_frees(tf_bases *b, uint8_t *rec, const tf_event
 TF_ALWAYS_INLINE void tf_get_field(tf_bases *b, tf_cursor *c, tf_event *e, const tf_field *f)
 {
     uint8_t *dst = (uint8_t *)e + f->offset;
-    uint64_t v = tf_get_uv(c);
+    uint64_t v = tf_get_uv_fast(c);
     uint32_t v32;
     switch (f->enc) {
     case TF_ENC_U32:
@@ -214,14 +214,14 @@ TF_ALWAYS_INLINE void tf_get_field(tf_bases *b, tf_cursor *c, tf_event *e, const
     memcpy(dst, &v, 8);
 }
 
-static inline void tf_get_common(const tf_bases *b, tf_cursor *c, uint32_t present, tf_event *e)
+TF_ALWAYS_INLINE void tf_get_common(const tf_bases *b, tf_cursor *c, uint32_t present, tf_event *e)
 {
-    e->seq = b->seq + 1 + (present & 1 ? tf_get_uv(c) : 0);
-    e->tid = present & 2 ? tf_get_u32(c) : b->tid;
-    e->t_ns = b->t_ns + (present & 4 ? (uint64_t)tf_unzigzag(tf_get_uv(c)) : 0);
-    e->parent = present & 8 ? e->seq - tf_get_uv(c) : 0;
-    e->native_stack = present & 16 ? tf_get_u32(c) : 0;
-    e->py_stack = present & 32 ? tf_get_u32(c) : 0;
+    e->seq = b->seq + 1 + (present & 1 ? tf_get_uv_fast(c) : 0);
+    e->tid = present & 2 ? tf_get_u32_fast(c) : b->tid;
+    e->t_ns = b->t_ns + (present & 4 ? (uint64_t)tf_unzigzag(tf_get_uv_fast(c)) : 0);
+    e->parent = present & 8 ? e->seq - tf_get_uv_fast(c) : 0;
+    e->native_stack = present & 16 ? tf_get_u32_fast(c) : 0;
+    e->py_stack = present & 32 ? tf_get_u32_fast(c) : 0;
 }
 
 TF_ALWAYS_INLINE void tf_get_kind_fields(tf_bases *b, tf_cursor *c, tf_event *e, uint32_t present,
@@ -278,8 +278,8 @@ TF_ALWAYS_INLINE int tf_get_py_frees(tf_bases *b, tf_cursor *c, tf_event *e)
         return -1;
     tf_get_common(b, c, present, e);
     if (present & TF_PY_FREES_DOMAIN_BIT)
-        e->u.host.domain = tf_get_u32(c);
-    e->u.host.ptr = tf_get_uv(c);
+        e->u.host.domain = tf_get_u32_fast(c);
+    e->u.host.ptr = tf_get_uv_fast(c);
     if (c->bad)
         return -1;
     b->seq = e->seq;
@@ -294,7 +294,7 @@ static inline int tf_get_py_frees_next(tf_cursor *c, const tf_event *prev, tf_ev
 {
     if (c->p >= c->end)
         return 0;
-    uint64_t d = tf_get_uv(c);
+    uint64_t d = tf_get_uv_fast(c);
     if (c->bad)
         return -1;
     *e = *prev;

@@ -503,6 +503,66 @@ static void test_reader(void)
     free(blocks);
 }
 
+/* An event record whose length says one byte less than its fields take:
+ * the encoder and the reader read fields with a cursor that runs past the
+ * payload (records.h's unrolled varints want ten bytes), and must still
+ * refuse it as a cursor that stopped at the payload's end did.  The
+ * encoder: no block.  The reader (records): the frame is corrupt, the
+ * events before the record are read and the frame before is whole. */
+static void test_field_past_payload(void)
+{
+    tf_test_file f = tf_test_file_new();
+    tf_writer *w = tf_writer_new(&header);
+    tf_chunk c = { 0 };
+    pool_stream ps;
+    ps_init(&ps, w, 5, 0);
+    for (int i = 0; i < 300; i++)
+        ps_step(&ps, w);
+    tf_writer_seal(w, &c);
+    uint64_t first = ps.seq;
+    CHECK(tf_chunk_write_columns(f.fd, &c, NULL, 1000, NULL, 1) == 0);
+    for (int i = 0; i < 300; i++)
+        ps_step(&ps, w);
+    tf_writer_seal(w, &c);
+    /* the 100th event record of the second chunk */
+    tf_cursor r = { c.data, c.data + c.len, 0 };
+    uint8_t *len_at = NULL;
+    int events = 0;
+    while (r.p < r.end && !len_at) {
+        uint64_t kind = tf_get_uv(&r);
+        const uint8_t *lp = r.p;
+        uint64_t n = tf_get_uv(&r);
+        if (kind >= 32 && ++events == 100 && n >= 3)
+            len_at = c.data + (lp - c.data);
+        r.p += n;
+    }
+    CHECK(len_at && *len_at < 0x80);
+    if (!len_at)
+        return;
+    CHECK(tf_columns_encode(enc, c.data, c.len, 1000) == 0);
+    --*len_at;
+    CHECK(tf_columns_encode(enc, c.data, c.len, 1000) < 0);
+    CHECK(tf_chunk_write_columns(f.fd, &c, NULL, 1000, NULL, 1) == 0);
+    size_t len;
+    uint8_t *log = tf_test_slurp(f.fd, &len);
+    close(f.fd);
+    char err[256];
+    tf_reader *rd = tf_reader_open_mem(log, len, err, sizeof err);
+    CHECK(rd != NULL);
+    tf_event e;
+    uint64_t got = 0;
+    while (rd && tf_reader_next(rd, &e))
+        got++;
+    if (rd) {
+        CHECK(tf_reader_status(rd)->corrupt_frames == 1);
+        CHECK(got == first + 99);   /* the first frame, and 99 events of the second */
+        tf_reader_close(rd);
+    }
+    free(log);
+    tf_chunk_free(&c);
+    tf_writer_free(w);
+}
+
 int main(void)
 {
     enc = tf_colenc_new();
@@ -520,6 +580,7 @@ int main(void)
     test_pool_stream();
     test_arbitrary();
     test_block_bytes();
+    test_field_past_payload();
     test_time_off_unit();
     test_time_steps();
     test_damage();
