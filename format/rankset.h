@@ -9,7 +9,7 @@
  * at most (an addition pushes out whatever was added TF_RANK_WINDOW additions
  * before, if it is still there), and adding an address it holds moves it to
  * the front.  The bound is what keeps the recorder's memory for this fixed
- * (a set is about 80 KiB, whatever the frame holds), and costs nothing to a
+ * (a set is about 90 KiB, whatever the frame holds), and costs nothing to a
  * pool stream, whose frees name recent blocks.
  *
  * Slots are a ring indexed by the addition's number modulo the window; a
@@ -17,7 +17,8 @@
  * from the address's to the newest, and the address of a rank is found by
  * counting back from the newest: both a few popcounts for the recent
  * addresses a pool stream names.  An open-addressing hash (linear probing,
- * deletion by backward shift) finds an address's slot, and the slot last
+ * deletion by backward shift) finds an address's slot, each slot in use
+ * knows where the hash names it (a removal probes nothing), and the slot last
  * found or named is remembered: a coder asks about the same address several
  * times in a row (its rank, its size, then removes it).  No allocation: the
  * caller owns the memory (the recorder maps it, see columns.h).
@@ -36,8 +37,8 @@ typedef struct tf_rankset {
     uint64_t val[TF_RANK_WINDOW];          /* what the caller keeps with it (a size) */
     uint64_t used[TF_RANK_WINDOW / 64];    /* slots in use */
     uint16_t hash[2 * TF_RANK_WINDOW];     /* slot + 1, 0 empty */
+    uint16_t pos[TF_RANK_WINDOW];          /* by slot in use: where the hash names it */
     uint32_t memo;                         /* the slot last found (checked before use) */
-    uint32_t memo_at;                      /* where the hash names it, when found there (checked) */
 } tf_rankset;
 
 void tf_rankset_clear(tf_rankset *s);

@@ -58,13 +58,24 @@ static void test_rankset(void)
             }
             break;
         }
-        default:
+        default: {
+            uint64_t v = 0;
             CHECK(tf_rankset_rank(&s, a) == (held ? n - i : 0));
+            CHECK(tf_rankset_get(&s, a, &v) == held && (!held || v == list[i].val));
             if (n) {
                 uint32_t r = 1 + (uint32_t)(tf_test_rand(&rng) % n);
                 CHECK(tf_rankset_at(&s, r) == list[n - r].addr);
+                /* What a decoder does: the address of a rank, then (the
+                 * slot remembered) its size and its removal. */
+                if (tf_test_rand(&rng) % 2) {
+                    CHECK(tf_rankset_get(&s, list[n - r].addr, &v) && v == list[n - r].val);
+                    CHECK(tf_rankset_remove(&s, list[n - r].addr, &v) && v == list[n - r].val);
+                    memmove(list + n - r, list + n - r + 1, (r - 1) * sizeof *list);
+                    n--;
+                }
             }
             CHECK(tf_rankset_at(&s, n + 1) == 0);
+        }
         }
         CHECK(s.count == n);
         if (tf_test_failures)
