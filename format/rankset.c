@@ -13,9 +13,9 @@
 /* Set bits of x.  Without -mpopcnt (Debian's x86-64 baseline lacks the
  * instruction) __builtin_popcountll is a call into libgcc's table walk,
  * the bit trick inlines to a dozen instructions.  The rank walks below are
- * compiled twice on x86-64, with `hw` 0 and, in functions built for the
- * POPCNT instruction, 1 (2: BMI2 too); which runs is asked of the CPU
- * (HW_POPCNT). */
+ * compiled two or three times on x86-64, with `hw` 0 and, in functions
+ * built for the POPCNT instruction, 1 (2: BMI2 too); which runs is asked
+ * of the CPU (hw_ask). */
 INLINE uint32_t pop64(uint64_t x, const int hw)
 {
 #ifdef __POPCNT__
@@ -31,35 +31,48 @@ INLINE uint32_t pop64(uint64_t x, const int hw)
 #endif
 }
 
-/* Whether the POPCNT versions may run: two loads and tests (libgcc's CPU
- * model is filled by a constructor; before it runs the portable versions
- * run, which give the same ranks). */
+/* Which versions run: 0 the portable ones, 1 those built for POPCNT, 2
+ * those built for POPCNT and BMI2.  The address of a rank selects a bit in
+ * a word: one PDEP where the CPU has BMI2 and runs it fast (AMD's family
+ * 17h, Zen 1 and 2, runs it in microcode, up to hundreds of cycles: the
+ * table select there), else select64's byte counts and table, 42
+ * instructions of a column reader's ~680 per event. */
 static int portable_only;
+
+/* The level, -1 until asked.  Asked of the CPU once, then one load:
+ * asking at each call (libgcc's CPU model, three loads and tests) was 9
+ * of tf_rankset_at's ~50 instructions.  __builtin_cpu_init first: the
+ * model is filled by a constructor, which may not have run yet.  Threads
+ * asking at once store the same answer. */
+static int hw_level = -1;
+
+static __attribute__((noinline, cold)) int hw_ask(void)
+{
+    int level = 0;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (!portable_only && __builtin_cpu_supports("popcnt"))
+        level = __builtin_cpu_supports("bmi2") && !__builtin_cpu_is("amdfam17h") ? 2 : 1;
+#endif
+    __atomic_store_n(&hw_level, level, __ATOMIC_RELAXED);
+    return level;
+}
+
+/* The level (asked when not yet): callers test its usual values first, so
+ * that their path is one load and a test or two. */
+#define HW_LEVEL() __atomic_load_n(&hw_level, __ATOMIC_RELAXED)
 
 void tf_rankset_portable(int on)
 {
     portable_only = on;
+    __atomic_store_n(&hw_level, -1, __ATOMIC_RELAXED);
 }
 
-#if defined(__x86_64__) && !defined(__POPCNT__)
-#define HW_POPCNT() (!portable_only && __builtin_cpu_supports("popcnt"))
-#define HW_TARGET __attribute__((target("popcnt"), noinline))
-#else
-#define HW_POPCNT() 0
-#define HW_TARGET __attribute__((unused))
-#endif
-
-/* The address of a rank selects a bit in a word: one PDEP where the CPU
- * has BMI2 and runs it fast (AMD's family 17h, Zen 1 and 2, runs it in
- * microcode, up to hundreds of cycles: the table select there), else
- * select64's byte counts and table, 42 instructions of a column reader's
- * ~680 per event.  Asked of the CPU at each call, as HW_POPCNT. */
 #if defined(__x86_64__)
-#define HW_BMI2() (!portable_only && __builtin_cpu_supports("popcnt") && \
-                   __builtin_cpu_supports("bmi2") && !__builtin_cpu_is("amdfam17h"))
+#define HW_TARGET __attribute__((target("popcnt"), noinline))
 #define BMI2_TARGET __attribute__((target("popcnt,bmi2"), noinline))
 #else
-#define HW_BMI2() 0
+#define HW_TARGET __attribute__((unused))
 #define BMI2_TARGET __attribute__((unused))
 #endif
 
@@ -297,6 +310,11 @@ INLINE uint32_t rank_of(const tf_rankset *s, uint32_t slot, const int hw)
     return count_range(s, slot, W - 1, hw) + count_range(s, 0, last, hw);
 }
 
+static __attribute__((noinline)) uint32_t rank_of_portable(const tf_rankset *s, uint32_t slot)
+{
+    return rank_of(s, slot, 0);
+}
+
 static HW_TARGET uint32_t rank_of_hw(const tf_rankset *s, uint32_t slot)
 {
     return rank_of(s, slot, 1);
@@ -307,7 +325,10 @@ uint32_t tf_rankset_rank(tf_rankset *s, uint64_t addr)
     int found = find(s, addr);
     if (found < 0)
         return 0;
-    return HW_POPCNT() ? rank_of_hw(s, (uint32_t)found) : rank_of(s, (uint32_t)found, 0);
+    int level = HW_LEVEL();
+    if (level > 0 || (level < 0 && hw_ask() > 0))
+        return rank_of_hw(s, (uint32_t)found);
+    return rank_of_portable(s, (uint32_t)found);
 }
 
 INLINE uint64_t at(tf_rankset *s, uint32_t r, const int hw)
@@ -330,6 +351,13 @@ INLINE uint64_t at(tf_rankset *s, uint32_t r, const int hw)
     return s->key[s->memo];
 }
 
+/* Each version out of line, the caller a switch of tail calls: with the
+ * portable one inlined there, every call saved its registers. */
+static __attribute__((noinline)) uint64_t at_portable(tf_rankset *s, uint32_t r)
+{
+    return at(s, r, 0);
+}
+
 static HW_TARGET uint64_t at_hw(tf_rankset *s, uint32_t r)
 {
     return at(s, r, 1);
@@ -344,7 +372,10 @@ uint64_t tf_rankset_at(tf_rankset *s, uint32_t r)
 {
     if (r == 0 || r > s->count)
         return 0;
-    if (HW_BMI2())
+    int level = HW_LEVEL();
+    if (level < 0)
+        level = hw_ask();
+    if (level == 2)
         return at_bmi2(s, r);
-    return HW_POPCNT() ? at_hw(s, r) : at(s, r, 0);
+    return level ? at_hw(s, r) : at_portable(s, r);
 }
