@@ -37,7 +37,7 @@ INLINE uint32_t pop64(uint64_t x, const int hw)
  * 17h, Zen 1 and 2, runs it in microcode, up to hundreds of cycles: the
  * table select there), else select64's byte counts and table, 42
  * instructions of a column reader's ~680 per event. */
-static int portable_only;
+static int portable_only;   /* tf_rankset_portable: 1 level 0, 2 no higher than 1 */
 
 /* The level, -1 until asked.  Asked of the CPU once, then one load:
  * asking at each call (libgcc's CPU model, three loads and tests) was 9
@@ -51,8 +51,8 @@ static __attribute__((noinline, cold)) int hw_ask(void)
     int level = 0;
 #if defined(__x86_64__)
     __builtin_cpu_init();
-    if (!portable_only && __builtin_cpu_supports("popcnt"))
-        level = __builtin_cpu_supports("bmi2") && !__builtin_cpu_is("amdfam17h") ? 2 : 1;
+    if (portable_only != 1 && __builtin_cpu_supports("popcnt"))
+        level = !portable_only && __builtin_cpu_supports("bmi2") && !__builtin_cpu_is("amdfam17h") ? 2 : 1;
 #endif
     __atomic_store_n(&hw_level, level, __ATOMIC_RELAXED);
     return level;

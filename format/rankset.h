@@ -53,9 +53,11 @@ uint64_t tf_rankset_at(tf_rankset *s, uint32_t r);
 /* 1 and addr's val in *val when held. */
 int tf_rankset_get(tf_rankset *s, uint64_t addr, uint64_t *val);
 
-/* Ranks are counted with the CPU's POPCNT instruction where it has one
- * (x86-64 asked at run time); 1 forces the portable count, which gives
- * the same ranks (for the tests, which check both). */
+/* Ranks are counted with the CPU's POPCNT instruction where it has one,
+ * and bits selected with BMI2's PDEP where it runs fast (x86-64 asked at
+ * run time); 1 forces the portable count and select, 2 the table select
+ * (POPCNT where there is one), which give the same ranks (for the tests,
+ * which check each). */
 void tf_rankset_portable(int on);
 
 #endif

@@ -580,9 +580,9 @@ int main(void)
     CHECK(enc != NULL);
     if (!enc)
         return 1;
-    /* Ranks counted both ways: the CPU's POPCNT, where it has one, and the
-     * portable count. */
-    for (int portable = 0; portable < 2; portable++) {
+    /* Ranks counted every way: the CPU's POPCNT and PDEP, where it has
+     * them, the portable count and select, POPCNT and the table select. */
+    for (int portable = 0; portable < 3; portable++) {
         tf_rankset_portable(portable);
         test_rankset();
         test_rankset_bytes();
