@@ -78,6 +78,13 @@ static void test_rankset(void)
         }
         }
         CHECK(s.count == n);
+        /* Now and then every rank both ways: deep ones too, across the
+         * ring's wrap. */
+        if (step % 997 == 0)
+            for (unsigned r = 1; r <= n; r++) {
+                CHECK(tf_rankset_at(&s, r) == list[n - r].addr);
+                CHECK(tf_rankset_rank(&s, list[n - r].addr) == r);
+            }
         if (tf_test_failures)
             return;
     }
