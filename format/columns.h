@@ -20,7 +20,7 @@
  * directions run the same prediction code (columns.c codes each event once,
  * in either direction), so they cannot disagree on what is predicted.
  *
- * Memory: the state (tf_colstate) has a fixed size, 500 KiB, whatever
+ * Memory: the state (tf_colstate) has a fixed size, 550 KiB, whatever
  * the frame holds (the prediction sets are bounded by the format: rankset.h);
  * the encoder's columns grow to about the chunk's size.  The recorder maps
  * both (a signal handler may flush), so nothing here calls malloc except the
