@@ -37,29 +37,35 @@
 
 /* Thread-local state.  initial-exec: the library is preloaded, and the
  * default model may call __tls_get_addr, which can allocate on first use
- * (not something to do inside a signal handler). */
+ * (not something to do inside a signal handler).  One structure, not a
+ * variable each: in a shared object every initial-exec variable's offset
+ * is a GOT load at each place it is used, and fields share their
+ * structure's (record_py_free loaded 7 offsets, record_py_alloc 6). */
 #define TLS static __thread __attribute__((tls_model("initial-exec")))
-TLS pid_t my_tid;
-/* The writer generation this thread's last THREAD record went to, and the
- * renames it had seen; the names it gave are in the thread's mapping
- * (thread_mem.h: os_name, py_name), where, when that could not be mapped,
- * the names are written anew at each event that reads them. */
-TLS uint32_t my_named_generation;
-TLS uint32_t my_names_epoch;
-TLS uint32_t my_py_version;
-TLS uint64_t my_name_ask_after;   /* the namer's: no need to ask before this */
-/* The operations open on this thread: the innermost, which every event
- * names as its parent, and under it the others, in the thread's mapping
- * (thread_mem.h: open_ops).  One that finds no room there (more than
- * MAX_OPEN_OPS open, or no mapping) is not opened. */
-TLS uint32_t open_count;
-TLS uint64_t open_top;
-/* The address of this thread's errno (fixed for the thread's life, and a
- * fork's child has it at the same place): `errno` is a call into libc
- * through the PLT, twice per event, 28 instructions an event in all, 1.3 %
- * of churn_cycles' under TRACE_PY_ALLOCS=1. */
-TLS int *my_errno;
-TLS int in_rec_event;             /* set: a signal handler interrupted rec_event */
+typedef struct rec_thread {
+    pid_t tid;
+    /* The writer generation this thread's last THREAD record went to, and
+     * the renames it had seen; the names it gave are in the thread's
+     * mapping (thread_mem.h: os_name, py_name), where, when that could not
+     * be mapped, the names are written anew at each event that reads them. */
+    uint32_t named_generation;
+    uint32_t names_epoch;
+    uint32_t py_version;
+    uint64_t name_ask_after;   /* the namer's: no need to ask before this */
+    /* The operations open on this thread: the innermost, which every event
+     * names as its parent, and under it the others, in the thread's mapping
+     * (thread_mem.h: open_ops).  One that finds no room there (more than
+     * MAX_OPEN_OPS open, or no mapping) is not opened. */
+    uint32_t open_count;
+    int in_event;              /* set: a signal handler interrupted rec_event */
+    uint64_t open_top;
+    /* The address of this thread's errno (fixed for the thread's life, and
+     * a fork's child has it at the same place): `errno` is a call into libc
+     * through the PLT, twice per event, 28 instructions an event in all,
+     * 1.3 % of churn_cycles' under TRACE_PY_ALLOCS=1. */
+    int *errno_at;
+} rec_thread;
+TLS rec_thread thr;
 
 static tf_writer *writer;
 static _Atomic int recording;
@@ -81,9 +87,9 @@ void rec_set_frame_bytes(size_t seal, size_t flush_now)
 
 pid_t rec_tid(void)
 {
-    if (!my_tid)
-        my_tid = (pid_t)syscall(SYS_gettid);
-    return my_tid;
+    if (!thr.tid)
+        thr.tid = (pid_t)syscall(SYS_gettid);
+    return thr.tid;
 }
 
 static inline void cpu_relax(void)
@@ -182,7 +188,7 @@ rec_open_check rec_set_open_check(rec_open_check check)
  * checked first (rec_set_open_check). */
 static inline void check_open_ops(void)
 {
-    if (__builtin_expect(open_count != 0, 0)) {
+    if (__builtin_expect(thr.open_count != 0, 0)) {
         void (*check)(void) = atomic_load_explicit(&open_check, memory_order_relaxed);
         if (check)
             check();
@@ -231,11 +237,11 @@ struct captured {
 static __attribute__((noinline)) void capture_names_due(struct captured_names *c, uint32_t epoch,
                                                        rec_thread_namer namer)
 {
-    int due = my_named_generation != c->generation;
+    int due = thr.named_generation != c->generation;
     char now[17];
     int os_read = 0;
     thread_mem *m = NULL;
-    if (due || my_names_epoch != epoch) {
+    if (due || thr.names_epoch != epoch) {
         if (prctl(PR_GET_NAME, now) != 0)
             strcpy(now, "?");
         now[16] = '\0';
@@ -246,14 +252,14 @@ static __attribute__((noinline)) void capture_names_due(struct captured_names *c
          * until the next rename anywhere (else every event paid a
          * syscall after the flusher named its thread). */
         if (!due)
-            my_names_epoch = epoch;
+            thr.names_epoch = epoch;
     }
     c->names_epoch = epoch;
     char py[REC_THREAD_NAME_MAX];
-    c->py_version = my_py_version;
-    if (namer && (due || event_clock_latest_ns() >= my_name_ask_after))
-        c->py_version = namer(my_py_version, py, sizeof py, &my_name_ask_after);
-    int py_renamed = c->py_version != my_py_version;
+    c->py_version = thr.py_version;
+    if (namer && (due || event_clock_latest_ns() >= thr.name_ask_after))
+        c->py_version = namer(thr.py_version, py, sizeof py, &thr.name_ask_after);
+    int py_renamed = c->py_version != thr.py_version;
     due |= py_renamed;
     if (due) {
         if (!m)
@@ -272,7 +278,7 @@ static __attribute__((noinline)) void capture_names_due(struct captured_names *c
         else if (m)
             memcpy(c->py_name, m->py_name, sizeof m->py_name);
         else if (namer)   /* the name is not kept: the namer's, asked for in full */
-            c->py_version = namer(0, c->py_name, sizeof c->py_name, &my_name_ask_after);
+            c->py_version = namer(0, c->py_name, sizeof c->py_name, &thr.name_ask_after);
         c->py_name[sizeof c->py_name - 1] = '\0';
     }
     c->name_due = due;
@@ -288,8 +294,8 @@ static inline __attribute__((always_inline)) void capture_names(struct captured_
         return;   /* in a signal handler inside the recorder: next time */
     uint32_t epoch = atomic_load_explicit(&names_epoch, memory_order_relaxed);
     rec_thread_namer namer = atomic_load_explicit(&thread_namer, memory_order_acquire);
-    if (__builtin_expect(my_named_generation == c->generation && my_names_epoch == epoch &&
-                         (!namer || event_clock_latest_ns() < my_name_ask_after), 1))
+    if (__builtin_expect(thr.named_generation == c->generation && thr.names_epoch == epoch &&
+                         (!namer || event_clock_latest_ns() < thr.name_ask_after), 1))
         return;
     capture_names_due(c, epoch, namer);
 }
@@ -337,25 +343,25 @@ static __attribute__((noinline)) void encode_names_due(const struct captured_nam
         /* Without the mapping (it failed: capture_names made the thread's
          * events due until then), as a thread never named. */
         tf_write_thread_names(writer, (uint32_t)tid, m ? m->os_name : "", m ? m->py_name : "");
-        my_named_generation = now;
+        thr.named_generation = now;
         return;
     }
     tf_write_thread_names(writer, (uint32_t)tid, c->os_name, c->py_name);
-    my_named_generation = now;
+    thr.named_generation = now;
     if (!m)
         return;   /* due again at the next event that looks */
-    my_names_epoch = c->names_epoch;
+    thr.names_epoch = c->names_epoch;
     memcpy(m->os_name, c->os_name, sizeof m->os_name);
     m->os_name[sizeof m->os_name - 1] = '\0';
     memcpy(m->py_name, c->py_name, sizeof m->py_name);
-    my_py_version = c->py_version;
+    thr.py_version = c->py_version;
 }
 
 /* Every event comes here: the check inline, the writing out of line. */
 static inline void encode_names(const struct captured_names *c, pid_t tid)
 {
     uint32_t now = atomic_load_explicit(&generation, memory_order_relaxed);
-    if (__builtin_expect(c->name_due || (my_named_generation && my_named_generation != now), 0))
+    if (__builtin_expect(c->name_due || (thr.named_generation && thr.named_generation != now), 0))
         encode_names_due(c, tid, now);
 }
 
@@ -365,7 +371,7 @@ static inline void stamp(tf_event *e, pid_t tid)
     e->seq = last_seq + 1;
     __atomic_store_n(&last_seq, e->seq, __ATOMIC_RELAXED);
     e->tid = (uint32_t)tid;
-    e->parent = open_top;
+    e->parent = thr.open_top;
 }
 
 /* Under the lock: definitions this event refers to, then the event.
@@ -424,7 +430,7 @@ static inline int take_or_drop(pid_t tid)
 {
     if (lock_take(tid))
         return 1;
-    in_rec_event--;
+    thr.in_event--;
     atomic_fetch_add(&dropped, 1);
     return 0;
 }
@@ -440,17 +446,17 @@ static inline void after_event(size_t pending)
         flusher_kick();
 }
 
-/* seq opened on this thread, when there is room (see open_top). */
+/* seq opened on this thread, when there is room (see thr.open_top). */
 static void open_push(uint64_t seq)
 {
-    if (open_count) {
-        thread_mem *m = open_count < MAX_OPEN_OPS ? thread_mem_get() : NULL;
+    if (thr.open_count) {
+        thread_mem *m = thr.open_count < MAX_OPEN_OPS ? thread_mem_get() : NULL;
         if (!m)
             return;
-        m->open_ops[open_count - 1] = open_top;
+        m->open_ops[thr.open_count - 1] = thr.open_top;
     }
-    open_top = seq;
-    open_count++;
+    thr.open_top = seq;
+    thr.open_count++;
 }
 
 /* kind: 0 for any event (e->kind), or TF_EV_PY_ALLOC for record_py_alloc,
@@ -463,7 +469,7 @@ static inline __attribute__((always_inline)) uint64_t record_as(tf_event *e, uns
     pid_t tid = entering();
     if (!tid)
         return 0;
-    int nested = in_rec_event++;
+    int nested = thr.in_event++;
     struct captured c;
     capture(&c, flags, nested);
     /* Inside dlopen (a constructor of the object being loaded: OpenBLAS
@@ -484,7 +490,7 @@ static inline __attribute__((always_inline)) uint64_t record_as(tf_event *e, uns
     lock_release();
     if (flags & REC_NATIVE_STACK && seq && !nested && c.native.n && !c.native.id)
         native_stack_remember(c.generation, e->native_stack);
-    in_rec_event--;
+    thr.in_event--;
     if (seq && flags & REC_OPEN)
         open_push(seq);
     after_event(pending);
@@ -531,7 +537,7 @@ static __attribute__((noinline)) void write_py_frees_first(uint64_t seq, pid_t t
     tf_event_init(&e, TF_EV_PY_FREE);
     e.seq = seq;
     e.tid = (uint32_t)tid;
-    e.parent = open_top;
+    e.parent = thr.open_top;
     e.t_ns = in_unit(event_clock_ns());
     e.u.host.domain = domain;
     e.u.host.ptr = ptr;
@@ -555,11 +561,11 @@ static __attribute__((noinline)) uint64_t record_py_free(uint32_t domain, uint64
     uint64_t seq = 0;
     pid_t tid = entering();
     if (tid) {
-        int nested = in_rec_event++;
+        int nested = thr.in_event++;
         const struct captured_names *c = &no_names;
         struct captured_names names;
-        if (__builtin_expect(my_named_generation != atomic_load_explicit(&generation, memory_order_relaxed) ||
-                             my_names_epoch != atomic_load_explicit(&names_epoch, memory_order_relaxed), 0)) {
+        if (__builtin_expect(thr.named_generation != atomic_load_explicit(&generation, memory_order_relaxed) ||
+                             thr.names_epoch != atomic_load_explicit(&names_epoch, memory_order_relaxed), 0)) {
             capture_names_only(&names, nested);
             c = &names;
         }
@@ -569,12 +575,12 @@ static __attribute__((noinline)) uint64_t record_py_free(uint32_t domain, uint64
                 encode_names(c, tid);
                 seq = last_seq + 1;
                 __atomic_store_n(&last_seq, seq, __ATOMIC_RELAXED);
-                if (!tf_write_py_free_joins_bare(writer, seq, (uint32_t)tid, open_top, domain, ptr))
+                if (!tf_write_py_free_joins_bare(writer, seq, (uint32_t)tid, thr.open_top, domain, ptr))
                     write_py_frees_first(seq, tid, domain, ptr);
                 pending = tf_writer_pending(writer);
             }
             lock_release();
-            in_rec_event--;
+            thr.in_event--;
             after_event(pending);
         }
     }
@@ -585,9 +591,9 @@ static __attribute__((noinline)) uint64_t record_py_free(uint32_t domain, uint64
 
 static inline int *program_errno(void)
 {
-    int *at = my_errno;
+    int *at = thr.errno_at;
     if (__builtin_expect(!at, 0))
-        my_errno = at = &errno;
+        thr.errno_at = at = &errno;
     return at;
 }
 
@@ -717,24 +723,24 @@ void rec_close(uint64_t seq)
 {
     /* Normally the innermost; after a mismatch (an operation whose end was
      * never reported) close everything opened inside it too. */
-    if (!open_count)
+    if (!thr.open_count)
         return;
     /* Those under the innermost are in the mapping (open_push); were it
      * gone (given back at the thread's exit), everything is closed. */
     const thread_mem *m = thread_mem_peek();
-    if (open_top == seq && (open_count == 1 || m)) {
-        open_count--;
+    if (thr.open_top == seq && (thr.open_count == 1 || m)) {
+        thr.open_count--;
     } else if (m) {
-        uint32_t i = open_count - 1;
+        uint32_t i = thr.open_count - 1;
         while (i > 0 && m->open_ops[i - 1] != seq)
             i--;
         if (!i)
             return;
-        open_count = i - 1;
+        thr.open_count = i - 1;
     } else {
-        open_count = 0;
+        thr.open_count = 0;
     }
-    open_top = open_count ? m->open_ops[open_count - 1] : 0;
+    thr.open_top = thr.open_count ? m->open_ops[thr.open_count - 1] : 0;
 }
 
 /* Definitions: run fn under the lock when recording. */
@@ -924,7 +930,7 @@ void rec_fork_parent(void)
 
 void rec_fork_child(const tf_header *h)
 {
-    my_tid = 0;
+    thr.tid = 0;
     fork_took_lock = 0;
     atomic_store(&lock_owner, 0);
     if (!writer)
@@ -933,8 +939,8 @@ void rec_fork_child(const tf_header *h)
      * with it.  The open operations belong to the parent's log too. */
     tf_writer_free(writer);
     writer = NULL;
-    open_count = 0;
-    open_top = 0;
+    thr.open_count = 0;
+    thr.open_top = 0;
     last_seq = 0;
     atomic_fetch_add(&generation, 1);
     atomic_store(&recording, 0);
