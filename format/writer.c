@@ -61,14 +61,31 @@ struct tf_writer {
     /* The last event's seq.  b.seq is a delta base, which a PY_FREES record
      * leaves at its first free; FRAME, marks and segments say this. */
     uint64_t last_seq;
-    /* The PY_FREES record the chunk ends with, while frees may join it. */
+    /* The PY_FREES record the chunk ends with, while frees may join it.
+     * end is FREES_SHUT while none may (none written in this chunk, or it
+     * was sealed or rewound since), so that one compare with the chunk's
+     * length says both that the record is open and that nothing came after
+     * it; the payload's room is a bound on the chunk's length; and both
+     * stack ids are one word (frees_stacks).  The test in record_py_free
+     * was 28 instructions with frees.open, frame_open and the stacks
+     * apart, it is 15 (churn_cycles 0.1 on 3.11: 1.3M fewer). */
     struct {
-        int open;
         size_t start, end;       /* the record's place in the chunk */
+        size_t room;             /* the chunk's length up to which one more free fits the record */
         uint64_t parent, ptr;    /* its frees' parent; the last address */
-        uint32_t native_stack, py_stack, domain;
+        uint64_t stacks;         /* its native and Python stack ids (frees_stacks) */
+        uint32_t domain;
     } frees;
 };
+
+#define FREES_SHUT SIZE_MAX
+
+/* Both stack ids in one word: one compare, and a test against 0 for the
+ * frees without stacks (tf_write_py_free_joins_bare). */
+static inline uint64_t frees_stacks(uint32_t native_stack, uint32_t py_stack)
+{
+    return (uint64_t)native_stack << 32 | py_stack;
+}
 
 static inline int reserve(tf_writer *w, size_t need)
 {
@@ -232,6 +249,7 @@ tf_writer *tf_writer_new(const tf_header *h)
     tf_writer *w = calloc(1, sizeof *w);
     if (!w)
         return NULL;
+    w->frees.end = FREES_SHUT;
     w->journal_on = h->max_bytes != 0;
     if (write_header(&w->chunk, h) < 0 || (w->journal_on && keep_header(w, h) < 0)) {
         tf_chunk_free(&w->chunk);
@@ -675,11 +693,9 @@ static inline __attribute__((always_inline)) int py_free_joins(tf_writer *w, uin
                                                               uint64_t ptr)
 {
     size_t len = w->chunk.len;
-    if (!w->frees.open || !w->frame_open || len != w->frees.end || seq != w->last_seq + 1 ||
-        tid != w->b.tid || parent != w->frees.parent || domain != w->frees.domain ||
-        native_stack != w->frees.native_stack || py_stack != w->frees.py_stack ||
-        len - w->frees.start - 2 + TF_VARINT_MAX > TF_PY_FREES_PAYLOAD_MAX ||
-        reserve(w, TF_VARINT_MAX) < 0)
+    if (len != w->frees.end || len > w->frees.room || seq != w->last_seq + 1 || tid != w->b.tid ||
+        parent != w->frees.parent || domain != w->frees.domain ||
+        frees_stacks(native_stack, py_stack) != w->frees.stacks || reserve(w, TF_VARINT_MAX) < 0)
         return 0;
     uint8_t *p = tf_put_uv(w->chunk.data + len, tf_zigzag((int64_t)(ptr - w->frees.ptr)));
     w->chunk.len = (size_t)(p - w->chunk.data);
@@ -714,13 +730,15 @@ void tf_write_py_frees(tf_writer *w, const tf_event *e)
         write_frame_record(w);
     size_t start = w->chunk.len;
     w->chunk.len = (size_t)(tf_put_py_frees(&w->b, w->chunk.data + start, e) - w->chunk.data);
-    w->frees.open = 1;
     w->frees.start = start;
     w->frees.end = w->chunk.len;
+    /* len - start - 2 + TF_VARINT_MAX <= TF_PY_FREES_PAYLOAD_MAX, as a
+     * bound on len: a free's address adds at most TF_VARINT_MAX bytes to
+     * the payload, whose length is one byte. */
+    w->frees.room = start + 2 + TF_PY_FREES_PAYLOAD_MAX - TF_VARINT_MAX;
     w->frees.parent = e->parent;
     w->frees.ptr = e->u.host.ptr;
-    w->frees.native_stack = e->native_stack;
-    w->frees.py_stack = e->py_stack;
+    w->frees.stacks = frees_stacks(e->native_stack, e->py_stack);
     w->frees.domain = e->u.host.domain;
     w->events++;
     w->last_seq = e->seq;
@@ -739,7 +757,7 @@ void tf_writer_rewind(tf_writer *w, const tf_writer_mark *m)
     w->b.seq = w->last_seq = m->seq;
     w->b.t_ns = m->t_ns;
     w->events = m->events;
-    w->frees.open = 0;
+    w->frees.end = FREES_SHUT;
     if (m->journal <= w->journal_len)
         w->journal_len = m->journal;
 }
@@ -766,5 +784,5 @@ void tf_writer_seal(tf_writer *w, tf_chunk *out)
     w->chunk = (tf_chunk){ old.data, 0, old.data ? old.cap : 0 };
     w->frames_sealed++;
     w->frame_open = 0;
-    w->frees.open = 0;
+    w->frees.end = FREES_SHUT;
 }
