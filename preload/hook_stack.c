@@ -26,7 +26,8 @@
  * without reserve, so what is never touched costs address space only. */
 #define SLOTS 8
 #define SLOT_SIZE (128u * 1024)
-__thread hook_room hook_room_here __attribute__((tls_model("initial-exec")));
+__thread uintptr_t hook_room_from __attribute__((tls_model("initial-exec")));
+__thread uintptr_t hook_room_span __attribute__((tls_model("initial-exec")));
 __thread int hook_stack_aside __attribute__((tls_model("initial-exec")));
 
 static char *pool;                    /* SLOTS x (guard page, stack) */
@@ -69,8 +70,8 @@ static int room_at(uintptr_t sp)
     if (sp < HOOK_STACK_ROOM || !thread_stack_reach(sp, sp - HOOK_STACK_ROOM))
         return 0;
     uintptr_t from = thread_stack_lo + HOOK_STACK_ROOM;
-    hook_room_here.from = from;
-    hook_room_here.span = thread_stack_hi > from ? thread_stack_hi - from : 0;
+    hook_room_from = from;
+    hook_room_span = thread_stack_hi > from ? thread_stack_hi - from : 0;
     return sp - HOOK_STACK_ROOM >= thread_stack_lo;
 }
 

@@ -27,13 +27,9 @@
 
 /* The lowest stack pointer known to leave HOOK_STACK_ROOM on this thread's
  * stack, and how far above it the stack goes: zero until the first event
- * that asks (hook_stack.c).  One variable: each initial-exec variable's
- * offset is a GOT load where it is used, a structure's fields share one. */
-typedef struct hook_room {
-    uintptr_t from;
-    uintptr_t span;
-} hook_room;
-extern __thread hook_room hook_room_here __attribute__((tls_model("initial-exec")));
+ * that asks (hook_stack.c). */
+extern __thread uintptr_t hook_room_from __attribute__((tls_model("initial-exec")));
+extern __thread uintptr_t hook_room_span __attribute__((tls_model("initial-exec")));
 
 /* Frames a call aside adds between the hook and the recorder (the
  * switch, its caller, the packed call): the stack walks cut off this many
@@ -52,10 +48,10 @@ void hook_stack_fork_child(void);
 static inline __attribute__((always_inline)) int hook_stack_roomy(void)
 {
     uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-    return sp - hook_room_here.from < hook_room_here.span;
+    return sp - hook_room_from < hook_room_span;
 }
 
-/* fn(arg) where it is safe: here if there is room after all (hook_room_here
+/* fn(arg) where it is safe: here if there is room after all (hook_room_*
  * updated), else on a stack of ours.  Without one (the mapping failed at
  * start), here. */
 void hook_stack_run(void (*fn)(void *), void *arg);
