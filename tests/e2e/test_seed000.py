@@ -46,6 +46,7 @@ import e2e
 FAILING_SEEDS = range(60)  # about one in six fails within the cap
 FAILING_CAP = 25000        # iterations: a run takes about a second; the log stays small
 CLEAN_SEEDS = range(30)
+NO_NATIVE_SEEDS = 60       # runs of 8000 iterations without native stacks: at most, until one leaves the log
 CLEAN_RUN = 3000           # iterations: a few collections, and most seeds stay sound
 MARK = "cupy5 workload: arena broken after iteration "
 # What the workload's audit says, and the replay invariant that says the same.
@@ -340,8 +341,15 @@ def check_without_native_stacks(failures, setup):
     inside a pool operation started: a run whose arena stayed sound is never
     a violation, and a replay that the unplaced collections put off the log
     says so (its verdict asked "is it the right --model?", which it was)."""
+    # Which seeds break the arena depends on when collections run, which
+    # differs between machines: here 4 of the first 30 seeds left the log
+    # (the first at seed 3), where CI once saw none in seeds 0 to 11.  So
+    # every seed up to the 12th is checked for false findings, and the
+    # search goes on until one leaves the log (about 0.6 s a seed).
     inconclusive = None
-    for seed in range(12):
+    for seed in range(NO_NATIVE_SEEDS):
+        if seed >= 12 and inconclusive:
+            break
         log = setup.path("no-native-%d.tlog" % seed)
         outcome = setup.traced(seed, 8000, log, settings={"TRACE_STACK_DEPTH": "0"})
         status, out = setup.replay("check", "--model", "cupy5", log)
@@ -350,7 +358,8 @@ def check_without_native_stacks(failures, setup):
                            % (seed, status, out[-600:]))
         if status == 3 and inconclusive is None:
             inconclusive = (seed, out)
-    if not failures.check(inconclusive, "a replay without native stacks left the log (12 seeds of 8000 iterations)"):
+    if not failures.check(inconclusive, "a replay without native stacks left the log (%d seeds of 8000 iterations)"
+                          % NO_NATIVE_SEEDS):
         return
     seed, out = inconclusive
     verdict = [line for line in out.splitlines() if line.startswith("verdict: ")][-1]
