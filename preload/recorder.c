@@ -102,16 +102,22 @@ static inline void cpu_relax(void)
 }
 
 /* Returns 0 when this thread already holds the lock (re-entered from a
- * signal handler): the caller must drop what it was about to write. */
+ * signal handler): the caller must drop what it was about to write.  The
+ * owner is looked at only when the exchange failed, which hands it over:
+ * a look before it cost every event a load, a compare and a branch (3 of
+ * about 890 instructions a py_alloc or py_free adds, churn_cycles), and an
+ * event has looked already (entering).  Nothing but this thread can make
+ * the owner this thread, and a handler that takes the lock on it lets go
+ * before it returns, so the answer is the same as looking first. */
 static int lock_take(pid_t tid)
 {
-    if (atomic_load_explicit(&lock_owner, memory_order_relaxed) == tid)
-        return 0;
     for (unsigned spins = 0;; spins++) {
         pid_t expected = 0;
         if (atomic_compare_exchange_weak_explicit(&lock_owner, &expected, tid,
                                                   memory_order_acquire, memory_order_relaxed))
             return 1;
+        if (expected == tid)
+            return 0;
         if (spins > 64)
             sched_yield();
         else
