@@ -363,12 +363,18 @@ static __attribute__((noinline)) void encode_names_due(const struct captured_nam
     thr.py_version = c->py_version;
 }
 
-/* Every event comes here: the check inline, the writing out of line. */
-static inline void encode_names(const struct captured_names *c, pid_t tid)
+/* Every event comes here: the check inline, the writing out of line.
+ * due: c->name_due, which a caller may know without reading it. */
+static inline void encode_names_if(const struct captured_names *c, int due, pid_t tid)
 {
     uint32_t now = atomic_load_explicit(&generation, memory_order_relaxed);
-    if (__builtin_expect(c->name_due || (thr.named_generation && thr.named_generation != now), 0))
+    if (__builtin_expect(due || (thr.named_generation && thr.named_generation != now), 0))
         encode_names_due(c, tid, now);
+}
+
+static inline void encode_names(const struct captured_names *c, pid_t tid)
+{
+    encode_names_if(c, c->name_due, tid);
 }
 
 /* Under the lock: the event's place in the order, its thread and parent. */
@@ -568,17 +574,20 @@ static __attribute__((noinline)) uint64_t record_py_free(uint32_t domain, uint64
     pid_t tid = entering();
     if (tid) {
         int nested = thr.in_event++;
-        const struct captured_names *c = &no_names;
+        /* due: names captured with a THREAD record due.  A flag, not a
+         * pointer to no_names or names that encode_names reads name_due
+         * through: that was a load and an lea each free. */
+        int due = 0;
         struct captured_names names;
         if (__builtin_expect(thr.named_generation != atomic_load_explicit(&generation, memory_order_relaxed) ||
                              thr.names_epoch != atomic_load_explicit(&names_epoch, memory_order_relaxed), 0)) {
             capture_names_only(&names, nested);
-            c = &names;
+            due = names.name_due;
         }
         if (take_or_drop(tid)) {
             size_t pending = 0;
             if (rec_active()) {
-                encode_names(c, tid);
+                encode_names_if(due ? &names : &no_names, due, tid);
                 seq = last_seq + 1;
                 __atomic_store_n(&last_seq, seq, __ATOMIC_RELAXED);
                 if (!tf_write_py_free_joins_bare(writer, seq, (uint32_t)tid, thr.open_top, domain, ptr))
