@@ -78,11 +78,14 @@ static const rec_py_provider *_Atomic py_provider;
 static _Atomic rec_thread_namer thread_namer;
 static _Atomic uint32_t names_epoch = 1;   /* bumped by every OS-level rename */
 static size_t seal_bytes = REC_SEAL_BYTES, flush_now_bytes = REC_FLUSH_NOW_BYTES;
+/* The lesser of the two: after_event's one compare for most events. */
+static size_t act_bytes = REC_SEAL_BYTES < REC_FLUSH_NOW_BYTES ? REC_SEAL_BYTES : REC_FLUSH_NOW_BYTES;
 
 void rec_set_frame_bytes(size_t seal, size_t flush_now)
 {
     seal_bytes = seal < REC_SEAL_BYTES ? seal : REC_SEAL_BYTES;
     flush_now_bytes = flush_now < REC_FLUSH_NOW_BYTES ? flush_now : REC_FLUSH_NOW_BYTES;
+    act_bytes = seal_bytes < flush_now_bytes ? seal_bytes : flush_now_bytes;
 }
 
 pid_t rec_tid(void)
@@ -452,6 +455,10 @@ static inline int take_or_drop(pid_t tid)
 static inline void after_event(size_t pending)
 {
     flusher_ensure_started();
+    /* Most events leave the chunk below both: one compare, not two (the
+     * second then cost every py_alloc and py_free 2 instructions). */
+    if (__builtin_expect(pending < act_bytes, 1))
+        return;
     if (pending >= flush_now_bytes)
         flush_now(0);
     else if (pending >= seal_bytes)
