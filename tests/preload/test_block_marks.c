@@ -90,6 +90,20 @@ static void refused(void)
     block_marks_clear(at(0x20008));
     CHECK(!block_marks_set(at((uintptr_t)1 << 48)), "an address at 2^48 was marked");
     CHECK(!block_marks_test(at(((uintptr_t)1 << 48) | 0x20000)), "an address above 2^48 aliases one below");
+    /* Each bit of the one mask test (block_marks_find) alone, and a clear
+     * of such an address beside a mark leaves the mark alone. */
+    CHECK(block_marks_set(at(0x20000)), "0x20000 not marked");
+    for (int b = 0; b < 64; b++) {
+        if (b >= 3 && b < 48)
+            continue;
+        uintptr_t a = ((uintptr_t)1 << b) | 0x20000;
+        CHECK(!block_marks_test(at(a)), "%#lx (bit %d) tests marked", (unsigned long)a, b);
+        block_marks_clear(at(a));
+        CHECK(!block_marks_set(at(a)), "%#lx (bit %d) was marked", (unsigned long)a, b);
+    }
+    CHECK(!block_marks_test(at(~(uintptr_t)7)), "the top 8-aligned address tests marked");
+    CHECK(block_marks_test(at(0x20000)), "a clear above 2^48 or unaligned cleared 0x20000");
+    block_marks_clear(at(0x20000));
 }
 
 /* Two threads marking and clearing alternate blocks of the same words:
