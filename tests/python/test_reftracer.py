@@ -4,7 +4,8 @@ per buggy construction of the double_init fixture, with both stacks, and none
 for its correct patterns; the INFO record says "reference tracer".  By
 default on 3.13.0 to 3.13.2 the tracer is not used (they miss DESTROY events
 from inlined decrefs): interposition reports where it works.  When
-tracemalloc replaces our tracer, an INFO record says the check stopped.
+tracemalloc replaces our tracer, an INFO record says the check stopped; so
+does the first subinterpreter (the live set holds for one interpreter).
 
 Before 3.13.3 a freed address that is reused without a DESTROY event is
 reported too, so the fixture's objects are kept alive (their addresses are
@@ -60,6 +61,21 @@ import tracemalloc, double_init as d
 keep = [d.make_twice() for i in range(%d)]
 assert tracemalloc.is_tracing() and tracemalloc.get_traced_memory()[0] > 0
 """ % N
+
+
+# The first subinterpreter stops the check: the live set has no lock, and a
+# subinterpreter with a GIL of its own (_interpreters.create()'s default) calls
+# the runtime's tracer beside the main interpreter; its end frees its arenas
+# with objects still marked live.  The reports before it stay, none comes
+# after it (without the stop: N more), and an INFO record says why.
+SUBINTERPRETER = """
+import double_init as d, _interpreters
+keep = [d.make_twice() for i in range(%d)]
+sub = _interpreters.create()
+_interpreters.exec(sub, "junk = [object() for i in range(1000)]")
+_interpreters.destroy(sub)
+keep += [d.make_twice() for i in range(%d)]
+""" % (N, N)
 
 
 def micro_version(python):
@@ -152,6 +168,15 @@ def check_chained(tag, python, tmp):
                 % (tag, run_.proc.returncode, got, N, run_.proc.stderr[-400:]))
 
 
+def check_subinterpreter(tag, python, tmp):
+    run_ = run(python, SUBINTERPRETER, tmp, "on")
+    state = run_.info("py_double_init")
+    got = fixture_counts(run_)["double_init.Thing"]
+    fails.check(run_.proc.returncode == 0 and got == N and any("subinterpreter" in s for s in state[1:]),
+                "%s subinterpreter: rc %d, %d events (expected %d: none after it), INFO %s: %s"
+                % (tag, run_.proc.returncode, got, N, state, run_.proc.stderr[-400:]))
+
+
 def check_numpy(tag, python, complete):
     if not complete:
         print("%s: numpy silence under the tracer needs 3.13.3+, skipped" % tag)
@@ -178,6 +203,7 @@ def check(python, version):
         check_churn(tag, python, tmp, complete)
         check_replaced(tag, python, tmp)
         check_chained(tag, python, tmp)
+        check_subinterpreter(tag, python, tmp)
     check_numpy(tag, python, complete)
 
 
