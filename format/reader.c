@@ -89,7 +89,7 @@ static void frame_done(tf_reader *r)
 {
     r->buf_pos = r->buf_len = 0;
     r->item_pos = r->nitems = 0;
-    r->frees.p = r->frees.end = NULL;
+    r->run.p = r->run.end = NULL;
 }
 
 static void frame_corrupt(tf_reader *r, const char *why)
@@ -411,28 +411,40 @@ TF_ALWAYS_INLINE int decode_event(tf_reader *r, uint32_t kind, tf_cursor *c, tf_
 }
 
 /* A PY_FREES record: its first py_free into e, the rest kept for the next
- * calls (next_py_free). */
+ * calls (next_in_run). */
 static int decode_py_frees(tf_reader *r, tf_cursor *c, tf_event *e)
 {
     if (tf_get_py_frees(&r->b, c, e) < 0)
         return TF_REC_BAD;
-    r->frees = *c;
-    r->free_last = *e;
+    r->run = *c;
+    r->run_last = *e;
+    r->run_unit = 0;
     return 1;
 }
 
-/* The next py_free of the PY_FREES record being read: 1, or 0 when it has
- * no more (or the rest is damaged: the frame is then corrupt). */
-static int next_py_free(tf_reader *r, tf_event *e)
+/* A PY_ALLOCS record: the same with its first py_alloc. */
+static int decode_py_allocs(tf_reader *r, tf_cursor *c, tf_event *e)
 {
-    int rc = tf_get_py_frees_next(&r->frees, &r->free_last, e);
+    if (tf_get_py_allocs(&r->b, c, e, &r->run_unit) < 0)
+        return TF_REC_BAD;
+    r->run = *c;
+    r->run_last = *e;
+    return 1;
+}
+
+/* The next event of the PY_FREES or PY_ALLOCS record being read: 1, or 0
+ * when it has no more (or the rest is damaged: the frame is then corrupt). */
+static int next_in_run(tf_reader *r, tf_event *e)
+{
+    int rc = r->run_unit ? tf_get_py_allocs_next(&r->run, &r->run_last, r->run_unit, e)
+                         : tf_get_py_frees_next(&r->run, &r->run_last, e);
     if (rc <= 0) {
-        r->frees.p = r->frees.end = NULL;
+        r->run.p = r->run.end = NULL;
         if (rc < 0)
             frame_corrupt(r, "records");
         return 0;
     }
-    r->free_last = *e;
+    r->run_last = *e;
     return 1;
 }
 
@@ -518,7 +530,7 @@ static int next_slow(tf_reader *r, tf_event *e);
  * and tests were about a tenth of a column reader's instructions). */
 int tf_reader_next(tf_reader *r, tf_event *e)
 {
-    if (r->item_pos < r->nitems && !r->frees.p && r->frame_has_bases && !r->finished &&
+    if (r->item_pos < r->nitems && !r->run.p && r->frame_has_bases && !r->finished &&
         r->items[r->item_pos].kind >= 32) {
         r->st.waiting = 0;
         tf_event_copy(e, &r->items[r->item_pos++]);
@@ -533,7 +545,7 @@ static __attribute__((noinline)) int next_slow(tf_reader *r, tf_event *e)
     tf_cursor c;
     r->st.waiting = 0;
     while (!r->finished) {
-        if (r->frees.p && next_py_free(r, e)) {
+        if (r->run.p && next_in_run(r, e)) {
             r->st.events++;
             r->st.last_seq = r->seq_seen = e->seq;   /* the record's seqs are consecutive */
             return 1;
@@ -586,6 +598,8 @@ static __attribute__((noinline)) int next_slow(tf_reader *r, tf_event *e)
             rc = (tf_event_copy(e, decoded), 1);
         else if (kind == TF_EV_PY_FREES)
             rc = decode_py_frees(r, &c, e);
+        else if (kind == TF_EV_PY_ALLOCS)
+            rc = decode_py_allocs(r, &c, e);
         else if (kind >= 32)
             rc = decode_event(r, kind, &c, e);
         else if (r->restating)

@@ -136,14 +136,16 @@ struct tf_reader {
     uint64_t seq_seen;          /* the last event's seq (0: none yet) */
     int seq_free;               /* the next event's seq is not checked: it follows an event of a
                                    kind this reader does not know (which may stand for several
-                                   seqs, as a PY_FREES record does for a 2.2 reader) */
+                                   seqs, as a PY_FREES record does for a 2.2 reader
+                                   and a PY_ALLOCS record for a 2.6 one) */
     unsigned notes_at_event;    /* damage notes made before the last event */
     uint64_t frame_index;       /* ordinal of the current frame in the file */
     uint64_t frames_seen;       /* frames met so far, damaged ones included */
 
     tf_bases b;                 /* delta bases (records.h) */
-    tf_cursor frees;            /* the rest of a PY_FREES record's addresses */
-    tf_event free_last;         /* the py_free returned from it last */
+    tf_cursor run;              /* the rest of a PY_FREES or PY_ALLOCS record */
+    tf_event run_last;          /* the event returned from it last */
+    uint64_t run_unit;          /* a PY_ALLOCS record's time unit; 0 for PY_FREES */
 
     tf_read_status st;
     tf_header header;

@@ -180,6 +180,96 @@ static inline uint8_t *tf_put_py_frees(tf_bases *b, uint8_t *rec, const tf_event
     return tf_put_record_end(b, rec, TF_EV_PY_FREES, p, present, e);
 }
 
+/* ------------------------------------------------------------ PY_ALLOCS (2.7) */
+
+/* A PY_ALLOCS record (FORMAT.md section 7): py_alloc events of consecutive
+ * seqs that share their thread, parent, native stack and domain; each
+ * keeps its own time, Python stack, address, size and api.  The payload is
+ * the first one's as a py_alloc record would hold it, less its address
+ * (presence map, common fields, then `domain`, `size`, `api` at bits 6 to
+ * 8), then the time unit of the steps below as a uv and the first address
+ * as a uv; then, up to the payload's end, each later allocation: a lead
+ * byte, the fields it says, and its address as an sv from the one before.
+ * The lead byte: bits 0-2 its time's step from the allocation before, in
+ * units, 7 meaning a uv of the step follows; bit 3 an sv of its Python
+ * stack id's difference from the one before follows (else the same);
+ * bit 4 a uv of its size follows (else the same); bit 5 a uv of its api
+ * follows (else 0); bit 6 the address's difference below is in bytes
+ * (else in 16-byte units, the allocators' alignment: a block 64 bytes on
+ * is then one byte, not two); bit 7 zero.  A loop's allocations take two
+ * or three bytes each.  The bases move as the first event moves them, as for
+ * PY_FREES, and no ptr base is read or moved: a reader that skips the kind
+ * (2.6) keeps them right. */
+#define TF_PY_ALLOCS_PAYLOAD_MAX 127   /* the length prefix stays one byte */
+#define TF_PY_ALLOCS_DOMAIN_BIT (1u << TF_COMMON_FIELDS)
+#define TF_PY_ALLOCS_SIZE_BIT (1u << (TF_COMMON_FIELDS + 1))
+#define TF_PY_ALLOCS_API_BIT (1u << (TF_COMMON_FIELDS + 2))
+#define TF_PY_ALLOCS_STEP_ESC 7u      /* lead bits 0-2: a uv step follows */
+#define TF_PY_ALLOCS_STACK 0x08u      /* lead: a stack difference follows */
+#define TF_PY_ALLOCS_SIZE 0x10u       /* lead: a size follows */
+#define TF_PY_ALLOCS_API 0x20u        /* lead: an api follows */
+#define TF_PY_ALLOCS_BYTES 0x40u      /* lead: the address's difference is in bytes, not 16s */
+/* The most bytes one joined allocation takes. */
+#define TF_PY_ALLOCS_JOIN_MAX (1 + TF_VARINT_MAX + 5 + TF_VARINT_MAX + 5 + TF_VARINT_MAX)
+
+static inline uint8_t *tf_put_py_allocs(tf_bases *b, uint8_t *rec, const tf_event *e, uint64_t unit)
+{
+    uint8_t *payload = rec + 2;
+    uint32_t present = 0;
+    uint8_t *p = tf_put_common(b, payload + 2, e, &present);
+    if (e->u.host.domain) {
+        present |= TF_PY_ALLOCS_DOMAIN_BIT;
+        p = tf_put_uv(p, e->u.host.domain);
+    }
+    if (e->u.host.size) {
+        present |= TF_PY_ALLOCS_SIZE_BIT;
+        p = tf_put_uv(p, e->u.host.size);
+    }
+    if (e->u.host.api) {
+        present |= TF_PY_ALLOCS_API_BIT;
+        p = tf_put_uv(p, e->u.host.api);
+    }
+    p = tf_put_uv(p, unit);
+    p = tf_put_uv(p, e->u.host.ptr);
+    return tf_put_record_end(b, rec, TF_EV_PY_ALLOCS, p, present, e);
+}
+
+/* One joined allocation at p: step is its time's difference from the one
+ * before in units; the others are the previous allocation's stack, size
+ * and address.  Returns the end. */
+TF_ALWAYS_INLINE uint8_t *tf_put_py_allocs_join(uint8_t *p, uint64_t step, uint32_t py_stack, uint32_t prev_stack,
+                                                uint64_t size, uint64_t prev_size, uint32_t api, uint64_t ptr,
+                                                uint64_t prev_ptr)
+{
+    uint8_t *lead = p++;
+    uint32_t code = (uint32_t)step;
+    if (step >= TF_PY_ALLOCS_STEP_ESC) {
+        code = TF_PY_ALLOCS_STEP_ESC;
+        p = tf_put_uv(p, step);
+    }
+    if (py_stack != prev_stack) {
+        code |= TF_PY_ALLOCS_STACK;
+        p = tf_put_uv(p, tf_zigzag((int64_t)py_stack - (int64_t)prev_stack));
+    }
+    if (size != prev_size) {
+        code |= TF_PY_ALLOCS_SIZE;
+        p = tf_put_uv(p, size);
+    }
+    if (api) {
+        code |= TF_PY_ALLOCS_API;
+        p = tf_put_uv(p, api);
+    }
+    uint64_t d = ptr - prev_ptr;
+    if (d & 15) {
+        code |= TF_PY_ALLOCS_BYTES;
+        p = tf_put_uv(p, tf_zigzag((int64_t)d));
+    } else {
+        p = tf_put_uv(p, tf_zigzag((int64_t)d >> 4));
+    }
+    *lead = (uint8_t)code;
+    return p;
+}
+
 /* ------------------------------------------------------------ reading */
 
 TF_ALWAYS_INLINE void tf_get_field(tf_bases *b, tf_cursor *c, tf_event *e, const tf_field *f)
@@ -302,6 +392,63 @@ static inline int tf_get_py_frees_next(tf_cursor *c, const tf_event *prev, tf_ev
     e->seq = prev->seq + 1;
     e->u.host.ptr = prev->u.host.ptr + (uint64_t)tf_unzigzag(d);
     return 1;
+}
+
+/* The first py_alloc of a PY_ALLOCS payload into e, and the record's time
+ * unit into *unit; c is left at the next allocation, if any
+ * (tf_get_py_allocs_next).  1, or -1: invalid, which a presence bit past
+ * `api` makes too (the allocations follow the fields, so the kind cannot
+ * gain any), and a unit of 0. */
+TF_ALWAYS_INLINE int tf_get_py_allocs(tf_bases *b, tf_cursor *c, tf_event *e, uint64_t *unit)
+{
+    tf_event_init(e, TF_EV_PY_ALLOC);
+    if (c->end - c->p < 2)
+        return -1;
+    uint32_t present = (uint32_t)c->p[0] | (uint32_t)c->p[1] << 8;
+    c->p += 2;
+    if (present >> (TF_COMMON_FIELDS + 3))
+        return -1;
+    tf_get_common(b, c, present, e);
+    if (present & TF_PY_ALLOCS_DOMAIN_BIT)
+        e->u.host.domain = tf_get_u32_fast(c);
+    if (present & TF_PY_ALLOCS_SIZE_BIT)
+        e->u.host.size = tf_get_uv_fast(c);
+    if (present & TF_PY_ALLOCS_API_BIT)
+        e->u.host.api = tf_get_u32_fast(c);
+    *unit = tf_get_uv_fast(c);
+    e->u.host.ptr = tf_get_uv_fast(c);
+    if (c->bad || *unit == 0)
+        return -1;
+    b->seq = e->seq;
+    b->t_ns = e->t_ns;
+    b->tid = e->tid;
+    return 1;
+}
+
+/* The py_alloc after `prev` in the same record: 1, 0 at the payload's end,
+ * -1 invalid. */
+static inline int tf_get_py_allocs_next(tf_cursor *c, const tf_event *prev, uint64_t unit, tf_event *e)
+{
+    if (c->p >= c->end)
+        return 0;
+    uint32_t lead = *c->p++;
+    if (lead & 0x80)
+        return -1;
+    *e = *prev;
+    e->flags = 0;
+    e->seq = prev->seq + 1;
+    uint64_t step = lead & TF_PY_ALLOCS_STEP_ESC;
+    if (step == TF_PY_ALLOCS_STEP_ESC)
+        step = tf_get_uv_fast(c);
+    e->t_ns = prev->t_ns + step * unit;
+    if (lead & TF_PY_ALLOCS_STACK)
+        e->py_stack = (uint32_t)((int64_t)prev->py_stack + tf_unzigzag(tf_get_uv_fast(c)));
+    if (lead & TF_PY_ALLOCS_SIZE)
+        e->u.host.size = tf_get_uv_fast(c);
+    e->u.host.api = lead & TF_PY_ALLOCS_API ? tf_get_u32_fast(c) : 0;
+    uint64_t d = (uint64_t)tf_unzigzag(tf_get_uv_fast(c));
+    e->u.host.ptr = prev->u.host.ptr + (lead & TF_PY_ALLOCS_BYTES ? d : d << 4);
+    return c->bad ? -1 : 1;
 }
 
 #endif

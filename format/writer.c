@@ -76,6 +76,27 @@ struct tf_writer {
         uint64_t stacks;         /* its native and Python stack ids (frees_stacks) */
         uint32_t domain;
     } frees;
+    /* The PY_ALLOCS record the chunk ends with, as frees above (end is
+     * FREES_SHUT while none may join), and what its last allocation's
+     * successor is written against. */
+    struct {
+        size_t start, end;
+        uint64_t parent, ptr, size;
+        uint32_t py_stack, domain;
+    } allocs;
+    /* The last event's time.  b.t_ns is a delta base, which a PY_ALLOCS
+     * record leaves at its first allocation's; the next FRAME says this
+     * (tf_writer_seal), and so do marks.  While a PY_ALLOCS record may be
+     * joined, its last allocation's time, which the next one's step is
+     * from. */
+    uint64_t last_t_ns;
+    /* The log's time unit (the header's time_unit_ns), in which PY_ALLOCS
+     * writes time steps: a step is a whole number of units when its low
+     * unit_shift bits are 0 and, shifted, times unit_inv (the inverse of
+     * the unit's odd part) it is at most unit_qmax (columns.c does the
+     * same: no divide per event). */
+    uint64_t unit, unit_inv, unit_qmax;
+    uint32_t unit_shift;
 };
 
 #define FREES_SHUT SIZE_MAX
@@ -85,6 +106,29 @@ struct tf_writer {
 static inline uint64_t frees_stacks(uint32_t native_stack, uint32_t py_stack)
 {
     return (uint64_t)native_stack << 32 | py_stack;
+}
+
+/* The time unit of the header's settings (time_unit_ns=N), 1 without one. */
+static uint64_t time_unit_of(const char *settings)
+{
+    static const char key[] = "time_unit_ns=";
+    for (const char *p = settings; p && (p = strstr(p, key)) != NULL; p++)
+        if (p == settings || p[-1] == ';') {
+            unsigned long long unit = strtoull(p + sizeof key - 1, NULL, 10);
+            return unit ? unit : 1;
+        }
+    return 1;
+}
+
+static void set_time_unit(tf_writer *w, uint64_t unit)
+{
+    w->unit = unit;
+    w->unit_shift = (uint32_t)__builtin_ctzll(unit);
+    uint64_t odd = unit >> w->unit_shift, inv = odd;
+    for (int i = 0; i < 5; i++)
+        inv *= 2 - odd * inv;   /* Newton: each step doubles the bits of odd * inv == 1 */
+    w->unit_inv = inv;
+    w->unit_qmax = UINT64_MAX / odd;
 }
 
 static inline int reserve(tf_writer *w, size_t need)
@@ -250,6 +294,8 @@ tf_writer *tf_writer_new(const tf_header *h)
     if (!w)
         return NULL;
     w->frees.end = FREES_SHUT;
+    w->allocs.end = FREES_SHUT;
+    set_time_unit(w, time_unit_of(h->settings));
     w->journal_on = h->max_bytes != 0;
     if (write_header(&w->chunk, h) < 0 || (w->journal_on && keep_header(w, h) < 0)) {
         tf_chunk_free(&w->chunk);
@@ -659,6 +705,7 @@ static inline __attribute__((always_inline)) void write_event_as(tf_writer *w, c
     w->chunk.len = (size_t)(tf_put_event_as(&w->b, w->chunk.data + w->chunk.len, ev, kind) - w->chunk.data);
     w->events++;
     w->last_seq = ev->seq;
+    w->last_t_ns = ev->t_ns;
 }
 
 void tf_write_event(tf_writer *w, const tf_event *ev)
@@ -742,11 +789,71 @@ void tf_write_py_frees(tf_writer *w, const tf_event *e)
     w->frees.domain = e->u.host.domain;
     w->events++;
     w->last_seq = e->seq;
+    w->last_t_ns = e->t_ns;
+}
+
+/* With TRACE_PY_ALLOCS=1 nearly every event is a py_alloc, and a loop's
+ * repeat their thread, parent, stack and size: about 11 bytes before
+ * compression each as py_alloc records (kind, length, presence map, time,
+ * stack, domain, address, size), two to four in a PY_ALLOCS record, which
+ * zstd then has less of to compress (FORMAT.md section 7).  The test is
+ * py_free_joins' (the chunk's length says the record is open and last). */
+static inline __attribute__((always_inline)) int py_alloc_joins(tf_writer *w, const tf_event *e)
+{
+    size_t len = w->chunk.len;
+    uint64_t step = e->t_ns - w->last_t_ns;
+    if (len != w->allocs.end || e->seq != w->last_seq + 1 || e->tid != w->b.tid || e->parent != w->allocs.parent ||
+        e->u.host.domain != w->allocs.domain || e->native_stack || (step & ((1ull << w->unit_shift) - 1)))
+        return 0;
+    step = (step >> w->unit_shift) * w->unit_inv;
+    if (step > w->unit_qmax || reserve(w, TF_PY_ALLOCS_JOIN_MAX) < 0)
+        return 0;
+    uint8_t *end = tf_put_py_allocs_join(w->chunk.data + len, step, e->py_stack, w->allocs.py_stack,
+                                         e->u.host.size, w->allocs.size, e->u.host.api, e->u.host.ptr,
+                                         w->allocs.ptr);
+    size_t payload = (size_t)(end - w->chunk.data) - (w->allocs.start + 2);
+    if (payload > TF_PY_ALLOCS_PAYLOAD_MAX)
+        return 0;   /* the bytes past len are no part of the chunk */
+    w->chunk.data[w->allocs.start + 1] = (uint8_t)payload;
+    w->chunk.len = w->allocs.end = (size_t)(end - w->chunk.data);
+    w->last_t_ns = e->t_ns;
+    w->allocs.ptr = e->u.host.ptr;
+    w->allocs.size = e->u.host.size;
+    w->allocs.py_stack = e->py_stack;
+    w->events++;
+    w->last_seq = e->seq;
+    return 1;
+}
+
+void tf_write_py_allocs(tf_writer *w, const tf_event *e)
+{
+    if (py_alloc_joins(w, e))
+        return;
+    if (e->native_stack) {
+        write_event_as(w, e, TF_EV_PY_ALLOC);
+        return;
+    }
+    if (reserve(w, FRAME_RECORD_MAX + 2 + TF_PY_ALLOCS_PAYLOAD_MAX) < 0)
+        return;
+    if (!w->frame_open)
+        write_frame_record(w);
+    size_t start = w->chunk.len;
+    w->chunk.len = (size_t)(tf_put_py_allocs(&w->b, w->chunk.data + start, e, w->unit) - w->chunk.data);
+    w->allocs.start = start;
+    w->allocs.end = w->chunk.len;
+    w->allocs.parent = e->parent;
+    w->last_t_ns = e->t_ns;
+    w->allocs.ptr = e->u.host.ptr;
+    w->allocs.size = e->u.host.size;
+    w->allocs.py_stack = e->py_stack;
+    w->allocs.domain = e->u.host.domain;
+    w->events++;
+    w->last_seq = e->seq;
 }
 
 tf_writer_mark tf_writer_get_mark(const tf_writer *w)
 {
-    return (tf_writer_mark){ w->frames_sealed, w->last_seq, w->b.t_ns, w->events, w->journal_len };
+    return (tf_writer_mark){ w->frames_sealed, w->last_seq, w->last_t_ns, w->events, w->journal_len };
 }
 
 void tf_writer_rewind(tf_writer *w, const tf_writer_mark *m)
@@ -755,9 +862,10 @@ void tf_writer_rewind(tf_writer *w, const tf_writer_mark *m)
     w->frame_open = 0;
     w->frames_sealed = m->frames_sealed;
     w->b.seq = w->last_seq = m->seq;
-    w->b.t_ns = m->t_ns;
+    w->b.t_ns = w->last_t_ns = m->t_ns;
     w->events = m->events;
     w->frees.end = FREES_SHUT;
+    w->allocs.end = FREES_SHUT;
     if (m->journal <= w->journal_len)
         w->journal_len = m->journal;
 }
@@ -779,10 +887,12 @@ void tf_writer_seal(tf_writer *w, tf_chunk *out)
         out->len = 0;
         return;
     }
+    w->b.t_ns = w->last_t_ns;   /* the next FRAME's: the last event's time */
     tf_chunk old = *out;
     *out = w->chunk;
     w->chunk = (tf_chunk){ old.data, 0, old.data ? old.cap : 0 };
     w->frames_sealed++;
     w->frame_open = 0;
     w->frees.end = FREES_SHUT;
+    w->allocs.end = FREES_SHUT;
 }

@@ -417,7 +417,7 @@ static inline __attribute__((always_inline)) uint64_t encode(tf_event *e, const 
     stamp(e, tid);
     e->t_ns = in_unit(event_clock_ns_from(c->ticks));   /* under the lock: event_clock.h */
     if (kind == TF_EV_PY_ALLOC)
-        tf_write_py_alloc(writer, e);
+        tf_write_py_allocs(writer, e);
     else
         tf_write_event(writer, e);
     return e->seq;

@@ -1,0 +1,358 @@
+/*
+ * test_py_allocs.c - PY_ALLOCS records (FORMAT.md section 7, 2.7): py_alloc
+ * events written with tf_write_py_allocs come back from the reader exactly
+ * as the same events written as py_alloc records (tf_write_py_alloc) do,
+ * whatever breaks a run (another thread, parent, domain, a native stack, a
+ * gap in seqs, a time off the log's unit, another event, a seal, a rewind,
+ * the one-byte length); a loop's allocations take a few bytes each; a
+ * reader that skips the kind (2.6) keeps every other event's seq, time and
+ * thread; FRAME and marks name the last allocation's seq and time; damage
+ * is found.
+ */
+#include "records.h"
+#include "tf_test.h"
+
+static const tf_header header = {
+    .version_major = TF_VERSION_MAJOR, .pid = 7, .cmdline = "allocs", .settings = "flush_ms=100;time_unit_ns=1000",
+};
+
+/* Both writers in lockstep: `plain` writes py_alloc records, `runs`
+ * PY_ALLOCS records; every other call goes to both. */
+typedef struct pair {
+    tf_writer *plain, *runs;
+    tf_test_file fplain, fruns;
+    tf_chunk chunk;
+} pair;
+
+static void put_alloc(pair *p, const tf_event *e)
+{
+    tf_write_py_alloc(p->plain, e);
+    tf_write_py_allocs(p->runs, e);
+}
+
+static void put_event(pair *p, const tf_event *e)
+{
+    tf_write_event(p->plain, e);
+    tf_write_event(p->runs, e);
+}
+
+static void flush_both(pair *p)
+{
+    tf_test_flush(p->plain, p->fplain.fd, &p->chunk);
+    tf_test_flush(p->runs, p->fruns.fd, &p->chunk);
+}
+
+static tf_event an_alloc(uint64_t seq, uint64_t t_ns, uint32_t py_stack, uint64_t ptr, uint64_t size)
+{
+    tf_event e;
+    tf_event_init(&e, TF_EV_PY_ALLOC);
+    e.seq = seq;
+    e.tid = 41;
+    e.t_ns = t_ns;
+    e.py_stack = py_stack;
+    e.u.host.domain = TF_HOST_OBJ;
+    e.u.host.ptr = ptr;
+    e.u.host.size = size;
+    return e;
+}
+
+/* Records of kind `kind` in a sealed chunk, and the longest payload. */
+static int count_kind(const tf_chunk *c, uint32_t kind, uint64_t *longest)
+{
+    tf_cursor cur = { c->data, c->data + c->len, 0 };
+    int n = 0;
+    while (cur.p < cur.end && !cur.bad) {
+        uint64_t k = tf_get_uv(&cur), len;
+        tf_get_bytes(&cur, &len);
+        if (k == kind) {
+            n++;
+            if (longest && len > *longest)
+                *longest = len;
+        }
+    }
+    CHECK(!cur.bad);
+    return n;
+}
+
+/* Both logs read the same, event by event; returns the count. */
+static uint64_t same_events(pair *p)
+{
+    char err[256];
+    tf_reader *a = tf_reader_open(p->fplain.path, err, sizeof err);
+    tf_reader *b = tf_reader_open(p->fruns.path, err, sizeof err);
+    CHECK(a && b);
+    if (!a || !b)
+        return 0;
+    tf_event ea, eb;
+    uint64_t n = 0;
+    for (;;) {
+        int ra = tf_reader_next(a, &ea), rb = tf_reader_next(b, &eb);
+        CHECK(ra == rb);
+        if (ra != 1 || rb != 1)
+            break;
+        if (memcmp(&ea, &eb, sizeof ea) != 0) {
+            fprintf(stderr, "event %llu differs: seq %llu/%llu t %llu/%llu ptr %llx/%llx\n",
+                    (unsigned long long)n, (unsigned long long)ea.seq, (unsigned long long)eb.seq,
+                    (unsigned long long)ea.t_ns, (unsigned long long)eb.t_ns,
+                    (unsigned long long)ea.u.host.ptr, (unsigned long long)eb.u.host.ptr);
+            CHECK(0);
+            break;
+        }
+        n++;
+    }
+    const tf_read_status *sa = tf_reader_status(a), *sb = tf_reader_status(b);
+    CHECK(sb->clean_end && sb->corrupt_frames == 0 && sb->events == sa->events);
+    CHECK(tf_reader_damage(b) == NULL);
+    if (tf_reader_damage(b))
+        fprintf(stderr, "%s\n", tf_reader_damage(b));
+    tf_reader_close(a);
+    tf_reader_close(b);
+    return n;
+}
+
+/* A loop's allocations: the same few stacks and sizes, addresses close
+ * together, times a microsecond or two apart. */
+static void loop_allocs(pair *p, uint64_t *seq, uint64_t *t, int n)
+{
+    uint64_t ptr = 0x7f3a00100000ull;
+    for (int i = 0; i < n; i++) {
+        *t += (i % 3 == 0) ? 1000 : 0;
+        ptr += i % 5 == 4 ? 0x12340 : 0x40;
+        tf_event e = an_alloc(++*seq, *t, 10 + (uint32_t)(i % 4 == 3), ptr, i % 4 == 3 ? 72 : 56);
+        put_alloc(p, &e);
+    }
+}
+
+/* Random py_allocs and other events: every field and break at random. */
+static void random_allocs(pair *p, uint64_t *seq, uint64_t *t, int n, uint64_t *s)
+{
+    uint64_t ptr = 0x55555555a000ull;
+    uint32_t stack = 3;
+    for (int i = 0; i < n; i++) {
+        uint64_t r = tf_test_rand(s);
+        switch (r % 8) {
+        case 0: *t += 1000 * (tf_test_rand(s) % 20); break;
+        case 1: *t += tf_test_rand(s) % 5000; break;            /* off the unit: breaks */
+        case 2: *t += 1000ull * (tf_test_rand(s) % 100000); break;
+        default: break;
+        }
+        if (r >> 8 & 1)
+            stack = (uint32_t)(tf_test_rand(s) % 3 == 0 ? tf_test_rand(s) : stack + tf_test_rand(s) % 7 - 3);
+        ptr += (r >> 9 & 3) == 0 ? tf_test_rand(s) : (tf_test_rand(s) % 512) - 256;
+        if ((r >> 12 & 31) == 0)
+            *seq += 1 + tf_test_rand(s) % 3;                   /* events lost */
+        tf_event e = an_alloc(++*seq, *t, stack, ptr, (r >> 20 & 3) == 0 ? tf_test_rand(s) : 32 + (r >> 24 & 3) * 16);
+        e.tid = (r >> 28 & 15) == 0 ? 42 : 41;
+        e.parent = (r >> 32 & 15) == 0 ? *seq - 1 : 0;
+        e.u.host.domain = (r >> 36 & 31) == 0 ? 2 : TF_HOST_OBJ;
+        e.u.host.api = (r >> 41 & 15) == 0 ? 3 : 0;
+        e.native_stack = (r >> 45 & 31) == 0 ? 4 : 0;
+        if ((r >> 50 & 31) == 0) {
+            tf_event m = { .kind = TF_EV_MARK, .seq = e.seq, .tid = 41, .t_ns = *t };
+            put_event(p, &m);
+            continue;
+        }
+        if ((r >> 55 & 63) == 0)
+            e.py_stack = 0;
+        put_alloc(p, &e);
+        if ((r >> 58 & 63) == 0)
+            flush_both(p);
+    }
+}
+
+int main(void)
+{
+    pair p = { .plain = tf_writer_new(&header), .runs = tf_writer_new(&header),
+               .fplain = tf_test_file_new(), .fruns = tf_test_file_new() };
+    uint64_t seq = 0, t = 5000000;
+
+    /* A loop: one record per 127 bytes of payload, a few bytes each. */
+    loop_allocs(&p, &seq, &t, 1000);
+    {
+        tf_chunk a = { 0 }, b = { 0 };
+        tf_writer_seal(p.plain, &a);
+        tf_writer_seal(p.runs, &b);
+        uint64_t longest = 0;
+        int records = count_kind(&b, TF_EV_PY_ALLOCS, &longest);
+        CHECK(count_kind(&b, TF_EV_PY_ALLOC, NULL) == 0);
+        CHECK(records >= 1000 / 60 && records <= 1000 / 20);
+        CHECK(longest <= TF_PY_ALLOCS_PAYLOAD_MAX && longest >= TF_PY_ALLOCS_PAYLOAD_MAX - TF_PY_ALLOCS_JOIN_MAX);
+        double per = (double)b.len / 1000, plain = (double)a.len / 1000;
+        printf("loop: %.2f bytes a py_alloc in PY_ALLOCS records, %.2f as py_alloc records, %d records\n", per,
+               plain, records);
+        CHECK(per < 4.0 && per < plain / 2);
+        CHECK(tf_chunk_write(p.fplain.fd, &a, NULL, 1) == 0);
+        CHECK(tf_chunk_write(p.fruns.fd, &b, NULL, 1) == 0);
+        tf_chunk_free(&a);
+        tf_chunk_free(&b);
+    }
+
+    /* FRAME and marks: the last allocation's seq and time, not the bases. */
+    tf_writer_mark m = tf_writer_get_mark(p.runs);
+    CHECK(m.seq == seq && m.t_ns == t);
+
+    /* Breaks, one at a time, each followed by an allocation that joins. */
+    tf_event e = an_alloc(++seq, t, 10, 0x1000, 48);
+    put_alloc(&p, &e);
+    tf_event joined = an_alloc(++seq, t + 7000, 11, 0x1040, 48);   /* a step of 7 units: escaped */
+    put_alloc(&p, &joined);
+    tf_event other_tid = an_alloc(++seq, t + 8000, 11, 0x1080, 48);
+    other_tid.tid = 42;
+    put_alloc(&p, &other_tid);
+    tf_event other_parent = an_alloc(++seq, t + 8000, 11, 0x10c0, 48);
+    other_parent.tid = 42;
+    other_parent.parent = seq - 1;
+    put_alloc(&p, &other_parent);
+    tf_event other_domain = an_alloc(++seq, t + 9000, 11, 0x1100, 48);
+    other_domain.u.host.domain = 2;
+    put_alloc(&p, &other_domain);
+    tf_event native = an_alloc(++seq, t + 9000, 11, 0x1140, 48);
+    native.native_stack = 3;
+    put_alloc(&p, &native);
+    tf_event off_unit = an_alloc(++seq, t + 9500, 11, 0x1180, 48);
+    put_alloc(&p, &off_unit);
+    tf_event realloc_api = an_alloc(++seq, t + 10500, 11, 0x11c0, 0);   /* size 0, api 3 */
+    realloc_api.u.host.api = 3;
+    put_alloc(&p, &realloc_api);
+    seq += 3;                                                         /* events lost */
+    tf_event after_gap = an_alloc(++seq, t + 11500, 0, 0x1000, 48);
+    put_alloc(&p, &after_gap);
+    tf_event far = an_alloc(++seq, t + 11500, 0xfffffff0u, 0xffffffffffff0000ull, UINT64_MAX);
+    put_alloc(&p, &far);
+    tf_event mark = { .kind = TF_EV_MARK, .seq = ++seq, .tid = 41, .t_ns = t + 12000 };
+    put_event(&p, &mark);
+    t += 13000;
+    loop_allocs(&p, &seq, &t, 30);
+
+    /* A 2.6 reader: no PY_ALLOCS, its common fields decoded and the rest
+     * skipped, every other event's seq, time and thread right. */
+    {
+        tf_chunk a = { 0 };
+        tf_event last_mark = { .kind = TF_EV_MARK, .seq = ++seq, .tid = 42, .t_ns = t + 1000 };
+        put_event(&p, &last_mark);
+        tf_writer_seal(p.runs, &a);
+        CHECK(count_kind(&a, TF_EV_PY_ALLOC, NULL) == 1);   /* the one with a native stack */
+        CHECK(count_kind(&a, TF_EV_PY_ALLOCS, NULL) >= 7);
+        tf_bases b = { 0 };
+        tf_cursor cur = { a.data, a.data + a.len, 0 };
+        int marks = 0, allocs = 0;
+        while (cur.p < cur.end && !cur.bad) {
+            uint64_t kind = tf_get_uv(&cur), len;
+            const uint8_t *at = tf_get_bytes(&cur, &len);
+            tf_cursor pc = { at, at + len, 0 };
+            if (kind == TF_REC_FRAME) {
+                tf_get_uv(&pc);
+                uint64_t s = tf_get_uv(&pc), ft = tf_get_uv(&pc);
+                CHECK(s == m.seq && ft == m.t_ns);
+                tf_bases_frame(&b, s, ft);
+                continue;
+            }
+            if (kind < 32)
+                continue;
+            tf_event got;
+            int rc = tf_get_event(&b, (uint32_t)kind, &pc, &got);
+            CHECK(kind == TF_EV_PY_ALLOCS ? rc == 0 : rc == 1);
+            if (rc == 1 && got.kind == TF_EV_MARK) {
+                const tf_event *want = marks++ ? &last_mark : &mark;
+                CHECK(got.seq == want->seq && got.t_ns == want->t_ns && got.tid == want->tid);
+            }
+            if (rc == 1 && got.kind == TF_EV_PY_ALLOC) {
+                allocs++;
+                CHECK(got.seq == native.seq && got.u.host.ptr == native.u.host.ptr && got.t_ns == native.t_ns);
+            }
+        }
+        CHECK(!cur.bad && marks == 2 && allocs == 1);
+        CHECK(tf_chunk_write(p.fruns.fd, &a, NULL, 1) == 0);
+        tf_writer_seal(p.plain, &a);
+        CHECK(tf_chunk_write(p.fplain.fd, &a, NULL, 1) == 0);
+        tf_chunk_free(&a);
+    }
+
+    /* A rewind drops a run half written; the log goes on from the mark. */
+    m = tf_writer_get_mark(p.runs);
+    tf_writer_mark mp = tf_writer_get_mark(p.plain);
+    CHECK(m.seq == mp.seq && m.t_ns == mp.t_ns);
+    uint64_t seq_at_mark = seq, t_at_mark = t;
+    loop_allocs(&p, &seq, &t, 10);
+    tf_writer_rewind(p.runs, &m);
+    tf_writer_rewind(p.plain, &mp);
+    seq = seq_at_mark;
+    t = t_at_mark + 1000;
+    loop_allocs(&p, &seq, &t, 10);
+    flush_both(&p);
+    /* A seal in the middle of a run: the next allocation opens a record
+     * in the new frame, whose FRAME names the last allocation's time. */
+    loop_allocs(&p, &seq, &t, 5);
+    tf_writer_seal(p.runs, &p.chunk);
+    CHECK(tf_writer_get_mark(p.runs).t_ns == t);
+    CHECK(tf_chunk_write(p.fruns.fd, &p.chunk, NULL, 1) == 0);
+    tf_test_flush(p.plain, p.fplain.fd, &p.chunk);
+    loop_allocs(&p, &seq, &t, 5);
+
+    /* At random. */
+    uint64_t s = 12345;
+    for (int round = 0; round < 20; round++) {
+        random_allocs(&p, &seq, &t, 500, &s);
+        flush_both(&p);
+    }
+    tf_event end = { .kind = TF_EV_END, .seq = ++seq, .tid = 41, .t_ns = t };
+    put_event(&p, &end);
+    flush_both(&p);
+    tf_writer_free(p.plain);
+    tf_writer_free(p.runs);
+    tf_chunk_free(&p.chunk);
+    uint64_t n = same_events(&p);
+    CHECK(n > 10000);
+
+    /* A writer whose header says no unit writes steps in nanoseconds. */
+    {
+        static const tf_header exact = { .version_major = TF_VERSION_MAJOR, .pid = 7, .cmdline = "exact" };
+        pair q = { .plain = tf_writer_new(&exact), .runs = tf_writer_new(&exact),
+                   .fplain = tf_test_file_new(), .fruns = tf_test_file_new() };
+        uint64_t qs = 0, qt = 100;
+        random_allocs(&q, &qs, &qt, 2000, &s);
+        tf_event qend = { .kind = TF_EV_END, .seq = ++qs, .tid = 41, .t_ns = qt };
+        put_event(&q, &qend);
+        tf_chunk a = { 0 };
+        tf_writer_seal(q.runs, &a);
+        CHECK(count_kind(&a, TF_EV_PY_ALLOC, NULL) < count_kind(&a, TF_EV_PY_ALLOCS, NULL));
+        CHECK(tf_chunk_write(q.fruns.fd, &a, NULL, 1) == 0);
+        tf_chunk_free(&a);
+        tf_test_flush(q.plain, q.fplain.fd, &q.chunk);
+        tf_writer_free(q.plain);
+        tf_writer_free(q.runs);
+        tf_chunk_free(&q.chunk);
+        CHECK(same_events(&q) > 1500);
+    }
+
+    /* Damage: a lead byte with bit 7 set, an address cut in the middle, a
+     * presence bit past `api`, a unit of 0. */
+    static const uint8_t lead_bit[] = { TF_EV_PY_ALLOCS, 8, 0x40, 0, 3, 1, 0x10, 0x80, 0, 0 };
+    static const uint8_t cut[] = { TF_EV_PY_ALLOCS, 7, 0x40, 0, 3, 1, 0x10, 0x00, 0x80 };
+    static const uint8_t extra_bit[] = { TF_EV_PY_ALLOCS, 6, 0x40, 2, 3, 1, 1, 0x10 };
+    static const uint8_t no_unit[] = { TF_EV_PY_ALLOCS, 5, 0x40, 0, 3, 0, 0x10 };
+    const uint8_t *bad[] = { lead_bit, cut, extra_bit, no_unit };
+    size_t bad_len[] = { sizeof lead_bit, sizeof cut, sizeof extra_bit, sizeof no_unit };
+    tf_chunk chunk = { 0 };
+    for (int k = 0; k < 4; k++) {
+        tf_test_file f2 = tf_test_file_new();
+        tf_writer *w2 = tf_writer_new(&header);
+        tf_event first = an_alloc(1, 1000, 0, 0x10, 0);
+        tf_write_py_allocs(w2, &first);
+        tf_test_flush_with(w2, f2.fd, &chunk, bad[k], bad_len[k]);
+        tf_event next = { .kind = TF_EV_MARK, .seq = 9, .tid = 41, .t_ns = 2000 };
+        tf_write_event(w2, &next);
+        tf_reader *r2 = tf_test_close_and_read(w2, &f2, &chunk);
+        if (!r2)
+            continue;
+        tf_event got;
+        CHECK(tf_reader_next(r2, &got) == 1 && got.kind == TF_EV_PY_ALLOC && got.seq == 1);
+        int rc = tf_reader_next(r2, &got);
+        if (rc == 1 && got.kind == TF_EV_PY_ALLOC)   /* a damaged record may yield its first */
+            rc = tf_reader_next(r2, &got);
+        CHECK(rc == 1 && got.kind == TF_EV_MARK && got.seq == 9);
+        CHECK(tf_reader_status(r2)->corrupt_frames == 1);
+        tf_reader_close(r2);
+    }
+    return tf_test_done("py_allocs");
+}
