@@ -124,6 +124,13 @@ static uint64_t write_events(tf_writer *w, int fd, tf_chunk *chunk, const ids *d
     tf_write_event(w, &e);
     EV(TF_EV_PY_ALLOC); e.u.host = (typeof(e.u.host)){ TF_HOST_OBJ, 0x5500002000, 64, 0 };
     tf_write_event(w, &e);
+    for (int i = 0; i < 5; i++) {   /* 2.7: a run of allocations, one PY_ALLOCS record */
+        EV(TF_EV_PY_ALLOC); e.t_ns -= i == 2 ? 1500 : 0; e.native_stack = 0;
+        e.py_stack = i == 3 ? d->py_sibling : d->py;
+        e.u.host = (typeof(e.u.host)){ TF_HOST_OBJ, 0x5500004000 + 0x40 * (uint64_t)i + (i == 4 ? 8 : 0),
+                                       i == 1 ? 32 : 64, i == 3 ? TF_HOST_API_REALLOC : 0 };
+        tf_write_py_allocs(w, &e);
+    }
     EV(TF_EV_PY_DOUBLE_INIT); e.u.double_init.obj = 0x5500002010; e.u.double_init.type_name = d->type;
     tf_write_event(w, &e);
     EV(TF_EV_CUDA_FREE); e.u.cuda.api = TF_API_cuMemFree_v2; e.u.cuda.result = 1;

@@ -633,6 +633,9 @@ def read_log(path, stats):
         elif kind == 49:
             lines.extend(take_definitions(pending))
             lines.extend(decode_py_frees(rec, bases, defs))
+        elif kind == 50:
+            lines.extend(take_definitions(pending))
+            lines.extend(decode_py_allocs(rec, bases, defs))
     return header, lines + take_definitions(pending)
 
 
@@ -678,6 +681,40 @@ def decode_py_frees(rec, bases, defs):
             return out
         seq += 1
         ptr = (ptr + rec.sv()) & MASK64
+
+
+def decode_py_allocs(rec, bases, defs):
+    """Section 7, py_allocs (2.7): py_alloc events of consecutive seqs, the
+    first's common fields, domain, size and api, the unit and its address;
+    then each later one's lead byte, the fields it names, its address."""
+    present, seq, tid, t_ns, parent, native, py = decode_common(rec, bases)
+    if present >> 9:
+        raise Invalid("presence 0x%x past py_allocs' fields" % present)
+    domain = rec.uv() if present & 64 else 0
+    size = rec.uv() if present & 128 else 0
+    api = rec.uv() if present & 256 else 0
+    unit, ptr = rec.uv(), rec.uv()
+    if unit == 0:
+        raise Invalid("py_allocs with a time unit of 0")
+    out = []
+    while True:
+        ev = {"seq": seq, "tid": tid, "t_ns": t_ns, "kind": "py_alloc", "parent": parent,
+              "domain": domain, "ptr": ptr, "size": size, "host_api": api}
+        finish_event(ev, defs, native, py)
+        out.append(ev)
+        if rec.pos >= rec.end:
+            return out
+        lead = rec.raw(1)[0]
+        if lead & 0x80:
+            raise Invalid("py_allocs lead byte 0x%x" % lead)
+        step = lead & 7 if lead & 7 != 7 else rec.uv()
+        seq += 1
+        t_ns = (t_ns + step * unit) & MASK64
+        py = (py + rec.sv()) & 0xFFFFFFFF if lead & 8 else py
+        size = rec.uv() if lead & 16 else size
+        api = rec.uv() if lead & 32 else 0
+        d = rec.sv()
+        ptr = (ptr + (d if lead & 64 else d * 16)) & MASK64
 
 
 def decode_event(kind, rec, bases, defs):
