@@ -200,7 +200,12 @@ static inline uint8_t *tf_put_py_frees(tf_bases *b, uint8_t *rec, const tf_event
  * or three bytes each.  The bases move as the first event moves them, as for
  * PY_FREES, and no ptr base is read or moved: a reader that skips the kind
  * (2.6) keeps them right. */
-#define TF_PY_ALLOCS_PAYLOAD_MAX 127   /* the length prefix stays one byte */
+/* A run is as long as its allocations (a collection, say, ends it), up to
+ * a two-byte length: one byte would end a record every 25 or so, and its
+ * first allocation (about 20 bytes: kind, length, presence map, time, stack,
+ * the address whole) was then a fifth of the bytes. */
+#define TF_PY_ALLOCS_PAYLOAD_ONE 127      /* the most a one-byte length says */
+#define TF_PY_ALLOCS_PAYLOAD_MAX 16383    /* the most a two-byte length says */
 #define TF_PY_ALLOCS_DOMAIN_BIT (1u << TF_COMMON_FIELDS)
 #define TF_PY_ALLOCS_SIZE_BIT (1u << (TF_COMMON_FIELDS + 1))
 #define TF_PY_ALLOCS_API_BIT (1u << (TF_COMMON_FIELDS + 2))

@@ -81,6 +81,8 @@ struct tf_writer {
      * successor is written against. */
     struct {
         size_t start, end;
+        size_t payload;          /* where its payload starts: after a length of one byte or two */
+        size_t limit;            /* the most that length says */
         uint64_t parent, ptr, size;
         uint32_t py_stack, domain;
     } allocs;
@@ -806,16 +808,29 @@ static inline __attribute__((always_inline)) int py_alloc_joins(tf_writer *w, co
         e->u.host.domain != w->allocs.domain || e->native_stack || (step & ((1ull << w->unit_shift) - 1)))
         return 0;
     step = (step >> w->unit_shift) * w->unit_inv;
-    if (step > w->unit_qmax || reserve(w, TF_PY_ALLOCS_JOIN_MAX) < 0)
+    if (step > w->unit_qmax || reserve(w, TF_PY_ALLOCS_JOIN_MAX + 1) < 0)
         return 0;
-    uint8_t *end = tf_put_py_allocs_join(w->chunk.data + len, step, e->py_stack, w->allocs.py_stack,
-                                         e->u.host.size, w->allocs.size, e->u.host.api, e->u.host.ptr,
-                                         w->allocs.ptr);
-    size_t payload = (size_t)(end - w->chunk.data) - (w->allocs.start + 2);
-    if (payload > TF_PY_ALLOCS_PAYLOAD_MAX)
-        return 0;   /* the bytes past len are no part of the chunk */
-    w->chunk.data[w->allocs.start + 1] = (uint8_t)payload;
-    w->chunk.len = w->allocs.end = (size_t)(end - w->chunk.data);
+    uint8_t *data = w->chunk.data;
+    uint8_t *end = tf_put_py_allocs_join(data + len, step, e->py_stack, w->allocs.py_stack, e->u.host.size,
+                                         w->allocs.size, e->u.host.api, e->u.host.ptr, w->allocs.ptr);
+    size_t payload = (size_t)(end - data) - w->allocs.payload;
+    if (__builtin_expect(payload > w->allocs.limit, 0)) {
+        if (w->allocs.limit == TF_PY_ALLOCS_PAYLOAD_MAX)
+            return 0;   /* the bytes past len are no part of the chunk */
+        /* Once per record: its length takes a second byte (the shortest
+         * form, section 2), the payload one byte further on. */
+        memmove(data + w->allocs.payload + 1, data + w->allocs.payload, payload);
+        w->allocs.payload++;
+        w->allocs.limit = TF_PY_ALLOCS_PAYLOAD_MAX;
+        end++;
+    }
+    if (w->allocs.limit == TF_PY_ALLOCS_PAYLOAD_ONE) {
+        data[w->allocs.start + 1] = (uint8_t)payload;
+    } else {
+        data[w->allocs.start + 1] = (uint8_t)(payload | 0x80);
+        data[w->allocs.start + 2] = (uint8_t)(payload >> 7);
+    }
+    w->chunk.len = w->allocs.end = (size_t)(end - data);
     w->last_t_ns = e->t_ns;
     w->allocs.ptr = e->u.host.ptr;
     w->allocs.size = e->u.host.size;
@@ -833,7 +848,7 @@ void tf_write_py_allocs(tf_writer *w, const tf_event *e)
         write_event_as(w, e, TF_EV_PY_ALLOC);
         return;
     }
-    if (reserve(w, FRAME_RECORD_MAX + 2 + TF_PY_ALLOCS_PAYLOAD_MAX) < 0)
+    if (reserve(w, FRAME_RECORD_MAX + 2 + TF_PY_ALLOCS_PAYLOAD_ONE) < 0)
         return;
     if (!w->frame_open)
         write_frame_record(w);
@@ -841,6 +856,8 @@ void tf_write_py_allocs(tf_writer *w, const tf_event *e)
     w->chunk.len = (size_t)(tf_put_py_allocs(&w->b, w->chunk.data + start, e, w->unit) - w->chunk.data);
     w->allocs.start = start;
     w->allocs.end = w->chunk.len;
+    w->allocs.payload = start + 2;   /* the first allocation's payload is below 128 bytes */
+    w->allocs.limit = TF_PY_ALLOCS_PAYLOAD_ONE;
     w->allocs.parent = e->parent;
     w->last_t_ns = e->t_ns;
     w->allocs.ptr = e->u.host.ptr;
