@@ -53,8 +53,8 @@ static void put_py_stack(tf_reader *r, uint32_t id)
 static void put_event(tf_reader *r, const tf_event *e)
 {
     const char *kind = tf_kind_name(e->kind);
-    printf("{\"seq\":%llu,\"tid\":%u,\"parent\":%llu,\"kind\":\"%s\"",
-           (unsigned long long)e->seq, e->tid, (unsigned long long)e->parent,
+    printf("{\"seq\":%llu,\"tid\":%u,\"t_ns\":%llu,\"parent\":%llu,\"kind\":\"%s\"",
+           (unsigned long long)e->seq, e->tid, (unsigned long long)e->t_ns, (unsigned long long)e->parent,
            kind ? kind : "?");
     switch (e->kind) {
     case TF_EV_GC_START:
