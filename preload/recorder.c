@@ -526,10 +526,10 @@ static __attribute__((noinline)) uint64_t record_event(tf_event *e, unsigned fla
 
 /* A py_alloc with its Python stack alone (TRACE_PY_ALLOCS without
  * TRACE_PY_ALLOC_NATIVE).  The event is its own, never seen outside
- * (tf_write_py_alloc is inlined here): its fields stay in registers. */
+ * (tf_write_py_allocs is inlined here): its fields stay in registers. */
 static __attribute__((noinline)) uint64_t record_py_alloc(uint64_t ptr, uint64_t size, uint32_t api)
 {
-    tf_event e;   /* not zeroed: tf_write_py_alloc reads the common fields, which encode sets, and these */
+    tf_event e;   /* not zeroed: tf_write_py_allocs reads the common fields, which encode sets, and these */
     e.u.host.domain = TF_HOST_OBJ;
     e.u.host.ptr = ptr;
     e.u.host.size = size;

@@ -9,6 +9,7 @@
  * thread; FRAME and marks name the last allocation's seq and time; damage
  * is found.
  */
+#include "columns.h"
 #include "records.h"
 #include "tf_test.h"
 
@@ -267,6 +268,25 @@ int main(void)
         tf_writer_seal(p.plain, &a);
         CHECK(tf_chunk_write(p.fplain.fd, &a, NULL, 1) == 0);
         tf_chunk_free(&a);
+    }
+
+    /* A column block holds the kinds of 2.0 only (FORMAT.md section 15):
+     * a frame with PY_ALLOCS is written as records; as py_alloc records,
+     * the same events make a block. */
+    {
+        tf_colenc *enc = tf_colenc_new();
+        CHECK(enc != NULL);
+        tf_chunk a = { 0 }, b = { 0 };
+        loop_allocs(&p, &seq, &t, 100);
+        tf_writer_seal(p.plain, &a);
+        tf_writer_seal(p.runs, &b);
+        CHECK(enc && tf_columns_encode(enc, a.data, a.len, 1000) == 0);
+        CHECK(enc && tf_columns_encode(enc, b.data, b.len, 1000) < 0);
+        CHECK(tf_chunk_write(p.fplain.fd, &a, NULL, 1) == 0);
+        CHECK(tf_chunk_write(p.fruns.fd, &b, NULL, 1) == 0);
+        tf_chunk_free(&a);
+        tf_chunk_free(&b);
+        tf_colenc_free(enc);
     }
 
     /* A rewind drops a run half written; the log goes on from the mark. */
