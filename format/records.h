@@ -447,7 +447,7 @@ static inline int tf_get_py_allocs_next(tf_cursor *c, const tf_event *prev, uint
         step = tf_get_uv_fast(c);
     e->t_ns = prev->t_ns + step * unit;
     if (lead & TF_PY_ALLOCS_STACK)
-        e->py_stack = (uint32_t)((int64_t)prev->py_stack + tf_unzigzag(tf_get_uv_fast(c)));
+        e->py_stack = (uint32_t)(prev->py_stack + (uint64_t)tf_unzigzag(tf_get_uv_fast(c)));   /* mod 2^32 */
     if (lead & TF_PY_ALLOCS_SIZE)
         e->u.host.size = tf_get_uv_fast(c);
     e->u.host.api = lead & TF_PY_ALLOCS_API ? tf_get_u32_fast(c) : 0;
