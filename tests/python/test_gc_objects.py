@@ -167,11 +167,14 @@ gc.collect()
 
 # Kept within a byte budget (TRACE_MAX_BYTES): the log's segments each
 # define the program's code objects again, under new ids.  PROGRAM with
-# 80,000 cycles made at line a, spread over several segments: still one
+# 120,000 cycles made at line a, spread over several segments: still one
 # site.  The log takes about half of the 64K budget, so no segment is
-# deleted (one was on a slow machine with 100,000 cycles, which took 60K
-# here); should one be, line a is still one site, of fewer objects.
-SEGMENT_CYCLES = 80000
+# deleted (one was on a slow machine with 100,000 cycles in format 2.6,
+# which took 60K here); should one be, line a is still one site, of fewer
+# objects.  Format 2.7's py_allocs records made 80,000 cycles' log 26K
+# (36K to 41K before): 3 files, 2 on a slow run under ASan (3.12); 120,000
+# make 37K, 4 or 5 files.
+SEGMENT_CYCLES = 120000
 SEGMENTS = PROGRAM.replace("site_a(300)", "site_a(%d)" % SEGMENT_CYCLES)
 
 
