@@ -465,12 +465,27 @@ static inline void after_event(size_t pending)
         flusher_kick();
 }
 
-/* seq opened on this thread, when there is room (see thr.open_top). */
-static void open_push(uint64_t seq)
+/* Where an operation about to open keeps the one it opens inside: the
+ * thread's mapping, looked up before the lock (it may map memory), or NULL
+ * when none is needed (nothing open) or there is no room. */
+static inline thread_mem *open_room(void)
+{
+    return thr.open_count && thr.open_count < MAX_OPEN_OPS ? thread_mem_get() : NULL;
+}
+
+/* seq opened on this thread, when there is room (see thr.open_top): under
+ * the lock, right after its record.  Opened after the lock, a signal
+ * handler that ran between the two recorded its events on this thread with
+ * the operation around it as their parent, while the log already had the
+ * operation begun: a reader takes the operation as left (raised) there,
+ * and a cudaMalloc it made next as no segment of its pool's, and the block
+ * the pool then handed out as outside every segment (torture.sigstorm,
+ * trace-replay check's model-free checks).  m: open_room's, before the
+ * lock; a handler that opened one since makes it stale: not opened. */
+static inline void open_push(thread_mem *m, uint64_t seq)
 {
     if (thr.open_count) {
-        thread_mem *m = thr.open_count < MAX_OPEN_OPS ? thread_mem_get() : NULL;
-        if (!m)
+        if (!m || thr.open_count >= MAX_OPEN_OPS)
             return;
         m->open_ops[thr.open_count - 1] = thr.open_top;
     }
@@ -498,6 +513,7 @@ static inline __attribute__((always_inline)) uint64_t record_as(tf_event *e, uns
      * record them first. */
     if (flags & REC_NATIVE_STACK && !nested && c.native.n && dl_in_dlopen())
         modules_rescan_if_changed();
+    thread_mem *open_at = flags & REC_OPEN ? open_room() : NULL;
     if (!take_or_drop(tid))
         return 0;
     uint64_t seq = 0;
@@ -505,13 +521,13 @@ static inline __attribute__((always_inline)) uint64_t record_as(tf_event *e, uns
     if (rec_active()) {
         seq = encode(e, &c, tid, flags, text_id, text, kind);
         pending = tf_writer_pending(writer);
+        if (seq && flags & REC_OPEN)
+            open_push(open_at, seq);
     }
     lock_release();
     if (flags & REC_NATIVE_STACK && seq && !nested && c.native.n && !c.native.id)
         native_stack_remember(c.generation, e->native_stack);
     thr.in_event--;
-    if (seq && flags & REC_OPEN)
-        open_push(seq);
     after_event(pending);
     return seq;
 }
