@@ -302,9 +302,9 @@ def decode_frame(raw):
             if kind == 49:   # PY_FREES, format 2.3 (FORMAT.md section 7)
                 sys.exit("the log holds py_frees records (format 2.3, what TRACE_PY_ALLOCS writes for a "
                          "collection's frees): the model re-encodes events one record each, as 2.2 did")
-            if kind == 50:   # PY_ALLOCS, format 2.7 (FORMAT.md section 7)
-                sys.exit("the log holds py_allocs records (format 2.7, what TRACE_PY_ALLOCS writes for "
-                         "allocations): the model re-encodes events one record each, as 2.6 did")
+            if kind in (50, 51):   # PY_ALLOCS 2.7, PY_ALLOCS_SPLIT 2.8 (FORMAT.md section 7)
+                sys.exit("the log holds py_allocs records (formats 2.7 and 2.8, what TRACE_PY_ALLOCS writes "
+                         "for allocations): the model re-encodes events one record each, as 2.6 did")
             if kind not in KINDS:
                 raise RuntimeError("unknown event kind %d" % kind)
             e = Event()

@@ -419,6 +419,7 @@ static int decode_py_frees(tf_reader *r, tf_cursor *c, tf_event *e)
     r->run = *c;
     r->run_last = *e;
     r->run_unit = 0;
+    r->run_split = 0;
     return 1;
 }
 
@@ -429,6 +430,20 @@ static int decode_py_allocs(tf_reader *r, tf_cursor *c, tf_event *e)
         return TF_REC_BAD;
     r->run = *c;
     r->run_last = *e;
+    r->run_split = 0;
+    return 1;
+}
+
+/* A PY_ALLOCS_SPLIT record (2.8): the same, the rest kept in r->split
+ * (r->run only says a run is open). */
+static int decode_py_allocs_split(tf_reader *r, tf_cursor *c, tf_event *e)
+{
+    if (tf_get_py_allocs_split(&r->b, c, e, &r->split) < 0)
+        return TF_REC_BAD;
+    r->run = *c;
+    r->run_last = *e;
+    r->run_unit = r->split.unit;
+    r->run_split = 1;
     return 1;
 }
 
@@ -436,8 +451,9 @@ static int decode_py_allocs(tf_reader *r, tf_cursor *c, tf_event *e)
  * when it has no more (or the rest is damaged: the frame is then corrupt). */
 static int next_in_run(tf_reader *r, tf_event *e)
 {
-    int rc = r->run_unit ? tf_get_py_allocs_next(&r->run, &r->run_last, r->run_unit, e)
-                         : tf_get_py_frees_next(&r->run, &r->run_last, e);
+    int rc = r->run_split  ? tf_get_py_allocs_split_next(&r->split, &r->run_last, e)
+             : r->run_unit ? tf_get_py_allocs_next(&r->run, &r->run_last, r->run_unit, e)
+                           : tf_get_py_frees_next(&r->run, &r->run_last, e);
     if (rc <= 0) {
         r->run.p = r->run.end = NULL;
         if (rc < 0)
@@ -600,6 +616,8 @@ static __attribute__((noinline)) int next_slow(tf_reader *r, tf_event *e)
             rc = decode_py_frees(r, &c, e);
         else if (kind == TF_EV_PY_ALLOCS)
             rc = decode_py_allocs(r, &c, e);
+        else if (kind == TF_EV_PY_ALLOCS_SPLIT)
+            rc = decode_py_allocs_split(r, &c, e);
         else if (kind >= 32)
             rc = decode_event(r, kind, &c, e);
         else if (r->restating)

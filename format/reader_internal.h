@@ -146,6 +146,8 @@ struct tf_reader {
     tf_cursor run;              /* the rest of a PY_FREES or PY_ALLOCS record */
     tf_event run_last;          /* the event returned from it last */
     uint64_t run_unit;          /* a PY_ALLOCS record's time unit; 0 for PY_FREES */
+    int run_split;              /* the record is a PY_ALLOCS_SPLIT (2.8), read from split */
+    tf_py_allocs_run split;     /* the rest of a PY_ALLOCS_SPLIT record */
 
     tf_read_status st;
     tf_header header;

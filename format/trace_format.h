@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define TF_VERSION_MAJOR 2
-#define TF_VERSION_MINOR 7
+#define TF_VERSION_MINOR 8
 
 /* Record kinds.  Definitions (< 32) give ids meaning; events (>= 32) carry a
  * sequence number.  A reader skips kinds it does not know (records are
@@ -67,6 +67,7 @@ enum tf_kind {
                                * returns them one by one, as py_free */
     TF_EV_PY_ALLOCS = 50,     /* 2.7: a run of py_alloc events in one record; the reader
                                * returns them one by one, as py_alloc */
+    TF_EV_PY_ALLOCS_SPLIT = 51, /* 2.8: the same, its fields as streams (the writer's since 2.8) */
     TF_KIND_MAX = 64
 };
 
@@ -327,12 +328,15 @@ void tf_write_event(tf_writer *w, const tf_event *e);
  * TF_EV_PY_ALLOC.  Reads e's common fields and u.host only (its kind,
  * flags and the rest of the union need not be set). */
 void tf_write_py_alloc(tf_writer *w, const tf_event *e);
-/* The same event in a PY_ALLOCS record (2.7): appended to the one the
- * chunk ends with when it can join it (the next seq, the same thread,
- * parent and domain, no native stack, a time a whole number of the log's
- * units after the last one's, room left), else the first of a new one.
- * A reader returns the same events as from tf_write_py_alloc's records.
- * The time unit is the header's settings' time_unit_ns (1 without one). */
+/* The same event in a PY_ALLOCS_SPLIT record (2.8; PY_ALLOCS in 2.7):
+ * appended to the one the chunk ends with when it can join it (the next
+ * seq, the same thread, parent and domain, no native stack, a time a whole
+ * number of the log's units after the last one's, room left), else the
+ * first of a new one.  A reader returns the same events as from
+ * tf_write_py_alloc's records.  The time unit is the header's settings'
+ * time_unit_ns (1 without one).  The record's streams are kept apart in
+ * the writer (mapped at the first run: without that memory the events are
+ * written as py_alloc records) and joined at the next run or seal. */
 void tf_write_py_allocs(tf_writer *w, const tf_event *e);
 /* py_free events (kind TF_EV_PY_FREE), a collection's burst of them, as
  * PY_FREES records (2.3): tf_write_py_free_joins appends e to the record the

@@ -76,15 +76,27 @@ struct tf_writer {
         uint64_t stacks;         /* its native and Python stack ids (frees_stacks) */
         uint32_t domain;
     } frees;
-    /* The PY_ALLOCS record the chunk ends with, as frees above (end is
-     * FREES_SHUT while none may join), and what its last allocation's
-     * successor is written against. */
+    /* The PY_ALLOCS_SPLIT record the chunk ends with, as frees above (end
+     * is FREES_SHUT while none may join), and what its last allocation's
+     * successor is written against.  Its three streams grow apart, in
+     * `streams` (leads, fields, addresses, STREAM_CAP bytes each), while the
+     * chunk holds the record's first allocation and room for the rest: the
+     * record's length and the chunk's count them as they join, so what
+     * comes after the record is written after that room, and the streams
+     * are copied into it once no allocation can join any more (streams_put:
+     * when the next record starts, at a seal).  No parse and no move then:
+     * a memcpy of each stream. */
     struct {
         size_t start, end;
         size_t payload;          /* where its payload starts: after a length of one byte or two */
         size_t limit;            /* the most that length says */
-        uint64_t parent, ptr, size;
+        size_t counts;           /* where its count and extra go, the streams after them */
+        uint64_t parent, size;
         uint32_t py_stack, domain;
+        uint8_t *lead, *extra, *addr;  /* the streams' ends */
+        int unput;               /* its streams are not in the chunk yet */
+        uint8_t *streams;        /* mapped at the first record; NULL before (or out of memory) */
+        tf_py_allocs_guess guess;
     } allocs;
     /* The last event's time.  b.t_ns is a delta base, which a PY_ALLOCS
      * record leaves at its first allocation's; the next FRAME says this
@@ -102,6 +114,10 @@ struct tf_writer {
 };
 
 #define FREES_SHUT SIZE_MAX
+/* A stream of a PY_ALLOCS_SPLIT record: the payload's most, and an
+ * allocation's most past it (written before the record's length is
+ * checked). */
+#define STREAM_CAP (TF_PY_ALLOCS_PAYLOAD_MAX + TF_PY_ALLOCS_JOIN_MAX)
 
 /* Both stack ids in one word: one compare, and a test against 0 for the
  * frees without stacks (tf_write_py_free_joins_bare). */
@@ -380,6 +396,8 @@ void tf_writer_free(tf_writer *w)
     tf_intern_free(&w->py_codes);
     tf_intern_free(&w->py_stacks);
     tf_pages_free(w->journal, w->journal_cap);
+    if (w->allocs.streams)
+        tf_pages_free(w->allocs.streams, 3 * STREAM_CAP);
     free(w->header_text);
     free(w);
 }
@@ -794,12 +812,43 @@ void tf_write_py_frees(tf_writer *w, const tf_event *e)
     w->last_t_ns = e->t_ns;
 }
 
+/* The open PY_ALLOCS_SPLIT record's streams into the room the chunk
+ * keeps for them: count, extra, then the streams; and the record's
+ * length, which the joins leave to this (nothing reads the chunk before
+ * a seal, and one that turns two bytes long has its second byte). */
+static void streams_put(tf_writer *w)
+{
+    if (!w->allocs.unput)
+        return;
+    w->allocs.unput = 0;
+    uint8_t *data = w->chunk.data;
+    size_t payload = w->allocs.end - w->allocs.payload;
+    if (w->allocs.limit == TF_PY_ALLOCS_PAYLOAD_ONE) {
+        data[w->allocs.start + 1] = (uint8_t)payload;
+    } else {
+        data[w->allocs.start + 1] = (uint8_t)(payload | 0x80);
+        data[w->allocs.start + 2] = (uint8_t)(payload >> 7);
+    }
+    uint8_t *p = data + w->allocs.counts;
+    const uint8_t *s = w->allocs.streams;
+    size_t count = (size_t)(w->allocs.lead - s), extra = (size_t)(w->allocs.extra - (s + STREAM_CAP));
+    size_t addr = (size_t)(w->allocs.addr - (s + 2 * STREAM_CAP));
+    p[0] = (uint8_t)count;
+    p[1] = (uint8_t)(count >> 8);
+    p[2] = (uint8_t)extra;
+    p[3] = (uint8_t)(extra >> 8);
+    memcpy(p + 4, s, count);
+    memcpy(p + 4 + count, s + STREAM_CAP, extra);
+    memcpy(p + 4 + count + extra, s + 2 * STREAM_CAP, addr);
+}
+
 /* With TRACE_PY_ALLOCS=1 nearly every event is a py_alloc, and a loop's
  * repeat their thread, parent, stack and size: about 11 bytes before
  * compression each as py_alloc records (kind, length, presence map, time,
- * stack, domain, address, size), two to four in a PY_ALLOCS record, which
- * zstd then has less of to compress (FORMAT.md section 7).  The test is
- * py_free_joins' (the chunk's length says the record is open and last). */
+ * stack, domain, address, size), two to four in a PY_ALLOCS_SPLIT record,
+ * which zstd then has less of to compress, and in streams it compresses
+ * faster (FORMAT.md section 7).  The test is py_free_joins' (the chunk's
+ * length says the record is open and last). */
 static inline __attribute__((always_inline)) int py_alloc_joins(tf_writer *w, const tf_event *e)
 {
     size_t len = w->chunk.len;
@@ -810,30 +859,33 @@ static inline __attribute__((always_inline)) int py_alloc_joins(tf_writer *w, co
     step = (step >> w->unit_shift) * w->unit_inv;
     if (step > w->unit_qmax || reserve(w, TF_PY_ALLOCS_JOIN_MAX + 1) < 0)
         return 0;
-    uint8_t *data = w->chunk.data;
-    uint8_t *end = tf_put_py_allocs_join(data + len, step, e->py_stack, w->allocs.py_stack, e->u.host.size,
-                                         w->allocs.size, e->u.host.api, e->u.host.ptr, w->allocs.ptr);
-    size_t payload = (size_t)(end - data) - w->allocs.payload;
-    if (__builtin_expect(payload > w->allocs.limit, 0)) {
+    uint64_t ptr = e->u.host.ptr, size = e->u.host.size;
+    uint32_t cls = tf_py_allocs_class(size);
+    uint8_t *extra = w->allocs.extra, *addr = w->allocs.addr;
+    uint8_t *extra0 = extra, *addr0 = addr;
+    uint8_t code = tf_put_py_allocs_split(&extra, &addr, step, e->py_stack, w->allocs.py_stack, size, w->allocs.size,
+                                          e->u.host.api, ptr - tf_py_allocs_guess_of(&w->allocs.guess, cls));
+    len += 1 + (size_t)(extra - extra0) + (size_t)(addr - addr0);
+    if (__builtin_expect(len - w->allocs.payload > w->allocs.limit, 0)) {
         if (w->allocs.limit == TF_PY_ALLOCS_PAYLOAD_MAX)
-            return 0;   /* the bytes past len are no part of the chunk */
+            return 0;   /* the bytes written past the streams' ends are no part of them */
         /* Once per record: its length takes a second byte (the shortest
-         * form, section 2), the payload one byte further on. */
-        memmove(data + w->allocs.payload + 1, data + w->allocs.payload, payload);
+         * form, section 2), the payload one byte further on: the first
+         * allocation and the room (whose bytes are not written yet). */
+        uint8_t *data = w->chunk.data;
+        memmove(data + w->allocs.payload + 1, data + w->allocs.payload, w->allocs.counts - w->allocs.payload);
         w->allocs.payload++;
+        w->allocs.counts++;
         w->allocs.limit = TF_PY_ALLOCS_PAYLOAD_MAX;
-        end++;
+        len++;
     }
-    if (w->allocs.limit == TF_PY_ALLOCS_PAYLOAD_ONE) {
-        data[w->allocs.start + 1] = (uint8_t)payload;
-    } else {
-        data[w->allocs.start + 1] = (uint8_t)(payload | 0x80);
-        data[w->allocs.start + 2] = (uint8_t)(payload >> 7);
-    }
-    w->chunk.len = w->allocs.end = (size_t)(end - data);
+    *w->allocs.lead++ = code;
+    w->allocs.extra = extra;
+    w->allocs.addr = addr;
+    w->allocs.guess.last[cls] = ptr;
+    w->chunk.len = w->allocs.end = len;
     w->last_t_ns = e->t_ns;
-    w->allocs.ptr = e->u.host.ptr;
-    w->allocs.size = e->u.host.size;
+    w->allocs.size = size;
     w->allocs.py_stack = e->py_stack;
     w->events++;
     w->last_seq = e->seq;
@@ -844,7 +896,10 @@ void tf_write_py_allocs(tf_writer *w, const tf_event *e)
 {
     if (py_alloc_joins(w, e))
         return;
-    if (e->native_stack) {
+    streams_put(w);
+    if (!w->allocs.streams)
+        w->allocs.streams = tf_pages_resize(NULL, 0, 3 * STREAM_CAP);
+    if (e->native_stack || !w->allocs.streams) {
         write_event_as(w, e, TF_EV_PY_ALLOC);
         return;
     }
@@ -853,14 +908,22 @@ void tf_write_py_allocs(tf_writer *w, const tf_event *e)
     if (!w->frame_open)
         write_frame_record(w);
     size_t start = w->chunk.len;
-    w->chunk.len = (size_t)(tf_put_py_allocs(&w->b, w->chunk.data + start, e, w->unit) - w->chunk.data);
+    uint8_t *end = tf_put_py_allocs(&w->b, w->chunk.data + start, e, w->unit);
+    w->chunk.data[start] = TF_EV_PY_ALLOCS_SPLIT;
+    w->chunk.data[start + 1] += 4;   /* count and extra: the payload is below 128 bytes */
+    w->allocs.counts = (size_t)(end - w->chunk.data);
+    w->chunk.len = w->allocs.counts + 4;
     w->allocs.start = start;
     w->allocs.end = w->chunk.len;
-    w->allocs.payload = start + 2;   /* the first allocation's payload is below 128 bytes */
+    w->allocs.payload = start + 2;
     w->allocs.limit = TF_PY_ALLOCS_PAYLOAD_ONE;
     w->allocs.parent = e->parent;
+    w->allocs.lead = w->allocs.streams;
+    w->allocs.extra = w->allocs.streams + STREAM_CAP;
+    w->allocs.addr = w->allocs.streams + 2 * STREAM_CAP;
+    w->allocs.unput = 1;
+    tf_py_allocs_guess_start(&w->allocs.guess, e->u.host.ptr);
     w->last_t_ns = e->t_ns;
-    w->allocs.ptr = e->u.host.ptr;
     w->allocs.size = e->u.host.size;
     w->allocs.py_stack = e->py_stack;
     w->allocs.domain = e->u.host.domain;
@@ -883,6 +946,7 @@ void tf_writer_rewind(tf_writer *w, const tf_writer_mark *m)
     w->events = m->events;
     w->frees.end = FREES_SHUT;
     w->allocs.end = FREES_SHUT;
+    w->allocs.unput = 0;   /* its room went with the chunk */
     if (m->journal <= w->journal_len)
         w->journal_len = m->journal;
 }
@@ -904,6 +968,7 @@ void tf_writer_seal(tf_writer *w, tf_chunk *out)
         out->len = 0;
         return;
     }
+    streams_put(w);
     w->b.t_ns = w->last_t_ns;   /* the next FRAME's: the last event's time */
     tf_chunk old = *out;
     *out = w->chunk;

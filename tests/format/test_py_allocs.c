@@ -1,13 +1,16 @@
 /*
- * test_py_allocs.c - PY_ALLOCS records (FORMAT.md section 7, 2.7): py_alloc
- * events written with tf_write_py_allocs come back from the reader exactly
- * as the same events written as py_alloc records (tf_write_py_alloc) do,
+ * test_py_allocs.c - PY_ALLOCS_SPLIT records (FORMAT.md section 7, 2.8) and
+ * the PY_ALLOCS records of 2.7 logs: py_alloc events written with
+ * tf_write_py_allocs come back from the reader exactly as the same events
+ * written as py_alloc records (tf_write_py_alloc) do, and so do they from
+ * the same log with each record rewritten as 2.7 wrote it (to_2_7),
  * whatever breaks a run (another thread, parent, domain, a native stack, a
  * gap in seqs, a time off the log's unit, another event, a seal, a rewind,
  * the one-byte length); a loop's allocations take a few bytes each; a
  * reader that skips the kind (2.6) keeps every other event's seq, time and
  * thread; FRAME and marks name the last allocation's seq and time; damage
- * is found.
+ * is found; an allocation a class's pool hands out next costs its address
+ * one 0 byte, in a stream of them.
  */
 #include "columns.h"
 #include "records.h"
@@ -22,8 +25,61 @@ static const tf_header header = {
 typedef struct pair {
     tf_writer *plain, *runs;
     tf_test_file fplain, fruns;
+    tf_test_file fold;   /* runs' chunks with each record as 2.7 wrote it */
     tf_chunk chunk;
 } pair;
+
+/* A sealed chunk with its PY_ALLOCS_SPLIT records rewritten as the
+ * PY_ALLOCS records 2.7's writer made of the same allocations (the same
+ * first allocation's bytes, then tf_put_py_allocs_join each): a 2.7 log,
+ * which must read the same. */
+static tf_chunk to_2_7(const tf_chunk *in)
+{
+    tf_chunk out = { malloc(2 * in->len + 64), 0, 2 * in->len + 64 };
+    CHECK(out.data != NULL);
+    tf_cursor cur = { in->data, in->data + in->len, 0 };
+    while (cur.p < cur.end && !cur.bad) {
+        const uint8_t *rec = cur.p;
+        uint64_t kind = tf_get_uv(&cur), len;
+        const uint8_t *at = tf_get_bytes(&cur, &len);
+        if (kind != TF_EV_PY_ALLOCS_SPLIT) {
+            memcpy(out.data + out.len, rec, (size_t)(cur.p - rec));
+            out.len += (size_t)(cur.p - rec);
+            continue;
+        }
+        tf_bases b = { 0 };
+        tf_cursor pc = { at, at + len, 0 };
+        tf_py_allocs_run run;
+        tf_event prev, e;
+        CHECK(tf_get_py_allocs_split(&b, &pc, &prev, &run) == 1);
+        static uint8_t body[1 << 17];
+        size_t first = (size_t)(pc.p - at);   /* up to count and extra */
+        memcpy(body, at, first);
+        uint8_t *q = body + first;
+        int rc;
+        while ((rc = tf_get_py_allocs_split_next(&run, &prev, &e)) == 1) {
+            q = tf_put_py_allocs_join(q, (e.t_ns - prev.t_ns) / run.unit, e.py_stack, prev.py_stack, e.u.host.size,
+                                      prev.u.host.size, e.u.host.api, e.u.host.ptr, prev.u.host.ptr);
+            prev = e;
+        }
+        CHECK(rc == 0);
+        uint8_t *o = tf_put_uv(out.data + out.len, TF_EV_PY_ALLOCS);
+        o = tf_put_uv(o, (uint64_t)(q - body));
+        memcpy(o, body, (size_t)(q - body));
+        out.len = (size_t)(o + (q - body) - out.data);
+    }
+    CHECK(!cur.bad);
+    return out;
+}
+
+/* A sealed chunk of `runs` into its file, and as 2.7 wrote it into fold. */
+static int write_runs(pair *p, const tf_chunk *c)
+{
+    tf_chunk old = to_2_7(c);
+    int rc = tf_chunk_write(p->fruns.fd, c, NULL, 1) | tf_chunk_write(p->fold.fd, &old, NULL, 1);
+    free(old.data);
+    return rc;
+}
 
 static void put_alloc(pair *p, const tf_event *e)
 {
@@ -40,7 +96,8 @@ static void put_event(pair *p, const tf_event *e)
 static void flush_both(pair *p)
 {
     tf_test_flush(p->plain, p->fplain.fd, &p->chunk);
-    tf_test_flush(p->runs, p->fruns.fd, &p->chunk);
+    tf_writer_seal(p->runs, &p->chunk);
+    CHECK(write_runs(p, &p->chunk) == 0);
 }
 
 static tf_event an_alloc(uint64_t seq, uint64_t t_ns, uint32_t py_stack, uint64_t ptr, uint64_t size)
@@ -76,11 +133,11 @@ static int count_kind(const tf_chunk *c, uint32_t kind, uint64_t *longest)
 }
 
 /* Both logs read the same, event by event; returns the count. */
-static uint64_t same_events(pair *p)
+static uint64_t same_events_of(const char *plain, const char *runs)
 {
     char err[256];
-    tf_reader *a = tf_reader_open(p->fplain.path, err, sizeof err);
-    tf_reader *b = tf_reader_open(p->fruns.path, err, sizeof err);
+    tf_reader *a = tf_reader_open(plain, err, sizeof err);
+    tf_reader *b = tf_reader_open(runs, err, sizeof err);
     CHECK(a && b);
     if (!a || !b)
         return 0;
@@ -108,6 +165,13 @@ static uint64_t same_events(pair *p)
         fprintf(stderr, "%s\n", tf_reader_damage(b));
     tf_reader_close(a);
     tf_reader_close(b);
+    return n;
+}
+
+static uint64_t same_events(pair *p)
+{
+    uint64_t n = same_events_of(p->fplain.path, p->fruns.path);
+    CHECK(same_events_of(p->fplain.path, p->fold.path) == n);
     return n;
 }
 
@@ -164,7 +228,7 @@ static void random_allocs(pair *p, uint64_t *seq, uint64_t *t, int n, uint64_t *
 int main(void)
 {
     pair p = { .plain = tf_writer_new(&header), .runs = tf_writer_new(&header),
-               .fplain = tf_test_file_new(), .fruns = tf_test_file_new() };
+               .fplain = tf_test_file_new(), .fruns = tf_test_file_new(), .fold = tf_test_file_new() };
     uint64_t seq = 0, t = 5000000;
 
     /* A loop: a few bytes an allocation, in records as long as a two-byte
@@ -175,16 +239,16 @@ int main(void)
         tf_writer_seal(p.plain, &a);
         tf_writer_seal(p.runs, &b);
         uint64_t longest = 0;
-        int records = count_kind(&b, TF_EV_PY_ALLOCS, &longest);
+        int records = count_kind(&b, TF_EV_PY_ALLOCS_SPLIT, &longest);
         CHECK(count_kind(&b, TF_EV_PY_ALLOC, NULL) == 0);
         CHECK(records >= 2 && records <= 4);
         CHECK(longest <= TF_PY_ALLOCS_PAYLOAD_MAX && longest >= TF_PY_ALLOCS_PAYLOAD_MAX - TF_PY_ALLOCS_JOIN_MAX);
         double per = (double)b.len / 10000, plain = (double)a.len / 10000;
-        printf("loop: %.2f bytes a py_alloc in PY_ALLOCS records, %.2f as py_alloc records, %d records\n", per,
+        printf("loop: %.2f bytes a py_alloc in PY_ALLOCS_SPLIT records, %.2f as py_alloc records, %d records\n", per,
                plain, records);
         CHECK(per < 3.5 && per < plain / 2);
         CHECK(tf_chunk_write(p.fplain.fd, &a, NULL, 1) == 0);
-        CHECK(tf_chunk_write(p.fruns.fd, &b, NULL, 1) == 0);
+        CHECK(write_runs(&p, &b) == 0);
         tf_chunk_free(&a);
         tf_chunk_free(&b);
     }
@@ -226,7 +290,7 @@ int main(void)
     t += 13000;
     loop_allocs(&p, &seq, &t, 30);
 
-    /* A 2.6 reader: no PY_ALLOCS, its common fields decoded and the rest
+    /* A 2.6 reader: no PY_ALLOCS(_SPLIT), its common fields decoded and the rest
      * skipped, every other event's seq, time and thread right. */
     {
         tf_chunk a = { 0 };
@@ -234,7 +298,7 @@ int main(void)
         put_event(&p, &last_mark);
         tf_writer_seal(p.runs, &a);
         CHECK(count_kind(&a, TF_EV_PY_ALLOC, NULL) == 1);   /* the one with a native stack */
-        CHECK(count_kind(&a, TF_EV_PY_ALLOCS, NULL) >= 7);
+        CHECK(count_kind(&a, TF_EV_PY_ALLOCS_SPLIT, NULL) >= 7);
         tf_bases b = { 0 };
         tf_cursor cur = { a.data, a.data + a.len, 0 };
         int marks = 0, allocs = 0;
@@ -253,7 +317,7 @@ int main(void)
                 continue;
             tf_event got;
             int rc = tf_get_event(&b, (uint32_t)kind, &pc, &got);
-            CHECK(kind == TF_EV_PY_ALLOCS ? rc == 0 : rc == 1);
+            CHECK(kind == TF_EV_PY_ALLOCS_SPLIT ? rc == 0 : rc == 1);
             if (rc == 1 && got.kind == TF_EV_MARK) {
                 const tf_event *want = marks++ ? &last_mark : &mark;
                 CHECK(got.seq == want->seq && got.t_ns == want->t_ns && got.tid == want->tid);
@@ -264,7 +328,7 @@ int main(void)
             }
         }
         CHECK(!cur.bad && marks == 2 && allocs == 1);
-        CHECK(tf_chunk_write(p.fruns.fd, &a, NULL, 1) == 0);
+        CHECK(write_runs(&p, &a) == 0);
         tf_writer_seal(p.plain, &a);
         CHECK(tf_chunk_write(p.fplain.fd, &a, NULL, 1) == 0);
         tf_chunk_free(&a);
@@ -283,7 +347,7 @@ int main(void)
         CHECK(enc && tf_columns_encode(enc, a.data, a.len, 1000) == 0);
         CHECK(enc && tf_columns_encode(enc, b.data, b.len, 1000) < 0);
         CHECK(tf_chunk_write(p.fplain.fd, &a, NULL, 1) == 0);
-        CHECK(tf_chunk_write(p.fruns.fd, &b, NULL, 1) == 0);
+        CHECK(write_runs(&p, &b) == 0);
         tf_chunk_free(&a);
         tf_chunk_free(&b);
         tf_colenc_free(enc);
@@ -306,7 +370,7 @@ int main(void)
     loop_allocs(&p, &seq, &t, 5);
     tf_writer_seal(p.runs, &p.chunk);
     CHECK(tf_writer_get_mark(p.runs).t_ns == t);
-    CHECK(tf_chunk_write(p.fruns.fd, &p.chunk, NULL, 1) == 0);
+    CHECK(write_runs(&p, &p.chunk) == 0);
     tf_test_flush(p.plain, p.fplain.fd, &p.chunk);
     loop_allocs(&p, &seq, &t, 5);
 
@@ -329,15 +393,15 @@ int main(void)
     {
         static const tf_header exact = { .version_major = TF_VERSION_MAJOR, .pid = 7, .cmdline = "exact" };
         pair q = { .plain = tf_writer_new(&exact), .runs = tf_writer_new(&exact),
-                   .fplain = tf_test_file_new(), .fruns = tf_test_file_new() };
+                   .fplain = tf_test_file_new(), .fruns = tf_test_file_new(), .fold = tf_test_file_new() };
         uint64_t qs = 0, qt = 100;
         random_allocs(&q, &qs, &qt, 2000, &s);
         tf_event qend = { .kind = TF_EV_END, .seq = ++qs, .tid = 41, .t_ns = qt };
         put_event(&q, &qend);
         tf_chunk a = { 0 };
         tf_writer_seal(q.runs, &a);
-        CHECK(count_kind(&a, TF_EV_PY_ALLOC, NULL) < count_kind(&a, TF_EV_PY_ALLOCS, NULL));
-        CHECK(tf_chunk_write(q.fruns.fd, &a, NULL, 1) == 0);
+        CHECK(count_kind(&a, TF_EV_PY_ALLOC, NULL) < count_kind(&a, TF_EV_PY_ALLOCS_SPLIT, NULL));
+        CHECK(write_runs(&q, &a) == 0);
         tf_chunk_free(&a);
         tf_test_flush(q.plain, q.fplain.fd, &q.chunk);
         tf_writer_free(q.plain);
@@ -346,16 +410,61 @@ int main(void)
         CHECK(same_events(&q) > 1500);
     }
 
+    /* An allocation a pool hands out next, the block after its class's
+     * last (48 bytes: 3 16s; 72: 80, 5 16s), two pools in turn: its address
+     * costs one 0 byte, all of them a stream of 0s; in 2.7's PY_ALLOCS it
+     * was each the difference from the other pool's block. */
+    {
+        tf_writer *w = tf_writer_new(&header);
+        uint64_t a48 = 0x7f0000010000ull, a72 = 0x7f0000020000ull;
+        for (int i = 0; i < 200; i++) {
+            tf_event e = an_alloc(1000 + (uint64_t)i, 1000, 10, i & 1 ? (a72 += 80) : (a48 += 48), i & 1 ? 72 : 48);
+            tf_write_py_allocs(w, &e);
+        }
+        tf_chunk a = { 0 };
+        tf_writer_seal(w, &a);
+        CHECK(count_kind(&a, TF_EV_PY_ALLOCS_SPLIT, NULL) == 1);
+        tf_cursor cur = { a.data, a.data + a.len, 0 };
+        while (cur.p < cur.end && !cur.bad) {
+            uint64_t kind = tf_get_uv(&cur), len;
+            const uint8_t *at = tf_get_bytes(&cur, &len);
+            if (kind != TF_EV_PY_ALLOCS_SPLIT)
+                continue;
+            tf_bases b = { 0 };
+            tf_cursor pc = { at, at + len, 0 };
+            tf_py_allocs_run run;
+            tf_event first;
+            CHECK(tf_get_py_allocs_split(&b, &pc, &first, &run) == 1);
+            CHECK(run.lead_end - run.lead == 199);
+            /* the second allocation's address is a guess from the first
+             * (another class): 0x10000 bytes on, 0x1000 16s, two bytes */
+            CHECK(run.addr.end - run.addr.p == 199 + 1);
+            int zeros = 0;
+            for (const uint8_t *q = run.addr.p; q < run.addr.end; q++)
+                zeros += *q == 0;
+            CHECK(zeros == 198);
+        }
+        tf_chunk_free(&a);
+        tf_writer_free(w);
+    }
+
     /* Damage: a lead byte with bit 7 set, an address cut in the middle, a
-     * presence bit past `api`, a unit of 0. */
+     * presence bit past `api`, a unit of 0; in PY_ALLOCS_SPLIT, a lead byte
+     * with bit 7 set, more leads than the payload holds, a byte left over
+     * in the fields' stream, an address cut. */
     static const uint8_t lead_bit[] = { TF_EV_PY_ALLOCS, 8, 0x40, 0, 3, 1, 0x10, 0x80, 0, 0 };
     static const uint8_t cut[] = { TF_EV_PY_ALLOCS, 7, 0x40, 0, 3, 1, 0x10, 0x00, 0x80 };
     static const uint8_t extra_bit[] = { TF_EV_PY_ALLOCS, 6, 0x40, 2, 3, 1, 1, 0x10 };
     static const uint8_t no_unit[] = { TF_EV_PY_ALLOCS, 5, 0x40, 0, 3, 0, 0x10 };
-    const uint8_t *bad[] = { lead_bit, cut, extra_bit, no_unit };
-    size_t bad_len[] = { sizeof lead_bit, sizeof cut, sizeof extra_bit, sizeof no_unit };
+    static const uint8_t s_lead_bit[] = { TF_EV_PY_ALLOCS_SPLIT, 11, 0x40, 0, 3, 1, 0x10, 1, 0, 0, 0, 0x80, 0 };
+    static const uint8_t s_count[] = { TF_EV_PY_ALLOCS_SPLIT, 11, 0x40, 0, 3, 1, 0x10, 3, 0, 0, 0, 0, 0 };
+    static const uint8_t s_left[] = { TF_EV_PY_ALLOCS_SPLIT, 12, 0x40, 0, 3, 1, 0x10, 1, 0, 1, 0, 0, 5, 0 };
+    static const uint8_t s_cut[] = { TF_EV_PY_ALLOCS_SPLIT, 11, 0x40, 0, 3, 1, 0x10, 1, 0, 0, 0, 0, 0x80 };
+    const uint8_t *bad[] = { lead_bit, cut, extra_bit, no_unit, s_lead_bit, s_count, s_left, s_cut };
+    size_t bad_len[] = { sizeof lead_bit, sizeof cut, sizeof extra_bit, sizeof no_unit,
+                         sizeof s_lead_bit, sizeof s_count, sizeof s_left, sizeof s_cut };
     tf_chunk chunk = { 0 };
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 8; k++) {
         tf_test_file f2 = tf_test_file_new();
         tf_writer *w2 = tf_writer_new(&header);
         tf_event first = an_alloc(1, 1000, 0, 0x10, 0);
@@ -369,7 +478,9 @@ int main(void)
         tf_event got;
         CHECK(tf_reader_next(r2, &got) == 1 && got.kind == TF_EV_PY_ALLOC && got.seq == 1);
         int rc = tf_reader_next(r2, &got);
-        if (rc == 1 && got.kind == TF_EV_PY_ALLOC)   /* a damaged record may yield its first */
+        /* a damaged record may yield the allocations before the damage (a
+         * byte left in a stream is found after the last) */
+        for (int i = 0; i < 2 && rc == 1 && got.kind == TF_EV_PY_ALLOC; i++)
             rc = tf_reader_next(r2, &got);
         CHECK(rc == 1 && got.kind == TF_EV_MARK && got.seq == 9);
         CHECK(tf_reader_status(r2)->corrupt_frames == 1);

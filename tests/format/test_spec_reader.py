@@ -636,6 +636,9 @@ def read_log(path, stats):
         elif kind == 50:
             lines.extend(take_definitions(pending))
             lines.extend(decode_py_allocs(rec, bases, defs))
+        elif kind == 51:
+            lines.extend(take_definitions(pending))
+            lines.extend(decode_py_allocs_split(rec, bases, defs))
     return header, lines + take_definitions(pending)
 
 
@@ -715,6 +718,60 @@ def decode_py_allocs(rec, bases, defs):
         api = rec.uv() if lead & 32 else 0
         d = rec.sv()
         ptr = (ptr + (d if lead & 64 else d * 16)) & MASK64
+
+
+def decode_py_allocs_split(rec, bases, defs):
+    """Section 7, py_allocs_split (2.8): py_allocs' first allocation, then
+    count and extra (u16), then count lead bytes, extra bytes of the fields
+    they name, and the addresses to the end, each from a guess: the last
+    address of its size class (1 to 512 bytes rounded up to 16, divided by
+    16; 0 for other sizes) in the record plus 16 times the class, every
+    class's last address the first allocation's at the start."""
+    present, seq, tid, t_ns, parent, native, py = decode_common(rec, bases)
+    if present >> 9:
+        raise Invalid("presence 0x%x past py_allocs_split's fields" % present)
+    domain = rec.uv() if present & 64 else 0
+    size = rec.uv() if present & 128 else 0
+    api = rec.uv() if present & 256 else 0
+    unit, ptr = rec.uv(), rec.uv()
+    if unit == 0:
+        raise Invalid("py_allocs_split with a time unit of 0")
+    counts = rec.raw(4)
+    count, extra = counts[0] | counts[1] << 8, counts[2] | counts[3] << 8
+    leads = rec.raw(count)
+    fields = Cursor(rec.data, rec.pos, rec.pos + extra)
+    if fields.end > rec.end:
+        raise Invalid("py_allocs_split's fields run past its end")
+    addrs = Cursor(rec.data, fields.end, rec.end)
+
+    def size_class(n):
+        return (n + 15) >> 4 if 1 <= n <= 512 else 0
+
+    last = [ptr] * 33
+    out = []
+    for i in range(count + 1):
+        if i:
+            lead = leads[i - 1]
+            if lead & 0x80:
+                raise Invalid("py_allocs_split lead byte 0x%x" % lead)
+            step = lead & 7 if lead & 7 != 7 else fields.uv()
+            seq += 1
+            t_ns = (t_ns + step * unit) & MASK64
+            py = (py + fields.sv()) & 0xFFFFFFFF if lead & 8 else py
+            size = fields.uv() if lead & 16 else size
+            api = fields.uv() if lead & 32 else 0
+            d = addrs.sv()
+            c = size_class(size)
+            ptr = (last[c] + 16 * c + (d if lead & 64 else d * 16)) & MASK64
+            last[c] = ptr
+        ev = {"seq": seq, "tid": tid, "t_ns": t_ns, "kind": "py_alloc", "parent": parent,
+              "domain": domain, "ptr": ptr, "size": size, "host_api": api}
+        finish_event(ev, defs, native, py)
+        out.append(ev)
+    if fields.pos != fields.end or addrs.pos != addrs.end:
+        raise Invalid("py_allocs_split with bytes left in a stream")
+    rec.pos = rec.end
+    return out
 
 
 def decode_event(kind, rec, bases, defs):

@@ -158,10 +158,10 @@ def from_make(run):
 # stacks, 200 MB of decoded log per run here; nothing checked below needs
 # them, and under a loaded machine they took the test past its timeout.
 def check_records(python, tag):
-    """Format 2.7: the py_allocs of a run are written as py_allocs records
-    (kind 50), many to a record, none as a py_alloc record (46) unless it
-    has a native stack; each is still its own event with its own time,
-    address, size and Python stack."""
+    """Format 2.8: the py_allocs of a run are written as py_allocs_split
+    records (kind 51; 2.7 wrote py_allocs, kind 50), many to a record, none
+    as a py_alloc record (46) unless it has a native stack; each is still
+    its own event with its own time, address, size and Python stack."""
     for env, native in (({"TRACE_PY_ALLOCS": "1"}, False),
                         ({"TRACE_PY_ALLOCS": "1", "TRACE_PY_ALLOC_NATIVE": "1"}, True)):
         run, log = pt.run_traced_keep([python, "-S", "-c", PROGRAM], args.preload, args.pylog, env=env)
@@ -172,13 +172,14 @@ def check_records(python, tag):
             if kinds is None:
                 print("%s: no zstd program: the log's records not counted" % tag)
             elif native:
-                fails.check(kinds.get(46, 0) >= 5000 and not kinds.get(50),
-                            "%s: with native stacks, %d py_alloc and %d py_allocs records"
-                            % (tag, kinds.get(46, 0), kinds.get(50, 0)))
+                fails.check(kinds.get(46, 0) >= 5000 and not kinds.get(51) and not kinds.get(50),
+                            "%s: with native stacks, %d py_alloc and %d py_allocs_split records"
+                            % (tag, kinds.get(46, 0), kinds.get(51, 0)))
             else:
-                fails.check(kinds.get(50, 0) and not kinds.get(46) and len(allocs) >= 50 * kinds[50],
-                            "%s: %d py_alloc events in %d py_allocs and %d py_alloc records"
-                            % (tag, len(allocs), kinds.get(50, 0), kinds.get(46, 0)))
+                fails.check(kinds.get(51, 0) and not kinds.get(50) and not kinds.get(46) and
+                            len(allocs) >= 50 * kinds[51],
+                            "%s: %d py_alloc events in %d py_allocs_split, %d py_allocs and %d py_alloc records"
+                            % (tag, len(allocs), kinds.get(51, 0), kinds.get(50, 0), kinds.get(46, 0)))
             made = [e for e in from_make(run) if e["py"][0][1] == program_line("gc")]
             fails.check(len(made) >= 5000 and len({e["ptr"] for e in made}) >= 100 and
                         all(e["size"] >= 16 and e["domain"] == 3 for e in made),
