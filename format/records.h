@@ -321,12 +321,15 @@ TF_ALWAYS_INLINE uint32_t tf_py_allocs_class(uint64_t size)
  * the writer against 8, and no fewer bytes: churn_cycles 0.3, 0.636 and
  * 0.632 bytes an allocation compressed.) */
 typedef struct tf_py_allocs_guess {
-    uint64_t last[TF_PY_ALLOCS_CLASSES + 1];
+    uint64_t last[TF_PY_ALLOCS_CLASSES + 2];   /* one spare: an even count */
 } tf_py_allocs_guess;
 
+/* 17 16-byte stores, unrolled: as a loop of 33 it was 133 instructions a
+ * record, 1.4M of json_work 0.1's (10,350 records of 18 allocations). */
 TF_ALWAYS_INLINE void tf_py_allocs_guess_start(tf_py_allocs_guess *g, uint64_t ptr)
 {
-    for (int c = 0; c <= TF_PY_ALLOCS_CLASSES; c++)
+#pragma GCC unroll 34
+    for (int c = 0; c < TF_PY_ALLOCS_CLASSES + 2; c++)
         g->last[c] = ptr;
 }
 
