@@ -247,16 +247,47 @@ static inline __attribute__((always_inline)) int walk(const py_layout *L, void *
         if (!f)                                                       \
             goto walked;                                              \
     } while (0)
-    while (f) {
-        if ((uintptr_t)o <= last_round) {
-            WALK_STEP; WALK_STEP; WALK_STEP; WALK_STEP;
-            WALK_STEP; WALK_STEP; WALK_STEP; WALK_STEP;
-        } else {
-            if (o == end)
-                break;
-            WALK_STEP;
+    /* Where every frame the walk reaches is kept (3.8-3.11: no shim
+     * frames, code_always, no trampolines), the frames of a round go to
+     * o[0..7] and o moves once a round, or at the way out: a frame an
+     * instruction less, about 14 an event (churn_cycles on 3.11). */
+#define WALK_AT(k)                                                    \
+    do {                                                              \
+        walk_frame(L, f, o + (k), out, code_type);                    \
+        f = FIELD(f, L->frame_back, void *);                          \
+        if (!f) {                                                     \
+            /* here, not made before the test on every frame */       \
+            __asm__ volatile("" : "+r"(o));                           \
+            o += (k) + 1;                                             \
+            goto walked;                                              \
+        }                                                             \
+    } while (0)
+    if ((L->frame_owner == PY_NO_FIELD || L->owner_cstack < 0) && L->code_always && !L->skip_unbegun_callers) {
+        while (f) {
+            if ((uintptr_t)o <= last_round) {
+                WALK_AT(0); WALK_AT(1); WALK_AT(2); WALK_AT(3);
+                WALK_AT(4); WALK_AT(5); WALK_AT(6); WALK_AT(7);
+                o += 8;
+            } else {
+                if (o == end)
+                    break;
+                WALK_AT(0);
+                o++;
+            }
+        }
+    } else {
+        while (f) {
+            if ((uintptr_t)o <= last_round) {
+                WALK_STEP; WALK_STEP; WALK_STEP; WALK_STEP;
+                WALK_STEP; WALK_STEP; WALK_STEP; WALK_STEP;
+            } else {
+                if (o == end)
+                    break;
+                WALK_STEP;
+            }
         }
     }
+#undef WALK_AT
 #undef WALK_STEP
 walked:;
     int n = (int)(o - out);
