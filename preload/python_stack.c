@@ -1381,8 +1381,8 @@ static __attribute__((noinline)) uint32_t intern_entry(tf_writer *w, const rec_p
     return intern_rest(w, raw, n, p, p->valid == path_valid ? shared_outer(raw, n, p->raw + PATH_FRAMES, p->n) : 0);
 }
 
-/* The checks of intern_entry but those of the path, all at once: each
- * event pays for them, and nearly every one passes them all. */
+/* The checks of intern_entry but those of the path (INTERN_TREE), all at
+ * once: each event pays for them, and nearly every one passes them all. */
 static inline __attribute__((always_inline)) int intern_caches_ready(tf_writer *w)
 {
     return __builtin_expect(w == cached_for && tf_writer_epoch(w) == cached_epoch && code_deaths_watching() &&
@@ -1390,18 +1390,15 @@ static inline __attribute__((always_inline)) int intern_caches_ready(tf_writer *
                             1);
 }
 
-static inline __attribute__((always_inline)) int intern_ready(tf_writer *w, const py_path *p, int n)
-{
-    return intern_caches_ready(w) && __builtin_expect(p && n <= PATH_FRAMES, 1);
-}
-
-/* The tree's answer, kept in e (stack_entry_of's for the frames, or NULL
- * where the stack is not to be kept) once it is an id. */
+/* The tree's answer once intern_caches_ready has passed, kept in e
+ * (stack_entry_of's for the frames, or NULL where the stack is not to be
+ * kept) once it is an id.  The checks are not made again: a stack deeper
+ * than the cache keeps pays for them once, as before it. */
 #define INTERN_TREE(w, raw, n, e, shared)                                                       \
     ({                                                                                          \
         py_path *p_ = path;                                                                     \
         uint32_t id_;                                                                           \
-        if (!intern_ready(w, p_, n)) {                                                          \
+        if (__builtin_expect(!p_ || (n) > PATH_FRAMES, 0)) {                                    \
             id_ = intern_entry(w, raw, n);                                                      \
         } else {                                                                                \
             int same_ = 0;                                                                      \
@@ -1423,15 +1420,16 @@ static __attribute__((noinline)) uint32_t intern_tree(tf_writer *w, const rec_py
     return INTERN_TREE(w, raw, n, e, shared_outer);
 }
 
-/* A stack met lately takes its entry's id; the others, and every stack
- * where a check fails, the tree's (the checks made again there: an entry
- * is only made once they pass).  Out of line, the tree's look-up does not
- * make the usual event save and restore its registers (about 20
- * instructions). */
+/* A stack met lately takes its entry's id; the others the tree's, and
+ * every stack where a check fails intern_entry's.  Out of line, the
+ * tree's look-up does not make the usual event save and restore its
+ * registers (about 20 instructions). */
 static uint32_t intern(tf_writer *w, const rec_py_raw *raw, int n)
 {
+    if (!intern_caches_ready(w))
+        return intern_entry(w, raw, n);
     stack_entry *e = NULL;
-    if (intern_caches_ready(w) && n <= STACK_CACHE_FRAMES) {
+    if (n <= STACK_CACHE_FRAMES) {
         e = stack_entry_of(raw, n);
         if (e->valid == path_valid && e->n == (uint32_t)n && memcmp(e->raw, raw, (size_t)n * sizeof *raw) == 0)
             return e->id;
@@ -1451,8 +1449,10 @@ static __attribute__((noinline, target("avx2"))) uint32_t intern_tree_avx2(tf_wr
 
 static __attribute__((target("avx2"))) uint32_t intern_avx2(tf_writer *w, const rec_py_raw *raw, int n)
 {
+    if (!intern_caches_ready(w))
+        return intern_entry(w, raw, n);
     stack_entry *e = NULL;
-    if (intern_caches_ready(w) && n <= STACK_CACHE_FRAMES) {
+    if (n <= STACK_CACHE_FRAMES) {
         e = stack_entry_of(raw, n);
         if (e->valid == path_valid && e->n == (uint32_t)n && same_frames_avx2(e->raw, raw, n))
             return e->id;
