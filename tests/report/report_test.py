@@ -703,8 +703,13 @@ def double_init(args, work):
     # A log in segments (TRACE_MAX_BYTES) defines the type's name again in
     # each, under a new id, as the recorder does after it forgot what it
     # interned (a pandas run with every allocation recorded): one type still.
-    # A frame each millisecond: four or five segments of about 9K, whatever
-    # the load (all of them within the budget, none deleted).
+    # A frame each millisecond: the log is about 46K in 5 files on a quick
+    # machine, and grows with the run's length (a frame per ms): under ASan
+    # on a slow VM, 8 files and over 64K, so a 64K budget deleted the
+    # first segment after the log's own file (the check below looked for
+    # it, and the host buffers counted below went with it).  128K: segments
+    # of 16K (an eighth of the budget), so at least two files for the
+    # events alone, and room for twice that slow run's frames.
     prog = os.path.join(work, "segments.py")
     with open(prog, "w") as f:
         f.write(SEGMENTS_PROGRAM)
@@ -713,9 +718,9 @@ def double_init(args, work):
         for old in glob.glob(os.path.join(work, name + "*.tlog")):
             os.remove(old)
         logs.append(os.path.join(work, name + ".tlog"))
-        trace(args, prog, [], logs[-1], {"PYTHONPATH": work, "TRACE_MAX_BYTES": "64K", "TRACE_FLUSH_MS": "1"})
+        trace(args, prog, [], logs[-1], {"PYTHONPATH": work, "TRACE_MAX_BYTES": "128K", "TRACE_FLUSH_MS": "1"})
         if not os.path.exists(os.path.join(work, name + ".seg1.tlog")):
-            fail("1500 places within 64K: the log has no second segment")
+            fail("1500 places within 128K: the log has no second segment")
     log = logs[0]
     doc = json.loads(report(args, log, "--json"))
     types = [t["type"] for t in doc.get("double_init_types", [])]
