@@ -849,22 +849,24 @@ static void streams_put(tf_writer *w)
  * which zstd then has less of to compress, and in streams it compresses
  * faster (FORMAT.md section 7).  The test is py_free_joins' (the chunk's
  * length says the record is open and last). */
-static inline __attribute__((always_inline)) int py_alloc_joins(tf_writer *w, const tf_event *e)
+static inline __attribute__((always_inline)) int py_alloc_joins(tf_writer *w, uint64_t seq, uint32_t tid,
+                                                              uint64_t parent, uint64_t t_ns, uint32_t domain,
+                                                              uint32_t native_stack, uint32_t py_stack, uint64_t ptr,
+                                                              uint64_t size, uint32_t api)
 {
     size_t len = w->chunk.len;
-    uint64_t step = e->t_ns - w->last_t_ns;
-    if (len != w->allocs.end || e->seq != w->last_seq + 1 || e->tid != w->b.tid || e->parent != w->allocs.parent ||
-        e->u.host.domain != w->allocs.domain || e->native_stack || (step & ((1ull << w->unit_shift) - 1)))
+    uint64_t step = t_ns - w->last_t_ns;
+    if (len != w->allocs.end || seq != w->last_seq + 1 || tid != w->b.tid || parent != w->allocs.parent ||
+        domain != w->allocs.domain || native_stack || (step & ((1ull << w->unit_shift) - 1)))
         return 0;
     step = (step >> w->unit_shift) * w->unit_inv;
     if (step > w->unit_qmax || reserve(w, TF_PY_ALLOCS_JOIN_MAX + 1) < 0)
         return 0;
-    uint64_t ptr = e->u.host.ptr, size = e->u.host.size;
     uint32_t cls = tf_py_allocs_class(size);
     uint8_t *extra = w->allocs.extra, *addr = w->allocs.addr;
     uint8_t *extra0 = extra, *addr0 = addr;
-    uint8_t code = tf_put_py_allocs_split(&extra, &addr, step, e->py_stack, w->allocs.py_stack, size, w->allocs.size,
-                                          e->u.host.api, ptr - tf_py_allocs_guess_of(&w->allocs.guess, cls));
+    uint8_t code = tf_put_py_allocs_split(&extra, &addr, step, py_stack, w->allocs.py_stack, size, w->allocs.size,
+                                          api, ptr - tf_py_allocs_guess_of(&w->allocs.guess, cls));
     len += 1 + (size_t)(extra - extra0) + (size_t)(addr - addr0);
     if (__builtin_expect(len - w->allocs.payload > w->allocs.limit, 0)) {
         if (w->allocs.limit == TF_PY_ALLOCS_PAYLOAD_MAX)
@@ -884,18 +886,36 @@ static inline __attribute__((always_inline)) int py_alloc_joins(tf_writer *w, co
     w->allocs.addr = addr;
     w->allocs.guess.last[cls] = ptr;
     w->chunk.len = w->allocs.end = len;
-    w->last_t_ns = e->t_ns;
+    w->last_t_ns = t_ns;
     w->allocs.size = size;
-    w->allocs.py_stack = e->py_stack;
+    w->allocs.py_stack = py_stack;
     w->events++;
-    w->last_seq = e->seq;
+    w->last_seq = seq;
     return 1;
+}
+
+/* An allocation's fields as py_alloc_joins takes them. */
+static inline __attribute__((always_inline)) int py_alloc_joins_event(tf_writer *w, const tf_event *e)
+{
+    return py_alloc_joins(w, e->seq, e->tid, e->parent, e->t_ns, e->u.host.domain, e->native_stack, e->py_stack,
+                          e->u.host.ptr, e->u.host.size, e->u.host.api);
+}
+
+int tf_write_py_allocs_join(tf_writer *w, uint64_t seq, uint32_t tid, uint64_t parent, uint64_t t_ns,
+                            uint32_t domain, uint32_t py_stack, uint64_t ptr, uint64_t size, uint32_t api)
+{
+    return py_alloc_joins(w, seq, tid, parent, t_ns, domain, 0, py_stack, ptr, size, api);
 }
 
 void tf_write_py_allocs(tf_writer *w, const tf_event *e)
 {
-    if (py_alloc_joins(w, e))
+    if (py_alloc_joins_event(w, e))
         return;
+    tf_write_py_allocs_rest(w, e);
+}
+
+void tf_write_py_allocs_rest(tf_writer *w, const tf_event *e)
+{
     streams_put(w);
     if (!w->allocs.streams)
         w->allocs.streams = tf_pages_resize(NULL, 0, 3 * STREAM_CAP);

@@ -728,12 +728,9 @@ static __attribute__((noinline, cold)) uint64_t record_py_alloc_aside(uint64_t p
     return record_aside(record_py_alloc_packed, &e, REC_PY_STACK, NULL, NULL);
 }
 
-uint64_t rec_py_alloc(uint64_t ptr, uint64_t size, uint32_t api, unsigned flags)
+/* A py_alloc any way: the door's, less its usual case (py_alloc_fast). */
+static __attribute__((noinline)) uint64_t py_alloc_general(uint64_t ptr, uint64_t size, uint32_t api)
 {
-    if (__builtin_expect(flags != REC_PY_STACK, 0)) {
-        tf_event e = py_alloc_event(ptr, size, api);
-        return rec_event(&e, flags);
-    }
     int *err = program_errno(), saved_errno = *err;
     check_open_ops();
     host_guard_enter();
@@ -742,6 +739,92 @@ uint64_t rec_py_alloc(uint64_t ptr, uint64_t size, uint32_t api, unsigned flags)
     host_guard_leave();
     *err = saved_errno;
     return seq;
+}
+
+_Static_assert(sizeof(rec_py_raw) * MAX_PY_FRAMES <= THREAD_MEM_PY_FRAMES_BYTES, "thread_mem.h: the frames' part");
+
+/* Nearly every py_alloc under TRACE_PY_ALLOCS=1: recording, on a thread
+ * that has its mapping, its errno's address and its id, in no event
+ * (nothing nested: a signal handler inside the recorder goes the general
+ * way), with no operation open, room on its stack, and its names written
+ * in this writer with none due (capture_names' test).  What the general
+ * way (py_alloc_general, record_py_alloc) does then, in one small frame:
+ * the frames are captured into the thread's mapping, not into a 4.5 KiB
+ * struct captured on the stack, so the door's work (errno, host_guard,
+ * the stack's room) and the event's share a frame, and nothing of the
+ * capture is stored but the frames.  The same record, byte for byte: the
+ * same calls in the same order, the names' check under the lock as
+ * encode_names_if makes it for an event that captured none due. */
+static __attribute__((noinline)) uint64_t py_alloc_fast(uint64_t ptr, uint64_t size, uint32_t api)
+{
+    thread_mem *m = thread_mem_peek();
+    int *err = thr.errno_at;
+    pid_t tid = thr.tid;
+    rec_thread_namer namer = atomic_load_explicit(&thread_namer, memory_order_acquire);
+    if (__builtin_expect(!rec_active() || !m || !err || !tid || thr.in_event || thr.open_count ||
+                             atomic_load_explicit(&lock_owner, memory_order_relaxed) == tid ||
+                             !hook_stack_roomy() ||
+                             thr.named_generation != atomic_load_explicit(&generation, memory_order_relaxed) ||
+                             thr.names_epoch != atomic_load_explicit(&names_epoch, memory_order_relaxed) ||
+                             (namer && event_clock_latest_ns() >= thr.name_ask_after),
+                         0))
+        return py_alloc_general(ptr, size, api);
+    int saved_errno = *err;
+    host_guard_enter();
+    thr.in_event++;
+    uint64_t ticks = event_clock_early();
+    const rec_py_provider *provider = atomic_load_explicit(&py_provider, memory_order_acquire);
+    int npy = provider ? provider->capture((rec_py_raw *)(void *)m->py_frames, MAX_PY_FRAMES) : 0;
+    /* Kept across the call: the arguments, saved_errno, ticks, provider
+     * and npy.  What is the thread's is read again after it (a load each),
+     * not kept (a store and a load each, and the registers it held made
+     * GCC spill more in the writer's join below). */
+    __asm__ volatile("" ::: "memory");
+    uint64_t seq = 0;
+    if (!take_or_drop(thr.tid))
+        goto out;
+    if (__builtin_expect(!rec_active(), 0)) {
+        lock_release();
+        thr.in_event--;
+        after_event(0);
+        goto out;
+    }
+    encode_names_if(&no_names, 0, thr.tid);
+    uint32_t py_stack = npy > 0 ? provider->intern(writer, (rec_py_raw *)(void *)thread_mem_peek()->py_frames, npy)
+                                : 0;
+    seq = last_seq + 1;
+    __atomic_store_n(&last_seq, seq, __ATOMIC_RELAXED);
+    uint64_t t_ns = in_unit(event_clock_ns_from(ticks));   /* under the lock: event_clock.h */
+    /* The event whole only where it starts a record: its fields stay in
+     * registers (stored for the join, they were 20 instructions an
+     * allocation). */
+    if (!tf_write_py_allocs_join(writer, seq, (uint32_t)thr.tid, thr.open_top, t_ns, TF_HOST_OBJ, py_stack, ptr, size,
+                                 api)) {
+        tf_event e = py_alloc_event(ptr, size, api);
+        e.seq = seq;
+        e.tid = (uint32_t)thr.tid;
+        e.parent = thr.open_top;
+        e.t_ns = t_ns;
+        e.py_stack = py_stack;
+        tf_write_py_allocs_rest(writer, &e);
+    }
+    size_t pending = tf_writer_pending(writer);
+    lock_release();
+    thr.in_event--;
+    after_event(pending);
+out:
+    host_guard_leave();
+    *thr.errno_at = saved_errno;
+    return seq;
+}
+
+uint64_t rec_py_alloc(uint64_t ptr, uint64_t size, uint32_t api, unsigned flags)
+{
+    if (__builtin_expect(flags != REC_PY_STACK, 0)) {
+        tf_event e = py_alloc_event(ptr, size, api);
+        return rec_event(&e, flags);
+    }
+    return py_alloc_fast(ptr, size, api);
 }
 
 uint64_t rec_event_text(tf_event *e, unsigned flags, uint32_t *text_id, const char *text)

@@ -30,6 +30,8 @@
 #define THREAD_MEM_GC_BYTES 400
 /* native_stack.c: the stack memos. */
 #define THREAD_MEM_MEMO_BYTES 9728
+/* recorder.c: a py_alloc's Python frames (its usual way, py_alloc_fast). */
+#define THREAD_MEM_PY_FRAMES_BYTES 2048
 
 typedef struct thread_mem {
     uint64_t open_ops[THREAD_MEM_OPEN_OPS];
@@ -39,6 +41,7 @@ typedef struct thread_mem {
     /* python_threads.c: its threading.Thread name as last found. */
     char py_found[REC_THREAD_NAME_MAX];
     _Alignas(16) unsigned char gc[THREAD_MEM_GC_BYTES];
+    _Alignas(16) unsigned char py_frames[THREAD_MEM_PY_FRAMES_BYTES];
     _Alignas(64) unsigned char stack_memos[THREAD_MEM_MEMO_BYTES];
 } thread_mem;
 
