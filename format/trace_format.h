@@ -359,6 +359,10 @@ int tf_write_py_free_joins(tf_writer *w, tf_event *e);
  * time is the record's, as above). */
 int tf_write_py_free_joins_bare(tf_writer *w, uint64_t seq, uint32_t tid, uint64_t parent, uint32_t domain,
                                 uint64_t ptr);
+/* tf_write_py_free_joins_bare where it needs no call: 0 also when the
+ * chunk has no room for the free (growing it is the other's). */
+int tf_write_py_free_joins_leaf(tf_writer *w, uint64_t seq, uint32_t tid, uint64_t parent, uint32_t domain,
+                                uint64_t ptr);
 void tf_write_py_frees(tf_writer *w, const tf_event *e);
 
 /* Bytes encoded since the last seal.  Seal well before 64 MiB: a frame's

@@ -789,6 +789,16 @@ int tf_write_py_free_joins_bare(tf_writer *w, uint64_t seq, uint32_t tid, uint64
     return py_free_joins(w, seq, tid, parent, domain, 0, 0, ptr);
 }
 
+int tf_write_py_free_joins_leaf(tf_writer *w, uint64_t seq, uint32_t tid, uint64_t parent, uint32_t domain,
+                                uint64_t ptr)
+{
+    /* reserve's room, without its call to grow the chunk (0: the caller
+     * goes its general way, tf_write_py_free_joins_bare, which grows it). */
+    if (w->chunk.cap - w->chunk.len < TF_VARINT_MAX)
+        return 0;
+    return py_free_joins(w, seq, tid, parent, domain, 0, 0, ptr);
+}
+
 void tf_write_py_frees(tf_writer *w, const tf_event *e)
 {
     if (reserve(w, FRAME_RECORD_MAX + 2 + TF_EVENT_PAYLOAD_MAX) < 0)

@@ -438,6 +438,11 @@ void flusher_ensure_started(void)
         start_thread();
 }
 
+int flusher_is_started(void)
+{
+    return atomic_load_explicit(&started, memory_order_relaxed) != NOT_STARTED;
+}
+
 void flusher_kick(void)
 {
     /* Called for every event while a sealed frame's worth waits, which when

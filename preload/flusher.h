@@ -14,6 +14,9 @@ void flusher_init(void);
  * child), not in the constructor: a program that only forks and execs never
  * gets one. */
 void flusher_ensure_started(void);
+/* 1 when flusher_ensure_started has nothing to do (a leaf's test: the
+ * recorder's py_free_fast calls nothing on its way). */
+int flusher_is_started(void);
 
 /* A chunk is full: wake the thread now. */
 void flusher_kick(void);
