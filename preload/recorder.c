@@ -845,8 +845,11 @@ static __attribute__((noinline)) uint64_t py_alloc_fast(uint64_t ptr, uint64_t s
     int *err = thr.errno_at;
     pid_t tid = thr.tid;
     rec_thread_namer namer = atomic_load_explicit(&thread_namer, memory_order_acquire);
+    /* Not the owner's test (entering): in no event, the thread holds the
+     * lock only in a handler that interrupted a definition or a seal, which
+     * finds it taken below and drops its event there as entering would
+     * have, after a capture for nothing. */
     if (__builtin_expect(!rec_active() || !m || !err || !tid || thr.in_event || thr.open_count ||
-                             atomic_load_explicit(&lock_owner, memory_order_relaxed) == tid ||
                              !hook_stack_roomy() ||
                              thr.named_generation != atomic_load_explicit(&generation, memory_order_relaxed) ||
                              thr.names_epoch != atomic_load_explicit(&names_epoch, memory_order_relaxed) ||
