@@ -94,6 +94,11 @@ struct tf_writer {
         uint64_t parent, size;
         uint32_t py_stack, domain;
         uint8_t *lead, *extra, *addr;  /* the streams' ends */
+        /* The chunk's length less the three ends' addresses, while the
+         * record may be joined: a join's new length is this and its new
+         * ends, with nothing of the old ones kept to measure what it
+         * wrote (about 5 instructions an allocation, with the spills). */
+        size_t len_less_ends;
         int unput;               /* its streams are not in the chunk yet */
         uint8_t *streams;        /* mapped at the first record; NULL before (or out of memory) */
         tf_py_allocs_guess guess;
@@ -874,10 +879,9 @@ static inline __attribute__((always_inline)) int py_alloc_joins(tf_writer *w, ui
         return 0;
     uint32_t cls = tf_py_allocs_class(size);
     uint8_t *extra = w->allocs.extra, *addr = w->allocs.addr;
-    uint8_t *extra0 = extra, *addr0 = addr;
     uint8_t code = tf_put_py_allocs_split(&extra, &addr, step, py_stack, w->allocs.py_stack, size, w->allocs.size,
                                           api, ptr - tf_py_allocs_guess_of(&w->allocs.guess, cls));
-    len += 1 + (size_t)(extra - extra0) + (size_t)(addr - addr0);
+    len = w->allocs.len_less_ends + (uintptr_t)(w->allocs.lead + 1) + (uintptr_t)extra + (uintptr_t)addr;
     if (__builtin_expect(len - w->allocs.payload > w->allocs.limit, 0)) {
         if (w->allocs.limit == TF_PY_ALLOCS_PAYLOAD_MAX)
             return 0;   /* the bytes written past the streams' ends are no part of them */
@@ -889,6 +893,7 @@ static inline __attribute__((always_inline)) int py_alloc_joins(tf_writer *w, ui
         w->allocs.payload++;
         w->allocs.counts++;
         w->allocs.limit = TF_PY_ALLOCS_PAYLOAD_MAX;
+        w->allocs.len_less_ends++;
         len++;
     }
     *w->allocs.lead++ = code;
@@ -951,6 +956,8 @@ void tf_write_py_allocs_rest(tf_writer *w, const tf_event *e)
     w->allocs.lead = w->allocs.streams;
     w->allocs.extra = w->allocs.streams + STREAM_CAP;
     w->allocs.addr = w->allocs.streams + 2 * STREAM_CAP;
+    w->allocs.len_less_ends = w->chunk.len - (uintptr_t)w->allocs.lead - (uintptr_t)w->allocs.extra -
+                              (uintptr_t)w->allocs.addr;
     w->allocs.unput = 1;
     tf_py_allocs_guess_start(&w->allocs.guess, e->u.host.ptr);
     w->last_t_ns = e->t_ns;
