@@ -99,6 +99,7 @@ struct tf_writer {
          * ends, with nothing of the old ones kept to measure what it
          * wrote (about 5 instructions an allocation, with the spills). */
         size_t len_less_ends;
+        size_t len_max;          /* payload + limit: the most the chunk's length may be */
         int unput;               /* its streams are not in the chunk yet */
         uint8_t *streams;        /* mapped at the first record; NULL before (or out of memory) */
         tf_py_allocs_guess guess;
@@ -882,7 +883,7 @@ static inline __attribute__((always_inline)) int py_alloc_joins(tf_writer *w, ui
     uint8_t code = tf_put_py_allocs_split(&extra, &addr, step, py_stack, w->allocs.py_stack, size, w->allocs.size,
                                           api, ptr - tf_py_allocs_guess_of(&w->allocs.guess, cls));
     len = w->allocs.len_less_ends + (uintptr_t)(w->allocs.lead + 1) + (uintptr_t)extra + (uintptr_t)addr;
-    if (__builtin_expect(len - w->allocs.payload > w->allocs.limit, 0)) {
+    if (__builtin_expect(len > w->allocs.len_max, 0)) {   /* len - payload > limit */
         if (w->allocs.limit == TF_PY_ALLOCS_PAYLOAD_MAX)
             return 0;   /* the bytes written past the streams' ends are no part of them */
         /* Once per record: its length takes a second byte (the shortest
@@ -893,6 +894,7 @@ static inline __attribute__((always_inline)) int py_alloc_joins(tf_writer *w, ui
         w->allocs.payload++;
         w->allocs.counts++;
         w->allocs.limit = TF_PY_ALLOCS_PAYLOAD_MAX;
+        w->allocs.len_max = w->allocs.payload + TF_PY_ALLOCS_PAYLOAD_MAX;
         w->allocs.len_less_ends++;
         len++;
     }
@@ -952,6 +954,7 @@ void tf_write_py_allocs_rest(tf_writer *w, const tf_event *e)
     w->allocs.end = w->chunk.len;
     w->allocs.payload = start + 2;
     w->allocs.limit = TF_PY_ALLOCS_PAYLOAD_ONE;
+    w->allocs.len_max = w->allocs.payload + TF_PY_ALLOCS_PAYLOAD_ONE;
     w->allocs.parent = e->parent;
     w->allocs.lead = w->allocs.streams;
     w->allocs.extra = w->allocs.streams + STREAM_CAP;
