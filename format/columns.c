@@ -284,27 +284,60 @@ static tf_col_thread *thread_touch(tf_colstate *st, uint32_t tid)
     return th;
 }
 
+/* The thread's list of stacks of kind k (TF_COL_MTF entries, the first
+ * th->nstack[k] of them in use). */
+INLINE uint32_t *stack_list(const tf_col_thread *th, int k)
+{
+    return (uint32_t *)th->stack[k] + th->front[k];
+}
+
+/* The list's bottom reached: its entries but the last go to the room's
+ * top, the new id in front of them. */
+static __attribute__((noinline)) void mtf_wrap(tf_col_thread *th, int k, uint32_t id)
+{
+    uint32_t f = TF_COL_MTF_ROOM - TF_COL_MTF;
+    memmove(th->stack[k] + f + 1, th->stack[k], (TF_COL_MTF - 1) * sizeof th->stack[k][0]);
+    th->stack[k][f] = id;
+    th->front[k] = (uint8_t)f;
+}
+
+/* Entries 0..i-1 move down one, the rest stay: a fixed number of selects,
+ * from the end so each reads an entry not yet moved (a shifting loop
+ * becomes a memmove call of a few bytes, and copies through a buffer made
+ * the loads wait on the stores). */
+static __attribute__((noinline)) void mtf_move(uint32_t *list, uint32_t id, uint32_t i)
+{
+    for (uint32_t j = TF_COL_MTF - 1; j > 0; j--)
+        list[j] = j <= i ? list[j - 1] : list[j];
+    list[0] = id;
+}
+
 /* Moves id to the front of the thread's list of stacks of kind k, from
  * index i (>= the list's length when it is not there: it goes in front, and
  * the last one out when the list is full). */
-static void mtf_push(tf_col_thread *th, int k, uint32_t id, uint32_t i)
+INLINE void mtf_push(tf_col_thread *th, int k, uint32_t id, uint32_t i)
 {
     uint32_t n = th->nstack[k];
     if (i < n && i == 0)
         return;                 /* most events: the thread's previous stack */
-    if (i >= n) {
-        if (n < TF_COL_MTF)
-            th->nstack[k] = (uint8_t)++n;
-        i = n - 1;
+    if (i < n) {
+        mtf_move(stack_list(th, k), id, i);
+        return;
     }
-    /* Entries 0..i-1 move down one, the rest stay: a fixed number of
-     * selects, from the end so each reads an entry not yet moved (a
-     * shifting loop becomes a memmove call of a few bytes, and copies
-     * through a buffer made the loads wait on the stores). */
-    uint32_t *list = th->stack[k];
-    for (uint32_t j = TF_COL_MTF - 1; j > 0; j--)
-        list[j] = j <= i ? list[j - 1] : list[j];
-    list[0] = id;
+    /* Not in the list (most other events on format_bench's stream: a
+     * thread's stacks vary more than 8 deep): every entry moves down one,
+     * the last out, which is the list starting one slot lower (the entries
+     * past the list's length it takes in are stale, as they were).  Each
+     * entry moved one down, this was a fifth of update's instructions. */
+    if (n < TF_COL_MTF)
+        th->nstack[k] = (uint8_t)(n + 1);
+    uint32_t f = th->front[k];
+    if (!f) {
+        mtf_wrap(th, k, id);   /* once every TF_COL_MTF_ROOM - TF_COL_MTF new ids */
+        return;
+    }
+    th->front[k] = (uint8_t)--f;
+    th->stack[k][f] = id;
 }
 
 static const tf_col_op *open_op(const tf_col_thread *th, uint64_t seq)
@@ -670,21 +703,22 @@ INLINE void code_common(col_io *io, uint32_t *pres, const int dec, tf_colstate *
         uint32_t *id = k ? &e->py_stack : &e->native_stack;
         unsigned col = k ? TF_COL_PSTACK_RANK : TF_COL_NSTACK_RANK;
         uint32_t held = th ? th->nstack[k] : 0;
-        uint32_t pred = held ? th->stack[k][0] : 0;
+        const uint32_t *list = held ? stack_list(th, k) : NULL;
+        uint32_t pred = held ? list[0] : 0;
         io->mtf_at[k] = held ? 0 : TF_COL_MTF;
         if (!here(pres, dec, 4 + (unsigned)k, *id, pred)) {
             if (dec)
                 *id = pred;
             continue;
         }
-        uint64_t rank = dec ? 0 : stack_rank(th ? th->stack[k] : NULL, held, *id);
+        uint64_t rank = dec ? 0 : stack_rank(list, held, *id);
         sym(io, dec, col, &rank);
         if (rank) {
             if (dec) {
                 if (rank > held)
                     fail(io, "a stack rank past the thread's stacks");
                 else
-                    *id = th->stack[k][rank - 1];
+                    *id = list[rank - 1];
             }
             io->mtf_at[k] = (uint32_t)rank - 1;
             continue;

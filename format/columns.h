@@ -20,7 +20,7 @@
  * directions run the same prediction code (columns.c codes each event once,
  * in either direction), so they cannot disagree on what is predicted.
  *
- * Memory: the state (tf_colstate) has a fixed size, 550 KiB, whatever
+ * Memory: the state (tf_colstate) has a fixed size, 560 KiB, whatever
  * the frame holds (the prediction sets are bounded by the format: rankset.h);
  * the encoder's columns grow to about the chunk's size.  The recorder maps
  * both (a signal handler may flush), so nothing here calls malloc except the
@@ -66,14 +66,20 @@ const char *tf_column_name(unsigned col);
 #define TF_COL_THREADS 64   /* threads remembered per frame (the least recent goes) */
 #define TF_COL_MTF 8        /* stack ids remembered per thread and kind of stack */
 #define TF_COL_OPS 8        /* open pool operations remembered per thread */
+/* Room for a stack list: the list is stack[k][front[k]] onwards, TF_COL_MTF
+ * entries (those past nstack[k] stale), and an id new to it goes in at
+ * front - 1 (the list slides down its room, and is copied back to the top
+ * when it reaches the bottom), not in front of TF_COL_MTF - 1 entries each
+ * moved one down (columns.c mtf_push). */
+#define TF_COL_MTF_ROOM 32
 
 typedef struct tf_col_op { uint64_t seq, arg; uint32_t op; } tf_col_op;
 
 typedef struct tf_col_thread {
     uint32_t tid;
-    uint8_t nops, nstack[2];
-    uint32_t stack[2][TF_COL_MTF];   /* native, Python; most recent first */
-    tf_col_op ops[TF_COL_OPS];       /* innermost last */
+    uint8_t nops, nstack[2], front[2];
+    uint32_t stack[2][TF_COL_MTF_ROOM];   /* native, Python; most recent first from front */
+    tf_col_op ops[TF_COL_OPS];            /* innermost last */
 } tf_col_thread;
 
 enum { TF_SPACE_CUDA, TF_SPACE_POOL, TF_SPACE_HOST, TF_SPACES };
