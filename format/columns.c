@@ -84,6 +84,9 @@ typedef struct col_io {
     /* where each of the event's stack ids is in its thread's list (for
      * update, which would search again): an index, or TF_COL_MTF when not */
     uint32_t mtf_at[2];
+    /* the event's thread's rank in the order (0: it has no entry), found
+     * by code_common for update, which searched again */
+    uint32_t th_rank;
 } col_io;
 
 /* The most one record adds to any one column: a column takes at most one
@@ -259,17 +262,18 @@ static inline void order_to_front(uint8_t *order, uint32_t i, uint8_t slot)
 }
 
 /* The thread's entry, made the most recent (made, evicting the least
- * recent, when it has none). */
-static tf_col_thread *thread_touch(tf_colstate *st, uint32_t tid)
+ * recent, when it has none): rank is where code_common found it (0: it has
+ * none). */
+INLINE tf_col_thread *thread_touch(tf_colstate *st, uint32_t tid, uint32_t rank)
 {
-    if (st->nthreads && st->thread[st->order[0]].tid == tid)
+    if (rank == 1)
         return &st->thread[st->order[0]];   /* most events: the previous one's thread */
-    uint32_t rank = 0;
-    tf_col_thread *th = thread_search(st, tid, &rank);
+    tf_col_thread *th;
     uint8_t slot;
-    if (th) {
+    if (rank) {
         slot = st->order[rank - 1];
         order_to_front(st->order, rank - 1, slot);
+        th = &st->thread[slot];
     } else {
         if (st->nthreads < TF_COL_THREADS) {
             slot = (uint8_t)st->nthreads++;
@@ -683,7 +687,8 @@ INLINE void code_common(col_io *io, uint32_t *pres, const int dec, tf_colstate *
     }
 
     if (dec)
-        th = thread_find(st, e->tid, NULL);
+        th = thread_find(st, e->tid, &rank32);
+    io->th_rank = th ? rank32 : 0;
     *thp = th;
     uint64_t pp = parent_prediction(th, e->kind);
     if (here(pres, dec, 3, e->parent, pp)) {
@@ -770,7 +775,7 @@ static void update(tf_colstate *st, const tf_event *e, const col_io *io)
     default:
         break;
     }
-    tf_col_thread *th = thread_touch(st, e->tid);
+    tf_col_thread *th = thread_touch(st, e->tid, io->th_rank);
     mtf_push(th, 0, e->native_stack, io->mtf_at[0]);
     mtf_push(th, 1, e->py_stack, io->mtf_at[1]);
     if (e->kind == TF_EV_POOL_OP_BEGIN && th->nops < TF_COL_OPS) {
