@@ -236,7 +236,12 @@ static void drop(tf_rankset *s, uint32_t slot)
     s->count--;
 }
 
-int tf_rankset_remove(tf_rankset *s, uint64_t addr, uint64_t *val)
+void tf_rankset_drop_(tf_rankset *s, uint32_t slot)
+{
+    drop(s, slot);
+}
+
+int tf_rankset_remove_(tf_rankset *s, uint64_t addr, uint64_t *val)
 {
     int slot = find(s, addr);
     if (slot < 0)
@@ -292,7 +297,7 @@ void tf_rankset_add(tf_rankset *s, uint64_t addr, uint64_t val)
         add_in(s, slot, addr, val);
 }
 
-int tf_rankset_get(tf_rankset *s, uint64_t addr, uint64_t *val)
+int tf_rankset_get_(tf_rankset *s, uint64_t addr, uint64_t *val)
 {
     int slot = find(s, addr);
     if (slot < 0)

@@ -44,14 +44,48 @@ typedef struct tf_rankset {
 void tf_rankset_clear(tf_rankset *s);
 /* Adds addr (moving it to the front if held) with val. */
 void tf_rankset_add(tf_rankset *s, uint64_t addr, uint64_t val);
-/* Removes addr; 1 and its val in *val when it was held, else 0. */
-int tf_rankset_remove(tf_rankset *s, uint64_t addr, uint64_t *val);
 /* addr's rank (1 the newest), 0 when not held. */
 uint32_t tf_rankset_rank(tf_rankset *s, uint64_t addr);
 /* The address of rank r; 0 when r is 0 or above the count. */
 uint64_t tf_rankset_at(tf_rankset *s, uint32_t r);
+
+/* The lookups and removals below, out of line (rankset.c), and a slot's
+ * removal; not for callers. */
+int tf_rankset_remove_(tf_rankset *s, uint64_t addr, uint64_t *val);
+int tf_rankset_get_(tf_rankset *s, uint64_t addr, uint64_t *val);
+void tf_rankset_drop_(tf_rankset *s, uint32_t slot);
+
+/* The remembered slot when it holds addr, else -1.  A coder removes or
+ * looks up the address it has just ranked or found by its rank, whose
+ * slot is the one remembered: checked inline, that spares a call (the
+ * column coder's removals and sizes, about one per event each way). */
+static inline int tf_rankset_memo_(const tf_rankset *s, uint64_t addr)
+{
+    uint32_t m = s->memo % TF_RANK_WINDOW;
+    return s->key[m] == addr && (s->used[m / 64] >> (m % 64) & 1) ? (int)m : -1;
+}
+
+/* Removes addr; 1 and its val in *val when it was held, else 0. */
+static inline int tf_rankset_remove(tf_rankset *s, uint64_t addr, uint64_t *val)
+{
+    int m = tf_rankset_memo_(s, addr);
+    if (m < 0)
+        return tf_rankset_remove_(s, addr, val);
+    if (val)
+        *val = s->val[m];
+    tf_rankset_drop_(s, (uint32_t)m);
+    return 1;
+}
+
 /* 1 and addr's val in *val when held. */
-int tf_rankset_get(tf_rankset *s, uint64_t addr, uint64_t *val);
+static inline int tf_rankset_get(tf_rankset *s, uint64_t addr, uint64_t *val)
+{
+    int m = tf_rankset_memo_(s, addr);
+    if (m < 0)
+        return tf_rankset_get_(s, addr, val);
+    *val = s->val[m];
+    return 1;
+}
 
 /* Ranks are counted with the CPU's POPCNT instruction where it has one,
  * and bits selected with BMI2's PDEP where it runs fast (x86-64 asked at
