@@ -53,11 +53,13 @@ static unsigned nwatched;
  * watched type (12 instructions of each such free). */
 static uintptr_t watched_lo, watched_span;
 static int read_types;      /* objects' blocks are in pymalloc's pools */
+static int look_at_types;   /* read_types, with a type watched: one test a free, not two */
 
 /* The block whose deallocation runs on this thread (innermost), and
- * whether the allocator has seen it given back. */
-static __thread __attribute__((tls_model("initial-exec"))) const void *dying_block;
-static __thread __attribute__((tls_model("initial-exec"))) int dying_given_back;
+ * whether the allocator has seen it given back: together, so that one
+ * address (a load from the GOT) serves both. */
+typedef struct dying_now { const void *block; int given_back; } dying_now;
+static __thread __attribute__((tls_model("initial-exec"))) dying_now dying_here;
 
 /* Blocks whose death this collection recorded while they stayed out of
  * the allocator's hands: on a free list, or put off by the trashcan (a
@@ -81,11 +83,17 @@ static void pending_put(const void *block, uint64_t window)
     *pending_slot(block) = (pending){ .block = block, .window = window };
 }
 
-/* Whether block was pending in this collection (and no longer is). */
-static int pending_take(const void *block, uint64_t window)
+/* Whether block was pending in this collection (and no longer is).  The
+ * collection's window is looked up only for a block in its slot: most
+ * blocks are not, and the lookup (the thread's mapping, its innermost
+ * collection) was 10 of the instructions of each free that asks. */
+static inline int pending_take(const void *block)
 {
     pending *p = pending_slot(block);
-    if (p->block != block || p->window != window || !window)
+    if (p->block != block)
+        return 0;
+    uint64_t window = python_gc_window();
+    if (p->window != window || !window)
         return 0;
     p->block = NULL;
     return 1;
@@ -132,21 +140,17 @@ static void dying(unsigned i, void *op)
         return;
     }
     const void *block = (const char *)op - GC_HEAD;
-    const void *outer = dying_block;
-    int outer_given_back = dying_given_back;
-    dying_block = block;
-    dying_given_back = 0;
+    dying_now outer = dying_here;
+    dying_here = (dying_now){ .block = block, .given_back = 0 };
     real_dealloc[i](op);
-    int given_back = dying_given_back;
-    dying_block = outer;
-    dying_given_back = outer_given_back;
+    int given_back = dying_here.given_back;
+    dying_here = outer;
     if (given_back)
         return;         /* recorded (or not) as any free, python_alloc.c */
-    uint64_t window = python_gc_window();
-    if (pending_take(block, window))
+    if (pending_take(block))
         return;         /* the trashcan's second call: its death is recorded */
     if (python_alloc_record_collected(block))
-        pending_put(block, window);
+        pending_put(block, python_gc_window());
 }
 
 #define WRAPPER(i)                                                   \
@@ -164,13 +168,13 @@ static const destructor_fn wrappers[WATCH_MAX] = { dealloc_0, dealloc_1, dealloc
 
 int free_lists_left_out(const void *block)
 {
-    if (block == dying_block) {
-        dying_given_back = 1;
-        return pending_take(block, python_gc_window());
+    if (block == dying_here.block) {
+        dying_here.given_back = 1;
+        return pending_take(block);
     }
-    if (!read_types || !nwatched || !watched_block(block))
+    if (!look_at_types || !watched_block(block))
         return 0;
-    pending_take(block, python_gc_window());
+    pending_take(block);
     return 1;
 }
 
@@ -217,4 +221,5 @@ void free_lists_install(int in_pools)
         watch("PyMethod_Type", "method");
         watch("PyCFunction_Type", "builtin_function_or_method");
     }
+    look_at_types = read_types && nwatched;
 }
