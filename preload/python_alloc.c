@@ -269,8 +269,8 @@ static void *wrapped_realloc(void *ctx, void *ptr, size_t size)
     return p;
 }
 
-/* A free in a collection whose first tests passed (obj_free_slow's or
- * python_alloc_record_collected's): recorded unless the collection does
+/* A free in a collection whose first tests passed (obj_free_collecting's
+ * or python_alloc_record_collected's): recorded unless the collection does
  * not free it (python_gc.c) or its allocation was left out.  Tail calls
  * to the recorder: no frame of its own but where a collection's flag
  * must be looked at the long way. */
@@ -377,9 +377,9 @@ static __attribute__((noinline)) void obj_free_collecting(void *ctx, void *ptr)
     w->prev.free(w->prev.ctx, ptr);
 }
 
-/* obj_free's ways out: an allocation site to learn, a collection on the
- * thread, a large host block live.  Tail calls only: no frame but for
- * the learning. */
+/* obj_free's other ways out: an allocation site to learn, or a large host
+ * block live (release has something to look for), a collection on the
+ * thread or not. */
 static __attribute__((noinline)) void obj_free_slow(void *ctx, void *ptr)
 {
     domain_wrapper *w = ctx;
