@@ -157,7 +157,7 @@ int rec_active(void)
 static uint64_t in_unit(uint64_t t)
 {
     uint32_t unit = trace_config_get()->time_unit_ns;
-    if (unit == 1000)
+    if (__builtin_expect(unit == 1000, 1))   /* in line: a jump less */
         return t - t % 1000;
     if (unit <= 1)
         return t;
@@ -876,7 +876,13 @@ static __attribute__((noinline)) uint64_t py_alloc_fast(uint64_t ptr, uint64_t s
         after_event(0);
         goto out;
     }
-    encode_names_if(&no_names, 0, thr.tid);
+    /* encode_names_if's test for names captured with none due, less its
+     * test of named_generation against 0 (a thread never named): the test
+     * above found it equal to generation, which is never 0, and nothing
+     * sets it to 0 since (a handler's event sets it to a generation). */
+    uint32_t now = atomic_load_explicit(&generation, memory_order_relaxed);
+    if (__builtin_expect(thr.named_generation != now, 0))
+        encode_names_due(&no_names, thr.tid, now);
     uint32_t py_stack = npy > 0 ? provider->intern(writer, (rec_py_raw *)(void *)thread_mem_peek()->py_frames, npy)
                                 : 0;
     seq = last_seq + 1;
