@@ -107,7 +107,7 @@ static int kernel_clock_is_counter(void)
 static uint64_t keep_forward(uint64_t t)
 {
     uint64_t last = atomic_load_explicit(&last_ns, memory_order_relaxed);
-    if (t < last)
+    if (__builtin_expect(t < last, 0))   /* the usual way in line: a jump and one back less */
         return last;
     atomic_store_explicit(&last_ns, t, memory_order_relaxed);
     return t;

@@ -135,12 +135,24 @@ static uint64_t obj_calls;                     /* OBJ-domain allocations through
 /* api: 0, or TF_HOST_API_REALLOC for an object resized (_PyTuple_Resize,
  * PyObject_GC_Resize): the same object at a new address, not a new one (a
  * tuple built from a generator was counted as 4 to 12 objects). */
-static __attribute__((noinline)) void record_object_allocation(void *p, size_t size, uint32_t api)
+static inline __attribute__((always_inline)) void record_object_allocation_as(void *p, size_t size, uint32_t api)
 {
     /* Its free, if a collection makes it, is to be recorded (block_marks.h). */
     if (record_gc_frees)
         block_marks_clear(p);
     rec_py_alloc((uint64_t)(uintptr_t)p, size, api, sample_stacks);
+}
+
+static __attribute__((noinline)) void record_object_allocation(void *p, size_t size, uint32_t api)
+{
+    record_object_allocation_as(p, size, api);
+}
+
+/* api 0, a constant to the recorder's door (rec_py_alloc): its usual
+ * way for a new object has api folded away (recorder.c). */
+static __attribute__((noinline)) void record_new_object(void *p, size_t size)
+{
+    record_object_allocation_as(p, size, 0);
 }
 
 /* site: where the domain's function returns to (python_alloc_sites.h).
@@ -162,7 +174,10 @@ static inline __attribute__((always_inline)) void sample_object_allocation(void 
         return;
     if (sample_every && --sample_countdown == 0) {
         sample_countdown = sample_every;
-        record_object_allocation(p, size, api);
+        if (api)
+            record_object_allocation(p, size, api);
+        else
+            record_new_object(p, size);
     }
 }
 

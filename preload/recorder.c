@@ -62,7 +62,9 @@ typedef struct rec_thread {
     /* The address of this thread's errno (fixed for the thread's life, and
      * a fork's child has it at the same place): `errno` is a call into libc
      * through the PLT, twice per event, 28 instructions an event in all,
-     * 1.3 % of churn_cycles' under TRACE_PY_ALLOCS=1. */
+     * 1.3 % of churn_cycles' under TRACE_PY_ALLOCS=1.  Set no later than
+     * tid (rec_tid) and never cleared: a thread with its id has it, so
+     * py_alloc_fast tests the id alone. */
     int *errno_at;
 } rec_thread;
 TLS rec_thread thr;
@@ -90,8 +92,11 @@ void rec_set_frame_bytes(size_t seal, size_t flush_now)
 
 pid_t rec_tid(void)
 {
-    if (!thr.tid)
+    if (!thr.tid) {
+        if (!thr.errno_at)
+            thr.errno_at = &errno;   /* first: see errno_at */
         thr.tid = (pid_t)syscall(SYS_gettid);
+    }
     return thr.tid;
 }
 
@@ -839,36 +844,49 @@ _Static_assert(sizeof(rec_py_raw) * MAX_PY_FRAMES <= THREAD_MEM_PY_FRAMES_BYTES,
  * capture is stored but the frames.  The same record, byte for byte: the
  * same calls in the same order, the names' check under the lock as
  * encode_names_if makes it for an event that captured none due. */
-static __attribute__((noinline)) uint64_t py_alloc_fast(uint64_t ptr, uint64_t size, uint32_t api)
+static int take_or_drop_waiting(pid_t tid);
+
+static inline __attribute__((always_inline)) uint64_t py_alloc_fast_as(uint64_t ptr, uint64_t size, uint32_t api)
 {
     thread_mem *m = thread_mem_peek();
-    int *err = thr.errno_at;
-    pid_t tid = thr.tid;
-    rec_thread_namer namer = atomic_load_explicit(&thread_namer, memory_order_acquire);
+    pid_t tid = thr.tid;   /* and so errno_at (rec_tid) */
     /* Not the owner's test (entering): in no event, the thread holds the
      * lock only in a handler that interrupted a definition or a seal, which
      * finds it taken below and drops its event there as entering would
-     * have, after a capture for nothing. */
-    if (__builtin_expect(!rec_active() || !m || !err || !tid || thr.in_event || thr.open_count ||
+     * have, after a capture for nothing.  The namer is looked for only
+     * when the time to ask it has come: with none, name_ask_after stays 0
+     * and that is every event (a load, a test and a branch fewer an event
+     * where there is one, the Python program's usual case). */
+    if (__builtin_expect(!rec_active() || !m || !tid || thr.in_event || thr.open_count ||
                              !hook_stack_roomy() ||
                              thr.named_generation != atomic_load_explicit(&generation, memory_order_relaxed) ||
                              thr.names_epoch != atomic_load_explicit(&names_epoch, memory_order_relaxed) ||
-                             (namer && event_clock_latest_ns() >= thr.name_ask_after),
+                             (event_clock_latest_ns() >= thr.name_ask_after &&
+                              atomic_load_explicit(&thread_namer, memory_order_acquire)),
                          0))
         return py_alloc_general(ptr, size, api);
+    int *err = thr.errno_at;
     int saved_errno = *err;
     host_guard_enter();
     thr.in_event++;
     uint64_t ticks = event_clock_early();
     const rec_py_provider *provider = atomic_load_explicit(&py_provider, memory_order_acquire);
-    int npy = provider ? provider->capture((rec_py_raw *)(void *)m->py_frames, MAX_PY_FRAMES) : 0;
+    int npy = __builtin_expect(provider != NULL, 1) ? provider->capture((rec_py_raw *)(void *)m->py_frames, MAX_PY_FRAMES)
+                                                     : 0;
     /* Kept across the call: the arguments, saved_errno, ticks, provider
      * and npy.  What is the thread's is read again after it (a load each),
      * not kept (a store and a load each, and the registers it held made
      * GCC spill more in the writer's join below). */
     __asm__ volatile("" ::: "memory");
     uint64_t seq = 0;
-    if (!take_or_drop(thr.tid))
+    /* lock_take's first try in line (its loop, and its look at the owner
+     * when that fails, take_or_drop's): the loop's state in line cost 2
+     * instructions an event. */
+    pid_t unowned = 0;
+    if (__builtin_expect(!atomic_compare_exchange_strong_explicit(&lock_owner, &unowned, thr.tid,
+                                                                  memory_order_acquire, memory_order_relaxed),
+                         0) &&
+        !take_or_drop_waiting(thr.tid))
         goto out;
     if (__builtin_expect(!rec_active(), 0)) {
         lock_release();
@@ -911,13 +929,31 @@ out:
     return seq;
 }
 
+/* take_or_drop, out of line: in line, GCC kept its loop's count from the
+ * first try's result (2 instructions an event). */
+static __attribute__((noinline, cold)) int take_or_drop_waiting(pid_t tid)
+{
+    return take_or_drop(tid);
+}
+
+/* For a new object (api 0): nearly every py_alloc.  A resized one
+ * (TF_HOST_API_REALLOC) goes the general way: the constant frees the
+ * register api held, which GCC saved around both calls (4 instructions an
+ * event), and folds its test in the writer's join; and a second copy of
+ * this for a resize made GCC call the join instead of inlining it (31
+ * instructions an event more). */
+static __attribute__((noinline)) uint64_t py_alloc_fast(uint64_t ptr, uint64_t size)
+{
+    return py_alloc_fast_as(ptr, size, 0);
+}
+
 uint64_t rec_py_alloc(uint64_t ptr, uint64_t size, uint32_t api, unsigned flags)
 {
     if (__builtin_expect(flags != REC_PY_STACK, 0)) {
         tf_event e = py_alloc_event(ptr, size, api);
         return rec_event(&e, flags);
     }
-    return py_alloc_fast(ptr, size, api);
+    return __builtin_expect(api == 0, 1) ? py_alloc_fast(ptr, size) : py_alloc_general(ptr, size, api);
 }
 
 uint64_t rec_event_text(tf_event *e, unsigned flags, uint32_t *text_id, const char *text)
