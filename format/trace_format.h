@@ -339,12 +339,13 @@ void tf_write_py_alloc(tf_writer *w, const tf_event *e);
  * written as py_alloc records) and joined at the next run or seal. */
 void tf_write_py_allocs(tf_writer *w, const tf_event *e);
 /* tf_write_py_allocs in two: the allocation (no native stack) joined to
- * the record the chunk ends with (1), or nothing written (0); then, for
- * the event whose join failed, the rest of tf_write_py_allocs.  For a
- * caller that wants the join inline with its fields in registers (the
- * recorder's py_alloc_fast: the join alone has one caller). */
-int tf_write_py_allocs_join(tf_writer *w, uint64_t seq, uint32_t tid, uint64_t parent, uint64_t t_ns,
-                            uint32_t domain, uint32_t py_stack, uint64_t ptr, uint64_t size, uint32_t api);
+ * the record the chunk ends with (then tf_writer_pending's bytes, never
+ * 0), or nothing written (0); then, for the event whose join failed, the
+ * rest of tf_write_py_allocs.  For a caller that wants the join inline
+ * with its fields in registers (the recorder's py_alloc_fast: the join
+ * alone has one caller). */
+size_t tf_write_py_allocs_join(tf_writer *w, uint64_t seq, uint32_t tid, uint64_t parent, uint64_t t_ns,
+                               uint32_t domain, uint32_t py_stack, uint64_t ptr, uint64_t size, uint32_t api);
 void tf_write_py_allocs_rest(tf_writer *w, const tf_event *e);
 /* py_free events (kind TF_EV_PY_FREE), a collection's burst of them, as
  * PY_FREES records (2.3): tf_write_py_free_joins appends e to the record the

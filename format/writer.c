@@ -875,7 +875,7 @@ static void streams_put(tf_writer *w)
  * which zstd then has less of to compress, and in streams it compresses
  * faster (FORMAT.md section 7).  The test is py_free_joins' (the chunk's
  * length says the record is open and last). */
-static inline __attribute__((always_inline)) int py_alloc_joins(tf_writer *w, uint64_t seq, uint32_t tid,
+static inline __attribute__((always_inline)) size_t py_alloc_joins(tf_writer *w, uint64_t seq, uint32_t tid,
                                                               uint64_t parent, uint64_t t_ns, uint32_t domain,
                                                               uint32_t native_stack, uint32_t py_stack, uint64_t ptr,
                                                               uint64_t size, uint32_t api)
@@ -918,18 +918,20 @@ static inline __attribute__((always_inline)) int py_alloc_joins(tf_writer *w, ui
     w->allocs.py_stack = py_stack;
     w->events++;
     w->last_seq = seq;
-    return 1;
+    if (len == 0)
+        __builtin_unreachable();   /* the record's bytes are in it: no caller need test for 0 */
+    return len;   /* tf_writer_pending's */
 }
 
 /* An allocation's fields as py_alloc_joins takes them. */
-static inline __attribute__((always_inline)) int py_alloc_joins_event(tf_writer *w, const tf_event *e)
+static inline __attribute__((always_inline)) size_t py_alloc_joins_event(tf_writer *w, const tf_event *e)
 {
     return py_alloc_joins(w, e->seq, e->tid, e->parent, e->t_ns, e->u.host.domain, e->native_stack, e->py_stack,
                           e->u.host.ptr, e->u.host.size, e->u.host.api);
 }
 
-int tf_write_py_allocs_join(tf_writer *w, uint64_t seq, uint32_t tid, uint64_t parent, uint64_t t_ns,
-                            uint32_t domain, uint32_t py_stack, uint64_t ptr, uint64_t size, uint32_t api)
+size_t tf_write_py_allocs_join(tf_writer *w, uint64_t seq, uint32_t tid, uint64_t parent, uint64_t t_ns,
+                               uint32_t domain, uint32_t py_stack, uint64_t ptr, uint64_t size, uint32_t api)
 {
     return py_alloc_joins(w, seq, tid, parent, t_ns, domain, 0, py_stack, ptr, size, api);
 }

@@ -909,8 +909,11 @@ static inline __attribute__((always_inline)) uint64_t py_alloc_fast_as(uint64_t 
     /* The event whole only where it starts a record: its fields stay in
      * registers (stored for the join, they were 20 instructions an
      * allocation). */
-    if (!tf_write_py_allocs_join(writer, seq, (uint32_t)thr.tid, thr.open_top, t_ns, TF_HOST_OBJ, py_stack, ptr, size,
-                                 api)) {
+    /* The join's result is the chunk's length (tf_writer_pending's, not
+     * loaded again). */
+    size_t pending = tf_write_py_allocs_join(writer, seq, (uint32_t)thr.tid, thr.open_top, t_ns, TF_HOST_OBJ,
+                                             py_stack, ptr, size, api);
+    if (!pending) {
         tf_event e = py_alloc_event(ptr, size, api);
         e.seq = seq;
         e.tid = (uint32_t)thr.tid;
@@ -918,8 +921,8 @@ static inline __attribute__((always_inline)) uint64_t py_alloc_fast_as(uint64_t 
         e.t_ns = t_ns;
         e.py_stack = py_stack;
         tf_write_py_allocs_rest(writer, &e);
+        pending = tf_writer_pending(writer);
     }
-    size_t pending = tf_writer_pending(writer);
     lock_release();
     thr.in_event--;
     after_event(pending);
