@@ -172,10 +172,27 @@ static inline int64_t raw_offset(const py_layout *L, uint64_t code, uint64_t whe
     return (int64_t)(where - (code + L->code_bytecode));
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define WALK_VECTORS 1
+/* Where a frame's raw frame is its code and instruction pointer as they
+ * lie, nothing else to look at (no type to check, no trampoline to leave
+ * out): the pair may be moved without the fields passing through general
+ * registers.  WALK_SPAN_FITS: the two are the first and last words of 32
+ * bytes of the frame (3.11's f_code, frame_obj, previous, prev_instr),
+ * all of them inside the frame, between two fields the walk reads. */
+#define WALK_PAIR_LOADS(L) (!(L)->instr_is_lasti && (L)->code_always && !(L)->skip_unbegun_callers)
+#define WALK_SPAN_FITS(L) ((L)->frame_instr == (L)->frame_code + 24 && (L)->frame_code % 8 == 0)
+#else
+#define WALK_VECTORS 0
+#endif
+
 /* One frame f of the walk: its raw frame stored at o, unless it holds no
- * Python code; where the next one goes. */
+ * Python code; where the next one goes.  span: 2 where the walk may load
+ * 32 bytes at once (AVX2, WALK_SPAN_FITS), else 0. */
 static inline __attribute__((always_inline)) rec_py_raw *walk_frame(const py_layout *L, void *f, rec_py_raw *o,
-                                                                    const rec_py_raw *out, const void *code_type)
+                                                                    const rec_py_raw *out, const void *code_type,
+                                                                    int span)
 {
     if (L->frame_owner != PY_NO_FIELD && L->owner_cstack >= 0 &&
         FIELD(f, L->frame_owner, char) == L->owner_cstack)
@@ -197,6 +214,33 @@ static inline __attribute__((always_inline)) rec_py_raw *walk_frame(const py_lay
         where = (uint64_t)(uintptr_t)FIELD(f, L->frame_instr, char *);
     if (L->skip_unbegun_callers && o > out && where - ((uint64_t)(uintptr_t)code + L->code_bytecode) < 6)
         return o;               /* a trampoline under its callee (layout.h) */
+#if WALK_VECTORS
+    if (span == 2 && WALK_SPAN_FITS(L)) {
+        /* The 32 bytes from the code to the instruction pointer loaded
+         * with their words 0 and 3 moved to the low half, which is
+         * stored: 2 instructions where the fields one by one are 4
+         * (layout_3_11's).  Written out, not with intrinsics: this
+         * function is also inlined where AVX is not enabled, and the
+         * caller with span 2 clears the upper halves itself (vzeroupper:
+         * the compiler does not see ymm0 used here). */
+        __asm__("vpermq $0x0c, %1, %%ymm0\n\tvmovdqu %%xmm0, %0"
+                : "=m"(*o)
+                : "m"(*(const char(*)[32])((char *)f + L->frame_code))
+                : "xmm0");
+        return o + 1;
+    }
+    if (WALK_PAIR_LOADS(L)) {
+        /* The code loaded to the low half of a vector, the instruction
+         * pointer to its high half, the pair stored as one: 3 instructions
+         * where the fields one by one are 4 (SSE2, any x86-64). */
+        __m128i v = _mm_loadl_epi64((const __m128i *)((char *)f + L->frame_code));
+        v = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(v), (const double *)((char *)f + L->frame_instr)));
+        _mm_storeu_si128((__m128i *)o, v);
+        return o + 1;
+    }
+#else
+    (void)span;
+#endif
     /* By pointer, each field stored on its own: indexed, with the pair
      * stored as one vector, a frame cost 20 instructions, 16 so. */
     o->code = (uint64_t)(uintptr_t)code;
@@ -215,7 +259,7 @@ static inline __attribute__((always_inline)) rec_py_raw *walk_frame(const py_lay
  * interpreter whose walk fields match none of them.
  */
 static inline __attribute__((always_inline)) int walk(const py_layout *L, void *tstate,
-                                                      rec_py_raw *restrict out, int max)
+                                                      rec_py_raw *restrict out, int max, int span)
 {
     /* Not read where code_always says the walk needs it not (the cut's
      * look reads it itself). */
@@ -242,7 +286,7 @@ static inline __attribute__((always_inline)) int walk(const py_layout *L, void *
     const uintptr_t last_round = (uintptr_t)end - 8 * sizeof *out;
 #define WALK_STEP                                                     \
     do {                                                              \
-        o = walk_frame(L, f, o, out, code_type);                      \
+        o = walk_frame(L, f, o, out, code_type, span);                    \
         f = FIELD(f, L->frame_back, void *);                          \
         if (!f)                                                       \
             goto walked;                                              \
@@ -253,7 +297,7 @@ static inline __attribute__((always_inline)) int walk(const py_layout *L, void *
      * instruction less, about 14 an event (churn_cycles on 3.11). */
 #define WALK_AT(k)                                                    \
     do {                                                              \
-        walk_frame(L, f, o + (k), out, code_type);                    \
+        walk_frame(L, f, o + (k), out, code_type, span);                  \
         f = FIELD(f, L->frame_back, void *);                          \
         if (!f) {                                                     \
             /* here, not made before the test on every frame */       \
@@ -545,7 +589,7 @@ static const py_layout layout_3_13 = {
     static int name(rec_py_raw *restrict out, int max)             \
     {                                                              \
         void *tstate = own_tstate_for(global_tstate);              \
-        return tstate ? walk(table, tstate, out, max) : 0;         \
+        return tstate ? walk(table, tstate, out, max, 0) : 0;      \
     }
 CAPTURE_FOR(capture_any, layout, py.minor < 12)
 CAPTURE_FOR(capture_3_8, &layout_3_8, 1)
@@ -554,6 +598,20 @@ CAPTURE_FOR(capture_3_10, &layout_3_10, 1)
 CAPTURE_FOR(capture_3_11, &layout_3_11, 1)
 CAPTURE_FOR(capture_3_12, &layout_3_12, 0)
 CAPTURE_FOR(capture_3_13, &layout_3_13, 0)
+
+#if WALK_VECTORS
+/* 3.11's walk where the CPU has AVX2 (python_stack_install): a frame 5
+ * instructions, not 6 (walk_frame's span). */
+static __attribute__((target("avx2"))) int capture_3_11_avx2(rec_py_raw *restrict out, int max)
+{
+    void *tstate = own_tstate_for(1);
+    if (!tstate)
+        return 0;
+    int n = walk(&layout_3_11, tstate, out, max, 2);
+    _mm256_zeroupper();        /* after walk_frame's ymm0 */
+    return n;
+}
+#endif
 
 /* The fields the walk reads, and only those, are the same. */
 static int same_walk(const py_layout *a, const py_layout *b)
@@ -1500,8 +1558,11 @@ int python_stack_install(void)
     provider.capture = pick_capture(layout);
 #if INTERN_AVX2
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2"))
+    if (__builtin_cpu_supports("avx2")) {
         provider.intern = intern_avx2;
+        if (provider.capture == capture_3_11)
+            provider.capture = capture_3_11_avx2;
+    }
 #endif
     span_of(layout);
     rec_set_py_provider(&provider);
