@@ -38,7 +38,11 @@ typedef struct grave {
 
 static grave graves[CODE_DEATHS_KEPT];
 _Atomic uint64_t code_deaths_claimed;
-code_deaths_destructor *code_deaths_slot;
+/* Where no slot is wrapped (not yet, or the libpython unloaded), a word
+ * that holds no deallocator: code_deaths_watching is then a load and a
+ * compare with no test of the slot's address (2 instructions an event). */
+static code_deaths_destructor no_slot;
+code_deaths_destructor *code_deaths_slot = &no_slot;
 static code_deaths_destructor real_dealloc;
 
 void code_deaths_dealloc(void *code)
@@ -88,5 +92,5 @@ int code_deaths_get(uint64_t i, uintptr_t *code)
 
 void code_deaths_forget(void)
 {
-    __atomic_store_n(&code_deaths_slot, NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&code_deaths_slot, &no_slot, __ATOMIC_RELEASE);
 }

@@ -36,12 +36,14 @@ int code_deaths_get(uint64_t i, uintptr_t *code);
 /* The two asked at every event, inline. */
 typedef void (*code_deaths_destructor)(void *);
 void code_deaths_dealloc(void *code);           /* the wrapper */
-extern code_deaths_destructor *code_deaths_slot; /* &PyCode_Type.tp_dealloc, once wrapped */
+/* &PyCode_Type.tp_dealloc once wrapped; else never NULL, a word holding
+ * no deallocator. */
+extern code_deaths_destructor *code_deaths_slot;
 extern _Atomic uint64_t code_deaths_claimed;
 static inline int code_deaths_watching(void)
 {
-    return code_deaths_slot &&
-           __atomic_load_n(code_deaths_slot, __ATOMIC_RELAXED) == code_deaths_dealloc;
+    return __atomic_load_n(__atomic_load_n(&code_deaths_slot, __ATOMIC_RELAXED), __ATOMIC_RELAXED) ==
+           code_deaths_dealloc;
 }
 static inline uint64_t code_deaths_count(void)
 {
