@@ -47,6 +47,13 @@ static const py_layout layout_3_11 = {
     STR_WITH_WSTR, GC_COUNT(692), .tstate_thread_id = 152
 };
 
+/* 3.11's _PyRuntime: `initialized` (Py_IsInitialized's answer) and
+ * gilstate.tstate_current (_PyThreadState_UncheckedGet's), read in place
+ * by python_stack.c's capture_3_11_avx2 where it saw them right at
+ * install. */
+#define PY_RUNTIME_3_11_INITIALIZED 16
+#define PY_RUNTIME_3_11_TSTATE_CURRENT 576
+
 static const py_layout layout_3_12 = {
     .tstate_frame = PY_NO_FIELD, .tstate_cframe = 56, .cframe_frame = 0,
     .frame_code = 0, .frame_back = 8, .frame_instr = 56, .frame_owner = 70,

@@ -17,6 +17,9 @@
 #if PY_VERSION_HEX >= 0x030B0000
 #include <internal/pycore_frame.h>
 #endif
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#include <internal/pycore_runtime.h>
+#endif
 #if PY_VERSION_HEX >= 0x03090000
 #include <internal/pycore_interp.h>
 #else
@@ -77,6 +80,11 @@ int main(void)
     CHECK(code_name, offsetof(PyCodeObject, co_qualname));
 #if PY_VERSION_HEX >= 0x030C0000
     check("owner_cstack", (size_t)L->owner_cstack, FRAME_OWNED_BY_CSTACK);
+#else
+    /* python_stack.c's capture_3_11_avx2 reads these two in place */
+    check("_PyRuntime.initialized", PY_RUNTIME_3_11_INITIALIZED, offsetof(_PyRuntimeState, initialized));
+    check("_PyRuntime.gilstate.tstate_current", PY_RUNTIME_3_11_TSTATE_CURRENT,
+          offsetof(_PyRuntimeState, gilstate.tstate_current));
 #endif
 #else
     CHECK(tstate_frame, offsetof(PyThreadState, frame));
