@@ -443,6 +443,11 @@ int flusher_is_started(void)
     return atomic_load_explicit(&started, memory_order_relaxed) != NOT_STARTED;
 }
 
+int flusher_kicked(void)
+{
+    return atomic_load_explicit(&kick_word, memory_order_relaxed) != 0;
+}
+
 void flusher_kick(void)
 {
     /* Called for every event while a sealed frame's worth waits, which when

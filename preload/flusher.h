@@ -20,6 +20,9 @@ int flusher_is_started(void);
 
 /* A chunk is full: wake the thread now. */
 void flusher_kick(void);
+/* 1 while a kick waits for the thread to take it (flusher_kick would do
+ * nothing): a leaf's test, as flusher_is_started. */
+int flusher_kicked(void);
 
 /* Seal and write everything encoded so far, on this thread.  bounded: waits
  * a bounded time for a flush in progress on another thread and gives up if

@@ -466,8 +466,19 @@ static inline void after_event(size_t pending)
         return;
     if (pending >= flush_now_bytes)
         flush_now(0);
-    else if (pending >= seal_bytes)
+    else if (pending >= seal_bytes && !flusher_kicked())
         flusher_kick();
+}
+
+/* Whether after_event has something to do: the chunk past a bound, less a
+ * seal already asked for.  A chunk stays past the seal's bound from the
+ * kick until the flusher takes it, a third of the events when every Python
+ * allocation is recorded (more where the flusher thread waits for a core),
+ * and each of them called flusher_kick, or went py_free_fast_after's way
+ * (46 instructions: callgrind, churn_cycles 0.1 on 3.11). */
+static inline int after_event_due(size_t pending)
+{
+    return __builtin_expect(pending >= act_bytes, 0) && (pending >= flush_now_bytes || !flusher_kicked());
 }
 
 /* Where an operation about to open keeps the one it opens inside: the
@@ -766,7 +777,7 @@ static __attribute__((noinline)) uint64_t py_free_fast(uint32_t domain, uint64_t
     size_t pending = tf_writer_pending(writer);
     atomic_store_explicit(&lock_owner, 0, memory_order_release);   /* lock_release, less its check */
     if (__builtin_expect(atomic_load_explicit(&ending_deferred_sig, memory_order_relaxed) != 0 ||
-                             !flusher_is_started() || pending >= act_bytes,
+                             !flusher_is_started() || after_event_due(pending),
                          0))
         return py_free_fast_after(seq, pending);
     thr.in_event--;
