@@ -76,16 +76,13 @@ void python_gc_on_audit_event(const char *event);
  * not_watched says its collections are no longer recorded). */
 void python_gc_look(void);
 void python_gc_forget_all(void);
-/* Is this free of an OBJ-domain block (python_alloc.c) the collection's?
- * Nonzero while a collection runs on this thread (between our callback's
- * "start" and "stop"), except for the collection's own preamble: the
- * arguments our callback was called with, freed as it returns. */
+/* Is this free of an OBJ-domain block (python_alloc.c) the collection's,
+ * asked while python_gc_collecting says a collection runs on this thread
+ * (between our callback's "start" and "stop")?  Nonzero but for the
+ * collection's own preamble: the arguments our callback was called with,
+ * freed as it returns. */
 int python_gc_frees_collected_slow(const void *block);
 extern __thread int python_gc_collecting __attribute__((tls_model("initial-exec")));
-static inline int python_gc_frees_collected(const void *block)
-{
-    return __builtin_expect(python_gc_collecting != 0, 0) && python_gc_frees_collected_slow(block);
-}
 
 /* The innermost collection running on this thread: a number no other
  * collection has; 0 when none. */
