@@ -225,6 +225,30 @@ static void random_allocs(pair *p, uint64_t *seq, uint64_t *t, int n, uint64_t *
     }
 }
 
+/* Allocations whose time steps are whole numbers of `unit` (joined, the
+ * step written in units) or not (a break), for a log of any unit: the
+ * writer's test of a step (a multiply by the inverse of the unit's odd
+ * part, a rotate by its trailing zeros, a compare: writer.c's unit_inv)
+ * must tell them apart exactly, and a whole step come back as it went. */
+static void unit_allocs(pair *p, uint64_t unit, uint64_t *seq, uint64_t *t, int n, uint64_t *s)
+{
+    uint64_t ptr = 0x7f0000400000ull;
+    for (int i = 0; i < n; i++) {
+        uint64_t r = tf_test_rand(s), k = tf_test_rand(s);
+        switch (r % 8) {
+        case 0: case 1: case 2: *t += unit * (k % 64); break;         /* small, whole */
+        case 3: *t += unit * (k % (1ull << 20)); break;                 /* large, whole */
+        case 4: *t += unit * (k % 64) + 1 + tf_test_rand(s) % (unit > 1 ? unit - 1 : 1); break;
+        case 5: *t += unit > 1 ? unit - 1 : 0; break;                  /* one short of a unit */
+        case 6: *t += unit * (1 + k % 4) + (unit > 1 ? unit / 2 : 0); break;
+        default: break;                                                 /* the same time */
+        }
+        ptr += (r >> 8 & 3) == 0 ? 0x10000 : 0x40;
+        tf_event e = an_alloc(++*seq, *t, 10 + (uint32_t)(r >> 12 & 3), ptr, 32 + (r >> 16 & 3) * 16);
+        put_alloc(p, &e);
+    }
+}
+
 int main(void)
 {
     pair p = { .plain = tf_writer_new(&header), .runs = tf_writer_new(&header),
@@ -388,6 +412,37 @@ int main(void)
     tf_chunk_free(&p.chunk);
     uint64_t n = same_events(&p);
     CHECK(n > 10000);
+
+    /* Logs of other units: odd, even, a power of two, a large prime, the
+     * largest the recorder takes (TRACE_TIME_UNIT_NS). */
+    {
+        static const uint64_t units[] = { 3, 10, 1024, 6000, 999999937, 1000000000 };
+        for (size_t u = 0; u < sizeof units / sizeof units[0]; u++) {
+            char settings[64];
+            snprintf(settings, sizeof settings, "flush_ms=100;time_unit_ns=%llu", (unsigned long long)units[u]);
+            tf_header uh = header;
+            uh.settings = settings;
+            pair q = { .plain = tf_writer_new(&uh), .runs = tf_writer_new(&uh),
+                       .fplain = tf_test_file_new(), .fruns = tf_test_file_new(), .fold = tf_test_file_new() };
+            uint64_t qs = 0, qt = units[u] * 7;
+            unit_allocs(&q, units[u], &qs, &qt, 3000, &s);
+            tf_event qend = { .kind = TF_EV_END, .seq = ++qs, .tid = 41, .t_ns = qt };
+            put_event(&q, &qend);
+            tf_chunk a = { 0 };
+            tf_writer_seal(q.runs, &a);
+            /* about a quarter of the steps are off the unit: each breaks a
+             * record, and the rest join */
+            int records = count_kind(&a, TF_EV_PY_ALLOCS_SPLIT, NULL) + count_kind(&a, TF_EV_PY_ALLOC, NULL);
+            CHECK(records > 300 && records < 1500);
+            CHECK(write_runs(&q, &a) == 0);
+            tf_chunk_free(&a);
+            tf_test_flush(q.plain, q.fplain.fd, &q.chunk);
+            tf_writer_free(q.plain);
+            tf_writer_free(q.runs);
+            tf_chunk_free(&q.chunk);
+            CHECK(same_events(&q) == 3001);
+        }
+    }
 
     /* A writer whose header says no unit writes steps in nanoseconds. */
     {
