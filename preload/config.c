@@ -242,6 +242,20 @@ static void read_clock(const char *name, const char *s)
         trace_warn_log("ignoring %s=%s (expected auto or precise)", name, s);
 }
 
+/* The paths a CPU without AVX2, POPCNT or BMI2 takes (python_stack.c's
+ * walk and intern, the column coder's rank sets), on any CPU: so that a
+ * test on this machine can run them, and a user who suspects one of them
+ * can do without. */
+static void read_cpu(const char *name, const char *s)
+{
+    if (!s || !*s)
+        return;
+    if (strcmp(s, "baseline") == 0)
+        config.cpu_baseline = 1;
+    else if (strcmp(s, "auto") != 0)
+        trace_warn_log("ignoring %s=%s (expected auto or baseline)", name, s);
+}
+
 static void read_exit_line(const char *name, const char *s)
 {
     if (!s || !*s)
@@ -291,6 +305,7 @@ static const setting settings[] = {
     { .name = "TRACE_TIME_UNIT_NS", .kind = INT, FIELD(time_unit_ns), .lo = 1, .hi = 1000000000 },
     { .name = "TRACE_COLUMNS", .kind = WORDS, .read = read_columns },   /* after TRACE_PY_ALLOCS */
     { .name = "TRACE_CLOCK", .kind = WORDS, .read = read_clock },
+    { .name = "TRACE_CPU", .kind = WORDS, .read = read_cpu },
     { .name = "TRACE_EXIT_LINE", .kind = WORDS, .read = read_exit_line },
     { .name = "TRACE_PY_DOUBLE_INIT", .kind = ELSEWHERE },   /* python_init_check.c */
     { .name = "TRACE_PY_REFTRACER", .kind = ELSEWHERE },     /* python_init_check.c */
@@ -334,6 +349,9 @@ static void describe(void)
                      config.exit_line < 0 ? "auto" : config.exit_line ? "1" : "0",
                      (unsigned long long)config.max_bytes, config.flush_ms, config.time_unit_ns,
                      config.columns, config.clock_counter ? "auto" : "precise");
+    /* Only where set: the default's header stays as it was. */
+    if (n >= 0 && (size_t)n < sizeof description && config.cpu_baseline)
+        n += snprintf(description + n, sizeof description - (size_t)n, ";cpu=baseline");
     if (n < 0 || (size_t)n >= sizeof description)
         trace_warn("the settings do not fit the log header's %zu bytes; stored cut short",
                    sizeof description);

@@ -7,6 +7,7 @@
 #include "config.h"
 #include "fault_mask.h"
 #include "private_files.h"
+#include "rankset.h"
 #include "recorder_core.h"
 #include "warn.h"
 
@@ -62,8 +63,12 @@ static int colenc_failed;
 static size_t compress(const tf_chunk *c, void *cctx)
 {
     const trace_config *cfg = trace_config_get();
-    if (cfg->columns && !colenc && !colenc_failed && !(colenc = tf_colenc_new()))
-        colenc_failed = 1;   /* no memory for it: frames stay records */
+    if (cfg->columns && !colenc && !colenc_failed) {
+        if (cfg->cpu_baseline)
+            tf_rankset_portable(1);   /* TRACE_CPU=baseline: no POPCNT, no PDEP */
+        if (!(colenc = tf_colenc_new()))
+            colenc_failed = 1;   /* no memory for it: frames stay records */
+    }
     return tf_chunk_compress_columns(c, cfg->columns ? colenc : NULL, cfg->time_unit_ns, cctx,
                                      LOG_COMPRESSION_LEVEL, frame, frame_cap);
 }

@@ -25,6 +25,7 @@
 #include "recorder.h"
 #include "pages.h"
 #include "python_greenlet.h"
+#include "config.h"
 #include "readable_run.h"
 
 #include <pthread.h>
@@ -1605,7 +1606,7 @@ int python_stack_install(void)
     provider.capture = pick_capture(layout);
 #if INTERN_AVX2
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2")) {
+    if (__builtin_cpu_supports("avx2") && !trace_config_get()->cpu_baseline) {   /* TRACE_CPU */
         provider.intern = intern_avx2;
         if (provider.capture == capture_3_11 && runtime_3_11_seen())
             provider.capture = capture_3_11_avx2;

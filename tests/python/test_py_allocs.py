@@ -6,7 +6,8 @@ records every object allocation.  Native stacks only with
 TRACE_PY_ALLOC_NATIVE=1.  Each thread remembers its recent stacks
 (python_stack.c): stacks that change at the same depth, the same function
 called from alternating lines, and stacks deeper than the memo keeps must
-still come out right."""
+still come out right, with the paths a CPU without AVX2 takes too
+(TRACE_CPU=baseline)."""
 import collections
 
 import pytrace as pt
@@ -85,8 +86,26 @@ def marker_line(marker):
     raise AssertionError(marker)
 
 
-def check_same_depth(python, tag):
-    run = pt.run_traced([python, "-S", "-c", SAME_DEPTH], args.preload, args.pylog, env={"TRACE_PY_ALLOCS": "1"})
+def check_same_depth(python, tag, cpu=None):
+    """cpu: TRACE_CPU's value, "baseline" for the walk and the stack cache
+    a CPU without AVX2 runs (python_stack.c), on this one."""
+    env = {"TRACE_PY_ALLOCS": "1"}
+    if cpu:
+        env["TRACE_CPU"] = cpu
+        tag += " with TRACE_CPU=" + cpu
+    run, log = pt.run_traced_keep([python, "-S", "-c", SAME_DEPTH], args.preload, args.pylog, env=env)
+    try:
+        check_same_depth_run(run, tag)
+        records = pt.log_records(log) if cpu else None
+        if records is not None:
+            header = [payload for kind, payload in records if kind == 1]
+            fails.check(header and (";cpu=" + cpu).encode() in header[0],
+                        "%s: the header's settings do not say cpu=%s" % (tag, cpu))
+    finally:
+        pt.discard(log)
+
+
+def check_same_depth_run(run, tag):
     fails.check(run.proc.returncode == 0, "%s: same-depth program failed: %s" % (tag, run.proc.stderr[-500:]))
     line = marker_line
     seen = collections.Counter()
@@ -245,6 +264,7 @@ def check(python, version):
                 "%s: TRACE_PY_ALLOC_NATIVE=1: %d of %d py_alloc events in make() have a native stack"
                 % (tag, len([e for e in made if e["native_depth"]]), len(made)))
     check_same_depth(python, tag)
+    check_same_depth(python, tag, "baseline")
     check_dicts(python, version, tag)
 
 
