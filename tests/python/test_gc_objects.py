@@ -167,14 +167,17 @@ gc.collect()
 
 # Kept within a byte budget (TRACE_MAX_BYTES): the log's segments each
 # define the program's code objects again, under new ids.  PROGRAM with
-# 120,000 cycles made at line a, spread over several segments: still one
-# site.  The log takes about half of the 64K budget, so no segment is
-# deleted (one was on a slow machine with 100,000 cycles in format 2.6,
-# which took 60K here); should one be, line a is still one site, of fewer
-# objects.  Format 2.7's py_allocs records made 80,000 cycles' log 26K
-# (36K to 41K before): 3 files, 2 on a slow run under ASan (3.12); 120,000
-# make 37K, 4 or 5 files.
-SEGMENT_CYCLES = 120000
+# 200,000 cycles made at line a, spread over several segments: still one
+# site.  The log takes most of the 64K budget but not all, so no segment is
+# usually deleted (one was on a slow machine with 100,000 cycles in format
+# 2.6, which took 60K here); should one be, line a is still one site, of
+# fewer objects.  Format 2.7's py_allocs records made 80,000 cycles' log
+# 26K (36K to 41K before): 3 files, 2 on a slow run under ASan (3.12).
+# 120,000 made 33K to 40K, 3 to 5 files, until a faster recorder (session
+# 53) let frames grow between the flusher's turns on a loaded machine:
+# they compress better, and one run made 2 files.  200,000 make 49K to
+# 56K, 5 or 6 files, idle or beside three busy loops (3.11).
+SEGMENT_CYCLES = 200000
 SEGMENTS = PROGRAM.replace("site_a(300)", "site_a(%d)" % SEGMENT_CYCLES)
 
 
