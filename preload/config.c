@@ -305,7 +305,7 @@ static const setting settings[] = {
     { .name = "TRACE_TIME_UNIT_NS", .kind = INT, FIELD(time_unit_ns), .lo = 1, .hi = 1000000000 },
     { .name = "TRACE_COLUMNS", .kind = WORDS, .read = read_columns },   /* after TRACE_PY_ALLOCS */
     { .name = "TRACE_CLOCK", .kind = WORDS, .read = read_clock },
-    { .name = "TRACE_CPU", .kind = WORDS, .read = read_cpu },
+    { .name = "TRACE_CPU_FEATURES", .kind = WORDS, .read = read_cpu },
     { .name = "TRACE_EXIT_LINE", .kind = WORDS, .read = read_exit_line },
     { .name = "TRACE_PY_DOUBLE_INIT", .kind = ELSEWHERE },   /* python_init_check.c */
     { .name = "TRACE_PY_REFTRACER", .kind = ELSEWHERE },     /* python_init_check.c */
@@ -351,7 +351,7 @@ static void describe(void)
                      config.columns, config.clock_counter ? "auto" : "precise");
     /* Only where set: the default's header stays as it was. */
     if (n >= 0 && (size_t)n < sizeof description && config.cpu_baseline)
-        n += snprintf(description + n, sizeof description - (size_t)n, ";cpu=baseline");
+        n += snprintf(description + n, sizeof description - (size_t)n, ";cpu_features=baseline");
     if (n < 0 || (size_t)n >= sizeof description)
         trace_warn("the settings do not fit the log header's %zu bytes; stored cut short",
                    sizeof description);

@@ -31,7 +31,7 @@ typedef struct trace_config {
                                 * CLOCK_MONOTONIC ("precise": 0) */
     int columns;               /* TRACE_COLUMNS: frames as column blocks (1) or records (0); auto
                                 * (default): 1 unless TRACE_PY_ALLOCS is on */
-    int cpu_baseline;          /* TRACE_CPU=baseline (1): the tracer's own code uses no instruction
+    int cpu_baseline;          /* TRACE_CPU_FEATURES=baseline (1): the tracer's own code uses no instruction
                                 * beyond x86-64's first (SSE2), as on a CPU without AVX2, POPCNT or
                                 * BMI2; auto (0, default): what the CPU has */
     char rank[32];             /* from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID; "" if none */

@@ -65,7 +65,7 @@ static size_t compress(const tf_chunk *c, void *cctx)
     const trace_config *cfg = trace_config_get();
     if (cfg->columns && !colenc && !colenc_failed) {
         if (cfg->cpu_baseline)
-            tf_rankset_portable(1);   /* TRACE_CPU=baseline: no POPCNT, no PDEP */
+            tf_rankset_portable(1);   /* TRACE_CPU_FEATURES=baseline: no POPCNT, no PDEP */
         if (!(colenc = tf_colenc_new()))
             colenc_failed = 1;   /* no memory for it: frames stay records */
     }

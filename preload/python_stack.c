@@ -1606,7 +1606,7 @@ int python_stack_install(void)
     provider.capture = pick_capture(layout);
 #if INTERN_AVX2
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && !trace_config_get()->cpu_baseline) {   /* TRACE_CPU */
+    if (__builtin_cpu_supports("avx2") && !trace_config_get()->cpu_baseline) {   /* TRACE_CPU_FEATURES */
         provider.intern = intern_avx2;
         if (provider.capture == capture_3_11 && runtime_3_11_seen())
             provider.capture = capture_3_11_avx2;

@@ -89,7 +89,7 @@ static void check_defaults(const trace_config *c)
     CHECK(c->host_threshold == 1u << 20 && c->py_alloc_sample == 0 && c->py_alloc_native == 0);
     CHECK(c->py_alloc_all == 0 && c->quiet == 0 && c->exit_line == -1 && c->max_bytes == 0);
     CHECK(c->flush_ms == 100 && c->time_unit_ns == 1000 && c->columns == 1 && c->clock_counter == 1);
-    CHECK(c->cpu_baseline == 0 && strstr(trace_config_describe(), "cpu=") == NULL);
+    CHECK(c->cpu_baseline == 0 && strstr(trace_config_describe(), "cpu_features=") == NULL);
     CHECK(c->output[0] == '/' && strstr(c->output, "/trace-") != NULL);
     CHECK(said[0] == '\0');
 }
@@ -103,7 +103,7 @@ static void check_good(const trace_config *c)
     CHECK(c->max_bytes == 3ull << 30 && c->flush_ms == 250 && c->time_unit_ns == 1);
     CHECK(c->columns == 1);                    /* set: py_allocs does not turn it off */
     CHECK(c->clock_counter == 0);
-    CHECK(c->cpu_baseline == 1 && strstr(trace_config_describe(), ";cpu=baseline") != NULL);
+    CHECK(c->cpu_baseline == 1 && strstr(trace_config_describe(), ";cpu_features=baseline") != NULL);
     char want[64];
     snprintf(want, sizeof want, "/tmp/x-%d.tlog", (int)getpid());
     CHECK(strcmp(c->output, want) == 0);
@@ -128,7 +128,7 @@ static void check_bad(const trace_config *c)
         "ignoring TRACE_TIME_UNIT_NS=us (expected an integer from 1 to 1000000000)",
         "ignoring TRACE_COLUMNS=yes (expected an integer from 0 to 1)",
         "ignoring TRACE_CLOCK=fast (expected auto or precise)",
-        "ignoring TRACE_CPU=avx2 (expected auto or baseline)",
+        "ignoring TRACE_CPU_FEATURES=avx2 (expected auto or baseline)",
         "ignoring TRACE_EXIT_LINE=2 (expected auto, 0 or 1)",
     };
     int n = 0;
@@ -184,13 +184,13 @@ int main(void)
         "TRACE_HOST_THRESHOLD=1099511627776", "TRACE_PY_ALLOCS=4000000000", "TRACE_PY_ALLOC_NATIVE=1",
         "TRACE_PY_ALLOC_ALL=1", "TRACE_QUIET=1", "TRACE_EXIT_LINE=1", "TRACE_MAX_BYTES=3G",
         "TRACE_FLUSH_MS=250", "TRACE_TIME_UNIT_NS=1", "TRACE_COLUMNS=1", "TRACE_CLOCK=precise",
-        "TRACE_CPU=baseline", "TRACE_OUTPUT=/tmp/x-%p.tlog", NULL,
+        "TRACE_CPU_FEATURES=baseline", "TRACE_OUTPUT=/tmp/x-%p.tlog", NULL,
     };
     run_case("every setting set", good, check_good);
     static const char *const bad[] = {
         "TRACE_STACK_DEPTH=257", "TRACE_PYTHON=2", "TRACE_HOST_THRESHOLD=-1",
         "TRACE_PY_ALLOCS=4294967296", "TRACE_MAX_BYTES=1K", "TRACE_FLUSH_MS=0",
-        "TRACE_TIME_UNIT_NS=us", "TRACE_COLUMNS=yes", "TRACE_CLOCK=fast", "TRACE_CPU=avx2", "TRACE_EXIT_LINE=2",
+        "TRACE_TIME_UNIT_NS=us", "TRACE_COLUMNS=yes", "TRACE_CLOCK=fast", "TRACE_CPU_FEATURES=avx2", "TRACE_EXIT_LINE=2",
         "TRACE_HOST_BUFFERS=", "TRACE_PY_ALLOC_ALL=", NULL,
     };
     run_case("bad values", bad, check_bad);

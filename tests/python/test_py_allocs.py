@@ -7,7 +7,7 @@ TRACE_PY_ALLOC_NATIVE=1.  Each thread remembers its recent stacks
 (python_stack.c): stacks that change at the same depth, the same function
 called from alternating lines, and stacks deeper than the memo keeps must
 still come out right, with the paths a CPU without AVX2 takes too
-(TRACE_CPU=baseline)."""
+(TRACE_CPU_FEATURES=baseline)."""
 import collections
 
 import pytrace as pt
@@ -87,20 +87,20 @@ def marker_line(marker):
 
 
 def check_same_depth(python, tag, cpu=None):
-    """cpu: TRACE_CPU's value, "baseline" for the walk and the stack cache
+    """cpu: TRACE_CPU_FEATURES's value, "baseline" for the walk and the stack cache
     a CPU without AVX2 runs (python_stack.c), on this one."""
     env = {"TRACE_PY_ALLOCS": "1"}
     if cpu:
-        env["TRACE_CPU"] = cpu
-        tag += " with TRACE_CPU=" + cpu
+        env["TRACE_CPU_FEATURES"] = cpu
+        tag += " with TRACE_CPU_FEATURES=" + cpu
     run, log = pt.run_traced_keep([python, "-S", "-c", SAME_DEPTH], args.preload, args.pylog, env=env)
     try:
         check_same_depth_run(run, tag)
         records = pt.log_records(log) if cpu else None
         if records is not None:
             header = [payload for kind, payload in records if kind == 1]
-            fails.check(header and (";cpu=" + cpu).encode() in header[0],
-                        "%s: the header's settings do not say cpu=%s" % (tag, cpu))
+            fails.check(header and (";cpu_features=" + cpu).encode() in header[0],
+                        "%s: the header's settings do not say cpu_features=%s" % (tag, cpu))
     finally:
         pt.discard(log)
 
